@@ -1,0 +1,175 @@
+//! Advantage settings: estimator, discount, weights, normalisation, pooling, anchors and reward shaping.
+//!
+//! Settings come from CLI flags, else the run's `run.json` (`advantage` object, same keys as the flags), else
+//! the defaults of GiGPO's reference trainer.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Estimator {
+    /// A = A_E + ω·A_S (Group-in-Group Policy Optimization).
+    Gigpo,
+    /// A = A_E only (GRPO; also "the episode component of GiGPO alone").
+    Grpo,
+    /// Leave-one-out baseline: A = n/(n−1)·(s − mean) over the pool.
+    Rloo,
+    /// A = A_S only (the step component of GiGPO alone).
+    Step,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Norm {
+    /// F = 1.
+    #[value(name = "mean_norm")]
+    MeanNorm,
+    /// F = sample standard deviation (N−1) + 1e-6.
+    #[value(name = "mean_std_norm")]
+    MeanStdNorm,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Pooling {
+    /// Every step row of every trajectory is one sample (what the reference trainer does).
+    Steps,
+    /// One sample per trajectory, its first row's score (the paper's equation).
+    Trajectories,
+}
+
+/// How steps are put into anchor-state groups inside an episode group.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AnchorMode {
+    /// Identical anchor strings.
+    Exact,
+    /// Greedy clustering by difflib ratio ≥ θ against each cluster's first member.
+    Similarity(f64),
+    /// WebShop page type (search / results / item / item_sub / done).
+    Page,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorKind {
+    Exact,
+    Similarity,
+    Page,
+}
+
+/// Fully resolved settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdvantageSettings {
+    pub estimator: Estimator,
+    pub gamma: f64,
+    pub omega: f64,
+    pub norm: Norm,
+    pub pooling: Pooling,
+    /// Subtracted from the score and return of rows with `valid: false`.
+    pub invalid_penalty: f64,
+    pub anchor: AnchorMode,
+    /// Replace rewards by the WebShop training convention: 10 on the last step if `outcome.success`, else 0.
+    pub success_reward: bool,
+    /// Dual-efficiency bonus for successful episodes: α₁/(mean tokens per step) + α₂/(number of steps).
+    pub efficiency_alpha1: f64,
+    pub efficiency_alpha2: f64,
+}
+
+impl Default for AdvantageSettings {
+    fn default() -> Self {
+        AdvantageSettings {
+            estimator: Estimator::Gigpo,
+            gamma: 0.95,
+            omega: 1.0,
+            norm: Norm::MeanNorm,
+            pooling: Pooling::Steps,
+            invalid_penalty: 0.1,
+            anchor: AnchorMode::Exact,
+            success_reward: false,
+            efficiency_alpha1: 0.0,
+            efficiency_alpha2: 0.0,
+        }
+    }
+}
+
+/// A partial set of settings, as written in `run.json` (`advantage`) or given as CLI flags.
+/// Keys are the CLI flag names with `_` for `-`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AdvantageOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator: Option<Estimator>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omega: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm: Option<Norm>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<Pooling>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_penalty: Option<f64>,
+    /// `exact`, `page` or `similarity` (then `similarity` gives θ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<AnchorKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_reward: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_alpha1: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_alpha2: Option<f64>,
+}
+
+impl AdvantageOverrides {
+    /// Layer these overrides on top of `base`. A `similarity` value alone selects similarity mode.
+    pub fn apply(&self, base: AdvantageSettings) -> AdvantageSettings {
+        let anchor = match (self.anchor, self.similarity) {
+            (Some(AnchorKind::Exact), _) => AnchorMode::Exact,
+            (Some(AnchorKind::Page), _) => AnchorMode::Page,
+            (Some(AnchorKind::Similarity), Some(theta)) | (None, Some(theta)) => AnchorMode::Similarity(theta),
+            (Some(AnchorKind::Similarity), None) => match base.anchor {
+                AnchorMode::Similarity(theta) => AnchorMode::Similarity(theta),
+                _ => AnchorMode::Similarity(DEFAULT_SIMILARITY),
+            },
+            (None, None) => base.anchor,
+        };
+        AdvantageSettings {
+            estimator: self.estimator.unwrap_or(base.estimator),
+            gamma: self.gamma.unwrap_or(base.gamma),
+            omega: self.omega.unwrap_or(base.omega),
+            norm: self.norm.unwrap_or(base.norm),
+            pooling: self.pooling.unwrap_or(base.pooling),
+            invalid_penalty: self.invalid_penalty.unwrap_or(base.invalid_penalty),
+            anchor,
+            success_reward: self.success_reward.unwrap_or(base.success_reward),
+            efficiency_alpha1: self.efficiency_alpha1.unwrap_or(base.efficiency_alpha1),
+            efficiency_alpha2: self.efficiency_alpha2.unwrap_or(base.efficiency_alpha2),
+        }
+    }
+
+    /// Every key set, so that `run.json` records the full settings a trainer used.
+    pub fn from_settings(s: &AdvantageSettings) -> Self {
+        let (anchor, similarity) = match s.anchor {
+            AnchorMode::Exact => (AnchorKind::Exact, None),
+            AnchorMode::Page => (AnchorKind::Page, None),
+            AnchorMode::Similarity(theta) => (AnchorKind::Similarity, Some(theta)),
+        };
+        AdvantageOverrides {
+            estimator: Some(s.estimator),
+            gamma: Some(s.gamma),
+            omega: Some(s.omega),
+            norm: Some(s.norm),
+            pooling: Some(s.pooling),
+            invalid_penalty: Some(s.invalid_penalty),
+            anchor: Some(anchor),
+            similarity,
+            success_reward: Some(s.success_reward),
+            efficiency_alpha1: Some(s.efficiency_alpha1),
+            efficiency_alpha2: Some(s.efficiency_alpha2),
+        }
+    }
+}
+
+/// θ used when similarity mode is asked for without a threshold.
+pub const DEFAULT_SIMILARITY: f64 = 0.9;

@@ -1,0 +1,75 @@
+//! The `gigscope` command line. Each subcommand lives in its own file with its `Args` and `run`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod advantages;
+mod search;
+mod stats;
+#[cfg(feature = "train")]
+mod train;
+mod tui;
+mod validate;
+mod webshop;
+
+#[derive(Parser, Debug)]
+#[command(name = "gigscope", version, about = "GiGPO advantages beside WebShop episodes: inspect, play, train, watch")]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// Open the TUI on this run directory (same as `gigscope tui RUN`).
+    pub run: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Interactive terminal UI on a run directory.
+    Tui(tui::Args),
+    /// Recompute advantages for every step of a run.
+    Advantages(advantages::Args),
+    /// Group statistics of a run.
+    Stats(stats::Args),
+    /// Report every broken line of a run; exit 1 if any.
+    Validate(validate::Args),
+    /// Search a run's trajectories (fielded terms, numeric ranges).
+    Search(search::Args),
+    /// The in-process WebShop environment.
+    #[command(subcommand)]
+    Webshop(webshop::Command),
+    /// Train a policy with GiGPO on WebShop, writing a run directory.
+    #[cfg(feature = "train")]
+    Train(train::Args),
+}
+
+/// Entry point of the binary: parse, dispatch, print errors with their causes.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Tui(args)) => tui::run(args),
+        Some(Command::Advantages(args)) => advantages::run(args),
+        Some(Command::Stats(args)) => stats::run(args),
+        Some(Command::Validate(args)) => validate::run(args),
+        Some(Command::Search(args)) => search::run(args),
+        Some(Command::Webshop(cmd)) => webshop::run(cmd),
+        #[cfg(feature = "train")]
+        Some(Command::Train(args)) => train::run(args),
+        None => match cli.run {
+            Some(run) => tui::run(tui::Args::for_run(run)),
+            None => {
+                use clap::CommandFactory;
+                let _ = Cli::command().print_help();
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! gigscope: step through WebShop episodes beside the advantages GiGPO computes for them.
+//!
+//! The core (run format, advantage engine, WebShop environment, trajectory index, trainer) has no terminal
+//! code; `tui` only reads state and sends actions.
+
+pub mod advantage;
+pub mod cli;
+pub mod index;
+pub mod live;
+pub mod run;
+pub mod text;
+#[cfg(feature = "train")]
+pub mod train;
+pub mod tui;
+pub mod webshop;

@@ -1,0 +1,177 @@
+//! The run directory format, version 1 (`gigscope-run/1`).
+//!
+//! Field names are fixed: other trainers write them and gigscope reads them. Unknown fields are kept in
+//! `extra` so that a record read and written again loses nothing.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::advantage::AdvantageOverrides;
+
+/// The value of `run.json`'s `format` key for this version.
+pub const FORMAT_V1: &str = "gigscope-run/1";
+/// File names inside a run directory.
+pub const RUN_META_FILE: &str = "run.json";
+pub const EPISODES_FILE: &str = "episodes.jsonl";
+pub const METRICS_FILE: &str = "metrics.jsonl";
+
+/// `run.json`: optional description of a run and the advantage settings its trainer used.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// RFC 3339 timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// Advantage settings recorded by the trainer; any key may be missing (defaults apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advantage: Option<AdvantageOverrides>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One finished episode: one line of `episodes.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    /// Unique within the run.
+    pub id: String,
+    /// Episode group: same task, same start state. GiGPO's episode-level baseline is taken over it.
+    pub group: String,
+    #[serde(default)]
+    pub iteration: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// What the trainer itself computed, one per step (compared with gigscope's recomputation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advantages: Option<Vec<f64>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub instruction: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    #[serde(default)]
+    pub success: bool,
+    #[serde(default)]
+    pub score: f64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub observation: String,
+    /// The anchor state used for step grouping; `None` means "the observation itself".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<String>,
+    pub action: String,
+    pub reward: f64,
+    #[serde(default = "default_valid")]
+    pub valid: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_actions: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprob: Option<f64>,
+    /// WebShop page type (search / results / item / item_sub / done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_valid() -> bool {
+    true
+}
+
+impl Step {
+    /// A step with only the required fields set.
+    pub fn new(observation: impl Into<String>, action: impl Into<String>, reward: f64) -> Self {
+        Step {
+            observation: observation.into(),
+            anchor: None,
+            action: action.into(),
+            reward,
+            valid: true,
+            available_actions: None,
+            tokens: None,
+            thought: None,
+            logprob: None,
+            page: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The string that identifies this step's anchor state: the anchor, else the observation.
+    pub fn anchor_key(&self) -> &str {
+        self.anchor.as_deref().unwrap_or(&self.observation)
+    }
+}
+
+impl Episode {
+    /// An episode with only the required fields set.
+    pub fn new(id: impl Into<String>, group: impl Into<String>, steps: Vec<Step>) -> Self {
+        Episode {
+            id: id.into(),
+            group: group.into(),
+            iteration: 0,
+            task: None,
+            steps,
+            outcome: None,
+            advantages: None,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn success(&self) -> bool {
+        self.outcome.as_ref().is_some_and(|o| o.success)
+    }
+
+    /// Undiscounted sum of the step rewards.
+    pub fn total_reward(&self) -> f64 {
+        self.steps.iter().map(|s| s.reward).sum()
+    }
+
+    pub fn instruction(&self) -> &str {
+        self.task.as_ref().map(|t| t.instruction.as_str()).unwrap_or("")
+    }
+}
+
+/// One line of `metrics.jsonl`: `iteration`, `time` and any numeric metrics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricsRecord {
+    pub iteration: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Value>,
+    #[serde(flatten)]
+    pub values: Map<String, Value>,
+}
+
+impl MetricsRecord {
+    /// A numeric metric by name, if present and a number.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.values.get(name).and_then(Value::as_f64)
+    }
+}

@@ -1,0 +1,12 @@
+//! The WebShop text environment (Yao et al. 2022), in-process: catalog, search, pages, actions, reward, goals.
+
+pub mod actions;
+pub mod catalog;
+pub mod env;
+pub mod fuzz;
+pub mod gen;
+pub mod goals;
+pub mod page;
+pub mod render;
+pub mod reward;
+pub mod search;
