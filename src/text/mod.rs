@@ -1,1 +1,4 @@
-//! TODO(owner): module text
+//! Text algorithms whose exact Python behaviour gigscope reproduces.
+
+pub mod difflib;
+pub mod pyfloat;
