@@ -9,6 +9,7 @@ pub use engine::{
     SUCCESS_REWARD,
 };
 pub use settings::{
-    AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, DEFAULT_SIMILARITY,
+    AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, SettingsError,
+    DEFAULT_SIMILARITY,
 };
 pub use stats::{run_stats, RunStats};
