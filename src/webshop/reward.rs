@@ -144,20 +144,19 @@ fn nouns(precomputed: Option<&Vec<String>>, title: &str) -> Vec<String> {
     }
 }
 
-/// The type part: query match, shared breadcrumb levels, title noun overlap.
-fn type_reward(product: &Product, goal: &Goal) -> (f64, bool, bool, f64) {
-    let query_match = product.query == goal.query;
-    let levels = |c: &str| -> HashSet<String> { c.split('›').map(|l| py_strip(l).to_owned()).collect() };
-    let category_match = levels(&product.product_category).intersection(&levels(&goal.product_category)).count() >= 2;
-    let bought = nouns(product.title_nouns.as_ref(), &product.title);
-    let wanted = nouns(goal.title_nouns.as_ref(), &goal.name);
-    let title_score = if wanted.is_empty() {
-        0.2
-    } else {
-        let bought: HashSet<&String> = bought.iter().collect();
-        let wanted_set: HashSet<&String> = wanted.iter().collect();
-        bought.intersection(&wanted_set).count() as f64 / wanted.len() as f64
-    };
+/// The title score: the share of the goal's title nouns (with repeats) that the bought title has; 0.2
+/// when the goal title has no nouns.
+pub fn title_score(bought_nouns: &[String], goal_nouns: &[String]) -> f64 {
+    if goal_nouns.is_empty() {
+        return 0.2;
+    }
+    let bought: HashSet<&String> = bought_nouns.iter().collect();
+    let wanted: HashSet<&String> = goal_nouns.iter().collect();
+    bought.intersection(&wanted).count() as f64 / goal_nouns.len() as f64
+}
+
+/// `r_type` from its three signals.
+pub fn type_score(query_match: bool, category_match: bool, title_score: f64) -> f64 {
     let mut r_type = 1.0;
     if !(query_match || category_match || title_score > 0.2) {
         r_type = 0.5;
@@ -168,7 +167,23 @@ fn type_reward(product: &Product, goal: &Goal) -> (f64, bool, bool, f64) {
     if title_score == 0.0 {
         r_type = 0.0;
     }
-    (r_type, query_match, category_match, title_score)
+    r_type
+}
+
+/// At least two breadcrumb levels (split on `›`, stripped) in common, in any order.
+pub fn category_match(a: &str, b: &str) -> bool {
+    let levels = |c: &str| -> HashSet<String> { c.split('›').map(|l| py_strip(l).to_owned()).collect() };
+    levels(a).intersection(&levels(b)).count() >= 2
+}
+
+/// The type part: `(r_type, query_match, category_match, title_score)`.
+fn type_reward(product: &Product, goal: &Goal) -> (f64, bool, bool, f64) {
+    let query_match = product.query == goal.query;
+    let category_match = category_match(&product.product_category, &goal.product_category);
+    let bought = nouns(product.title_nouns.as_ref(), &product.title);
+    let wanted = nouns(goal.title_nouns.as_ref(), &goal.name);
+    let title_score = title_score(&bought, &wanted);
+    (type_score(query_match, category_match, title_score), query_match, category_match, title_score)
 }
 
 /// How many goal attributes the product has.
@@ -188,7 +203,7 @@ fn attribute_matches(product: &Product, goal: &Goal) -> usize {
 }
 
 /// How many goal options some chosen option value matches.
-fn option_matches(chosen: &[&str], goal_options: &GoalOptions, colors: &ColorSet) -> usize {
+pub fn option_matches(chosen: &[&str], goal_options: &GoalOptions, colors: &ColorSet) -> usize {
     let chosen: Vec<&str> = chosen.iter().map(|o| colors.normalize(o)).collect();
     let matches = |g: &str| chosen.iter().any(|p| token_set_ratio(p, g) > MATCH_THRESHOLD);
     match goal_options {
@@ -246,6 +261,13 @@ fn py_str_repr(s: &str) -> String {
     out
 }
 
+/// `(attribute matches + option matches + [price ok]) / (n_attributes + n_goal_options + 1) * r_type`.
+pub fn combine(n_att: usize, n_opt: usize, r_price: bool, goal_attributes: usize, goal_options: usize, r_type: f64) -> f64 {
+    let matched = n_att + n_opt + usize::from(r_price);
+    let total = goal_attributes + goal_options + 1;
+    matched as f64 / total as f64 * r_type
+}
+
 /// The reward of buying `product` at `price` with the chosen options (`name → value`, in any order) for
 /// `goal`. A goal without attributes has `r_att` 0 (the original divides by zero there).
 pub fn compute_reward(
@@ -266,10 +288,8 @@ pub fn compute_reward(
         let n = option_matches(&values, &goal.goal_options, colors);
         (n, Some(n as f64 / goal.goal_options.len() as f64))
     };
-    let matched = n_att + n_opt + usize::from(r_price);
-    let total = goal.attributes.len() + goal.goal_options.len() + 1;
     RewardBreakdown {
-        reward: matched as f64 / total as f64 * r_type,
+        reward: combine(n_att, n_opt, r_price, goal.attributes.len(), goal.goal_options.len(), r_type),
         r_type,
         r_att,
         r_option,
