@@ -2,7 +2,7 @@
 //! directory on a clock, feed everything to `update`, and draw only when it says something changed.
 
 use std::io::stdout;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -90,17 +90,25 @@ fn translate(state: &State, ev: Event) -> Option<Msg> {
     }
 }
 
+/// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The source is
+/// returned positioned after what was read, for polling.
+pub fn open(dir: &Path, config: Config, size: (u16, u16)) -> Result<(State, RunSource), AppError> {
+    let (mut source, meta) = RunSource::open(dir)?;
+    let first = source.poll()?;
+    let mut state = State::new(dir.to_path_buf(), meta, config, size);
+    update(&mut state, Msg::Data(first, Instant::now()));
+    Ok((state, source))
+}
+
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
     let config = Config::load(opts.config.as_deref(), color)?;
     // Open and read before touching the terminal, so errors print normally.
-    let (mut source, meta) = RunSource::open(&opts.run)?;
-    let first = source.poll()?;
+    let (mut state, mut source) = open(&opts.run, config, (80, 24))?;
 
     let mut guard = TerminalGuard::new()?;
     let size = guard.terminal.size()?;
-    let mut state = State::new(opts.run.clone(), meta, config, (size.width, size.height));
-    update(&mut state, Msg::Data(first, Instant::now()));
+    update(&mut state, Msg::Resize(size.width, size.height));
     if opts.follow {
         update(&mut state, Msg::Action(Action::Follow));
     }

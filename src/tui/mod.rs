@@ -16,7 +16,7 @@ pub mod ui;
 pub mod update;
 
 pub use action::Action;
-pub use app::{run, Options};
+pub use app::{open, run, AppError, Options};
 pub use config::Config;
 pub use state::{State, View};
 pub use update::{update, Effects, Msg};

@@ -25,7 +25,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         Line::from(vec![
             Span::styled(format!("anchor group #{id} "), theme.title()),
             Span::raw(format!(
-                "· {} member(s) · episode group {} · mean R {:.4} · std {:.4}",
+                "· {} member(s) · group {} · mean R {:.4} · std {:.4}",
                 ag.members.len(),
                 t.episode_groups[ag.episode_group as usize].name,
                 ag.mean,
@@ -108,28 +108,30 @@ fn formula(state: &State) -> Vec<Line<'static>> {
 
     let rets: Vec<String> = ag.members.iter().take(MAX_TERMS).map(|&x| format!("{:.4}", t.row(x).ret)).collect();
     let more = if n > MAX_TERMS { format!(" + … ({} more)", n - MAX_TERMS) } else { String::new() };
-    lines.push(Line::from(format!("mean_S = ({}{more}) / {n} = {:.4}    std_S = {:.4} (N−1)", rets.join(" + "), ag.mean, ag.std)));
-
-    let (f_text, f) = match s.norm {
-        Norm::MeanNorm => ("1 (mean_norm)".to_string(), 1.0),
-        Norm::MeanStdNorm => (format!("std_S + 1e-6 = {:.4}", ag.std + 1e-6), ag.std + 1e-6),
+    lines.push(Line::from(format!("mean_S = ({}{more}) / {n} = {:.4}", rets.join(" + "), ag.mean)));
+    let factor = |std: f64| match s.norm {
+        Norm::MeanNorm => ("1 (mean_norm)".to_string(), "1".to_string()),
+        Norm::MeanStdNorm => (format!("std + 1e-6 = {:.4}", std + 1e-6), format!("{:.4}", std + 1e-6)),
     };
+    let (f_text, f_num) = factor(ag.std);
+    lines.push(Line::from(format!("std_S = {:.4} (sample, N−1) · F_S = {f_text}", ag.std)));
     if n <= 1 {
         lines.push(Line::from("A_S = 0: a singleton step group has no baseline to compare with"));
     } else {
         lines.push(Line::from(format!(
-            "A_S = (R_t − mean_S) / F_S = ({:.4} − {:.4}) / {} = {}    F_S = {f_text}",
+            "A_S = (R_t − mean_S) / F_S = ({:.4} − {:.4}) / {f_num} = {}",
             row.ret,
             ag.mean,
-            if f == 1.0 { "1".into() } else { format!("{f:.4}") },
             adv(row.step_advantage)
         )));
     }
     let eg = t.episode_group_of(m.episode as usize);
+    // A single-sample pool has baseline 0 and F 1: its advantage is its raw score.
+    let (base, f_e) = if eg.pool_size <= 1 { (0.0, "1".to_string()) } else { (eg.mean, factor(eg.std).1) };
     lines.push(Line::from(format!(
-        "A_E = (s − mean_E) / F_E = ({:.4} − {:.4}) / F_E = {}    (episode group {}, pool {})",
+        "A_E = (s − mean_E) / F_E = ({:.4} − {:.4}) / {f_e} = {} · group {}, pool {}",
         row.score,
-        if eg.pool_size <= 1 { 0.0 } else { eg.mean },
+        base,
         adv(row.episode_advantage),
         eg.name,
         eg.pool_size

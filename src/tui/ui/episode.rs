@@ -94,6 +94,14 @@ fn detail(state: &State, e: usize, step: &Step, area: Rect, buf: &mut Buffer) {
     info(state, e, step, actions, info_area, buf);
 }
 
+/// Whether `chosen` fills in a templated action such as `search[<query>]`.
+fn fills(template: &str, chosen: &str) -> bool {
+    match template.split_once('<') {
+        Some((prefix, _)) => template.ends_with(">]") && chosen.starts_with(prefix) && chosen.ends_with(']'),
+        None => false,
+    }
+}
+
 /// Page elements of an observation: the text between `[SEP]` markers, trimmed, empty ones dropped.
 pub fn segments(obs: &str) -> impl Iterator<Item = &str> {
     obs.split("[SEP]").map(str::trim).filter(|s| !s.is_empty())
@@ -156,7 +164,7 @@ fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
 fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let mut lines = Vec::new();
-    let chosen = actions.iter().position(|a| *a == step.action);
+    let chosen = actions.iter().position(|a| *a == step.action).or_else(|| actions.iter().position(|a| fills(a, &step.action)));
     if actions.is_empty() {
         lines.push(Line::styled("no available actions recorded", theme.dim()));
     } else {
@@ -165,7 +173,8 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
         let start = chosen.map_or(0, |c| c.saturating_sub(show / 2)).min(actions.len().saturating_sub(show));
         for (i, a) in actions.iter().enumerate().skip(start).take(show) {
             if Some(i) == chosen {
-                lines.push(Line::styled(format!("▶ {a}"), theme.selected().add_modifier(Modifier::BOLD)));
+                let text = if *a == step.action { format!("▶ {a}") } else { format!("▶ {a} → {}", step.action) };
+                lines.push(Line::styled(text, theme.selected().add_modifier(Modifier::BOLD)));
             } else {
                 lines.push(Line::from(format!("  {a}")));
             }
@@ -214,6 +223,13 @@ mod tests {
         let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 1, 1);
         assert_eq!(lines, ["  ccc"]);
         assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn templated_search_action_is_matched() {
+        assert!(fills("search[<query>]", "search[red hat]"));
+        assert!(!fills("click[b01]", "click[b01]"));
+        assert!(!fills("search[<query>]", "click[x]"));
     }
 
     #[test]

@@ -9,8 +9,8 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use super::{adv, block, layout, trunc};
 use crate::tui::state::State;
 
-/// Width of one heatmap cell: sign, magnitude digit, disagreement flag.
-const CELL: usize = 3;
+/// Width of one heatmap cell: sign, magnitude digit, disagreement flag, gap.
+const CELL: usize = 4;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let a = layout::groups(area);
@@ -20,7 +20,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     header(state, a.header, buf);
     trajectories(state, a.table, buf);
     Paragraph::new(Line::from(vec![Span::styled(
-        "cells: sign +/−, digit = |A| relative to the group's largest, ! = A_E and ω·A_S disagree in sign, ∅ = zero-variance group",
+        "cell = sign of A, |A| 1–9 of the max · ! A_E and ω·A_S disagree · ∅ zero-variance group",
         state.config.theme.dim(),
     )]))
     .render(a.legend, buf);
@@ -102,7 +102,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
                 };
                 let step_part = omega * r.step_advantage;
                 let disagree = r.episode_advantage * step_part < 0.0;
-                let text = format!("{sign}{digit}{}", if disagree { '!' } else { ' ' });
+                let text = format!("{sign}{digit}{} ", if disagree { '!' } else { ' ' });
                 Span::styled(text, theme.heat(r.advantage, max))
             })
             .collect();

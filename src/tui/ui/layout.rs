@@ -99,7 +99,7 @@ pub struct AnchorAreas {
 
 pub fn anchor(body: Rect) -> AnchorAreas {
     let [header, members, formula] =
-        Layout::vertical([Constraint::Length(3), Constraint::Min(4), Constraint::Length(8)]).areas(body);
+        Layout::vertical([Constraint::Length(2), Constraint::Min(4), Constraint::Length(8)]).areas(body);
     AnchorAreas { header, members, formula }
 }
 

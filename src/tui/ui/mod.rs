@@ -80,7 +80,7 @@ pub(crate) fn trunc(s: &str, width: usize) -> String {
 
 fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let mut parts = vec![format!("gigscope › {}", state.run_name)];
+    let mut parts = vec![state.run_name.clone()];
     if !state.episodes.is_empty() {
         if let Some(it) = state.derived.iterations.get(state.sel.iteration) {
             parts.push(format!("iter {}", it.iteration));
@@ -92,7 +92,7 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
         }
         if matches!(state.view, View::Episode | View::Anchor | View::Compare) {
             if let Some(e) = state.episode_index() {
-                parts.push(format!("episode {}", state.episodes[e].id));
+                parts.push(format!("ep {}", state.episodes[e].id));
             }
         }
         if matches!(state.view, View::Episode | View::Anchor) {
@@ -104,8 +104,9 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
             }
         }
     }
-    let mut spans = vec![Span::styled(parts.join(" › "), theme.accent())];
-    spans.push(Span::styled(format!("  [{}]", state.view.title()), theme.title()));
+    // The view name first: on a narrow terminal the end of the path is what gets cut.
+    let mut spans = vec![Span::styled(format!("[{}] ", state.view.title()), theme.title())];
+    spans.push(Span::styled(parts.join(" › "), theme.accent()));
     if state.settings_modified() {
         spans.push(Span::styled("  ✎ settings differ from run", theme.warn()));
     }
@@ -189,7 +190,8 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
     if state.view != View::Overview {
         v.push((vec![Back], "back"));
     }
-    v.extend([(vec![Settings], "settings"), (vec![Follow], "follow"), (vec![Help], "help"), (vec![Quit], "quit")]);
+    // Help and quit before the rest: what is cut on a narrow terminal is still listed in the help.
+    v.extend([(vec![Help], "help"), (vec![Quit], "quit"), (vec![Settings], "settings"), (vec![Follow], "follow")]);
     v
 }
 

@@ -116,7 +116,7 @@ fn histogram(state: &State, area: Rect, buf: &mut Buffer) {
         })
         .collect();
     let title = format!(
-        "step-group sizes · {total} groups · {:.0}% singleton",
+        "step-group sizes ({total}, {:.0}% singleton)",
         if total == 0 { 0.0 } else { singletons / total as f64 * 100.0 }
     );
     let inner_w = area.width.saturating_sub(2) as usize;
