@@ -124,7 +124,17 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     }
     let t = &state.derived.table;
     let s = &state.settings;
-    let mut spans = vec![Span::raw(format!(
+    // Most important first, so a narrow terminal cuts the least useful part.
+    let mut spans = Vec::new();
+    if state.live.broken_lines > 0 {
+        let at = state.live.last_broken.as_ref().map(|(l, _)| format!(", last at line {l}")).unwrap_or_default();
+        spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.live.broken_lines), theme.warn()));
+    }
+    if let (Some(last), Some(now)) = (state.live.last_update, state.live.now) {
+        let secs = now.saturating_duration_since(last).as_secs();
+        spans.push(Span::raw(format!("updated {} · ", ago(secs))));
+    }
+    spans.push(Span::raw(format!(
         "{} ep · {} steps · {} groups · {} γ{:.2} ω{:.2}",
         state.episodes.len(),
         t.rows.len(),
@@ -132,20 +142,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         super::fields::value(s, 0),
         s.gamma,
         s.omega
-    ))];
+    )));
     if state.settings_modified() {
         spans.push(Span::styled("*", theme.warn()));
-    }
-    if let (Some(last), Some(now)) = (state.live.last_update, state.live.now) {
-        let secs = now.saturating_duration_since(last).as_secs();
-        spans.push(Span::raw(format!(" · updated {}", ago(secs))));
-    }
-    if state.live.broken_lines > 0 {
-        let detail = state.live.last_broken.as_ref().map(|(l, _)| format!(", last at line {l}")).unwrap_or_default();
-        spans.push(Span::styled(
-            format!(" · {} broken line(s) skipped{detail}", state.live.broken_lines),
-            theme.warn(),
-        ));
     }
     Paragraph::new(Line::from(spans)).style(theme.dim()).render(area, buf);
 }
