@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gigscope::advantage::Estimator;
-use gigscope::run::Episode;
+use gigscope::run::{Episode, LineError};
 use gigscope::tui::source::RunUpdate;
 use gigscope::tui::state::Popup;
 use gigscope::tui::{open, update, Action, Config, Msg, State, View};
@@ -175,10 +175,11 @@ fn follow_mode_jumps_to_newest_on_append() {
 fn broken_lines_are_counted_and_reset_clears() {
     let mut s = state();
     let t0 = Instant::now();
-    let batch = RunUpdate { broken: vec![(13, "bad json".into()), (14, "bad".into())], ..Default::default() };
+    let broken = |line| LineError { line, reason: "bad json".into() };
+    let batch = RunUpdate { broken: vec![broken(13), broken(14)], ..Default::default() };
     update(&mut s, Msg::Data(batch, t0));
     assert_eq!(s.live.broken_lines, 2);
-    assert_eq!(s.live.last_broken.as_ref().map(|b| b.0), Some(14));
+    assert_eq!(s.live.last_broken.as_ref().map(|b| b.line), Some(14));
     let batch = RunUpdate { reset: true, episodes: vec![episode("only", "g", 0)], ..Default::default() };
     update(&mut s, Msg::Data(batch, t0));
     assert_eq!(s.episodes.len(), 1);

@@ -15,7 +15,8 @@ use ratatui::DefaultTerminal;
 
 use super::action::Action;
 use super::config::{Config, ConfigError};
-use super::source::{RunSource, SourceError};
+use super::source::RunSource;
+use crate::run::RunError;
 use super::state::State;
 use super::theme::color_enabled;
 use super::update::{update, Msg};
@@ -36,7 +37,7 @@ pub enum AppError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Source(#[from] SourceError),
+    Run(#[from] RunError),
     #[error("terminal: {0}")]
     Terminal(#[from] std::io::Error),
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
-use crate::run::{Episode, MetricsRecord, RunMeta};
+use crate::run::{Episode, LineError, MetricsRecord, RunMeta};
 
 use super::config::Config;
 
@@ -177,7 +177,7 @@ pub struct LiveStatus {
     /// Broken lines skipped since the run was opened (or since the file was last replaced).
     pub broken_lines: usize,
     /// The most recent broken line, for the status bar.
-    pub last_broken: Option<(u64, String)>,
+    pub last_broken: Option<LineError>,
 }
 
 pub struct State {

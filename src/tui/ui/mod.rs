@@ -127,7 +127,7 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
     if state.live.broken_lines > 0 {
-        let at = state.live.last_broken.as_ref().map(|(l, _)| format!(", last at line {l}")).unwrap_or_default();
+        let at = state.live.last_broken.as_ref().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
         spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.live.broken_lines), theme.warn()));
     }
     if let (Some(last), Some(now)) = (state.live.last_update, state.live.now) {
