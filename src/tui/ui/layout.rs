@@ -80,7 +80,7 @@ pub struct EpisodeAreas {
 pub fn episode(state: &State, body: Rect) -> EpisodeAreas {
     let [header, rest] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(body);
     let (steps, detail) = if rest.width >= 120 {
-        let [l, r] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(rest);
+        let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(rest);
         (l, r)
     } else {
         let n = state.episode_index().map_or(0, |e| state.episodes[e].steps.len()) as u16;
