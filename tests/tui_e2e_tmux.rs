@@ -32,7 +32,7 @@ impl Session {
         // An empty config home, so a developer's own keymap cannot change what the keys do.
         let home = tempfile::tempdir().unwrap();
         let cmd = format!(
-            "env XDG_CONFIG_HOME={} {} tui {} --poll-ms 100 {args}; echo EXITED:$?; sleep 600",
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} tui {2} --poll-ms 100 {args}; echo EXITED:$?; sleep 600",
             home.path().display(),
             env!("CARGO_BIN_EXE_gigscope"),
             dir.display()
@@ -70,6 +70,14 @@ impl Session {
             let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().unwrap();
             assert!(status.success());
         }
+    }
+}
+
+impl Session {
+    /// Type text literally (no key-name interpretation).
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap();
+        assert!(status.success());
     }
 }
 
@@ -134,6 +142,13 @@ fn navigate_to_a_step_and_read_its_advantages_then_see_an_appended_episode() {
     // Follow mode jumps to it.
     s.keys(&["f"]);
     s.wait_for(&["follow", "ep late-0"]);
+    // Search, then walk the hits with n.
+    s.keys(&["/"]);
+    s.type_text("action:\"buy now\" AND success:true");
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Search]", "5 matching steps", "it0-socks-t1", "late-0"]);
+    s.keys(&["n"]);
+    s.wait_for(&["[Episode]", "hit 2/5", "ep it0-socks-t1"]);
     s.keys(&["C-c"]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !s.screen().contains("EXITED:0") {

@@ -7,6 +7,8 @@ use gigscope::advantage::Estimator;
 use gigscope::run::{Episode, LineError};
 use gigscope::tui::source::RunUpdate;
 use gigscope::tui::state::Popup;
+use gigscope::index::{Hit, SearchResults};
+use gigscope::tui::update::InputKey;
 use gigscope::tui::{open, update, Action, Config, Msg, State, View};
 
 fn state() -> State {
@@ -215,4 +217,48 @@ fn resize_changes_the_layout_size() {
     let mut s = state();
     assert!(update(&mut s, Msg::Resize(80, 24)).redraw);
     assert_eq!(s.size, (80, 24));
+}
+
+#[test]
+fn search_prompt_collects_text_and_asks_the_app_to_search() {
+    let mut s = state();
+    act(&mut s, Action::Search);
+    assert_eq!(s.input.as_deref(), Some(""));
+    for c in "adv:<-1x".chars() {
+        update(&mut s, Msg::Input(InputKey::Char(c)));
+    }
+    update(&mut s, Msg::Input(InputKey::Backspace));
+    let fx = update(&mut s, Msg::Input(InputKey::Submit));
+    assert_eq!(fx.search.as_deref(), Some("adv:<-1"));
+    assert_eq!(s.input, None);
+    act(&mut s, Action::Search);
+    update(&mut s, Msg::Input(InputKey::Char('x')));
+    assert_eq!(update(&mut s, Msg::Input(InputKey::Cancel)).search, None);
+    assert_eq!(s.input, None);
+}
+
+#[test]
+fn search_results_are_listed_and_n_walks_them() {
+    let mut s = state();
+    let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
+    let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result });
+    assert_eq!(s.view, View::Search);
+    act(&mut s, Action::SearchNext);
+    assert_eq!(s.view, View::Episode);
+    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.sel.step, 1);
+    act(&mut s, Action::SearchNext);
+    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(s.sel.step, 2);
+    act(&mut s, Action::SearchPrev);
+    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+}
+
+#[test]
+fn search_error_is_shown_not_fatal() {
+    let mut s = state();
+    update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()) });
+    assert_eq!(s.message.as_deref(), Some("bad query"));
+    assert_eq!(s.view, View::Overview);
 }

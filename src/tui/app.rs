@@ -19,7 +19,9 @@ use super::source::RunSource;
 use crate::run::RunError;
 use super::state::State;
 use super::theme::color_enabled;
-use super::update::{update, Msg};
+use super::update::{update, Effects, InputKey, Msg};
+use crate::advantage::AdvantageSettings;
+use crate::index::{IndexError, SearchResults, TrajectoryIndex};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -78,6 +80,16 @@ fn translate(state: &State, ev: Event) -> Option<Msg> {
             if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
                 return Some(Msg::Action(Action::Quit));
             }
+            if state.input.is_some() {
+                // The search prompt takes keys as text.
+                return match k.code {
+                    KeyCode::Char(c) => Some(Msg::Input(InputKey::Char(c))),
+                    KeyCode::Backspace => Some(Msg::Input(InputKey::Backspace)),
+                    KeyCode::Enter => Some(Msg::Input(InputKey::Submit)),
+                    KeyCode::Esc => Some(Msg::Input(InputKey::Cancel)),
+                    _ => None,
+                };
+            }
             state.config.keymap.action(&k).map(Msg::Action)
         }
         Event::Mouse(m) => match m.kind {
@@ -89,6 +101,50 @@ fn translate(state: &State, ev: Event) -> Option<Msg> {
         Event::Resize(w, h) => Some(Msg::Resize(w, h)),
         _ => None,
     }
+}
+
+/// Results listed per search; `total` still counts every match.
+const SEARCH_LIMIT: usize = 1000;
+
+/// The run's search index, opened on first use and reopened when the settings change (the advantage
+/// fields it indexes depend on them). Brought up to date with the episodes before every search.
+#[derive(Default)]
+struct Searcher {
+    index: Option<(AdvantageSettings, TrajectoryIndex)>,
+}
+
+impl Searcher {
+    fn search(&mut self, state: &State, query: &str) -> Result<SearchResults, IndexError> {
+        if self.index.as_ref().is_none_or(|(s, _)| *s != state.settings) {
+            self.index = None;
+            self.index = Some((state.settings, TrajectoryIndex::open_default(&state.dir, &state.settings)?));
+        }
+        let (_, index) = self.index.as_mut().expect("opened above");
+        index.update(&state.episodes, &state.derived.table)?;
+        index.search(query, SEARCH_LIMIT)
+    }
+}
+
+fn draw(terminal: &mut DefaultTerminal, state: &State) -> Result<(), std::io::Error> {
+    terminal.draw(|f| f.render_widget(state, f.area())).map(|_| ())
+}
+
+/// Carry out an update's effects; `true` when the app should quit.
+fn apply(
+    terminal: &mut DefaultTerminal,
+    searcher: &mut Searcher,
+    state: &mut State,
+    fx: Effects,
+    redraw: &mut bool,
+) -> Result<bool, std::io::Error> {
+    *redraw |= fx.redraw;
+    if let Some(query) = fx.search {
+        // Show "searching…" while the index catches up with the run.
+        draw(terminal, state)?;
+        let result = searcher.search(state, &query).map_err(|e| e.to_string());
+        *redraw |= update(state, Msg::SearchDone { query, result }).redraw;
+    }
+    Ok(fx.quit)
 }
 
 /// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The source is
@@ -124,9 +180,9 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         }
     });
 
-    let draw = |terminal: &mut DefaultTerminal, state: &State| terminal.draw(|f| f.render_widget(state, f.area())).map(|_| ());
     draw(&mut guard.terminal, &state)?;
     let mut next_poll = Instant::now() + opts.poll_interval;
+    let mut searcher = Searcher::default();
     loop {
         let wait = next_poll.saturating_duration_since(Instant::now());
         let mut redraw = false;
@@ -136,10 +192,9 @@ pub fn run(opts: Options) -> Result<(), AppError> {
                 for ev in std::iter::once(ev).chain(rx.try_iter()) {
                     if let Some(msg) = translate(&state, ev) {
                         let fx = update(&mut state, msg);
-                        if fx.quit {
+                        if apply(&mut guard.terminal, &mut searcher, &mut state, fx, &mut redraw)? {
                             return Ok(());
                         }
-                        redraw |= fx.redraw;
                     }
                 }
             }

@@ -17,6 +17,7 @@ pub enum View {
     Episode,
     Anchor,
     Compare,
+    Search,
 }
 
 impl View {
@@ -27,6 +28,7 @@ impl View {
             View::Episode => "Episode",
             View::Anchor => "Anchor group",
             View::Compare => "Compare",
+            View::Search => "Search",
         }
     }
 }
@@ -168,6 +170,16 @@ pub struct Selection {
     pub obs_scroll: usize,
 }
 
+/// The last search: its hits and which one is current.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchState {
+    pub query: String,
+    /// Total matching steps (more than `hits` when the list was capped).
+    pub total: usize,
+    pub hits: Vec<crate::index::Hit>,
+    pub current: usize,
+}
+
 /// Live status shown in the status bar.
 #[derive(Clone, Debug, Default)]
 pub struct LiveStatus {
@@ -198,6 +210,9 @@ pub struct State {
     pub size: (u16, u16),
     /// One-line message (errors of effects, hints), cleared on the next key.
     pub message: Option<String>,
+    /// The search prompt's text while it is open (keys then type into it instead of acting).
+    pub input: Option<String>,
+    pub search: Option<SearchState>,
     pub config: Config,
 }
 
@@ -228,6 +243,8 @@ impl State {
             live: LiveStatus::default(),
             size,
             message: None,
+            input: None,
+            search: None,
             config,
         }
     }
@@ -263,6 +280,22 @@ impl State {
     pub fn row_ref(&self) -> Option<RowRef> {
         let e = self.episode_index()?;
         (self.sel.step < self.episodes[e].steps.len()).then_some(RowRef { episode: e as u32, step: self.sel.step as u32 })
+    }
+
+    /// Select episode `e`, step `step`: its iteration, group and trajectory.
+    pub fn select_row(&mut self, e: usize, step: usize) {
+        let Some(&g) = self.derived.table.episode_group_of.get(e) else { return };
+        let group = &self.derived.table.episode_groups[g as usize];
+        let first = group.episodes.first().map_or(e, |&f| f as usize);
+        let iteration = self.episodes[first].iteration;
+        if let Some(i) = self.derived.iterations.iter().position(|s| s.iteration == iteration) {
+            self.sel.iteration = i;
+        }
+        self.sel.group = g;
+        self.sel.traj = group.episodes.iter().position(|&x| x as usize == e).unwrap_or(0);
+        self.sel.step = step;
+        self.sel.obs_scroll = 0;
+        self.clamp();
     }
 
     /// Recompute everything derived (after a settings change or new data) and keep the user's position: the

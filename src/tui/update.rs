@@ -6,7 +6,8 @@ use std::time::Instant;
 use super::action::Action;
 use super::fields;
 use super::source::RunUpdate;
-use super::state::{Popup, State, View};
+use super::state::{Popup, SearchState, State, View};
+use crate::index::SearchResults;
 use super::ui::layout;
 
 /// Everything that can happen to the TUI.
@@ -20,18 +21,32 @@ pub enum Msg {
     Tick(Instant),
     /// New data from the run directory, read at the given instant.
     Data(RunUpdate, Instant),
+    /// A key typed while the search prompt is open.
+    Input(InputKey),
+    /// The outcome of a search the app ran for an [`Effects::search`].
+    SearchDone { query: String, result: Result<SearchResults, String> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKey {
+    Char(char),
+    Backspace,
+    Submit,
+    Cancel,
 }
 
 /// What the caller must do after an update.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Effects {
     pub redraw: bool,
     pub quit: bool,
+    /// Run this query against the run's index and answer with [`Msg::SearchDone`].
+    pub search: Option<String>,
 }
 
 impl Effects {
     fn redraw() -> Effects {
-        Effects { redraw: true, quit: false }
+        Effects { redraw: true, ..Effects::default() }
     }
 }
 
@@ -75,9 +90,59 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             // Redraw only when the "updated N s ago" text would change.
             let before = age_secs(state);
             state.live.now = Some(now);
-            Effects { redraw: state.live.last_update.is_some() && age_secs(state) != before, quit: false }
+            Effects { redraw: state.live.last_update.is_some() && age_secs(state) != before, ..Effects::default() }
         }
         Msg::Data(batch, at) => on_data(state, batch, at),
+        Msg::Input(key) => on_input(state, key),
+        Msg::SearchDone { query, result } => {
+            match result {
+                Err(e) => state.message = Some(e),
+                Ok(r) if r.hits.is_empty() => state.message = Some(format!("no match for {query}")),
+                Ok(r) => {
+                    state.message = None;
+                    state.search = Some(SearchState { query, total: r.total, hits: r.hits, current: 0 });
+                    state.view = View::Search;
+                }
+            }
+            Effects::redraw()
+        }
+    }
+}
+
+fn on_input(state: &mut State, key: InputKey) -> Effects {
+    let Some(text) = state.input.as_mut() else { return Effects::default() };
+    match key {
+        InputKey::Char(c) => text.push(c),
+        InputKey::Backspace => {
+            text.pop();
+        }
+        InputKey::Cancel => state.input = None,
+        InputKey::Submit => {
+            let query = state.input.take().unwrap_or_default();
+            if query.trim().is_empty() {
+                return Effects::redraw();
+            }
+            state.message = Some(format!("searching for {query} …"));
+            return Effects { redraw: true, search: Some(query), ..Effects::default() };
+        }
+    }
+    Effects::redraw()
+}
+
+/// `n` / `N`: the next or previous hit, shown in the episode view.
+fn jump_hit(state: &mut State, by: isize) {
+    let Some(search) = state.search.as_mut() else {
+        state.message = Some("no search yet: press / to search".into());
+        return;
+    };
+    let n = search.hits.len() as isize;
+    search.current = (search.current as isize + by).rem_euclid(n.max(1)) as usize;
+    let Some(hit) = search.hits.get(search.current) else { return };
+    let (e, step, current) = (hit.episode, hit.step, search.current);
+    if e < state.episodes.len() {
+        state.select_row(e, step);
+        state.view = View::Episode;
+        state.message = Some(format!("hit {}/{}", current + 1, n));
     }
 }
 
@@ -127,7 +192,7 @@ fn jump_to_newest(state: &mut State) {
 
 fn on_action(state: &mut State, a: Action) -> Effects {
     if a == Action::Quit {
-        return Effects { redraw: false, quit: true };
+        return Effects { quit: true, ..Effects::default() };
     }
     match state.popup {
         Some(Popup::Help { scroll }) => {
@@ -189,9 +254,9 @@ fn on_action(state: &mut State, a: Action) -> Effects {
                 jump_to_newest(state);
             }
         }
-        Action::Search | Action::SearchNext | Action::SearchPrev => {
-            state.message = Some("search needs the trajectory index, which this build does not have yet".into());
-        }
+        Action::Search => state.input = Some(String::new()),
+        Action::SearchNext => jump_hit(state, 1),
+        Action::SearchPrev => jump_hit(state, -1),
         Action::Quit => unreachable!("handled above"),
     }
     Effects::redraw()
@@ -263,6 +328,11 @@ fn move_by(state: &mut State, by: isize) {
         View::Compare => {
             state.sel.compare_scroll = clamp_add(state.sel.compare_scroll, by, compare_len(state));
         }
+        View::Search => {
+            if let Some(search) = state.search.as_mut() {
+                search.current = clamp_add(search.current, by, search.hits.len());
+            }
+        }
     }
     state.clamp();
 }
@@ -278,6 +348,7 @@ fn set_list_selection(state: &mut State, i: usize) {
         View::Groups => state.sel.traj,
         View::Episode => state.sel.step,
         View::Anchor => state.sel.member,
+        View::Search => state.search.as_ref().map_or(0, |s| s.current),
         View::Compare => return,
     };
     move_by(state, i as isize - cur as isize);
@@ -307,6 +378,7 @@ fn open(state: &mut State) {
             }
         }
         View::Compare => state.view = View::Episode,
+        View::Search => jump_hit(state, 0),
     }
     state.clamp();
 }
@@ -319,7 +391,7 @@ fn select_self_in_anchor_group(state: &mut State) {
 
 fn back(state: &mut State) {
     state.view = match state.view {
-        View::Overview | View::Groups => View::Overview,
+        View::Overview | View::Groups | View::Search => View::Overview,
         View::Episode | View::Compare => View::Groups,
         View::Anchor => View::Episode,
     };
@@ -328,7 +400,7 @@ fn back(state: &mut State) {
 /// `[` / `]`: the neighbouring group, trajectory, step or compared trajectory, depending on the view.
 fn item(state: &mut State, by: isize) {
     match state.view {
-        View::Overview => move_by(state, by),
+        View::Overview | View::Search => move_by(state, by),
         View::Groups => {
             let groups = state.current_groups();
             let pos = groups.iter().position(|&g| g == state.sel.group).unwrap_or(0);

@@ -120,6 +120,10 @@ pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
             let n = state.row_ref().map_or(0, |r| state.derived.table.anchor_group_of(r).members.len());
             Some((table_body(anchor(body).members), n, state.sel.member))
         }
+        View::Search => {
+            let s = state.search.as_ref();
+            Some((table_body(body), s.map_or(0, |s| s.hits.len()), s.map_or(0, |s| s.current)))
+        }
         View::Compare => None,
     }
 }

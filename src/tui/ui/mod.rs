@@ -7,6 +7,7 @@ mod episode;
 mod groups;
 mod overview;
 mod popups;
+mod search;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -30,6 +31,7 @@ impl Widget for &State {
                 View::Episode => episode::render(self, body, buf),
                 View::Anchor => anchor::render(self, body, buf),
                 View::Compare => compare::render(self, body, buf),
+                View::Search => search::render(self, body, buf),
             }
         }
         status_bar(self, status, buf);
@@ -118,6 +120,11 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
 
 fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
+    if let Some(text) = &state.input {
+        let line = Line::from(vec![Span::styled("/", theme.accent()), Span::raw(text.clone()), Span::styled("▏", theme.accent())]);
+        Paragraph::new(line).render(area, buf);
+        return;
+    }
     if let Some(msg) = &state.message {
         Paragraph::new(Span::styled(msg.clone(), theme.warn())).render(area, buf);
         return;
@@ -160,6 +167,9 @@ fn ago(secs: u64) -> String {
 /// The actions worth advertising in the current context, each shown with its first bound key.
 fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
     use Action::*;
+    if state.input.is_some() {
+        return vec![];
+    }
     match state.popup {
         Some(Popup::Help { .. }) => return vec![(vec![Up, Down], "scroll"), (vec![Back], "close")],
         Some(Popup::Settings { .. }) => {
@@ -185,6 +195,11 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
         ]),
         View::Anchor => v.extend([(vec![Open], "go to step"), (vec![PrevItem, NextItem], "step")]),
         View::Compare => v.push((vec![PrevItem, NextItem], "other traj")),
+        View::Search => v.push((vec![Open], "go to step")),
+    }
+    v.push((vec![Search], "search"));
+    if state.search.is_some() {
+        v.push((vec![SearchNext, SearchPrev], "hits"));
     }
     if state.view != View::Overview {
         v.push((vec![Back], "back"));
@@ -196,6 +211,11 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
 
 fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
+    if state.input.is_some() {
+        let text = "search: words, field:word, action:\"buy now\", success:false, adv:<-1, AND/OR/NOT · Enter run · Esc cancel";
+        Paragraph::new(Span::styled(text, theme.dim())).render(area, buf);
+        return;
+    }
     let mut spans = Vec::new();
     for (actions, label) in hints(state) {
         let keys: Vec<String> = actions.iter().filter_map(|a| state.config.keymap.first_label(*a)).collect();
