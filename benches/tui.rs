@@ -1,7 +1,7 @@
 //! TUI benchmark on a generated run of 100,000 episodes (~1.5 M steps; `TUI_BENCH_EPISODES` to change):
 //! time to open it, key press to frame (update + render of a 120×40 screen) p50/p99, recompute after a
 //! settings change, memory relative to the file size, and the delay from an appended group to the frame
-//! that shows it (excluding the poll interval, which adds up to `--poll-ms`, 250 ms by default).
+//! that shows it (through the live watcher, as in the app).
 //!
 //! `cargo bench --no-default-features --bench tui` (a plain binary: prints a table).
 
@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gigscope::run::{Episode, Outcome, Step, Task};
+use gigscope::live::{LiveEvent, WatchOptions, Watcher};
 use gigscope::tui::{open, update, Action, Config, Msg, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -108,7 +109,7 @@ fn main() {
 
     let rss0 = rss_kib();
     let t = Instant::now();
-    let (mut state, mut source) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
+    let (mut state, tails) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
     let open_time = t.elapsed();
     let rss1 = rss_kib();
     let steps = state.derived.table.rows.len();
@@ -158,20 +159,28 @@ fn main() {
     let recompute = t.elapsed();
     update(&mut state, Msg::Action(Action::Back));
 
-    // A new group of trajectories appended while the TUI runs.
+    // A new group of trajectories appended while the TUI runs, seen through the live watcher as the app
+    // sees it (notify, debounce, read), then merged, recomputed and drawn.
+    let (_watcher, events) = Watcher::spawn(tmp.path(), tails, WatchOptions::default()).unwrap();
     let mut f = OpenOptions::new().append(true).open(tmp.path().join("episodes.jsonl")).unwrap();
     let group = episodes / GROUP + 1;
+    let mut text = String::new();
     for k in 0..GROUP {
-        let ep = episode(&mut rng, episodes + k, group, 10_000);
-        writeln!(f, "{}", serde_json::to_string(&ep).unwrap()).unwrap();
+        text += &serde_json::to_string(&episode(&mut rng, episodes + k, group, 10_000)).unwrap();
+        text.push('\n');
     }
-    drop(f);
     let t = Instant::now();
-    let batch = source.poll().unwrap();
-    update(&mut state, Msg::Data(batch, Instant::now()));
+    f.write_all(text.as_bytes()).unwrap();
+    drop(f);
+    let mut got = Vec::new();
+    while !got.iter().any(|e| matches!(e, LiveEvent::Episodes(v) if !v.is_empty())) {
+        got.push(events.recv_timeout(Duration::from_secs(30)).expect("the watcher delivers the appended lines"));
+    }
+    let seen = t.elapsed();
+    update(&mut state, Msg::Live(got, Instant::now()));
     frame(&mut terminal, &state);
     let append = t.elapsed();
-    assert_eq!(state.episodes.len(), episodes + GROUP);
+    assert_eq!(state.run.episodes.len(), episodes + GROUP);
 
     println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | value |", bytes as f64 / 1e6);
     println!("|---|---|");
@@ -180,7 +189,8 @@ fn main() {
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
     println!("| settings change → recomputed frame | {recompute:.2?} |");
-    println!("| appended group → frame (plus ≤ poll interval) | {append:.2?} |");
+    println!("| appended group → watcher event (notify + 150 ms debounce) | {seen:.2?} |");
+    println!("| appended group → frame showing it | {append:.2?} |");
     println!(
         "| memory after open (RSS growth) | {:.0} MB = {:.2}× the file |",
         (rss1.saturating_sub(rss0)) as f64 / 1024.0,
