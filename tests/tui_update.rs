@@ -284,3 +284,24 @@ fn search_error_is_shown_not_fatal() {
     assert_eq!(s.message.as_deref(), Some("bad query"));
     assert_eq!(s.view, View::Overview);
 }
+
+#[test]
+fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
+    use gigscope::advantage::AdvantageSettings;
+    use gigscope::tui::state::Derived;
+    let s = state();
+    let settings = AdvantageSettings::default();
+    let mut episodes = s.run.episodes.clone();
+    let old = Derived::build(&episodes, &settings);
+    let old_len = episodes.len();
+    // A new group whose members share a first state, and one more for an existing group.
+    let mut a = episode("n1", "new-g", 3);
+    let mut b = episode("n2", "new-g", 3);
+    a.steps[0].reward = 10.0;
+    b.steps[0].reward = 0.0;
+    episodes.extend([a, b]);
+    assert_eq!(old.clone().extend(&episodes, old_len, &settings), Derived::build(&episodes, &settings));
+    episodes.push(episode("n3", "hat-it0", 0));
+    let old = Derived::build(&episodes[..old_len + 2], &settings);
+    assert_eq!(old.extend(&episodes, old_len + 2, &settings), Derived::build(&episodes, &settings));
+}

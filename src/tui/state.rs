@@ -56,7 +56,7 @@ pub struct IterationStats {
 }
 
 /// Everything computed from the episodes under the current settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Derived {
     pub table: AdvantageTable,
     pub iterations: Vec<IterationStats>,
@@ -70,7 +70,26 @@ pub struct Derived {
 
 impl Derived {
     pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
-        let table = compute(episodes, settings);
+        Derived::from_table(episodes, compute(episodes, settings))
+    }
+
+    /// After episodes were appended to `episodes` (those from `old_len` on): when every new episode belongs
+    /// to a group that did not exist before, only the new episodes are computed and their table appended
+    /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
+    /// run that writes whole groups at a time fast however large it grows.
+    pub fn extend(self, episodes: &[Episode], old_len: usize, settings: &AdvantageSettings) -> Derived {
+        let known: std::collections::HashSet<&str> =
+            self.table.episode_groups.iter().map(|g| g.name.as_str()).collect();
+        if old_len > episodes.len() || episodes[old_len..].iter().any(|e| known.contains(e.group.as_str())) {
+            return Derived::build(episodes, settings);
+        }
+        let mut table = self.table;
+        append_table(&mut table, compute(&episodes[old_len..], settings), old_len as u32);
+        Derived::from_table(episodes, table)
+    }
+
+    /// The summaries shown beside the table.
+    fn from_table(episodes: &[Episode], table: AdvantageTable) -> Derived {
         let mut size_histogram = BTreeMap::new();
         for g in &table.anchor_groups {
             *size_histogram.entry(g.members.len()).or_insert(0) += 1;
@@ -149,6 +168,33 @@ impl Derived {
         }
         Derived { table, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
     }
+}
+
+/// Append `extra` (the table of the episodes from index `episode_offset` on, computed alone) to `table`,
+/// renumbering its episodes, rows, anchor groups and episode groups.
+fn append_table(table: &mut AdvantageTable, extra: AdvantageTable, episode_offset: u32) {
+    let row_base = table.rows.len();
+    let anchor_base = table.anchor_groups.len() as u32;
+    let group_base = table.episode_groups.len() as u32;
+    table.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
+    table.rows.extend(extra.rows.into_iter().map(|mut r| {
+        r.step_group += anchor_base;
+        r
+    }));
+    table.anchor_groups.extend(extra.anchor_groups.into_iter().map(|mut g| {
+        g.episode_group += group_base;
+        for m in &mut g.members {
+            m.episode += episode_offset;
+        }
+        g
+    }));
+    table.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
+        for e in &mut g.episodes {
+            *e += episode_offset;
+        }
+        g
+    }));
+    table.episode_group_of.extend(extra.episode_group_of.into_iter().map(|g| g + group_base));
 }
 
 /// Where the user is. Indices into the derived lists; kept valid (clamped or re-found) after every change.
@@ -294,11 +340,27 @@ impl State {
         self.clamp();
     }
 
-    /// Recompute everything derived (after a settings change or new data) and keep the user's position: the
+    /// Recompute everything derived (after a settings change or a reset) and keep the user's position: the
     /// same iteration number, group and trajectory when they still exist, else the nearest valid one.
     pub fn rebuild(&mut self) {
-        let iteration = self.derived.iterations.get(self.sel.iteration).map(|i| i.iteration);
+        let iteration = self.selected_iteration();
         self.derived = Derived::build(&self.run.episodes, &self.settings);
+        self.reselect(iteration);
+    }
+
+    /// Take in episodes appended from index `old_len` on (see [`Derived::extend`]).
+    pub fn extend(&mut self, old_len: usize) {
+        let iteration = self.selected_iteration();
+        self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &self.settings);
+        self.reselect(iteration);
+    }
+
+    fn selected_iteration(&self) -> Option<i64> {
+        self.derived.iterations.get(self.sel.iteration).map(|i| i.iteration)
+    }
+
+    /// After the derived lists changed: the same iteration number as before, and valid indices.
+    fn reselect(&mut self, iteration: Option<i64>) {
         if let Some(it) = iteration {
             if let Some(i) = self.derived.iterations.iter().position(|s| s.iteration == it) {
                 self.sel.iteration = i;

@@ -169,8 +169,12 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     if applied.meta_changed {
         state.recorded = super::state::recorded_settings(state.run.meta.as_ref());
     }
-    if applied.episodes_reset || !applied.new_episodes.is_empty() {
+    if applied.episodes_reset {
         state.rebuild();
+    } else if !applied.new_episodes.is_empty() {
+        state.extend(applied.new_episodes.start);
+    }
+    if applied.episodes_reset || !applied.new_episodes.is_empty() {
         if state.follow {
             jump_to_newest(state);
         } else if applied.episodes_reset {

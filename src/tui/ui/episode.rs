@@ -151,7 +151,7 @@ fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
     let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
     let (lines, _) = observation_lines(&step.observation, w, skip, h);
     let title = format!(
-        "Observation · page {} · lines {}–{} of {total}",
+        "Observation · {} · {}–{}/{total}",
         step.page.as_deref().unwrap_or("—"),
         (skip + 1).min(total),
         (skip + h).min(total)
