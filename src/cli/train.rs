@@ -100,9 +100,9 @@ pub struct Args {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
     pub device: DeviceChoice,
-    /// Torch CPU threads (default: libtorch's choice).
-    #[arg(long)]
-    pub threads: Option<i32>,
+    /// Torch CPU threads.
+    #[arg(long, default_value_t = TrainConfig::default().threads)]
+    pub threads: i32,
     #[arg(long, default_value_t = PpoConfig::default().learning_rate)]
     pub lr: f64,
     #[arg(long, default_value_t = PpoConfig::default().clip)]
@@ -139,6 +139,7 @@ impl Args {
             eval_goals: self.eval_goals,
             seed: self.seed,
             device: self.device,
+            threads: self.threads,
             ppo: PpoConfig {
                 learning_rate: self.lr,
                 clip: self.clip,
@@ -157,9 +158,6 @@ impl Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(n) = args.threads {
-        tch::set_num_threads(n);
-    }
     match args.env {
         EnvChoice::Toy => train(crate::train::toy::ToyShop, &args),
         EnvChoice::Webshop => anyhow::bail!("the WebShop environment is not available in this build yet; use --env toy"),

@@ -61,6 +61,9 @@ pub struct TrainConfig {
     pub eval_goals: usize,
     pub seed: u64,
     pub device: DeviceChoice,
+    /// Torch CPU threads (process-wide). The network is small: beyond one thread, synchronisation costs more
+    /// than it saves, and the machines this runs on are shared.
+    pub threads: i32,
     pub ppo: PpoConfig,
     pub shape: PolicyShape,
     /// Advantage settings given for this burst; layered over the run's `run.json`, then the defaults.
@@ -82,6 +85,7 @@ impl Default for TrainConfig {
             eval_goals: 100,
             seed: 0,
             device: DeviceChoice::Auto,
+            threads: 1,
             ppo: PpoConfig::default(),
             shape: PolicyShape::default(),
             advantage: AdvantageOverrides::default(),
@@ -162,6 +166,7 @@ impl<T: Tasks> Trainer<T> {
     /// `config.resume` the run's checkpoint continued.
     pub fn new(tasks: T, mut config: TrainConfig, run_dir: &Path) -> Result<Trainer<T>, TrainError> {
         let device = config.device.resolve()?;
+        tch::set_num_threads(config.threads);
         let ckpt = checkpoint::path_in(run_dir);
         if config.resume {
             // The network and the seed define the run; a resumed burst keeps them.
