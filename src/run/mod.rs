@@ -1,5 +1,11 @@
 //! Run directories: the on-disk format, a streaming reader that never loses or invents data, and writers.
 
+mod error;
 mod format;
+mod reader;
+mod writer;
 
+pub use error::RunError;
 pub use format::*;
+pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch};
+pub use writer::{write_atomic, RunWriter};

@@ -1,1 +1,312 @@
-//! TODO(owner)
+//! Python's `difflib.SequenceMatcher(None, a, b).ratio()`, bit for bit.
+//!
+//! GiGPO's similarity-based anchor grouping compares observations with difflib, so gigscope must put the
+//! threshold at exactly the same place. This port follows CPython's algorithm step by step:
+//!
+//! - sequences are Unicode code points (Rust `char`s, which are exactly Python's `str` elements);
+//! - `b2j` maps each element of `b` to its positions; with `autojunk` (the default) and `len(b) >= 200`,
+//!   elements occurring more than `1 + len(b) // 100` times are "popular" and dropped from `b2j`, so a
+//!   matching block is never *seeded* by them (it may still be extended over them);
+//! - `find_longest_match` keeps the first (lowest `i`, then lowest `j`) longest block, then extends it
+//!   backwards and forwards over equal elements (there are no junk elements since `isjunk` is `None`);
+//! - `get_matching_blocks` recurses on the two sides of each block; the ratio is `2.0 * M / (len a + len b)`
+//!   with `M` the total size of the blocks, or `1.0` when both are empty.
+//!
+//! For clustering, the same `b` (a cluster's first member) is compared with many `a`s, so `b` is prepared once
+//! ([`Reference`]) and the scratch buffers are reused ([`Matcher`]). [`Matcher::similar`] first applies
+//! difflib's own upper bounds (`real_quick_ratio`, `quick_ratio`), which can only rule a pair out when the
+//! exact ratio is below θ too: the ratio is `2.0 * m / L` with the same `L` for all three, and floating-point
+//! division and multiplication are monotone, so a larger match count never gives a smaller value.
+
+use std::collections::HashMap;
+
+/// Marks an element of `a` that does not occur in `b` at all.
+const ABSENT: u32 = u32::MAX;
+
+/// Python's `SequenceMatcher(None, a, b).ratio()`.
+pub fn ratio(a: &str, b: &str) -> f64 {
+    let a: Vec<char> = a.chars().collect();
+    Matcher::default().ratio(&a, &Reference::new(b))
+}
+
+/// The `b` side of a comparison, prepared once: its elements, their positions (`b2j` after autojunk) and
+/// their full counts (for `quick_ratio`).
+#[derive(Clone, Debug)]
+pub struct Reference {
+    chars: Vec<char>,
+    /// Slot of each ASCII element of `b` (`ABSENT` if it does not occur); avoids hashing for ASCII text.
+    ascii_slot: [u32; 128],
+    other_slot: HashMap<char, u32>,
+    /// Occurrences of each slot's element in `b`, popular or not.
+    counts: Vec<u32>,
+    /// `positions[starts[s]..starts[s + 1]]`: ascending positions of slot `s` in `b`, empty when popular.
+    starts: Vec<u32>,
+    positions: Vec<u32>,
+}
+
+impl Reference {
+    pub fn new(b: &str) -> Self {
+        let chars: Vec<char> = b.chars().collect();
+        let mut reference = Reference {
+            ascii_slot: [ABSENT; 128],
+            other_slot: HashMap::new(),
+            counts: Vec::new(),
+            starts: Vec::new(),
+            positions: Vec::new(),
+            chars: Vec::new(),
+        };
+        let mut slots = Vec::with_capacity(chars.len());
+        for &c in &chars {
+            let slot = match reference.slot(c) {
+                ABSENT => {
+                    let slot = reference.counts.len() as u32;
+                    reference.counts.push(0);
+                    if c.is_ascii() {
+                        reference.ascii_slot[c as usize] = slot;
+                    } else {
+                        reference.other_slot.insert(c, slot);
+                    }
+                    slot
+                }
+                slot => slot,
+            };
+            reference.counts[slot as usize] += 1;
+            slots.push(slot);
+        }
+        // CPython: `if self.autojunk and n >= 200: ntest = n // 100 + 1; popular = len(idxs) > ntest`.
+        let n = chars.len();
+        let popular_above = if n >= 200 { n / 100 + 1 } else { usize::MAX };
+        let kept: Vec<u32> =
+            reference.counts.iter().map(|&c| if c as usize > popular_above { 0 } else { c }).collect();
+        reference.starts.reserve(kept.len() + 1);
+        reference.starts.push(0);
+        let mut total = 0;
+        for &k in &kept {
+            total += k;
+            reference.starts.push(total);
+        }
+        // Counting sort of positions by slot keeps each slot's positions ascending.
+        reference.positions = vec![0; total as usize];
+        let mut fill: Vec<u32> = reference.starts[..kept.len()].to_vec();
+        for (j, &slot) in slots.iter().enumerate() {
+            if kept[slot as usize] != 0 {
+                reference.positions[fill[slot as usize] as usize] = j as u32;
+                fill[slot as usize] += 1;
+            }
+        }
+        reference.chars = chars;
+        reference
+    }
+
+    /// Number of elements (code points) of `b`.
+    pub fn len(&self) -> usize {
+        self.chars.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chars.is_empty()
+    }
+
+    fn slot(&self, c: char) -> u32 {
+        if c.is_ascii() {
+            self.ascii_slot[c as usize]
+        } else {
+            self.other_slot.get(&c).copied().unwrap_or(ABSENT)
+        }
+    }
+
+    fn positions(&self, slot: u32) -> &[u32] {
+        if slot == ABSENT {
+            return &[];
+        }
+        let s = slot as usize;
+        &self.positions[self.starts[s] as usize..self.starts[s + 1] as usize]
+    }
+}
+
+/// Reusable scratch space for comparisons; one per thread.
+#[derive(Clone, Debug, Default)]
+pub struct Matcher {
+    /// Slot in the current reference of each element of `a`.
+    a_slots: Vec<u32>,
+    /// `j2len` of CPython as dense arrays indexed by `j + 1`, with the entries written by the current and
+    /// previous `i` listed so they can be reset in time proportional to the matches.
+    j2len: Vec<u32>,
+    new_j2len: Vec<u32>,
+    touched: Vec<u32>,
+    new_touched: Vec<u32>,
+    avail: Vec<u32>,
+    queue: Vec<(u32, u32, u32, u32)>,
+}
+
+impl Matcher {
+    /// `SequenceMatcher(None, a, b).ratio()`.
+    pub fn ratio(&mut self, a: &[char], b: &Reference) -> f64 {
+        self.map_slots(a, b);
+        calculate_ratio(self.matching_total(a, b), a.len() + b.len())
+    }
+
+    /// Whether `SequenceMatcher(None, a, b).ratio() >= theta`, skipping the full computation when difflib's
+    /// upper bounds already fall short (exact: see the module documentation).
+    pub fn similar(&mut self, a: &[char], b: &Reference, theta: f64) -> bool {
+        let length = a.len() + b.len();
+        if calculate_ratio(a.len().min(b.len()), length) < theta {
+            return false;
+        }
+        self.map_slots(a, b);
+        if calculate_ratio(self.quick_matches(b), length) < theta {
+            return false;
+        }
+        calculate_ratio(self.matching_total(a, b), length) >= theta
+    }
+
+    fn map_slots(&mut self, a: &[char], b: &Reference) {
+        self.a_slots.clear();
+        self.a_slots.extend(a.iter().map(|&c| b.slot(c)));
+    }
+
+    /// `quick_ratio`'s match count: the size of the multiset intersection of `a` and `b`.
+    fn quick_matches(&mut self, b: &Reference) -> usize {
+        self.avail.clear();
+        self.avail.extend_from_slice(&b.counts);
+        let mut matches = 0;
+        for &slot in &self.a_slots {
+            if slot != ABSENT && self.avail[slot as usize] > 0 {
+                self.avail[slot as usize] -= 1;
+                matches += 1;
+            }
+        }
+        matches
+    }
+
+    /// Total size of `get_matching_blocks()`. The blocks' order does not change their sum, so the recursion
+    /// is a plain stack.
+    fn matching_total(&mut self, a: &[char], b: &Reference) -> usize {
+        let lb = b.len();
+        if self.j2len.len() < lb + 1 {
+            self.j2len.resize(lb + 1, 0);
+            self.new_j2len.resize(lb + 1, 0);
+        }
+        let mut total = 0;
+        self.queue.clear();
+        self.queue.push((0, a.len() as u32, 0, lb as u32));
+        while let Some((alo, ahi, blo, bhi)) = self.queue.pop() {
+            let (i, j, k) = self.find_longest_match(a, b, alo, ahi, blo, bhi);
+            if k > 0 {
+                total += k as usize;
+                if alo < i && blo < j {
+                    self.queue.push((alo, i, blo, j));
+                }
+                if i + k < ahi && j + k < bhi {
+                    self.queue.push((i + k, ahi, j + k, bhi));
+                }
+            }
+        }
+        total
+    }
+
+    /// CPython's `find_longest_match(alo, ahi, blo, bhi)` with `isjunk=None`.
+    fn find_longest_match(
+        &mut self,
+        a: &[char],
+        b: &Reference,
+        alo: u32,
+        ahi: u32,
+        blo: u32,
+        bhi: u32,
+    ) -> (u32, u32, u32) {
+        let (mut besti, mut bestj, mut bestsize) = (alo, blo, 0u32);
+        for i in alo..ahi {
+            let positions = b.positions(self.a_slots[i as usize]);
+            let from = positions.partition_point(|&j| j < blo);
+            for &j in &positions[from..] {
+                if j >= bhi {
+                    break;
+                }
+                // `k = newj2len[j] = j2len.get(j - 1, 0) + 1`, with index `j + 1` standing for `j`.
+                let k = self.j2len[j as usize] + 1;
+                self.new_j2len[j as usize + 1] = k;
+                self.new_touched.push(j + 1);
+                if k > bestsize {
+                    besti = i + 1 - k;
+                    bestj = j + 1 - k;
+                    bestsize = k;
+                }
+            }
+            // `j2len = newj2len`: forget the previous row, then swap.
+            for &t in &self.touched {
+                self.j2len[t as usize] = 0;
+            }
+            self.touched.clear();
+            std::mem::swap(&mut self.j2len, &mut self.new_j2len);
+            std::mem::swap(&mut self.touched, &mut self.new_touched);
+        }
+        for &t in &self.touched {
+            self.j2len[t as usize] = 0;
+        }
+        self.touched.clear();
+
+        // Extend over equal elements; with no junk, popular elements count as ordinary ones here.
+        let bc = &b.chars;
+        while besti > alo && bestj > blo && a[besti as usize - 1] == bc[bestj as usize - 1] {
+            besti -= 1;
+            bestj -= 1;
+            bestsize += 1;
+        }
+        while besti + bestsize < ahi
+            && bestj + bestsize < bhi
+            && a[(besti + bestsize) as usize] == bc[(bestj + bestsize) as usize]
+        {
+            bestsize += 1;
+        }
+        (besti, bestj, bestsize)
+    }
+}
+
+/// CPython's `_calculate_ratio`: `2.0 * matches / length`, or `1.0` for two empty sequences.
+fn calculate_ratio(matches: usize, length: usize) -> f64 {
+    if length == 0 {
+        1.0
+    } else {
+        2.0 * matches as f64 / length as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_examples() {
+        // From the difflib documentation and docstrings.
+        assert_eq!(ratio("abcd", "bcde"), 0.75);
+        assert_eq!(ratio(" abcd", "abcd abcd"), 2.0 * 5.0 / 14.0);
+        assert_eq!(ratio("", ""), 1.0);
+        assert_eq!(ratio("abc", ""), 0.0);
+    }
+
+    #[test]
+    fn autojunk_drops_popular_elements_of_b() {
+        // b has 200 elements, so 'x' (occurring 199 > 3 times) is popular: it can no longer seed a match,
+        // and the only seed left is 'y'; the block extends backwards over the x's that precede it in both.
+        let b = format!("{}y", "x".repeat(199));
+        let a = "xxy";
+        assert_eq!(ratio(a, &b), 2.0 * 3.0 / 203.0);
+        // Without a seed at all, a match at the start still extends forwards from (0, 0).
+        assert_eq!(ratio("xxxq", &"x".repeat(200)), 2.0 * 3.0 / 204.0);
+        assert_eq!(ratio("qxxx", &"x".repeat(200)), 0.0);
+    }
+
+    #[test]
+    fn similar_agrees_with_ratio() {
+        let mut m = Matcher::default();
+        let b = Reference::new("Search results for red shoes [SEP] Next > [SEP] B07 [SEP] Red Shoe");
+        for a in ["Search results for red shoes [SEP] Next > [SEP] B08 [SEP] Red Shoe", "short", ""] {
+            let chars: Vec<char> = a.chars().collect();
+            let r = m.ratio(&chars, &b);
+            for theta in [0.1, 0.5, 0.9, r, r + 1e-12] {
+                assert_eq!(m.similar(&chars, &b, theta), r >= theta, "{a:?} θ={theta}");
+            }
+        }
+    }
+}

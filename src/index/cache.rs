@@ -1,0 +1,87 @@
+//! Where indexes live (a cache directory outside the run) and the fingerprints that decide whether an
+//! existing index still matches the run and the advantage settings.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::advantage::AdvantageSettings;
+use crate::run::Episode;
+
+/// Bump when the schema or the meaning of a field changes: old indexes are then rebuilt, never misread.
+pub(crate) const INDEX_FORMAT: u32 = 1;
+
+/// The cache root: `$GIGSCOPE_CACHE`, else `$XDG_CACHE_HOME/gigscope`, else `~/.cache/gigscope`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = non_empty("GIGSCOPE_CACHE") {
+        return Some(dir);
+    }
+    if let Some(dir) = non_empty("XDG_CACHE_HOME") {
+        return Some(dir.join("gigscope"));
+    }
+    non_empty("HOME").map(|home| home.join(".cache").join("gigscope"))
+}
+
+/// First 16 hex digits of SHA-256: short enough for a path, long enough not to collide in a cache.
+fn short_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The advantage fields depend on every setting, so the settings are part of the index's key. `Debug` of
+/// the resolved settings prints floats in shortest round-trip form, so equal settings give equal keys.
+pub(crate) fn settings_key(settings: &AdvantageSettings) -> String {
+    short_hash(format!("v{INDEX_FORMAT} {settings:?}").as_bytes())
+}
+
+/// `<cache>/index/<hash of the canonical run path>/<settings key>`.
+pub(crate) fn index_dir(cache_root: &Path, canonical_run: &Path, settings: &AdvantageSettings) -> PathBuf {
+    let run_key = short_hash(canonical_run.as_os_str().as_encoded_bytes());
+    cache_root.join("index").join(run_key).join(settings_key(settings))
+}
+
+/// A running FNV-1a hash over what identifies the indexed episodes (ids, groups, iterations, step counts,
+/// rewards, actions). It extends episode by episode, so the index can tell whether the episodes it was
+/// given are the ones it indexed before (same prefix) or the run was truncated or replaced. Content, not
+/// the file's inode, is the identity: a copy of the same run reuses the index, a rewrite does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PrefixDigest(pub u64);
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+impl Default for PrefixDigest {
+    fn default() -> Self {
+        PrefixDigest(FNV_OFFSET)
+    }
+}
+
+impl PrefixDigest {
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        }
+        // A separator so that ("ab", "c") and ("a", "bc") differ.
+        self.0 = (self.0 ^ 0xff).wrapping_mul(FNV_PRIME);
+    }
+
+    pub(crate) fn episode(&mut self, episode: &Episode) {
+        self.bytes(episode.id.as_bytes());
+        self.bytes(episode.group.as_bytes());
+        self.bytes(&episode.iteration.to_le_bytes());
+        self.bytes(&(episode.steps.len() as u64).to_le_bytes());
+        self.bytes(&[u8::from(episode.success())]);
+        for step in &episode.steps {
+            self.bytes(&step.reward.to_bits().to_le_bytes());
+            self.bytes(step.action.as_bytes());
+        }
+    }
+
+    pub(crate) fn of(episodes: &[Episode]) -> Self {
+        let mut digest = PrefixDigest::default();
+        for episode in episodes {
+            digest.episode(episode);
+        }
+        digest
+    }
+}

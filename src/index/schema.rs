@@ -1,0 +1,77 @@
+//! The index schema: one document per step, carrying its episode's instruction, outcome and ids so that a
+//! single query can mix step text, episode facts and advantages.
+
+use tantivy::schema::{Field, NumericOptions, Schema, FAST, INDEXED, STORED, STRING, TEXT};
+
+/// Field names as users type them in queries.
+pub const TEXT_FIELDS: [&str; 4] = ["instruction", "observation", "action", "thought"];
+pub const STRING_FIELDS: [&str; 3] = ["id", "group", "page"];
+pub const NUMERIC_FIELDS: [&str; 11] = [
+    "success",
+    "valid",
+    "reward",
+    "return",
+    "adv",
+    "adv_e",
+    "adv_s",
+    "iteration",
+    "step",
+    "step_group_size",
+    "episode",
+];
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fields {
+    pub instruction: Field,
+    pub observation: Field,
+    pub action: Field,
+    pub thought: Field,
+    /// Episode id (stored: hits report it so a caller can check it against its own episode list).
+    pub id: Field,
+    /// Episode group; also the unit of re-indexing (see `TrajectoryIndex::update`).
+    pub group: Field,
+    pub page: Field,
+    pub success: Field,
+    pub valid: Field,
+    pub reward: Field,
+    pub ret: Field,
+    pub adv: Field,
+    pub adv_e: Field,
+    pub adv_s: Field,
+    pub iteration: Field,
+    /// 0-based, as in `gigscope advantages`.
+    pub step: Field,
+    pub step_group_size: Field,
+    /// Index of the episode among the run's good episodes (file order): hits point back into the run.
+    pub episode: Field,
+}
+
+/// Numbers are indexed (range queries) and fast (sorting, reading hits without the doc store).
+fn numeric() -> NumericOptions {
+    NumericOptions::from(INDEXED | FAST)
+}
+
+pub(crate) fn build() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let fields = Fields {
+        instruction: b.add_text_field("instruction", TEXT),
+        observation: b.add_text_field("observation", TEXT),
+        action: b.add_text_field("action", TEXT),
+        thought: b.add_text_field("thought", TEXT),
+        id: b.add_text_field("id", STRING | STORED),
+        group: b.add_text_field("group", STRING),
+        page: b.add_text_field("page", STRING),
+        success: b.add_bool_field("success", numeric()),
+        valid: b.add_bool_field("valid", numeric()),
+        reward: b.add_f64_field("reward", numeric()),
+        ret: b.add_f64_field("return", numeric()),
+        adv: b.add_f64_field("adv", numeric()),
+        adv_e: b.add_f64_field("adv_e", numeric()),
+        adv_s: b.add_f64_field("adv_s", numeric()),
+        iteration: b.add_i64_field("iteration", numeric()),
+        step: b.add_u64_field("step", numeric()),
+        step_group_size: b.add_u64_field("step_group_size", numeric()),
+        episode: b.add_u64_field("episode", numeric()),
+    };
+    (b.build(), fields)
+}

@@ -1,0 +1,260 @@
+//! Streaming, incremental reading of JSON Lines files.
+//!
+//! A line is only read once its newline has arrived: a torn last line (a writer mid-append) is held back and
+//! picked up by a later poll. A broken line (invalid UTF-8, bad JSON, missing field, wrong type) is reported
+//! with its 1-based line number and reason, and every good line is still returned.
+
+use std::fs::{File, Metadata};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use super::error::RunError;
+use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+
+/// A line that could not be read as a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    /// 1-based line number in the file.
+    pub line: u64,
+    pub reason: String,
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.reason)
+    }
+}
+
+/// What one poll of a [`JsonlTail`] found.
+#[derive(Debug)]
+pub struct TailBatch<T> {
+    /// The file was truncated or replaced since the last poll: everything read before is void, and
+    /// `records`/`errors` start again from line 1.
+    pub reset: bool,
+    /// Good records with their 1-based line numbers.
+    pub records: Vec<(u64, T)>,
+    pub errors: Vec<LineError>,
+}
+
+/// Identity of the file behind a path, to notice when it is replaced (e.g. by an atomic rename).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileIdentity {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileIdentity {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileIdentity { dev: meta.dev(), ino: meta.ino() }
+    }
+    #[cfg(not(unix))]
+    fn of(_meta: &Metadata) -> Self {
+        FileIdentity { dev: 0, ino: 0 }
+    }
+}
+
+/// Incremental reader of a JSON Lines file: each `poll` resumes at the byte offset after the last complete
+/// line it read, and detects truncation or replacement of the file.
+#[derive(Debug)]
+pub struct JsonlTail<T> {
+    path: PathBuf,
+    /// Byte offset just past the last complete line read.
+    offset: u64,
+    /// Number of complete lines read so far.
+    lines: u64,
+    identity: Option<FileIdentity>,
+    /// The last complete line read, to notice a replacement that keeps the inode but rewrites the content.
+    last_line: Vec<u8>,
+    _record: PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> JsonlTail<T> {
+    pub fn new(path: PathBuf) -> Self {
+        JsonlTail { path, offset: 0, lines: 0, identity: None, last_line: Vec::new(), _record: PhantomData }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Byte offset just past the last complete line read.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Number of complete lines read so far.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// Read every complete line that arrived since the last poll. A missing file reads as empty (a run
+    /// directory may exist before its first episode is written).
+    pub fn poll(&mut self) -> Result<TailBatch<T>, RunError> {
+        let mut records = Vec::new();
+        let mut batch = self.poll_with(|line, record| records.push((line, record)))?;
+        batch.records = records;
+        Ok(batch)
+    }
+
+    /// Like [`poll`](Self::poll), but hands each good record to `sink` as it streams instead of collecting
+    /// it, so a very large file can be reduced on the fly. The returned batch's `records` are empty.
+    pub fn poll_with(&mut self, mut sink: impl FnMut(u64, T)) -> Result<TailBatch<T>, RunError> {
+        let mut batch = TailBatch { reset: false, records: Vec::new(), errors: Vec::new() };
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                if self.offset > 0 {
+                    self.restart(&mut batch);
+                }
+                return Ok(batch);
+            }
+            Err(err) => return Err(RunError::io(&self.path)(err)),
+        };
+        let meta = file.metadata().map_err(RunError::io(&self.path))?;
+        let identity = FileIdentity::of(&meta);
+        let replaced = self.identity.is_some_and(|known| known != identity);
+        if replaced || meta.len() < self.offset || !self.still_same(&file) {
+            self.restart(&mut batch);
+        }
+        self.identity = Some(identity);
+
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        reader.seek(SeekFrom::Start(self.offset)).map_err(RunError::io(&self.path))?;
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).map_err(RunError::io(&self.path))?;
+            if n == 0 || buf.last() != Some(&b'\n') {
+                // End of file, or a torn last line: wait for its newline.
+                break;
+            }
+            self.offset += n as u64;
+            self.lines += 1;
+            match parse_line::<T>(&buf) {
+                Ok(Some(record)) => sink(self.lines, record),
+                Ok(None) => {}
+                Err(reason) => batch.errors.push(LineError { line: self.lines, reason }),
+            }
+            std::mem::swap(&mut self.last_line, &mut buf);
+        }
+        Ok(batch)
+    }
+
+    /// Whether the bytes of the last line read are still where they were (a file rewritten in place with
+    /// the same inode and a size at least as large would otherwise go unnoticed).
+    fn still_same(&self, file: &File) -> bool {
+        if self.last_line.is_empty() {
+            return true;
+        }
+        let start = self.offset - self.last_line.len() as u64;
+        let mut current = vec![0u8; self.last_line.len()];
+        read_at(file, &mut current, start).is_ok() && current == self.last_line
+    }
+
+    fn restart(&mut self, batch: &mut TailBatch<T>) {
+        self.offset = 0;
+        self.lines = 0;
+        self.last_line.clear();
+        batch.reset = true;
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+/// Parse one complete line (with its trailing newline). Blank lines are skipped silently.
+fn parse_line<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|err| format!("invalid UTF-8 at byte {}", err.valid_up_to()))?;
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text).map(Some).map_err(|err| {
+        let message = err.to_string();
+        // serde_json appends "at line 1 column N"; the column is useful, the line is always 1.
+        message.replace(" at line 1 column ", " at column ")
+    })
+}
+
+/// A whole run directory, read once.
+#[derive(Debug)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub meta: Option<RunMeta>,
+    pub episodes: Vec<Episode>,
+    /// 1-based line of each episode in `episodes.jsonl`.
+    pub episode_lines: Vec<u64>,
+    /// Broken lines of `episodes.jsonl`.
+    pub errors: Vec<LineError>,
+    pub metrics: Vec<MetricsRecord>,
+    /// Broken lines of `metrics.jsonl`.
+    pub metrics_errors: Vec<LineError>,
+}
+
+impl Run {
+    /// Read `run.json` (optional), `episodes.jsonl` (required) and `metrics.jsonl` (optional).
+    pub fn open(dir: &Path) -> Result<Run, RunError> {
+        check_run_dir(dir)?;
+        let episodes_path = dir.join(EPISODES_FILE);
+        if !episodes_path.is_file() {
+            return Err(RunError::NoEpisodes(dir.to_path_buf()));
+        }
+        let meta = read_meta(dir)?;
+        let mut tail = JsonlTail::<Episode>::new(episodes_path);
+        let batch = tail.poll()?;
+        let (episode_lines, episodes) = batch.records.into_iter().unzip();
+        let mut metrics_tail = JsonlTail::<MetricsRecord>::new(dir.join(METRICS_FILE));
+        let metrics_batch = metrics_tail.poll()?;
+        Ok(Run {
+            dir: dir.to_path_buf(),
+            meta,
+            episodes,
+            episode_lines,
+            errors: batch.errors,
+            metrics: metrics_batch.records.into_iter().map(|(_, m)| m).collect(),
+            metrics_errors: metrics_batch.errors,
+        })
+    }
+}
+
+/// The directory exists and is a directory.
+pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(RunError::NotADirectory(dir.to_path_buf())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(RunError::MissingDir(dir.to_path_buf())),
+        Err(err) => Err(RunError::io(dir)(err)),
+    }
+}
+
+/// `run.json`, if present.
+pub fn read_meta(dir: &Path) -> Result<Option<RunMeta>, RunError> {
+    let path = dir.join(RUN_META_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(RunError::io(path)(err)),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|err| RunError::BadMeta {
+        line: err.line(),
+        column: err.column(),
+        message: err.to_string(),
+        path,
+    })
+}

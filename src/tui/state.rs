@@ -1,0 +1,330 @@
+//! The TUI's whole state: the run's data, what is derived from it under the current settings, and where the
+//! user is. Rendering reads it; only [`super::update::update`] changes it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
+use crate::run::{Episode, LineError, MetricsRecord, RunMeta};
+
+use super::config::Config;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Overview,
+    Groups,
+    Episode,
+    Anchor,
+    Compare,
+    Search,
+}
+
+impl View {
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Overview => "Overview",
+            View::Groups => "Groups",
+            View::Episode => "Episode",
+            View::Anchor => "Anchor group",
+            View::Compare => "Compare",
+            View::Search => "Search",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Popup {
+    Help { scroll: u16 },
+    Settings { field: usize },
+}
+
+/// One row of the run overview.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationStats {
+    pub iteration: i64,
+    pub episodes: usize,
+    pub groups: usize,
+    pub success_rate: f64,
+    pub mean_return: f64,
+    /// Steps per episode (the second efficiency measure).
+    pub mean_len: f64,
+    /// Mean tokens per step over steps that record a count; `None` when no step does.
+    pub tokens_per_step: Option<f64>,
+    pub zero_variance_share: f64,
+    pub mean_step_group_size: f64,
+}
+
+/// Everything computed from the episodes under the current settings.
+#[derive(Clone, Debug, Default)]
+pub struct Derived {
+    pub table: AdvantageTable,
+    pub iterations: Vec<IterationStats>,
+    /// Per entry of `iterations`: episode-group indices whose first episode is in that iteration.
+    pub groups_of_iteration: Vec<Vec<u32>>,
+    /// Step-group size → number of step groups of that size.
+    pub size_histogram: BTreeMap<usize, usize>,
+    /// Largest |trainer-recorded − recomputed| advantage over steps that carry one.
+    pub max_trainer_diff: Option<f64>,
+}
+
+impl Derived {
+    pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
+        let table = compute(episodes, settings);
+        let mut size_histogram = BTreeMap::new();
+        for g in &table.anchor_groups {
+            *size_histogram.entry(g.members.len()).or_insert(0) += 1;
+        }
+        let mut max_trainer_diff: Option<f64> = None;
+        for (e, ep) in episodes.iter().enumerate() {
+            if let Some(adv) = &ep.advantages {
+                for (rec, row) in adv.iter().zip(table.episode_rows(e)) {
+                    let d = (rec - row.advantage).abs();
+                    max_trainer_diff = Some(max_trainer_diff.map_or(d, |m| m.max(d)));
+                }
+            }
+        }
+        // Iterations: per-iteration sums, then groups attached to their first episode's iteration.
+        #[derive(Default)]
+        struct Acc {
+            episodes: usize,
+            success: usize,
+            ret: f64,
+            steps: usize,
+            tokens: u64,
+            token_steps: usize,
+            groups: Vec<u32>,
+        }
+        let mut acc: BTreeMap<i64, Acc> = BTreeMap::new();
+        for ep in episodes {
+            let a = acc.entry(ep.iteration).or_default();
+            a.episodes += 1;
+            a.success += usize::from(ep.success());
+            a.ret += ep.total_reward();
+            a.steps += ep.steps.len();
+            for s in &ep.steps {
+                if let Some(t) = s.tokens {
+                    a.tokens += t;
+                    a.token_steps += 1;
+                }
+            }
+        }
+        for (g, group) in table.episode_groups.iter().enumerate() {
+            if let Some(&first) = group.episodes.first() {
+                if let Some(a) = acc.get_mut(&episodes[first as usize].iteration) {
+                    a.groups.push(g as u32);
+                }
+            }
+        }
+        let mut iterations = Vec::with_capacity(acc.len());
+        let mut groups_of_iteration = Vec::with_capacity(acc.len());
+        for (iteration, a) in acc {
+            let zero = a.groups.iter().filter(|&&g| table.episode_groups[g as usize].zero_variance).count();
+            let (mut sg_sum, mut sg_n) = (0usize, 0usize);
+            for &g in &a.groups {
+                // Anchor groups of this episode group: count members per anchor group once.
+                for &e in &table.episode_groups[g as usize].episodes {
+                    for (t, row) in table.episode_rows(e as usize).iter().enumerate() {
+                        let ag = &table.anchor_groups[row.step_group as usize];
+                        if ag.members.first() == Some(&RowRef { episode: e, step: t as u32 }) {
+                            sg_sum += ag.members.len();
+                            sg_n += 1;
+                        }
+                    }
+                }
+            }
+            let n = a.episodes.max(1) as f64;
+            iterations.push(IterationStats {
+                iteration,
+                episodes: a.episodes,
+                groups: a.groups.len(),
+                success_rate: a.success as f64 / n,
+                mean_return: a.ret / n,
+                mean_len: a.steps as f64 / n,
+                tokens_per_step: (a.token_steps > 0).then(|| a.tokens as f64 / a.token_steps as f64),
+                zero_variance_share: if a.groups.is_empty() { 0.0 } else { zero as f64 / a.groups.len() as f64 },
+                mean_step_group_size: if sg_n == 0 { 0.0 } else { sg_sum as f64 / sg_n as f64 },
+            });
+            groups_of_iteration.push(a.groups);
+        }
+        Derived { table, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
+    }
+}
+
+/// Where the user is. Indices into the derived lists; kept valid (clamped or re-found) after every change.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// Index into `Derived::iterations`.
+    pub iteration: usize,
+    /// Episode-group index (into `AdvantageTable::episode_groups`).
+    pub group: u32,
+    /// Trajectory: index into the group's episode list.
+    pub traj: usize,
+    pub step: usize,
+    /// Member index inside the selected step's anchor group.
+    pub member: usize,
+    /// Compare view: the other trajectory (index into the group's episode list) and the scroll.
+    pub other: usize,
+    pub compare_scroll: usize,
+    /// Observation scroll in lines.
+    pub obs_scroll: usize,
+}
+
+/// The last search: its hits and which one is current.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchState {
+    pub query: String,
+    /// Total matching steps (more than `hits` when the list was capped).
+    pub total: usize,
+    pub hits: Vec<crate::index::Hit>,
+    pub current: usize,
+}
+
+/// Live status shown in the status bar.
+#[derive(Clone, Debug, Default)]
+pub struct LiveStatus {
+    pub follow: bool,
+    pub last_update: Option<Instant>,
+    pub now: Option<Instant>,
+    /// Broken lines skipped since the run was opened (or since the file was last replaced).
+    pub broken_lines: usize,
+    /// The most recent broken line, for the status bar.
+    pub last_broken: Option<LineError>,
+}
+
+pub struct State {
+    pub dir: PathBuf,
+    pub run_name: String,
+    pub meta: Option<RunMeta>,
+    pub episodes: Vec<Episode>,
+    pub metrics: Vec<MetricsRecord>,
+    /// The settings the run recorded (run.json), or the defaults.
+    pub recorded: AdvantageSettings,
+    pub settings: AdvantageSettings,
+    pub derived: Derived,
+    pub view: View,
+    pub popup: Option<Popup>,
+    pub sel: Selection,
+    pub live: LiveStatus,
+    /// Terminal size (columns, rows), from resize events.
+    pub size: (u16, u16),
+    /// One-line message (errors of effects, hints), cleared on the next key.
+    pub message: Option<String>,
+    /// The search prompt's text while it is open (keys then type into it instead of acting).
+    pub input: Option<String>,
+    pub search: Option<SearchState>,
+    pub config: Config,
+}
+
+impl State {
+    pub fn new(dir: PathBuf, meta: Option<RunMeta>, config: Config, size: (u16, u16)) -> State {
+        let recorded = meta
+            .as_ref()
+            .and_then(|m| m.advantage.as_ref())
+            .map(|o| o.apply(AdvantageSettings::default()))
+            .unwrap_or_default();
+        let run_name = meta
+            .as_ref()
+            .and_then(|m| m.name.clone())
+            .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string());
+        State {
+            dir,
+            run_name,
+            meta,
+            episodes: Vec::new(),
+            metrics: Vec::new(),
+            recorded,
+            settings: recorded,
+            derived: Derived::default(),
+            view: View::Overview,
+            popup: None,
+            sel: Selection::default(),
+            live: LiveStatus::default(),
+            size,
+            message: None,
+            input: None,
+            search: None,
+            config,
+        }
+    }
+
+    pub fn settings_modified(&self) -> bool {
+        self.settings != self.recorded
+    }
+
+    // ---- Resolved selection (always valid when the run has episodes) ----
+
+    pub fn current_groups(&self) -> &[u32] {
+        self.derived.groups_of_iteration.get(self.sel.iteration).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn group_episodes(&self) -> &[u32] {
+        self.derived
+            .table
+            .episode_groups
+            .get(self.sel.group as usize)
+            .map(|g| g.episodes.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Index of the selected episode in `episodes`.
+    pub fn episode_index(&self) -> Option<usize> {
+        self.group_episodes().get(self.sel.traj).map(|&e| e as usize)
+    }
+
+    pub fn other_index(&self) -> Option<usize> {
+        self.group_episodes().get(self.sel.other).map(|&e| e as usize)
+    }
+
+    pub fn row_ref(&self) -> Option<RowRef> {
+        let e = self.episode_index()?;
+        (self.sel.step < self.episodes[e].steps.len()).then_some(RowRef { episode: e as u32, step: self.sel.step as u32 })
+    }
+
+    /// Select episode `e`, step `step`: its iteration, group and trajectory.
+    pub fn select_row(&mut self, e: usize, step: usize) {
+        let Some(&g) = self.derived.table.episode_group_of.get(e) else { return };
+        let group = &self.derived.table.episode_groups[g as usize];
+        let first = group.episodes.first().map_or(e, |&f| f as usize);
+        let iteration = self.episodes[first].iteration;
+        if let Some(i) = self.derived.iterations.iter().position(|s| s.iteration == iteration) {
+            self.sel.iteration = i;
+        }
+        self.sel.group = g;
+        self.sel.traj = group.episodes.iter().position(|&x| x as usize == e).unwrap_or(0);
+        self.sel.step = step;
+        self.sel.obs_scroll = 0;
+        self.clamp();
+    }
+
+    /// Recompute everything derived (after a settings change or new data) and keep the user's position: the
+    /// same iteration number, group and trajectory when they still exist, else the nearest valid one.
+    pub fn rebuild(&mut self) {
+        let iteration = self.derived.iterations.get(self.sel.iteration).map(|i| i.iteration);
+        self.derived = Derived::build(&self.episodes, &self.settings);
+        if let Some(it) = iteration {
+            if let Some(i) = self.derived.iterations.iter().position(|s| s.iteration == it) {
+                self.sel.iteration = i;
+            }
+        }
+        self.clamp();
+    }
+
+    /// Make every index valid.
+    pub fn clamp(&mut self) {
+        let n_iter = self.derived.iterations.len();
+        self.sel.iteration = self.sel.iteration.min(n_iter.saturating_sub(1));
+        let groups = self.current_groups();
+        if !groups.contains(&self.sel.group) {
+            self.sel.group = groups.first().copied().unwrap_or(0);
+        }
+        let n = self.group_episodes().len();
+        self.sel.traj = self.sel.traj.min(n.saturating_sub(1));
+        self.sel.other = self.sel.other.min(n.saturating_sub(1));
+        let steps = self.episode_index().map_or(0, |e| self.episodes[e].steps.len());
+        self.sel.step = self.sel.step.min(steps.saturating_sub(1));
+        let members = self.row_ref().map_or(0, |r| self.derived.table.anchor_group_of(r).members.len());
+        self.sel.member = self.sel.member.min(members.saturating_sub(1));
+    }
+}
