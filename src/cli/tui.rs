@@ -1,18 +1,42 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Run directory.
     pub run: PathBuf,
+    /// Config file with [keys] and [theme] tables (default: ~/.config/gigscope/config.toml if present).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Start in follow mode: jump to the newest episodes as they are written.
+    #[arg(long)]
+    pub follow: bool,
+    /// Re-read the run directory at least this often, in milliseconds, even when no change event arrives
+    /// (file systems where change notification does not work).
+    #[arg(long, default_value_t = 1000)]
+    pub rescan_ms: u64,
 }
 
 impl Args {
     pub fn for_run(run: PathBuf) -> Self {
-        Args { run }
+        Args { run, config: None, follow: false, rescan_ms: 1000 }
     }
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("the TUI is not implemented yet")
+fn watch_options(rescan_ms: u64) -> crate::live::WatchOptions {
+    crate::live::WatchOptions { rescan: Duration::from_millis(rescan_ms.max(10)), ..Default::default() }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let opts = crate::tui::Options {
+        run: args.run.clone(),
+        config: args.config,
+        follow: args.follow,
+        watch: watch_options(args.rescan_ms),
+    };
+    crate::tui::run(opts).with_context(|| format!("gigscope tui {}", args.run.display()))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -33,7 +33,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{Query, QueryParser, QueryParserError};
+use tantivy::query::{Occur, Query, QueryParser, QueryParserError};
+use tantivy::query_grammar::{self, UserInputAst, UserInputLeaf};
 use tantivy::schema::{Schema, Value};
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, TantivyDocument, Term};
 
@@ -301,9 +302,15 @@ impl TrajectoryIndex {
 
     /// Parse `query` without running it: the TUI checks a query as it is typed.
     pub fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
-        self.parser
-            .parse_query(query)
-            .map_err(|e| IndexError::Query { query: query.to_string(), message: explain(&e) })
+        let error = |message: String| IndexError::Query { query: query.to_string(), message };
+        let ast = query_grammar::parse_query(query).map_err(|_| {
+            let (_, hints) = query_grammar::parse_query_lenient(query);
+            let detail = hints
+                .first()
+                .map_or_else(String::new, |h| format!(" at character {}: {}", h.pos + 1, h.message));
+            error(format!("syntax error{detail}; {SYNTAX_HELP}"))
+        })?;
+        self.parser.build_query_from_user_input_ast(negations_match_all(ast)).map_err(|e| error(explain(&e)))
     }
 
     /// The best `limit` matching steps, by score and then file order, and the number of matches.
@@ -371,13 +378,32 @@ fn evict_old_variants(run_root: &Path, keep: &Path) {
     }
 }
 
+const SYNTAX_HELP: &str = "write field:word, field:\"a phrase\", AND / OR / NOT, parentheses, \
+                           ranges like reward:[0 TO 0.5] or comparisons like adv:<-1";
+
+/// tantivy turns `a AND NOT b` into `+a +(-b)`, and a clause with only excluded parts matches nothing, so the
+/// query would find nothing (tantivy issue #2584); a bare `NOT b` is refused outright. Users mean "all
+/// except b" in both cases, so every purely negative clause gets an explicit match-all part.
+fn negations_match_all(ast: UserInputAst) -> UserInputAst {
+    match ast {
+        UserInputAst::Clause(children) => {
+            let mut children: Vec<_> =
+                children.into_iter().map(|(occur, child)| (occur, negations_match_all(child))).collect();
+            if !children.is_empty() && children.iter().all(|(occur, _)| *occur == Some(Occur::MustNot)) {
+                children.push((Some(Occur::Must), UserInputAst::Leaf(Box::new(UserInputLeaf::All))));
+            }
+            UserInputAst::Clause(children)
+        }
+        UserInputAst::Boost(inner, boost) => UserInputAst::Boost(Box::new(negations_match_all(*inner)), boost),
+        leaf => leaf,
+    }
+}
+
 /// A message that says what is wrong with a query and how to write it. Some of tantivy's messages are
 /// misleading (a bad float is reported as "only excluding terms given"), so each case is worded here.
 fn explain(error: &QueryParserError) -> String {
-    const SYNTAX: &str = "write field:word, field:\"a phrase\", AND / OR / NOT, parentheses, \
-                          ranges like reward:[0 TO 0.5] or comparisons like adv:<-1";
     match error {
-        QueryParserError::SyntaxError(detail) => format!("syntax error ({detail}); {SYNTAX}"),
+        QueryParserError::SyntaxError(_) => format!("syntax error; {SYNTAX_HELP}"),
         QueryParserError::FieldDoesNotExist(field) => format!(
             "unknown field `{field}`; fields are {}, {}, {}",
             TEXT_FIELDS.join(", "),
@@ -391,10 +417,6 @@ fn explain(error: &QueryParserError) -> String {
             "expected a whole number (iteration, step, step_group_size, episode), e.g. step:>=3".to_string()
         }
         QueryParserError::ExpectedBool(_) => "expected true or false (success, valid)".to_string(),
-        QueryParserError::AllButQueryForbidden => {
-            "a query of only excluded terms matches nothing; add a positive part, e.g. `* AND NOT success:true`"
-                .to_string()
-        }
         other => other.to_string(),
     }
 }

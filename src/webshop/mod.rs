@@ -7,6 +7,7 @@ pub mod fuzz;
 pub mod gen;
 pub mod goals;
 pub mod page;
+pub mod pyrandom;
 pub mod render;
 pub mod reward;
 pub mod search;

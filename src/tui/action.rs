@@ -1,0 +1,131 @@
+//! Everything a key can do. The keymap maps key names to these, and the help popup and hint bar are generated
+//! from the same keymap, so what the help says is exactly what the keys do.
+
+use serde::{Deserialize, Serialize};
+
+/// A user command, bindable to keys in `keymap.toml` by its snake_case name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Quit,
+    Help,
+    Back,
+    Open,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    PrevItem,
+    NextItem,
+    ScrollUp,
+    ScrollDown,
+    Overview,
+    Groups,
+    Episode,
+    Anchor,
+    Compare,
+    Settings,
+    ResetSettings,
+    Follow,
+    Search,
+    SearchNext,
+    SearchPrev,
+}
+
+impl Action {
+    /// Every action, in the order the help popup lists them.
+    pub const ALL: &'static [Action] = &[
+        Action::Up,
+        Action::Down,
+        Action::PageUp,
+        Action::PageDown,
+        Action::Top,
+        Action::Bottom,
+        Action::Open,
+        Action::Back,
+        Action::Left,
+        Action::Right,
+        Action::PrevItem,
+        Action::NextItem,
+        Action::ScrollUp,
+        Action::ScrollDown,
+        Action::Overview,
+        Action::Groups,
+        Action::Episode,
+        Action::Anchor,
+        Action::Compare,
+        Action::Settings,
+        Action::ResetSettings,
+        Action::Follow,
+        Action::Search,
+        Action::SearchNext,
+        Action::SearchPrev,
+        Action::Help,
+        Action::Quit,
+    ];
+
+    /// One line for the help popup.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::Help => "this help",
+            Action::Back => "back to the previous view / close popup",
+            Action::Open => "open the selection (iteration → groups → episode → anchor group → step)",
+            Action::Up => "move up",
+            Action::Down => "move down",
+            Action::Left => "back; in settings: decrease / previous value",
+            Action::Right => "open; in settings: increase / next value",
+            Action::PageUp => "page up",
+            Action::PageDown => "page down",
+            Action::Top => "first row",
+            Action::Bottom => "last row",
+            Action::PrevItem => "previous group / trajectory / compared trajectory",
+            Action::NextItem => "next group / trajectory / compared trajectory",
+            Action::ScrollUp => "scroll the observation up",
+            Action::ScrollDown => "scroll the observation down",
+            Action::Overview => "run overview",
+            Action::Groups => "group view",
+            Action::Episode => "episode view",
+            Action::Anchor => "anchor-state group of the selected step",
+            Action::Compare => "compare two trajectories of the group",
+            Action::Settings => "advantage settings panel",
+            Action::ResetSettings => "reset settings to the run's recorded ones",
+            Action::Follow => "follow mode: jump to the newest episodes as they arrive",
+            Action::Search => "search the run",
+            Action::SearchNext => "next search result",
+            Action::SearchPrev => "previous search result",
+        }
+    }
+
+    /// A word or two for the bottom hint bar.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::Help => "help",
+            Action::Back => "back",
+            Action::Open => "open",
+            Action::Up | Action::Down => "move",
+            Action::Left => "less",
+            Action::Right => "more",
+            Action::PageUp | Action::PageDown => "page",
+            Action::Top => "top",
+            Action::Bottom => "bottom",
+            Action::PrevItem | Action::NextItem => "prev/next",
+            Action::ScrollUp | Action::ScrollDown => "scroll obs",
+            Action::Overview => "overview",
+            Action::Groups => "groups",
+            Action::Episode => "episode",
+            Action::Anchor => "anchor",
+            Action::Compare => "compare",
+            Action::Settings => "settings",
+            Action::ResetSettings => "reset",
+            Action::Follow => "follow",
+            Action::Search => "search",
+            Action::SearchNext | Action::SearchPrev => "next/prev hit",
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The TUI config file: `[keys]` and `[theme]` tables, from `--config FILE` or
+//! `$XDG_CONFIG_HOME/gigscope/config.toml` (else `~/.config/gigscope/config.toml`); a missing default file is
+//! not an error, a broken one is.
+
+use std::path::{Path, PathBuf};
+
+use super::action::Action;
+use super::keymap::{KeyTable, Keymap};
+use super::theme::{Theme, ThemeTable};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {file}: {reason}")]
+    Read { file: PathBuf, reason: String },
+    #[error("{file}: {reason}")]
+    Parse { file: PathBuf, reason: String },
+    #[error("unknown key name {0:?}")]
+    BadKey(String),
+    #[error("key {key:?} is bound to both {first:?} and {second:?}")]
+    KeyConflict { key: String, first: Action, second: Action },
+    #[error("bad colour {0:?}")]
+    BadColor(String),
+    #[error("unknown theme key {0:?}")]
+    UnknownThemeKey(String),
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    keys: KeyTable,
+    #[serde(default)]
+    theme: ThemeTable,
+}
+
+/// Resolved keymap and theme.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub keymap: Keymap,
+    pub theme: Theme,
+}
+
+impl Config {
+    /// Defaults only (tests, and users without a config file).
+    pub fn defaults(color: bool) -> Result<Config, ConfigError> {
+        Config::from_str("", color)
+    }
+
+    pub fn from_str(text: &str, color: bool) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("config"), color)
+    }
+
+    fn parse(text: &str, file: &Path, color: bool) -> Result<Config, ConfigError> {
+        let parsed: ConfigFile =
+            toml::from_str(text).map_err(|e| ConfigError::Parse { file: file.to_path_buf(), reason: e.to_string() })?;
+        Ok(Config { keymap: Keymap::new(&parsed.keys)?, theme: Theme::new(&parsed.theme, color)? })
+    }
+
+    /// Load `explicit` (must exist) or the default location (may be missing).
+    pub fn load(explicit: Option<&Path>, color: bool) -> Result<Config, ConfigError> {
+        let (path, required) = match explicit {
+            Some(p) => (Some(p.to_path_buf()), true),
+            None => (default_path(), false),
+        };
+        let Some(path) = path else { return Config::defaults(color) };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, &path, color),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Config::defaults(color),
+            Err(e) => Err(ConfigError::Read { file: path, reason: e.to_string() }),
+        }
+    }
+}
+
+fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("gigscope").join("config.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_overrides_keys_and_theme() {
+        let c = Config::from_str("[keys]\nquit = [\"x\"]\n[theme]\naccent = \"blue\"\n", true).unwrap();
+        assert_eq!(c.keymap.labels(Action::Quit), "x");
+        assert_eq!(c.theme.accent, ratatui::style::Color::Blue);
+    }
+
+    #[test]
+    fn unknown_action_or_section_is_an_error() {
+        assert!(Config::from_str("[keys]\nfly = [\"x\"]\n", true).is_err());
+        assert!(Config::from_str("[colours]\n", true).is_err());
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        assert!(matches!(
+            Config::load(Some(Path::new("/nonexistent/gigscope.toml")), true),
+            Err(ConfigError::Read { .. })
+        ));
+    }
+}

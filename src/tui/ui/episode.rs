@@ -1,0 +1,240 @@
+//! Episode view: the step list with every advantage component, and the selected step's observation (its
+//! `[SEP]` segments as page elements), available actions, thought, tokens and trainer-vs-recomputed advantage.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
+
+use super::{adv, adv_span, block, layout, trunc};
+use crate::run::{Episode, Step};
+use crate::tui::state::State;
+
+pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
+    let Some(e) = state.episode_index() else { return };
+    let ep = &state.run.episodes[e];
+    let a = layout::episode(state, area);
+    header(state, ep, a.header, buf);
+    steps(state, e, a.steps, buf);
+    if let Some(step) = ep.steps.get(state.sel.step) {
+        detail(state, e, step, a.detail, buf);
+    }
+}
+
+fn header(state: &State, ep: &Episode, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let outcome = match &ep.outcome {
+        Some(o) => format!("{} score {:.3}", if o.success { "✓ success" } else { "✗ failure" }, o.score),
+        None => "no outcome".into(),
+    };
+    let l1 = Line::from(vec![
+        Span::styled(format!("episode {} ", ep.id), theme.title()),
+        Span::raw(format!(
+            "· traj {}/{} · iteration {} · {} steps · return {:.3} · {outcome}",
+            state.sel.traj + 1,
+            state.group_episodes().len(),
+            ep.iteration,
+            ep.steps.len(),
+            ep.total_reward()
+        )),
+    ]);
+    let l2 = Line::styled(format!("task: {}", ep.instruction()), theme.dim());
+    Paragraph::new(vec![l1, l2]).render(area, buf);
+}
+
+fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let ep = &state.run.episodes[e];
+    let t = &state.derived.table;
+    let rows_adv = t.episode_rows(e);
+    let body = layout::table_body(area);
+    let start = layout::window_start(state.sel.step, ep.steps.len(), body.height as usize);
+    let rows = ep.steps.iter().zip(rows_adv).enumerate().skip(start).take(body.height as usize).map(|(i, (s, r))| {
+        let size = t.anchor_groups[r.step_group as usize].members.len();
+        let action = if s.valid { s.action.clone() } else { format!("⚠ {}", s.action) };
+        let row = Row::new(vec![
+            Cell::from(i.to_string()),
+            Cell::from(trunc(s.page.as_deref().unwrap_or("—"), 8)),
+            Cell::from(action),
+            Cell::from(format!("{:.2}", r.reward)),
+            Cell::from(format!("{:.3}", r.ret)),
+            Cell::from(adv_span(state, r.episode_advantage)),
+            Cell::from(adv_span(state, r.step_advantage)),
+            Cell::from(adv_span(state, r.advantage)),
+            Cell::from(size.to_string()),
+        ]);
+        if i == state.sel.step { row.style(theme.selected()) } else { row }
+    });
+    let header = Row::new(["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"]).style(theme.title());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(2),
+            Constraint::Length(8),
+            Constraint::Min(12),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Length(3),
+        ],
+    )
+    .header(header)
+    .block(block(state, "Steps"))
+    .render(area, buf);
+}
+
+fn detail(state: &State, e: usize, step: &Step, area: Rect, buf: &mut Buffer) {
+    let actions = step.available_actions.as_deref().unwrap_or(&[]);
+    let info_h = (actions.len().min(8) as u16 + 5).min(area.height / 2);
+    let [obs_area, info_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(info_h)]).areas(area);
+    observation(state, step, obs_area, buf);
+    info(state, e, step, actions, info_area, buf);
+}
+
+/// Whether `chosen` fills in a templated action such as `search[<query>]`.
+fn fills(template: &str, chosen: &str) -> bool {
+    match template.split_once('<') {
+        Some((prefix, _)) => template.ends_with(">]") && chosen.starts_with(prefix) && chosen.ends_with(']'),
+        None => false,
+    }
+}
+
+/// Page elements of an observation: the text between `[SEP]` markers, trimmed, empty ones dropped.
+pub fn segments(obs: &str) -> impl Iterator<Item = &str> {
+    obs.split("[SEP]").map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Wrap `text` into lines of at most `width` characters, breaking at spaces when a word fits.
+fn wrap(text: &str, width: usize, out: &mut dyn FnMut(&str) -> bool) {
+    let width = width.max(1);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let cut = match rest.char_indices().nth(width) {
+            None => rest.len(),
+            // The line fits exactly when the next character is a space.
+            Some((hard, ' ')) => hard,
+            Some((hard, _)) => rest[..hard].rfind(' ').filter(|&i| i > 0).map_or(hard, |i| i + 1),
+        };
+        if !out(rest[..cut].trim_end()) {
+            return;
+        }
+        rest = rest[cut..].trim_start();
+    }
+}
+
+/// The lines of the observation pane from `skip` on, at most `take` of them, and the total line count. Only
+/// the visible lines are built, so a long observation costs one cheap scan, not a full layout.
+pub fn observation_lines(obs: &str, width: usize, skip: usize, take: usize) -> (Vec<String>, usize) {
+    let mut lines = Vec::with_capacity(take);
+    let mut n = 0usize;
+    for seg in segments(obs) {
+        let mut first = true;
+        wrap(seg, width.saturating_sub(2), &mut |l| {
+            if n >= skip && lines.len() < take {
+                lines.push(format!("{}{l}", if first { "▪ " } else { "  " }));
+            }
+            first = false;
+            n += 1;
+            true
+        });
+    }
+    (lines, n)
+}
+
+fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
+    let inner = layout::inner(area);
+    let (w, h) = (inner.width as usize, inner.height as usize);
+    let (_, total) = observation_lines(&step.observation, w, 0, 0);
+    let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
+    let (lines, _) = observation_lines(&step.observation, w, skip, h);
+    let title = format!(
+        "Observation · {} · {}–{}/{total}",
+        step.page.as_deref().unwrap_or("—"),
+        (skip + 1).min(total),
+        (skip + h).min(total)
+    );
+    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
+        .block(block(state, title))
+        .render(area, buf);
+}
+
+fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let mut lines = Vec::new();
+    let chosen = actions.iter().position(|a| *a == step.action).or_else(|| actions.iter().position(|a| fills(a, &step.action)));
+    if actions.is_empty() {
+        lines.push(Line::styled("no available actions recorded", theme.dim()));
+    } else {
+        // A window of actions around the chosen one.
+        let show = 8usize;
+        let start = chosen.map_or(0, |c| c.saturating_sub(show / 2)).min(actions.len().saturating_sub(show));
+        for (i, a) in actions.iter().enumerate().skip(start).take(show) {
+            if Some(i) == chosen {
+                let text = if *a == step.action { format!("▶ {a}") } else { format!("▶ {a} → {}", step.action) };
+                lines.push(Line::styled(text, theme.selected().add_modifier(Modifier::BOLD)));
+            } else {
+                lines.push(Line::from(format!("  {a}")));
+            }
+        }
+        if chosen.is_none() {
+            lines.push(Line::styled(format!("▶ {} (not among the available actions)", step.action), theme.warn()));
+        }
+    }
+    if let Some(th) = step.thought.as_deref().filter(|t| !t.is_empty()) {
+        lines.push(Line::from(vec![Span::styled("thought: ", theme.title()), Span::raw(th.to_string())]));
+    }
+    let mut facts = vec![format!("tokens {}", step.tokens.map_or("—".into(), |t| t.to_string()))];
+    if let Some(lp) = step.logprob {
+        facts.push(format!("logprob {lp:.3}"));
+    }
+    facts.push(format!("valid {}", if step.valid { "yes" } else { "no" }));
+    lines.push(Line::from(facts.join(" · ")));
+    let row = state.derived.table.episode_rows(e).get(state.sel.step);
+    let recorded = state.run.episodes[e].advantages.as_ref().and_then(|a| a.get(state.sel.step)).copied();
+    if let (Some(r), Some(rec)) = (row, recorded) {
+        let d = rec - r.advantage;
+        lines.push(Line::from(vec![
+            Span::raw(format!("trainer A {} · recomputed A {} · Δ ", adv(rec), adv(r.advantage))),
+            Span::styled(format!("{d:+.2e}"), if d.abs() > 1e-6 { theme.warn() } else { theme.dim() }),
+        ]));
+    }
+    let title = format!("Actions ({}) · chosen highlighted", actions.len());
+    Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, title)).render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_split_on_sep() {
+        let v: Vec<&str> = segments("WebShop [SEP] Instruction: [SEP] buy a hat [SEP] Search").collect();
+        assert_eq!(v, ["WebShop", "Instruction:", "buy a hat", "Search"]);
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_and_windows() {
+        let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 0, 10);
+        assert_eq!(lines, ["▪ aaa bbb", "  ccc", "▪ dd"]);
+        assert_eq!(total, 3);
+        let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 1, 1);
+        assert_eq!(lines, ["  ccc"]);
+        assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn templated_search_action_is_matched() {
+        assert!(fills("search[<query>]", "search[red hat]"));
+        assert!(!fills("click[b01]", "click[b01]"));
+        assert!(!fills("search[<query>]", "click[x]"));
+    }
+
+    #[test]
+    fn long_word_is_cut_hard() {
+        let (lines, _) = observation_lines("abcdefghij", 6, 0, 10);
+        assert_eq!(lines, ["▪ abcd", "  efgh", "  ij"]);
+    }
+}

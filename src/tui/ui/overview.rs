@@ -1,0 +1,148 @@
+//! Run overview: per-iteration table, success/return charts, step-group size histogram, metrics.jsonl values.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::symbols::Marker;
+use ratatui::text::Line;
+use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
+
+use super::{block, layout};
+use crate::tui::state::State;
+
+pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
+    let a = layout::overview(state, area);
+    iterations(state, a.table, buf);
+    charts(state, a.charts, buf);
+    histogram(state, a.histogram, buf);
+    if let Some(m) = a.metrics {
+        metrics(state, m, buf);
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.0}%", v * 100.0)
+}
+
+fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let its = &state.derived.iterations;
+    let body = layout::table_body(area);
+    let start = layout::window_start(state.sel.iteration, its.len(), body.height as usize);
+    let rows = its.iter().enumerate().skip(start).take(body.height as usize).map(|(i, it)| {
+        let row = Row::new(vec![
+            it.iteration.to_string(),
+            it.episodes.to_string(),
+            it.groups.to_string(),
+            pct(it.success_rate),
+            format!("{:.3}", it.mean_return),
+            format!("{:.1}", it.mean_len),
+            it.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
+            pct(it.zero_variance_share),
+            format!("{:.2}", it.mean_step_group_size),
+        ]);
+        if i == state.sel.iteration { row.style(theme.selected()) } else { row }
+    });
+    let header = Row::new(["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"])
+        .style(theme.title());
+    let title = format!("Iterations ({})", its.len());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(5),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(7),
+        ],
+    )
+    .header(header)
+    .block(block(state, title))
+    .render(area, buf);
+}
+
+fn charts(state: &State, area: Rect, buf: &mut Buffer) {
+    let its = &state.derived.iterations;
+    let [top, bottom] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
+    let success: Vec<(f64, f64)> = its.iter().map(|i| (i.iteration as f64, i.success_rate)).collect();
+    let returns: Vec<(f64, f64)> = its.iter().map(|i| (i.iteration as f64, i.mean_return)).collect();
+    line_chart(state, "success rate by iteration", &success, Some((0.0, 1.0)), top, buf);
+    line_chart(state, "mean return by iteration", &returns, None, bottom, buf);
+}
+
+fn line_chart(state: &State, title: &str, data: &[(f64, f64)], y: Option<(f64, f64)>, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let x0 = data.first().map_or(0.0, |p| p.0);
+    let x1 = data.last().map_or(1.0, |p| p.0).max(x0 + 1.0);
+    let (y0, y1) = y.unwrap_or_else(|| {
+        let lo = data.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let hi = data.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() && hi > lo { (lo, hi) } else { (lo.min(0.0), lo.max(0.0) + 1.0) }
+    });
+    let last = data.last().map_or(String::new(), |p| format!(" · last {:.3}", p.1));
+    let ds = Dataset::default()
+        .marker(Marker::Braille)
+        .graph_type(if data.len() > 1 { GraphType::Line } else { GraphType::Scatter })
+        .style(theme.accent())
+        .data(data);
+    Chart::new(vec![ds])
+        .block(block(state, format!("{title}{last}")))
+        .x_axis(Axis::default().bounds([x0, x1]).labels([format!("{x0}"), format!("{x1}")]).style(theme.dim()))
+        .y_axis(Axis::default().bounds([y0, y1]).labels([format!("{y0:.2}"), format!("{y1:.2}")]).style(theme.dim()))
+        .render(area, buf);
+}
+
+/// Sizes above this are pooled into one bar so the chart stays readable.
+const HIST_MAX: usize = 10;
+
+fn histogram(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let mut counts = [0u64; HIST_MAX + 1];
+    for (&size, &n) in &state.derived.size_histogram {
+        counts[size.clamp(1, HIST_MAX + 1) - 1] += n as u64;
+    }
+    let total: u64 = counts.iter().sum();
+    let singletons = state.derived.size_histogram.get(&1).copied().unwrap_or(0) as f64;
+    let bars: Vec<Bar> = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, &c)| {
+            let label = if i == HIST_MAX { format!(">{HIST_MAX}") } else { (i + 1).to_string() };
+            Bar::default().value(c).label(Line::from(label)).style(theme.accent())
+        })
+        .collect();
+    let title = format!(
+        "step-group sizes ({total}, {:.0}% singleton)",
+        if total == 0 { 0.0 } else { singletons / total as f64 * 100.0 }
+    );
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let width = (inner_w / bars.len().max(1)).saturating_sub(1).clamp(1, 5) as u16;
+    BarChart::default()
+        .block(block(state, title))
+        .data(BarGroup::default().bars(&bars))
+        .bar_width(width)
+        .bar_gap(1)
+        .render(area, buf);
+}
+
+fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let it = state.derived.iterations.get(state.sel.iteration).map(|i| i.iteration);
+    // The metrics of the selected iteration, else the latest record.
+    let rec = state.run.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.run.metrics.last());
+    let lines: Vec<Line> = match rec {
+        None => vec![],
+        Some(r) => {
+            let mut v = vec![Line::styled(format!("iteration {}", r.iteration), theme.title())];
+            v.extend(r.values.iter().filter_map(|(k, val)| {
+                val.as_f64().map(|x| Line::from(format!("{k:<18} {}", super::trunc(&format!("{x:.4}"), 12))))
+            }));
+            v
+        }
+    };
+    Paragraph::new(lines).block(block(state, format!("metrics.jsonl ({} records)", state.run.metrics.len()))).render(area, buf);
+}

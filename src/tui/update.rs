@@ -1,0 +1,445 @@
+//! `update(state, msg) -> Effects`: the only place the state changes. Pure: no terminal, no files, no clock
+//! (time arrives inside messages), so every behaviour here is unit-tested without a terminal.
+
+use std::time::Instant;
+
+use super::action::Action;
+use super::fields;
+use super::state::{Popup, SearchState, State, View};
+use crate::index::SearchResults;
+use crate::live::{self, Applied, LiveEvent};
+use super::ui::layout;
+
+/// Everything that can happen to the TUI.
+#[derive(Debug)]
+pub enum Msg {
+    Action(Action),
+    Click { col: u16, row: u16 },
+    Wheel { col: u16, row: u16, down: bool },
+    Resize(u16, u16),
+    /// Periodic clock, for "updated N s ago".
+    Tick(Instant),
+    /// What the run watcher found, received at the given instant.
+    Live(Vec<LiveEvent>, Instant),
+    /// A key typed while the search prompt is open.
+    Input(InputKey),
+    /// The outcome of a search the app ran for an [`Effects::search`].
+    SearchDone { query: String, result: Result<SearchResults, String> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKey {
+    Char(char),
+    Backspace,
+    Submit,
+    Cancel,
+}
+
+/// What the caller must do after an update.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    pub redraw: bool,
+    pub quit: bool,
+    /// Run this query against the run's index and answer with [`Msg::SearchDone`].
+    pub search: Option<String>,
+}
+
+impl Effects {
+    fn redraw() -> Effects {
+        Effects { redraw: true, ..Effects::default() }
+    }
+}
+
+pub fn update(state: &mut State, msg: Msg) -> Effects {
+    match msg {
+        Msg::Action(a) => {
+            state.message = None;
+            on_action(state, a)
+        }
+        Msg::Click { col, row } => {
+            if state.popup.is_some() {
+                return Effects::default();
+            }
+            match layout::list(state) {
+                Some((rect, len, sel)) if layout::contains(rect, col, row) => {
+                    let start = layout::window_start(sel, len, rect.height as usize);
+                    let target = start + (row - rect.y) as usize;
+                    if target < len {
+                        set_list_selection(state, target);
+                    }
+                    Effects::redraw()
+                }
+                _ => Effects::default(),
+            }
+        }
+        Msg::Wheel { col, row, down } => {
+            let over_detail = layout::detail(state).is_some_and(|r| layout::contains(r, col, row));
+            let a = match (over_detail && state.popup.is_none(), down) {
+                (true, true) => Action::ScrollDown,
+                (true, false) => Action::ScrollUp,
+                (false, true) => Action::Down,
+                (false, false) => Action::Up,
+            };
+            on_action(state, a)
+        }
+        Msg::Resize(w, h) => {
+            state.size = (w, h);
+            Effects::redraw()
+        }
+        Msg::Tick(now) => {
+            // Redraw only when the "updated N s ago" text would change.
+            let before = age_secs(state);
+            state.now = Some(now);
+            Effects { redraw: state.live.last_update.is_some() && age_secs(state) != before, ..Effects::default() }
+        }
+        Msg::Live(events, at) => on_live(state, events, at),
+        Msg::Input(key) => on_input(state, key),
+        Msg::SearchDone { query, result } => {
+            match result {
+                Err(e) => state.message = Some(e),
+                Ok(r) if r.hits.is_empty() => state.message = Some(format!("no match for {query}")),
+                Ok(r) => {
+                    state.message = None;
+                    state.search = Some(SearchState { query, total: r.total, hits: r.hits, current: 0 });
+                    state.view = View::Search;
+                }
+            }
+            Effects::redraw()
+        }
+    }
+}
+
+fn on_input(state: &mut State, key: InputKey) -> Effects {
+    let Some(text) = state.input.as_mut() else { return Effects::default() };
+    match key {
+        InputKey::Char(c) => text.push(c),
+        InputKey::Backspace => {
+            text.pop();
+        }
+        InputKey::Cancel => state.input = None,
+        InputKey::Submit => {
+            let query = state.input.take().unwrap_or_default();
+            if query.trim().is_empty() {
+                return Effects::redraw();
+            }
+            state.message = Some(format!("searching for {query} …"));
+            return Effects { redraw: true, search: Some(query), ..Effects::default() };
+        }
+    }
+    Effects::redraw()
+}
+
+/// `n` / `N`: the next or previous hit, shown in the episode view.
+fn jump_hit(state: &mut State, by: isize) {
+    let Some(search) = state.search.as_mut() else {
+        state.message = Some("no search yet: press / to search".into());
+        return;
+    };
+    let n = search.hits.len() as isize;
+    search.current = (search.current as isize + by).rem_euclid(n.max(1)) as usize;
+    let Some(hit) = search.hits.get(search.current) else { return };
+    let (e, step, current) = (hit.episode, hit.step, search.current);
+    if e < state.run.episodes.len() {
+        state.select_row(e, step);
+        state.view = View::Episode;
+        state.message = Some(format!("hit {}/{}", current + 1, n));
+    }
+}
+
+fn age_secs(state: &State) -> Option<u64> {
+    Some(state.live.since_update(state.now?)?.as_secs())
+}
+
+fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
+    // Remember the selected episode by id: a reset (file replaced) renumbers everything.
+    let selected_id = state.episode_index().map(|e| state.run.episodes[e].id.clone());
+    let selected_step = state.sel.step;
+    let mut applied = Applied { new_episodes: state.run.episodes.len()..state.run.episodes.len(), ..Applied::default() };
+    for event in events {
+        applied.absorb(live::apply(&mut state.run, event));
+    }
+    if !applied.changed() {
+        return Effects::default();
+    }
+    state.live.record(&applied, &state.run, at);
+    state.now = Some(at);
+    if let Some(e) = applied.errors.last() {
+        state.message = Some(e.clone());
+    }
+    if applied.meta_changed {
+        state.recorded = super::state::recorded_settings(state.run.meta.as_ref());
+    }
+    if applied.episodes_reset {
+        state.rebuild();
+    } else if !applied.new_episodes.is_empty() {
+        state.extend(applied.new_episodes.start);
+    }
+    if applied.episodes_reset || !applied.new_episodes.is_empty() {
+        if state.follow {
+            jump_to_newest(state);
+        } else if applied.episodes_reset {
+            if let Some(e) = selected_id.and_then(|id| state.run.episodes.iter().position(|x| x.id == id)) {
+                state.select_row(e, selected_step);
+            }
+        }
+    }
+    Effects::redraw()
+}
+
+/// Follow mode: the newest iteration, its newest group, that group's newest trajectory.
+fn jump_to_newest(state: &mut State) {
+    state.sel.iteration = state.derived.iterations.len().saturating_sub(1);
+    state.sel.group = state.current_groups().last().copied().unwrap_or(0);
+    state.sel.traj = state.group_episodes().len().saturating_sub(1);
+    state.sel.step = 0;
+    state.sel.obs_scroll = 0;
+    state.clamp();
+}
+
+fn on_action(state: &mut State, a: Action) -> Effects {
+    if a == Action::Quit {
+        return Effects { quit: true, ..Effects::default() };
+    }
+    match state.popup {
+        Some(Popup::Help { scroll }) => {
+            let scroll = match a {
+                Action::Up | Action::ScrollUp => scroll.saturating_sub(1),
+                Action::Down | Action::ScrollDown => scroll.saturating_add(1).min(Action::ALL.len() as u16),
+                Action::PageUp => scroll.saturating_sub(10),
+                Action::PageDown => scroll.saturating_add(10).min(Action::ALL.len() as u16),
+                Action::Top => 0,
+                Action::Help | Action::Back | Action::Open | Action::Left => {
+                    state.popup = None;
+                    return Effects::redraw();
+                }
+                _ => return Effects::default(),
+            };
+            state.popup = Some(Popup::Help { scroll });
+            return Effects::redraw();
+        }
+        Some(Popup::Settings { field }) => return on_settings(state, field, a),
+        None => {}
+    }
+    if state.run.episodes.is_empty() && !matches!(a, Action::Help | Action::Settings | Action::Follow) {
+        return Effects::default();
+    }
+    match a {
+        Action::Up => move_by(state, -1),
+        Action::Down => move_by(state, 1),
+        Action::PageUp => move_by(state, -page(state)),
+        Action::PageDown => move_by(state, page(state)),
+        Action::Top => move_by(state, isize::MIN / 2),
+        Action::Bottom => move_by(state, isize::MAX / 2),
+        Action::Open | Action::Right => open(state),
+        Action::Back | Action::Left => back(state),
+        Action::PrevItem => item(state, -1),
+        Action::NextItem => item(state, 1),
+        Action::ScrollUp => state.sel.obs_scroll = state.sel.obs_scroll.saturating_sub(3),
+        Action::ScrollDown => state.sel.obs_scroll = state.sel.obs_scroll.saturating_add(3),
+        Action::Overview => state.view = View::Overview,
+        Action::Groups => state.view = View::Groups,
+        Action::Episode => state.view = View::Episode,
+        Action::Anchor => {
+            state.view = View::Anchor;
+            select_self_in_anchor_group(state);
+        }
+        Action::Compare => {
+            state.view = View::Compare;
+            state.sel.compare_scroll = 0;
+            if state.sel.other == state.sel.traj {
+                let n = state.group_episodes().len();
+                state.sel.other = if n > 1 { (state.sel.traj + 1) % n } else { state.sel.traj };
+            }
+        }
+        Action::Settings => state.popup = Some(Popup::Settings { field: 0 }),
+        Action::Help => state.popup = Some(Popup::Help { scroll: 0 }),
+        Action::ResetSettings => reset_settings(state),
+        Action::Follow => {
+            state.follow = !state.follow;
+            if state.follow && !state.run.episodes.is_empty() {
+                jump_to_newest(state);
+            }
+        }
+        Action::Search => state.input = Some(String::new()),
+        Action::SearchNext => jump_hit(state, 1),
+        Action::SearchPrev => jump_hit(state, -1),
+        Action::Quit => unreachable!("handled above"),
+    }
+    Effects::redraw()
+}
+
+fn reset_settings(state: &mut State) {
+    if state.settings != state.recorded {
+        state.settings = state.recorded;
+        state.rebuild();
+    }
+}
+
+fn on_settings(state: &mut State, field: usize, a: Action) -> Effects {
+    let n = fields::FIELDS.len();
+    let field = match a {
+        Action::Up => (field + n - 1) % n,
+        Action::Down => (field + 1) % n,
+        Action::Top => 0,
+        Action::Bottom => n - 1,
+        Action::Left | Action::Right => {
+            state.settings = fields::adjust(state.settings, field, a == Action::Right);
+            state.rebuild();
+            field
+        }
+        Action::ResetSettings => {
+            reset_settings(state);
+            field
+        }
+        Action::Settings | Action::Back | Action::Open => {
+            state.popup = None;
+            return Effects::redraw();
+        }
+        _ => return Effects::default(),
+    };
+    state.popup = Some(Popup::Settings { field });
+    Effects::redraw()
+}
+
+/// Rows a page key moves: the visible height of the current list.
+fn page(state: &State) -> isize {
+    layout::list(state).map_or(10, |(r, _, _)| r.height.max(1) as isize)
+}
+
+fn clamp_add(v: usize, by: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (v as isize).saturating_add(by).clamp(0, len as isize - 1) as usize
+}
+
+fn move_by(state: &mut State, by: isize) {
+    match state.view {
+        View::Overview => {
+            let n = state.derived.iterations.len();
+            state.sel.iteration = clamp_add(state.sel.iteration, by, n);
+            state.sel.group = state.current_groups().first().copied().unwrap_or(0);
+            state.sel.traj = 0;
+        }
+        View::Groups => state.sel.traj = clamp_add(state.sel.traj, by, state.group_episodes().len()),
+        View::Episode => {
+            let n = state.episode_index().map_or(0, |e| state.run.episodes[e].steps.len());
+            state.sel.step = clamp_add(state.sel.step, by, n);
+            state.sel.obs_scroll = 0;
+        }
+        View::Anchor => {
+            let n = state.row_ref().map_or(0, |r| state.derived.table.anchor_group_of(r).members.len());
+            state.sel.member = clamp_add(state.sel.member, by, n);
+        }
+        View::Compare => {
+            state.sel.compare_scroll = clamp_add(state.sel.compare_scroll, by, compare_len(state));
+        }
+        View::Search => {
+            if let Some(search) = state.search.as_mut() {
+                search.current = clamp_add(search.current, by, search.hits.len());
+            }
+        }
+    }
+    state.clamp();
+}
+
+fn compare_len(state: &State) -> usize {
+    let len = |e: Option<usize>| e.map_or(0, |e| state.run.episodes[e].steps.len());
+    len(state.episode_index()).max(len(state.other_index()))
+}
+
+fn set_list_selection(state: &mut State, i: usize) {
+    let cur = match state.view {
+        View::Overview => state.sel.iteration,
+        View::Groups => state.sel.traj,
+        View::Episode => state.sel.step,
+        View::Anchor => state.sel.member,
+        View::Search => state.search.as_ref().map_or(0, |s| s.current),
+        View::Compare => return,
+    };
+    move_by(state, i as isize - cur as isize);
+}
+
+fn open(state: &mut State) {
+    match state.view {
+        View::Overview => state.view = View::Groups,
+        View::Groups => {
+            state.view = View::Episode;
+            state.sel.step = 0;
+            state.sel.obs_scroll = 0;
+        }
+        View::Episode => {
+            state.view = View::Anchor;
+            select_self_in_anchor_group(state);
+        }
+        View::Anchor => {
+            // Jump to the chosen member's step in its own trajectory.
+            let Some(r) = state.row_ref() else { return };
+            let Some(&m) = state.derived.table.anchor_group_of(r).members.get(state.sel.member) else { return };
+            if let Some(t) = state.group_episodes().iter().position(|&e| e == m.episode) {
+                state.sel.traj = t;
+                state.sel.step = m.step as usize;
+                state.sel.obs_scroll = 0;
+                state.view = View::Episode;
+            }
+        }
+        View::Compare => state.view = View::Episode,
+        View::Search => jump_hit(state, 0),
+    }
+    state.clamp();
+}
+
+fn select_self_in_anchor_group(state: &mut State) {
+    if let Some(r) = state.row_ref() {
+        state.sel.member = state.derived.table.anchor_group_of(r).members.iter().position(|&m| m == r).unwrap_or(0);
+    }
+}
+
+fn back(state: &mut State) {
+    state.view = match state.view {
+        View::Overview | View::Groups | View::Search => View::Overview,
+        View::Episode | View::Compare => View::Groups,
+        View::Anchor => View::Episode,
+    };
+}
+
+/// `[` / `]`: the neighbouring group, trajectory, step or compared trajectory, depending on the view.
+fn item(state: &mut State, by: isize) {
+    match state.view {
+        View::Overview | View::Search => move_by(state, by),
+        View::Groups => {
+            let groups = state.current_groups();
+            let pos = groups.iter().position(|&g| g == state.sel.group).unwrap_or(0);
+            if let Some(&g) = groups.get(clamp_add(pos, by, groups.len())) {
+                state.sel.group = g;
+                state.sel.traj = 0;
+                state.sel.other = 0;
+            }
+        }
+        View::Episode => {
+            state.sel.traj = clamp_add(state.sel.traj, by, state.group_episodes().len());
+            state.sel.obs_scroll = 0;
+        }
+        View::Anchor => {
+            let n = state.episode_index().map_or(0, |e| state.run.episodes[e].steps.len());
+            state.sel.step = clamp_add(state.sel.step, by, n);
+            select_self_in_anchor_group(state);
+        }
+        View::Compare => {
+            let n = state.group_episodes().len();
+            if n > 1 {
+                let mut o = state.sel.other;
+                // Skip the trajectory being compared against itself.
+                loop {
+                    o = (o as isize + by).rem_euclid(n as isize) as usize;
+                    if o != state.sel.traj {
+                        break;
+                    }
+                }
+                state.sel.other = o;
+                state.sel.compare_scroll = 0;
+            }
+        }
+    }
+    state.clamp();
+}

@@ -1,0 +1,352 @@
+//! Product search as WebShop does it: pyserini/Lucene BM25 (k1 = 0.9, b = 0.4) over one text per
+//! product, with Lucene's English analysis, computed on a tantivy index.
+//!
+//! tantivy's own BM25 fixes k1 = 1.2, b = 0.75, so [`SearchIndex::search`] scores from the index
+//! itself: document frequencies from the term dictionary, term frequencies from the postings and
+//! field lengths from the fieldnorms, combined with Lucene's formula
+//! `boost · idf · (1 − 1 / (1 + tf / (k1 · (1 − b + b · dl / avgdl))))`, `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`,
+//! all in `f32` as Lucene does. `dl` is the fieldnorm, quantised to one byte per document; tantivy's
+//! fieldnorm table is Lucene's `SmallFloat.intToByte4` table, so it is the same lossy length
+//! Lucene scores with (exact up to 40 terms, then within 1/8). `avgdl` is exact in both. A repeated
+//! query term counts as a boost (Anserini's bag-of-words query). The remaining differences from
+//! the original are those of the analysis (see [`analysis`]) and of float summation order; the
+//! exact reference in [`reference`] (exact lengths, `f64`) measures how much all this moves the
+//! ranking (see `tests/webshop_search_agreement.rs`).
+
+pub mod analysis;
+pub mod porter;
+pub mod reference;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tantivy::directory::MmapDirectory;
+use tantivy::postings::Postings;
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST};
+use tantivy::{DocSet, Index, IndexReader, TantivyDocument, Term, TERMINATED};
+
+use self::analysis::{Analyzer, WebshopTokenizer, TOKENIZER_NAME};
+use super::catalog::{Catalog, Product};
+
+/// Lucene BM25 parameters of pyserini's `LuceneSearcher` (WebShop leaves the defaults).
+pub const K1: f32 = 0.9;
+pub const B: f32 = 0.4;
+/// WebShop asks the engine for the top 50 hits.
+pub const TOP_K: usize = 50;
+/// Results shown per page.
+pub const PAGE_SIZE: usize = 10;
+
+/// Bumped whenever the analysis or the index layout changes, so old cached indexes are not reused.
+const INDEX_FORMAT: &str = "gigscope-webshop-search-v1";
+/// Written last into a finished index directory; its absence means a build died half-way.
+const COMPLETE_MARKER: &str = "gigscope-complete";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("search index in {path}: {source}")]
+    Index { path: PathBuf, source: tantivy::TantivyError },
+    #[error("search index in memory: {0}")]
+    Memory(#[from] tantivy::TantivyError),
+    #[error("search index directory {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// The text WebShop indexes for a product: lower-cased
+/// `Title + " " + Description + " " + BulletPoints[0] + " " + option_text`, with
+/// `option_text = ", and ".join(f"{name}: {', '.join(values)}")`. A product with no bullet points
+/// (which the original would fail on) contributes an empty string there.
+pub fn product_text(p: &Product) -> String {
+    let options: Vec<String> = p.options.iter().map(|(name, values)| format!("{name}: {}", values.join(", "))).collect();
+    let first_bullet = p.bullet_points.first().map(String::as_str).unwrap_or("");
+    [p.title.as_str(), p.description.as_str(), first_bullet, options.join(", and ").as_str()].join(" ").to_lowercase()
+}
+
+/// A BM25 index of a catalog's products. Cheap to share: wrap it in an `Arc`.
+pub struct SearchIndex {
+    reader: IndexReader,
+    field: Field,
+    /// Per segment: doc id → index into `catalog.products`.
+    doc_to_product: Vec<Vec<u32>>,
+    /// Product index → rank of its asin in ascending order (ties are broken by asin).
+    asin_rank: Vec<u32>,
+    num_docs: u64,
+    avgdl: f32,
+    /// Per fieldnorm id: `1 / (k1 · (1 − b + b · dl / avgdl))`, Lucene's per-norm cache.
+    norm_inverse: [f32; 256],
+}
+
+fn schema() -> (Schema, Field, Field) {
+    let mut builder = Schema::builder();
+    let indexing = TextFieldIndexing::default().set_tokenizer(TOKENIZER_NAME).set_index_option(IndexRecordOption::WithFreqs);
+    let text = builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
+    let idx = builder.add_u64_field("idx", FAST);
+    (builder.build(), text, idx)
+}
+
+/// The default cache directory: `$GIGSCOPE_CACHE`, else `$XDG_CACHE_HOME/gigscope`, else
+/// `~/.cache/gigscope`; `None` when none of these can be found.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("GIGSCOPE_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("gigscope")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("gigscope")))
+}
+
+/// Hash of everything the index depends on: the format, and each product's asin and text.
+pub fn catalog_key(catalog: &Catalog) -> String {
+    let mut h = Sha256::new();
+    h.update(INDEX_FORMAT.as_bytes());
+    h.update((catalog.products.len() as u64).to_le_bytes());
+    for p in &catalog.products {
+        h.update(p.asin.as_bytes());
+        h.update([0]);
+        h.update(product_text(p).as_bytes());
+        h.update([0]);
+    }
+    h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+impl SearchIndex {
+    /// Opens the index of `catalog` from the cache (`cache_dir`, else [`default_cache_dir`]),
+    /// building it there first when it is missing or unreadable. With no cache directory at all
+    /// the index is built in memory.
+    pub fn open_or_build(catalog: &Catalog, cache_dir: Option<&Path>) -> Result<SearchIndex, SearchError> {
+        let Some(cache) = cache_dir.map(Path::to_owned).or_else(default_cache_dir) else {
+            return SearchIndex::build_in_memory(catalog);
+        };
+        let dir = cache.join("webshop-search").join(catalog_key(catalog));
+        if dir.join(COMPLETE_MARKER).is_file() {
+            // A cached index that fails to open or does not match is rebuilt, not reported.
+            if let Ok(index) = SearchIndex::open_dir(&dir, catalog) {
+                return Ok(index);
+            }
+        }
+        build_dir(&dir, catalog)?;
+        SearchIndex::open_dir(&dir, catalog)
+    }
+
+    /// Builds the index in RAM (tests, small catalogs).
+    pub fn build_in_memory(catalog: &Catalog) -> Result<SearchIndex, SearchError> {
+        let (schema, _, _) = schema();
+        let index = Index::create_in_ram(schema);
+        fill(&index, catalog)?;
+        SearchIndex::from_index(index, catalog).map_err(SearchError::Memory)
+    }
+
+    fn open_dir(dir: &Path, catalog: &Catalog) -> Result<SearchIndex, SearchError> {
+        let err = |source| SearchError::Index { path: dir.to_owned(), source };
+        let index = Index::open_in_dir(dir).map_err(err)?;
+        let opened = SearchIndex::from_index(index, catalog).map_err(err)?;
+        if opened.num_docs != catalog.products.len() as u64 {
+            return Err(err(tantivy::TantivyError::InvalidArgument(format!(
+                "{} documents for {} products",
+                opened.num_docs,
+                catalog.products.len()
+            ))));
+        }
+        Ok(opened)
+    }
+
+    fn from_index(index: Index, catalog: &Catalog) -> tantivy::Result<SearchIndex> {
+        index.tokenizers().register(TOKENIZER_NAME, WebshopTokenizer::default());
+        let field = index.schema().get_field("text")?;
+        let reader = index.reader()?;
+        let searcher = reader.searcher();
+        let mut doc_to_product = Vec::new();
+        let mut total_tokens = 0u64;
+        for segment in searcher.segment_readers() {
+            let column = segment.fast_fields().u64("idx")?;
+            let map: Vec<u32> = (0..segment.max_doc())
+                .map(|doc| {
+                    column
+                        .first(doc)
+                        .filter(|&i| (i as usize) < catalog.products.len())
+                        .map(|i| i as u32)
+                        .ok_or_else(|| tantivy::TantivyError::InvalidArgument(format!("document {doc} has no valid product index")))
+                })
+                .collect::<tantivy::Result<_>>()?;
+            doc_to_product.push(map);
+            total_tokens += segment.inverted_index(field)?.total_num_tokens();
+        }
+        let num_docs = searcher.num_docs();
+        let avgdl = if num_docs == 0 { 1.0 } else { (total_tokens as f64 / num_docs as f64) as f32 };
+        let mut norm_inverse = [0f32; 256];
+        for (id, slot) in norm_inverse.iter_mut().enumerate() {
+            let dl = tantivy::fieldnorm::FieldNormReader::id_to_fieldnorm(id as u8) as f32;
+            *slot = 1.0 / (K1 * ((1.0 - B) + B * dl / avgdl));
+        }
+        let mut order: Vec<u32> = (0..catalog.products.len() as u32).collect();
+        order.sort_by(|&a, &b| catalog.products[a as usize].asin.cmp(&catalog.products[b as usize].asin));
+        let mut asin_rank = vec![0u32; order.len()];
+        for (rank, &product) in order.iter().enumerate() {
+            asin_rank[product as usize] = rank as u32;
+        }
+        Ok(SearchIndex { reader, field, doc_to_product, asin_rank, num_docs, avgdl, norm_inverse })
+    }
+
+    /// The top hits for `query` (at most [`TOP_K`]) as indices into `catalog.products`, best first,
+    /// ties by asin ascending. A query with no indexable term (e.g. only stop words) finds nothing.
+    pub fn search(&self, query: &str) -> Vec<usize> {
+        self.search_scored(query).into_iter().map(|(i, _)| i).collect()
+    }
+
+    /// [`SearchIndex::search`] with the BM25 scores.
+    pub fn search_scored(&self, query: &str) -> Vec<(usize, f32)> {
+        // A read error from the mmapped index means the cache was damaged under us; showing no
+        // results is the only thing a running episode can do about it.
+        self.try_search(query).unwrap_or_default()
+    }
+
+    fn try_search(&self, query: &str) -> tantivy::Result<Vec<(usize, f32)>> {
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for term in Analyzer::default().terms(query) {
+            *counts.entry(term).or_default() += 1;
+        }
+        let searcher = self.reader.searcher();
+        let terms: Vec<(Term, f32)> = counts.into_iter().map(|(t, n)| (Term::from_field_text(self.field, &t), n as f32)).collect();
+
+        let mut weights = Vec::with_capacity(terms.len());
+        for (term, boost) in &terms {
+            let mut df = 0u64;
+            for segment in searcher.segment_readers() {
+                df += u64::from(segment.inverted_index(self.field)?.doc_freq(term)?);
+            }
+            weights.push(boost * idf(df, self.num_docs));
+        }
+
+        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
+        for (seg_ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let inverted = segment.inverted_index(self.field)?;
+            let norms = segment.get_fieldnorms_reader(self.field)?;
+            let mut scores = vec![0f32; segment.max_doc() as usize];
+            let mut touched: Vec<u32> = Vec::new();
+            for ((term, _), &weight) in terms.iter().zip(&weights) {
+                let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else { continue };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let tf = postings.term_freq() as f32;
+                    let inv = self.norm_inverse[norms.fieldnorm_id(doc) as usize];
+                    let slot = &mut scores[doc as usize];
+                    if *slot == 0.0 {
+                        touched.push(doc);
+                    }
+                    *slot += weight - weight / (1.0 + tf * inv);
+                    doc = postings.advance();
+                }
+            }
+            // Documents are never deleted from these write-once indexes, so every doc id is live.
+            let map = &self.doc_to_product[seg_ord];
+            hits.extend(touched.into_iter().map(|d| {
+                let product = map[d as usize];
+                (scores[d as usize], self.asin_rank[product as usize], product)
+            }));
+        }
+        Ok(top_k(hits))
+    }
+
+    /// Number of indexed products.
+    pub fn num_docs(&self) -> u64 {
+        self.num_docs
+    }
+
+    /// Average indexed text length in terms.
+    pub fn avgdl(&self) -> f32 {
+        self.avgdl
+    }
+}
+
+/// Lucene's BM25 idf.
+fn idf(df: u64, n: u64) -> f32 {
+    ((1.0 + (n as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()) as f32
+}
+
+/// Best [`TOP_K`] of `(score, asin rank, product)`: score descending, then asin ascending.
+fn top_k(mut hits: Vec<(f32, u32, u32)>) -> Vec<(usize, f32)> {
+    let order = |a: &(f32, u32, u32), b: &(f32, u32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if hits.len() > TOP_K {
+        hits.select_nth_unstable_by(TOP_K - 1, order);
+        hits.truncate(TOP_K);
+    }
+    hits.sort_unstable_by(order);
+    hits.into_iter().map(|(score, _, product)| (product as usize, score)).collect()
+}
+
+/// Indexes every product of `catalog` into `index` and commits, leaving one segment.
+fn fill(index: &Index, catalog: &Catalog) -> tantivy::Result<()> {
+    index.tokenizers().register(TOKENIZER_NAME, WebshopTokenizer::default());
+    let schema = index.schema();
+    let text = schema.get_field("text")?;
+    let idx = schema.get_field("idx")?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
+    let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, threads * 200_000_000)?;
+    for (i, p) in catalog.products.iter().enumerate() {
+        let mut doc = TantivyDocument::new();
+        doc.add_text(text, product_text(p));
+        doc.add_u64(idx, i as u64);
+        writer.add_document(doc)?;
+    }
+    writer.commit()?;
+    // Fewer segments mean fewer term lookups per query; one is best for a write-once index.
+    let segments = index.searchable_segment_ids()?;
+    if segments.len() > 1 {
+        writer.merge(&segments).wait()?;
+    }
+    writer.wait_merging_threads()
+}
+
+/// Builds the on-disk index for `catalog` at `dir`: in a scratch directory beside it, renamed into
+/// place when complete, so a crash or a concurrent build never leaves a half index under `dir`.
+fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), SearchError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| SearchError::Io { path, source }
+    };
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let scratch = parent.join(format!(
+        ".build-{}-{}",
+        dir.file_name().and_then(|n| n.to_str()).unwrap_or("index"),
+        std::process::id()
+    ));
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch).map_err(io(&scratch))?;
+    }
+    std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
+    let tantivy_err = |source| SearchError::Index { path: scratch.clone(), source };
+    let directory = MmapDirectory::open(&scratch).map_err(|e| tantivy_err(e.into()))?;
+    let (schema, _, _) = schema();
+    let index = Index::create(directory, schema, Default::default()).map_err(tantivy_err)?;
+    fill(&index, catalog).map_err(tantivy_err)?;
+    drop(index);
+    std::fs::write(scratch.join(COMPLETE_MARKER), format!("{} products\n", catalog.products.len())).map_err(io(&scratch))?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(io(dir))?;
+    }
+    if std::fs::rename(&scratch, dir).is_err() {
+        // Another process finished the same build first; its index is as good as ours.
+        let _ = std::fs::remove_dir_all(&scratch);
+        if !dir.join(COMPLETE_MARKER).is_file() {
+            return Err(SearchError::Io { path: dir.to_owned(), source: std::io::Error::other("could not move the built index into place") });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn search_index_is_shareable() {
+        assert_send_sync::<SearchIndex>();
+    }
+
+    #[test]
+    fn top_k_orders_by_score_then_asin_rank() {
+        let hits = vec![(1.0, 5, 0), (2.0, 9, 1), (1.0, 2, 2), (0.5, 0, 3)];
+        assert_eq!(top_k(hits), vec![(1, 2.0), (2, 1.0), (0, 1.0), (3, 0.5)]);
+    }
+}

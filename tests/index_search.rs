@@ -1,0 +1,299 @@
+//! The trajectory index on real files and a real tantivy index in a temporary cache: fielded terms,
+//! phrases, ranges, the issue's example query, incremental updates, rebuilds, and a run dir left untouched.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use gigscope::advantage::{compute, AdvantageSettings};
+use gigscope::index::{IndexError, TrajectoryIndex};
+use gigscope::run::{Episode, Outcome, Step, Task, EPISODES_FILE};
+use sha2::{Digest, Sha256};
+
+fn step(observation: &str, action: &str, reward: f64, page: &str) -> Step {
+    let mut s = Step::new(observation, action, reward);
+    s.page = Some(page.to_string());
+    s.thought = Some(format!("I should {action}"));
+    s
+}
+
+fn episode(id: &str, group: &str, iteration: i64, success: bool, steps: Vec<Step>) -> Episode {
+    let mut e = Episode::new(id, group, steps);
+    e.iteration = iteration;
+    e.task = Some(Task { id: group.to_string(), instruction: format!("find red running shoes ({group})"), ..Task::default() });
+    e.outcome = Some(Outcome { success, score: if success { 1.0 } else { 0.0 }, ..Outcome::default() });
+    e
+}
+
+/// The core issue's worked example: τ1 rewards [0,0,10] (A_E +4), τ2 rewards [0,0] (A_E −6); both first
+/// steps share the anchor "Search" (A_S ±4.5125), everything else is a singleton step group.
+fn worked_example() -> Vec<Episode> {
+    vec![
+        episode(
+            "t1",
+            "g1",
+            0,
+            true,
+            vec![
+                step("Search", "search[red running shoes]", 0.0, "search"),
+                step("Results: red running shoes [SEP] B01", "click[b01]", 0.0, "results"),
+                step("Item B01 red running shoes [SEP] Buy Now", "click[buy now]", 10.0, "item"),
+            ],
+        ),
+        episode(
+            "t2",
+            "g1",
+            0,
+            false,
+            vec![
+                step("Search", "search[blue shoes]", 0.0, "search"),
+                step("Item B02 blue shoes [SEP] Buy Now", "click[buy now]", 0.0, "item"),
+            ],
+        ),
+    ]
+}
+
+fn second_group() -> Vec<Episode> {
+    vec![
+        episode("t3", "g2", 1, false, vec![step("Search", "search[green hat]", 0.0, "search")]),
+        episode(
+            "t4",
+            "g2",
+            1,
+            true,
+            vec![step("Search", "search[green hat]", 0.0, "search"), step("Item hat", "click[buy now]", 1.0, "item")],
+        ),
+    ]
+}
+
+fn write_run(dir: &Path, episodes: &[Episode]) {
+    let lines: String = episodes.iter().map(|e| serde_json::to_string(e).unwrap() + "\n").collect();
+    fs::write(dir.join(EPISODES_FILE), lines).unwrap();
+}
+
+fn hash_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            for (k, v) in hash_tree(&path) {
+                out.insert(format!("{name}/{k}"), v);
+            }
+        } else {
+            out.insert(name, Sha256::digest(fs::read(&path).unwrap()).to_vec());
+        }
+    }
+    out
+}
+
+struct Fixture {
+    run: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    settings: AdvantageSettings,
+}
+
+impl Fixture {
+    fn new(episodes: &[Episode]) -> Self {
+        let run = tempfile::tempdir().unwrap();
+        write_run(run.path(), episodes);
+        Fixture { run, cache: tempfile::tempdir().unwrap(), settings: AdvantageSettings::default() }
+    }
+
+    fn open(&self) -> TrajectoryIndex {
+        TrajectoryIndex::open(self.run.path(), self.cache.path(), &self.settings).unwrap()
+    }
+
+    fn indexed(&self, episodes: &[Episode]) -> TrajectoryIndex {
+        let mut index = self.open();
+        index.update(episodes, &compute(episodes, &self.settings)).unwrap();
+        index
+    }
+}
+
+fn positions(index: &TrajectoryIndex, query: &str) -> Vec<(String, usize)> {
+    let results = index.search(query, 100).unwrap();
+    assert_eq!(results.total, results.hits.len(), "{query}: fewer than 100 hits expected");
+    results.hits.into_iter().map(|h| (h.episode_id, h.step)).collect()
+}
+
+fn ids(list: &[(&str, usize)]) -> Vec<(String, usize)> {
+    list.iter().map(|&(id, step)| (id.to_string(), step)).collect()
+}
+
+#[test]
+fn the_issue_example_query_finds_the_failed_buy_now() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    // t2's buy-now step has A = A_E = −6; t1's succeeded.
+    assert_eq!(positions(&index, r#"action:"buy now" AND success:false AND adv:<-1"#), ids(&[("t2", 1)]));
+    let hit = &index.search(r#"action:"buy now" AND success:false AND adv:<-1"#, 10).unwrap().hits[0];
+    assert_eq!(hit.episode, 1);
+}
+
+#[test]
+fn fielded_terms_and_phrases() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    assert_eq!(positions(&index, "action:blue"), ids(&[("t2", 0)]));
+    assert_eq!(positions(&index, "page:item"), ids(&[("t1", 2), ("t2", 1)]));
+    assert_eq!(positions(&index, "id:t2 AND page:search"), ids(&[("t2", 0)]));
+    assert_eq!(positions(&index, r#"observation:"red running shoes" AND page:results"#), ids(&[("t1", 1)]));
+    // Word order matters in a phrase.
+    assert!(positions(&index, r#"action:"now buy""#).is_empty());
+    // Unfielded words search all text fields and must all match.
+    assert_eq!(positions(&index, "blue search"), ids(&[("t2", 0)]));
+    // `AND NOT` and a bare `NOT` mean "all except".
+    assert_eq!(positions(&index, "thought:click AND NOT action:b01"), ids(&[("t1", 2), ("t2", 1)]));
+    assert_eq!(positions(&index, "thought:click -action:b01"), ids(&[("t1", 2), ("t2", 1)]));
+    assert_eq!(positions(&index, "NOT success:true"), ids(&[("t2", 0), ("t2", 1)]));
+    assert_eq!(positions(&index, "page:item AND NOT (id:t1 OR id:t3)"), ids(&[("t2", 1)]));
+    assert_eq!(positions(&index, "instruction:shoes").len(), 5);
+}
+
+#[test]
+fn numeric_ranges_and_comparisons() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    assert_eq!(positions(&index, "reward:>=0.5"), ids(&[("t1", 2)]));
+    assert_eq!(positions(&index, "reward:[0.5 TO 10]"), ids(&[("t1", 2)]));
+    assert_eq!(positions(&index, "reward:{* TO 10}").len(), 4);
+    // A of t2 step 0 is −6 − 4.5125.
+    assert_eq!(positions(&index, "adv:<-10"), ids(&[("t2", 0)]));
+    assert_eq!(positions(&index, "adv_s:>0"), ids(&[("t1", 0)]));
+    assert_eq!(positions(&index, "adv_e:[3.9 TO 4.1]").len(), 3);
+    assert_eq!(positions(&index, "step_group_size:2"), ids(&[("t1", 0), ("t2", 0)]));
+    assert_eq!(positions(&index, "step_group_size:>1 AND return:>9"), ids(&[("t1", 0)]));
+    assert_eq!(positions(&index, "step:>=2"), ids(&[("t1", 2)]));
+    assert_eq!(positions(&index, "iteration:0 AND success:true").len(), 3);
+    assert_eq!(positions(&index, "episode:1"), ids(&[("t2", 0), ("t2", 1)]));
+}
+
+#[test]
+fn equal_scores_come_back_in_file_order() {
+    let mut episodes = worked_example();
+    episodes.extend(second_group());
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    assert_eq!(positions(&index, "success:false"), ids(&[("t2", 0), ("t2", 1), ("t3", 0)]));
+    let limited = index.search("page:search", 2).unwrap();
+    assert_eq!(limited.total, 4);
+    assert_eq!(
+        limited.hits.iter().map(|h| (h.episode_id.as_str(), h.step)).collect::<Vec<_>>(),
+        vec![("t1", 0), ("t2", 0)]
+    );
+}
+
+#[test]
+fn bad_queries_say_what_is_wrong() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    let message = |q: &str| match index.search(q, 10) {
+        Err(IndexError::Query { message, .. }) => message,
+        other => panic!("{q}: expected a query error, got {other:?}"),
+    };
+    assert!(message("colour:red").contains("unknown field `colour`"));
+    assert!(message("adv:<abc").contains("expected a number"));
+    assert!(message("success:maybe").contains("true or false"));
+    assert!(message("step:1.5").contains("whole number"));
+    assert!(message(r#"action:"buy now"#).contains("syntax error"));
+}
+
+#[test]
+fn updates_are_incremental_survive_reopening_and_rewrite_changed_groups() {
+    let mut episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let mut index = fx.open();
+    let stats = index.update(&episodes, &compute(&episodes, &fx.settings)).unwrap();
+    assert_eq!((stats.rebuilt, stats.episodes_written, stats.episodes_indexed), (true, 2, 2));
+    drop(index);
+
+    // Reopened: nothing to do for the same episodes.
+    let mut index = fx.open();
+    assert_eq!(index.episodes_indexed(), 2);
+    let stats = index.update(&episodes, &compute(&episodes, &fx.settings)).unwrap();
+    assert_eq!((stats.rebuilt, stats.episodes_written), (false, 0));
+
+    // A new group: only its episodes are written.
+    episodes.extend(second_group());
+    write_run(fx.run.path(), &episodes);
+    let stats = index.update(&episodes, &compute(&episodes, &fx.settings)).unwrap();
+    assert_eq!((stats.rebuilt, stats.episodes_written, stats.steps_written), (false, 2, 3));
+    assert_eq!(positions(&index, "id:t4").len(), 2);
+
+    // A third member of g1 changes the group mean (scores 10,10,10,0,0,0 → mean 5): t1 and t2 are
+    // rewritten with their new advantages and nothing is duplicated.
+    episodes.push(episode("t5", "g1", 0, false, vec![step("Search", "search[shoes]", 0.0, "search")]));
+    write_run(fx.run.path(), &episodes);
+    let stats = index.update(&episodes, &compute(&episodes, &fx.settings)).unwrap();
+    assert_eq!((stats.rebuilt, stats.episodes_written), (false, 3));
+    assert_eq!(positions(&index, "adv_e:5").len(), 3);
+    assert_eq!(positions(&index, "adv_e:4").len(), 0);
+    assert_eq!(positions(&index, "group:g1").len(), 6);
+    assert_eq!(index.search("*", 100).unwrap().total, 9);
+    drop(index);
+    assert_eq!(fx.open().episodes_indexed(), 5);
+}
+
+#[test]
+fn a_truncated_or_replaced_run_is_rebuilt() {
+    let mut episodes = worked_example();
+    episodes.extend(second_group());
+    let fx = Fixture::new(&episodes);
+    let mut index = fx.indexed(&episodes);
+
+    let truncated = &episodes[..1];
+    let stats = index.update(truncated, &compute(truncated, &fx.settings)).unwrap();
+    assert!(stats.rebuilt);
+    assert_eq!(index.search("*", 100).unwrap().total, 3);
+
+    // Same length, different content.
+    let mut replaced = worked_example();
+    replaced[0].id = "other".to_string();
+    index.update(&replaced[..1], &compute(&replaced[..1], &fx.settings)).unwrap();
+    assert_eq!(positions(&index, "id:t1").len(), 0);
+    assert_eq!(positions(&index, "id:other").len(), 3);
+}
+
+#[test]
+fn settings_have_their_own_index_and_the_run_is_never_written() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    fs::write(fx.run.path().join("run.json"), r#"{"format":"gigscope-run/1"}"#).unwrap();
+    let before = hash_tree(fx.run.path());
+
+    let index = fx.indexed(&episodes);
+    let grpo = AdvantageSettings { omega: 0.0, ..AdvantageSettings::default() };
+    let mut other = TrajectoryIndex::open(fx.run.path(), fx.cache.path(), &grpo).unwrap();
+    assert_ne!(index.dir(), other.dir());
+    assert_eq!(other.episodes_indexed(), 0);
+    other.update(&episodes, &compute(&episodes, &grpo)).unwrap();
+    // With ω = 0, A = A_E: t2's first step is −6, not −10.5.
+    assert_eq!(positions(&other, "adv:<-10").len(), 0);
+    assert_eq!(positions(&index, "adv:<-10").len(), 1);
+    assert!(index.dir().starts_with(fx.cache.path().canonicalize().unwrap()));
+
+    assert_eq!(hash_tree(fx.run.path()), before);
+}
+
+#[test]
+fn a_cache_inside_the_run_is_refused() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let inside = fx.run.path().join("cache");
+    let result = TrajectoryIndex::open(fx.run.path(), &inside, &fx.settings);
+    assert!(matches!(result, Err(IndexError::CacheInsideRun { .. })));
+}
+
+#[test]
+fn a_table_for_other_episodes_is_rejected() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let mut index = fx.open();
+    let result = index.update(&episodes, &compute(&episodes[..1], &fx.settings));
+    assert!(matches!(result, Err(IndexError::TableMismatch { table: 1, episodes: 2 })));
+}

@@ -1,0 +1,236 @@
+//! The live watcher on real files: appends arrive as events, a torn line waits for its newline, truncation
+//! and replacement reset, broken lines are reported, and `apply` merges it all into a `Run`. Waits use a
+//! generous deadline and never assert on timing.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use gigscope::live::{self, apply, LiveEvent, LiveFile, LiveStatus, Tails, WatchOptions, Watcher};
+use gigscope::run::{Episode, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn line(id: &str) -> String {
+    let episode = Episode::new(id, "g", vec![Step::new("Search", "search[shoes]", 0.0)]);
+    serde_json::to_string(&episode).unwrap() + "\n"
+}
+
+fn metrics_line(iteration: i64) -> String {
+    format!("{{\"iteration\": {iteration}, \"loss\": 0.5}}\n")
+}
+
+fn append(path: &Path, text: &str) {
+    let mut file = OpenOptions::new().create(true).append(true).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// Collect events until `done` holds for what was collected; panic (with the events) at the deadline.
+fn wait_until(rx: &Receiver<LiveEvent>, mut done: impl FnMut(&[LiveEvent]) -> bool) -> Vec<LiveEvent> {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while !done(&seen) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(event) => seen.push(event),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => panic!("watcher stopped; events so far: {seen:?}"),
+        }
+        assert!(start.elapsed() < DEADLINE, "gave up waiting; events so far: {seen:?}");
+    }
+    seen
+}
+
+fn episode_ids(events: &[LiveEvent]) -> Vec<(u64, String)> {
+    events
+        .iter()
+        .flat_map(|e| match e {
+            LiveEvent::Episodes(records) => records.iter().map(|(l, ep)| (*l, ep.id.clone())).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+fn has_metrics(events: &[LiveEvent], iteration: i64) -> bool {
+    events.iter().any(|e| matches!(e, LiveEvent::Metrics(r) if r.iter().any(|(_, m)| m.iteration == iteration)))
+}
+
+fn options(notify: bool) -> WatchOptions {
+    WatchOptions { notify, ..WatchOptions::default() }
+}
+
+fn watch(dir: &Path, notify: bool) -> (Watcher, Receiver<LiveEvent>) {
+    let (_, tails) = live::open(dir).unwrap();
+    Watcher::spawn(dir, tails, options(notify)).unwrap()
+}
+
+#[test]
+fn appended_episodes_arrive_after_what_open_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let episodes = dir.path().join(EPISODES_FILE);
+    append(&episodes, &(line("a") + &line("b")));
+    let (run, tails) = live::open(dir.path()).unwrap();
+    assert_eq!(run.episode_lines, vec![1, 2]);
+    let (_watcher, rx) = Watcher::spawn(dir.path(), tails, options(true)).unwrap();
+
+    append(&episodes, &line("c"));
+    append(&episodes, &line("d"));
+    let events = wait_until(&rx, |seen| episode_ids(seen).len() >= 2);
+    assert_eq!(episode_ids(&events), vec![(3, "c".to_string()), (4, "d".to_string())]);
+}
+
+#[test]
+fn the_periodic_rescan_works_without_notify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_watcher, rx) = watch(dir.path(), false);
+    // The episodes file does not exist yet when watching starts.
+    append(&dir.path().join(EPISODES_FILE), &line("a"));
+    let events = wait_until(&rx, |seen| !episode_ids(seen).is_empty());
+    assert_eq!(episode_ids(&events), vec![(1, "a".to_string())]);
+}
+
+#[test]
+fn a_torn_line_waits_for_its_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let episodes = dir.path().join(EPISODES_FILE);
+    let metrics = dir.path().join(METRICS_FILE);
+    append(&episodes, &line("a"));
+    let (_watcher, rx) = watch(dir.path(), true);
+
+    let torn = line("b");
+    let (head, tail) = torn.split_at(torn.len() / 2);
+    append(&episodes, head);
+    // Each scan reads episodes before metrics, so once this metrics line is delivered the torn episode
+    // line has been looked at at least once.
+    append(&metrics, &metrics_line(1));
+    let events = wait_until(&rx, |seen| has_metrics(seen, 1));
+    assert!(episode_ids(&events).is_empty(), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, LiveEvent::BrokenLines(..))), "{events:?}");
+
+    append(&episodes, tail);
+    let events = wait_until(&rx, |seen| !episode_ids(seen).is_empty());
+    assert_eq!(episode_ids(&events), vec![(2, "b".to_string())]);
+}
+
+#[test]
+fn broken_lines_are_reported_and_good_lines_still_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let episodes = dir.path().join(EPISODES_FILE);
+    append(&episodes, &line("a"));
+    let (_watcher, rx) = watch(dir.path(), true);
+
+    append(&episodes, &(String::from("{not json\n") + "{\"id\": \"x\"}\n" + &line("b")));
+    let events = wait_until(&rx, |seen| {
+        !episode_ids(seen).is_empty() && seen.iter().any(|e| matches!(e, LiveEvent::BrokenLines(..)))
+    });
+    assert_eq!(episode_ids(&events), vec![(4, "b".to_string())]);
+    let broken: Vec<u64> = events
+        .iter()
+        .flat_map(|e| match e {
+            LiveEvent::BrokenLines(LiveFile::Episodes, errors) => errors.iter().map(|e| e.line).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(broken, vec![2, 3]);
+}
+
+#[test]
+fn truncation_and_replacement_reset_the_episodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let episodes = dir.path().join(EPISODES_FILE);
+    append(&episodes, &(line("a") + &line("b")));
+    let (watcher, rx) = watch(dir.path(), true);
+
+    // Truncated and rewritten shorter.
+    fs::write(&episodes, line("x")).unwrap();
+    let events = wait_until(&rx, |seen| !episode_ids(seen).is_empty());
+    assert_eq!(events[0], LiveEvent::Reset(LiveFile::Episodes));
+    assert_eq!(episode_ids(&events), vec![(1, "x".to_string())]);
+
+    // Replaced by an atomic rename, as writers of whole files do.
+    let staged = dir.path().join("staged.tmp");
+    fs::write(&staged, line("y") + &line("z")).unwrap();
+    fs::rename(&staged, &episodes).unwrap();
+    let events = wait_until(&rx, |seen| episode_ids(seen).len() >= 2);
+    assert_eq!(events[0], LiveEvent::Reset(LiveFile::Episodes));
+    assert_eq!(episode_ids(&events), vec![(1, "y".to_string()), (2, "z".to_string())]);
+
+    // Dropping the watcher stops its thread, which closes the channel.
+    drop(watcher);
+    let start = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Err(RecvTimeoutError::Disconnected) => break,
+            _ => assert!(start.elapsed() < DEADLINE, "channel still open after drop"),
+        }
+    }
+}
+
+#[test]
+fn run_json_changes_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    append(&dir.path().join(EPISODES_FILE), &line("a"));
+    let (_watcher, rx) = watch(dir.path(), true);
+
+    fs::write(dir.path().join(RUN_META_FILE), r#"{"name": "first"}"#).unwrap();
+    let events = wait_until(&rx, |seen| seen.iter().any(|e| matches!(e, LiveEvent::Meta(Some(_)))));
+    let names: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            LiveEvent::Meta(Some(meta)) => meta.name.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, vec!["first".to_string()]);
+
+    fs::write(dir.path().join(RUN_META_FILE), "{broken").unwrap();
+    let events = wait_until(&rx, |seen| seen.iter().any(|e| matches!(e, LiveEvent::Error(_))));
+    assert!(events.iter().any(|e| matches!(e, LiveEvent::Error(m) if m.contains(RUN_META_FILE))), "{events:?}");
+}
+
+#[test]
+fn apply_keeps_what_was_there_and_reports_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let episodes = dir.path().join(EPISODES_FILE);
+    append(&episodes, &(line("a") + "garbage\n"));
+    let (mut run, tails) = live::open(dir.path()).unwrap();
+    assert_eq!(run.errors.len(), 1);
+    let (_watcher, rx) = Watcher::spawn(dir.path(), tails, options(true)).unwrap();
+    let mut status = LiveStatus::default();
+
+    append(&episodes, &line("b"));
+    let mut applied = live::Applied::default();
+    let start = Instant::now();
+    while run.episodes.len() < 2 {
+        applied.absorb(live::drain(&rx, &mut run, &mut status));
+        assert!(start.elapsed() < DEADLINE);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(applied.new_episodes, 1..2);
+    assert_eq!(run.episode_lines, vec![1, 3]);
+    assert_eq!(status.broken_lines, 1);
+    assert!(status.since_update(Instant::now()).is_some());
+
+    // A reset clears the episodes and their errors; what follows starts again at index 0.
+    let mut reset = apply(&mut run, LiveEvent::Reset(LiveFile::Episodes));
+    reset.absorb(apply(&mut run, LiveEvent::Episodes(vec![(1, serde_json::from_str(line("z").trim()).unwrap())])));
+    assert!(reset.episodes_reset);
+    assert_eq!(reset.new_episodes, 0..1);
+    assert_eq!((run.episodes.len(), run.errors.len()), (1, 0));
+}
+
+#[test]
+fn a_fresh_watcher_delivers_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    append(&dir.path().join(EPISODES_FILE), &(line("a") + &line("b")));
+    append(&dir.path().join(METRICS_FILE), &metrics_line(0));
+    let (_watcher, rx) = Watcher::spawn(dir.path(), Tails::from_start(dir.path()), options(true)).unwrap();
+    let mut run = live::empty_run(dir.path());
+    let events = wait_until(&rx, |seen| episode_ids(seen).len() >= 2 && has_metrics(seen, 0));
+    for event in events {
+        apply(&mut run, event);
+    }
+    assert_eq!(run.episodes.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
+    assert_eq!(run.metrics.len(), 1);
+}

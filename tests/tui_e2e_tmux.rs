@@ -1,0 +1,184 @@
+//! End to end: the real binary in a tmux session, driven with send-keys and read with capture-pane.
+//!
+//! Needs tmux. Without it the tests are skipped locally, but fail when `CI` is set: CI must install tmux.
+//! Waiting for text polls the screen until it appears (or a generous deadline passes); nothing here
+//! asserts on how long anything took.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn tmux_available() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (apt-get install -y tmux)");
+        eprintln!("tmux not found: skipping the end-to-end TUI test");
+    }
+    ok
+}
+
+struct Session {
+    name: String,
+    _home: tempfile::TempDir,
+}
+
+impl Session {
+    /// Start `gigscope tui DIR ARGS…` in a detached 120×40 session. The shell prints `EXITED:<code>` when the
+    /// binary ends and then stays, so a crash is visible on screen instead of closing the session.
+    fn start(test: &str, dir: &Path, args: &str) -> Session {
+        let name = format!("gigscope-e2e-{}-{test}", std::process::id());
+        // An empty config home, so a developer's own keymap cannot change what the keys do.
+        let home = tempfile::tempdir().unwrap();
+        let cmd = format!(
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} tui {2} --rescan-ms 200 {args}; echo EXITED:$?; sleep 600",
+            home.path().display(),
+            env!("CARGO_BIN_EXE_gigscope"),
+            dir.display()
+        );
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", "sh", "-c", &cmd])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        Session { name, _home: home }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Poll the screen until it contains every one of `texts`; fail with the screen if it never does.
+    fn wait_for(&self, texts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "waited for {texts:?}; the screen is:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        // One key per call: tmux would otherwise pass Escape plus the next key as one Alt-chord.
+        for k in keys {
+            let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().unwrap();
+            assert!(status.success());
+        }
+    }
+}
+
+impl Session {
+    /// Type text literally (no key-name interpretation).
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
+
+/// A copy of a fixture run in a temporary directory, so the test can append to it.
+fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(name);
+    std::fs::create_dir(&dir).unwrap();
+    for entry in std::fs::read_dir(Path::new("tests/fixtures/tui").join(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    (tmp, dir)
+}
+
+fn append(dir: &Path, bytes: &[u8]) {
+    let mut f = OpenOptions::new().append(true).open(dir.join("episodes.jsonl")).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+const LATE: &str = r#"{"id":"late-0","group":"late-it2","iteration":2,"task":{"id":"late","instruction":"buy late socks"},"steps":[{"observation":"Search","action":"search[late socks]","reward":0},{"observation":"Item [SEP] Buy Now","action":"click[buy now]","reward":10}],"outcome":{"success":true,"score":1}}"#;
+
+#[test]
+fn navigate_to_a_step_and_read_its_advantages_then_see_an_appended_episode() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let s = Session::start("nav", &dir, "");
+    s.wait_for(&["[Overview]", "12 ep"]);
+    // Overview → groups of iteration 0 → next group (the worked example) → its first episode.
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "group hat-it0"]);
+    s.keys(&["]"]);
+    s.wait_for(&["group socks-it0"]);
+    s.keys(&["Enter"]);
+    let screen = s.wait_for(&["[Episode]", "ep it0-socks-t1"]);
+    // Step 0: A_E = +4, A_S = +4.5125, A = +8.5125 (shown to 3 decimals), step group of 2.
+    let step0 = screen.lines().find(|l| l.contains("search[socks")).unwrap_or_default().to_string();
+    for v in ["+4.000", "+4.513", "+8.512"] {
+        assert!(step0.contains(v), "step 0 row shows {v}: {step0}\n{screen}");
+    }
+    assert!(screen.contains("trainer A +8.512 · recomputed A +8.512"), "{screen}");
+    // The anchor group view with the filled-in formula.
+    s.keys(&["a"]);
+    s.wait_for(&["[Anchor group]", "mean_S = (9.0250 + 0.0000) / 2 = 4.5125", "A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"]);
+    // A settings change recomputes everything at once: ω 1.0 → 0.9.
+    s.keys(&["s", "j", "j", "h"]);
+    s.wait_for(&["ω step weight    0.90", "* run: 1.00"]);
+    s.keys(&["Escape"]);
+    s.wait_for(&["A = A_E + ω·A_S = +4.000 + 0.90·(+4.513) = +8.061", "settings differ from run"]);
+
+    // Appending an episode while the TUI runs: it shows up, the position is kept.
+    append(&dir, format!("{LATE}\n").as_bytes());
+    s.wait_for(&["13 ep", "[Anchor group]", "ep it0-socks-t1"]);
+    // Follow mode jumps to it.
+    s.keys(&["f"]);
+    s.wait_for(&["follow", "ep late-0"]);
+    // Search, then walk the hits with n.
+    s.keys(&["/"]);
+    s.type_text("action:\"buy now\" AND success:true");
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Search]", "5 matching steps", "it0-socks-t1", "late-0"]);
+    s.keys(&["n"]);
+    s.wait_for(&["[Episode]", "hit 2/5", "ep it0-socks-t1"]);
+    s.keys(&["C-c"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !s.screen().contains("EXITED:0") {
+        assert!(Instant::now() < deadline, "Ctrl-C did not end gigscope cleanly:\n{}", s.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn broken_lines_are_skipped_and_counted_without_crashing() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("broken");
+    let s = Session::start("broken", &dir, "");
+    s.wait_for(&["3 ep", "4 broken line(s) skipped"]);
+    // The torn last line gets a garbage ending (broken), then a good line and more garbage arrive.
+    append(&dir, b"\x00garbage\n");
+    s.wait_for(&["5 broken line(s) skipped"]);
+    append(&dir, format!("{LATE}\n{{\"id\": 1}}\n\n[1,2]\n").as_bytes());
+    s.wait_for(&["4 ep", "7 broken line(s) skipped"]);
+    // Walk every view on the damaged run.
+    for k in ["Enter", "Enter", "j", "a", "Enter", "c", "]", "1", "s", "l", "Escape", "?", "Escape"] {
+        s.keys(&[k]);
+    }
+    s.wait_for(&["[Overview]", "4 ep"]);
+    s.keys(&["q"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !s.screen().contains("EXITED:0") {
+        assert!(Instant::now() < deadline, "q did not end gigscope cleanly:\n{}", s.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,152 @@
+//! Every view rendered on a `TestBackend` and compared with a committed snapshot (`tests/snapshots/`).
+//! 80×24 is the smallest supported terminal; 120×40 shows the wide layouts.
+
+use std::path::Path;
+
+use gigscope::tui::{open, update, Action, Config, Msg, State};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn state(size: (u16, u16), color: bool) -> State {
+    let config = Config::defaults(color).unwrap();
+    open(Path::new("tests/fixtures/tui/basic"), config, size).unwrap().0
+}
+
+fn keys(s: &mut State, actions: &[Action]) {
+    for &a in actions {
+        update(s, Msg::Action(a));
+    }
+}
+
+fn render(s: &State) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
+    terminal.backend().to_string()
+}
+
+/// The socks group (the core issue's worked example), first trajectory.
+fn socks(s: &mut State) {
+    keys(s, &[Action::Open]);
+    while s.derived.table.episode_groups[s.sel.group as usize].name != "socks-it0" {
+        keys(s, &[Action::NextItem]);
+    }
+}
+
+#[test]
+fn overview_80x24() {
+    insta::assert_snapshot!(render(&state((80, 24), true)));
+}
+
+#[test]
+fn overview_120x40() {
+    insta::assert_snapshot!(render(&state((120, 40), true)));
+}
+
+#[test]
+fn groups_80x24() {
+    let mut s = state((80, 24), true);
+    keys(&mut s, &[Action::Open]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn groups_zero_variance_120x40() {
+    let mut s = state((120, 40), true);
+    keys(&mut s, &[Action::Down, Action::Open, Action::NextItem]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn episode_80x24() {
+    let mut s = state((80, 24), true);
+    keys(&mut s, &[Action::Open, Action::Open, Action::Down]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn episode_120x40_item_page_scrolled() {
+    let mut s = state((120, 40), true);
+    keys(&mut s, &[Action::Open, Action::Open, Action::Down, Action::Down, Action::ScrollDown]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn episode_with_trainer_advantages() {
+    let mut s = state((120, 40), true);
+    socks(&mut s);
+    keys(&mut s, &[Action::Open]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn anchor_golden_example_80x24() {
+    let mut s = state((80, 24), true);
+    socks(&mut s);
+    keys(&mut s, &[Action::Open, Action::Anchor]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn anchor_mean_std_norm_120x40() {
+    let mut s = state((120, 40), true);
+    keys(&mut s, &[Action::Open, Action::Open, Action::Down, Action::Anchor, Action::Down]);
+    keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Down, Action::Right, Action::Back]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn compare_80x24() {
+    let mut s = state((80, 24), true);
+    keys(&mut s, &[Action::Open, Action::Compare]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn settings_panel_modified() {
+    let mut s = state((80, 24), true);
+    keys(&mut s, &[Action::Open, Action::Settings, Action::Down, Action::Down, Action::Left, Action::Left]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn help_popup_from_keymap() {
+    let mut s = state((100, 36), true);
+    keys(&mut s, &[Action::Help]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn help_follows_a_remapped_key() {
+    let config = Config::from_str("[keys]\nquit = [\"x\"]\nhelp = [\"f1\"]\n", true).unwrap();
+    let mut s = open(Path::new("tests/fixtures/tui/basic"), config, (90, 40)).unwrap().0;
+    let screen = render(&s);
+    assert!(screen.contains("x quit"), "the hint bar shows the remapped key:\n{screen}");
+    keys(&mut s, &[Action::Help]);
+    let screen = render(&s);
+    assert!(screen.contains("x             quit"), "{screen}");
+    assert!(screen.contains("F1            this help"), "{screen}");
+}
+
+#[test]
+fn broken_run_shows_skipped_lines() {
+    let config = Config::defaults(false).unwrap();
+    let s = open(Path::new("tests/fixtures/tui/broken"), config, (80, 24)).unwrap().0;
+    assert_eq!(s.run.episodes.len(), 3);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn no_color_marks_selection_without_colour() {
+    let mut s = state((80, 24), false);
+    keys(&mut s, &[Action::Open]);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| f.render_widget(&s, f.area())).unwrap();
+    let buf = terminal.backend().buffer();
+    for cell in buf.content() {
+        assert_eq!(cell.fg, ratatui::style::Color::Reset, "NO_COLOR: no foreground colour anywhere");
+        assert_eq!(cell.bg, ratatui::style::Color::Reset, "NO_COLOR: no background colour anywhere");
+    }
+    // The selected trajectory row is reversed instead.
+    let row6: Vec<_> = (0..80).map(|x| buf[(x, 6)].modifier).collect();
+    assert!(row6.iter().any(|m| m.contains(ratatui::style::Modifier::REVERSED)));
+}

@@ -1,0 +1,307 @@
+//! `update` is pure: these drive it with messages on the fixture run and check the state it leaves.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gigscope::advantage::Estimator;
+use gigscope::run::{Episode, LineError};
+use gigscope::live::{LiveEvent, LiveFile};
+use gigscope::tui::state::Popup;
+use gigscope::index::{Hit, SearchResults};
+use gigscope::tui::update::InputKey;
+use gigscope::tui::{open, update, Action, Config, Msg, State, View};
+
+fn state() -> State {
+    let config = Config::defaults(true).unwrap();
+    open(Path::new("tests/fixtures/tui/basic"), config, (120, 40)).unwrap().0
+}
+
+fn act(s: &mut State, a: Action) -> bool {
+    update(s, Msg::Action(a)).redraw
+}
+
+/// Select the socks group (the golden example) and its first trajectory's first step in the episode view.
+fn goto_socks(s: &mut State) {
+    act(s, Action::Open);
+    while s.derived.table.episode_groups[s.sel.group as usize].name != "socks-it0" {
+        act(s, Action::NextItem);
+    }
+    act(s, Action::Open);
+}
+
+#[test]
+fn opening_reads_the_whole_run() {
+    let s = state();
+    assert_eq!(s.run.episodes.len(), 12);
+    assert_eq!(s.derived.iterations.len(), 2);
+    assert_eq!(s.run.metrics.len(), 2);
+    assert_eq!(s.view, View::Overview);
+    assert!(!s.settings_modified());
+}
+
+#[test]
+fn navigation_drills_down_and_back() {
+    let mut s = state();
+    assert!(act(&mut s, Action::Open));
+    assert_eq!(s.view, View::Groups);
+    act(&mut s, Action::Down);
+    assert_eq!(s.sel.traj, 1);
+    act(&mut s, Action::Open);
+    assert_eq!(s.view, View::Episode);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
+    act(&mut s, Action::Bottom);
+    assert_eq!(s.sel.step, 2);
+    act(&mut s, Action::Down);
+    assert_eq!(s.sel.step, 2, "moving past the last step stays on it");
+    act(&mut s, Action::Open);
+    assert_eq!(s.view, View::Anchor);
+    act(&mut s, Action::Back);
+    assert_eq!(s.view, View::Episode);
+    act(&mut s, Action::Back);
+    act(&mut s, Action::Back);
+    assert_eq!(s.view, View::Overview);
+}
+
+#[test]
+fn golden_example_advantages_are_selected() {
+    let mut s = state();
+    goto_socks(&mut s);
+    let r = s.row_ref().unwrap();
+    let row = s.derived.table.row(r);
+    assert!((row.episode_advantage - 4.0).abs() < 1e-12);
+    assert!((row.step_advantage - 4.5125).abs() < 1e-12);
+    assert!((row.advantage - 8.5125).abs() < 1e-12);
+    assert_eq!(s.derived.max_trainer_diff.map(|d| d < 1e-9), Some(true));
+}
+
+#[test]
+fn anchor_view_opens_on_the_selected_step_and_jumps_to_members() {
+    let mut s = state();
+    goto_socks(&mut s);
+    act(&mut s, Action::Anchor);
+    assert_eq!(s.view, View::Anchor);
+    assert_eq!(s.sel.member, 0);
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Open);
+    assert_eq!(s.view, View::Episode);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.sel.step, 0);
+}
+
+#[test]
+fn settings_change_recomputes_and_marks_modified_and_reset_restores() {
+    let mut s = state();
+    goto_socks(&mut s);
+    act(&mut s, Action::Settings);
+    assert_eq!(s.popup, Some(Popup::Settings { field: 0 }));
+    act(&mut s, Action::Right); // estimator gigpo → grpo
+    assert_eq!(s.settings.estimator, Estimator::Grpo);
+    assert!(s.settings_modified());
+    let r = s.row_ref().unwrap();
+    assert!((s.derived.table.row(r).advantage - 4.0).abs() < 1e-12, "grpo is A_E only");
+    act(&mut s, Action::ResetSettings);
+    assert!(!s.settings_modified());
+    assert!((s.derived.table.row(r).advantage - 8.5125).abs() < 1e-12);
+    act(&mut s, Action::Down); // γ
+    act(&mut s, Action::Left);
+    assert!((s.settings.gamma - 0.94).abs() < 1e-12);
+    act(&mut s, Action::Back);
+    assert_eq!(s.popup, None);
+    assert_eq!(s.view, View::Episode, "closing the panel keeps the view");
+}
+
+#[test]
+fn help_toggles_and_swallows_navigation() {
+    let mut s = state();
+    act(&mut s, Action::Help);
+    assert_eq!(s.popup, Some(Popup::Help { scroll: 0 }));
+    act(&mut s, Action::Down);
+    assert_eq!(s.popup, Some(Popup::Help { scroll: 1 }));
+    assert_eq!(s.sel.iteration, 0, "keys go to the popup, not the view behind it");
+    act(&mut s, Action::Help);
+    assert_eq!(s.popup, None);
+}
+
+#[test]
+fn quit_is_an_effect() {
+    let mut s = state();
+    assert!(update(&mut s, Msg::Action(Action::Quit)).quit);
+}
+
+#[test]
+fn compare_picks_another_trajectory_and_cycles_past_itself() {
+    let mut s = state();
+    act(&mut s, Action::Open);
+    act(&mut s, Action::Compare);
+    assert_eq!(s.view, View::Compare);
+    assert_eq!((s.sel.traj, s.sel.other), (0, 1));
+    act(&mut s, Action::PrevItem);
+    assert_eq!(s.sel.other, 3, "wraps around and skips trajectory 0 itself");
+}
+
+fn episode(id: &str, group: &str, iteration: i64) -> Episode {
+    let line = format!(
+        r#"{{"id":"{id}","group":"{group}","iteration":{iteration},"steps":[{{"observation":"o","action":"a","reward":1}}]}}"#
+    );
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn appended_episodes_keep_the_position() {
+    let mut s = state();
+    act(&mut s, Action::Open);
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Open);
+    let before = (s.view, s.sel.clone());
+    let t0 = Instant::now();
+    let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 2))])];
+    assert!(update(&mut s, Msg::Live(events, t0)).redraw);
+    assert_eq!(s.run.episodes.len(), 13);
+    assert_eq!(s.derived.iterations.len(), 3);
+    assert_eq!((s.view, s.sel.clone()), before);
+}
+
+#[test]
+fn follow_mode_jumps_to_newest_on_append() {
+    let mut s = state();
+    act(&mut s, Action::Follow);
+    assert!(s.follow);
+    assert_eq!(s.sel.iteration, 1);
+    let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 5))])];
+    update(&mut s, Msg::Live(events, Instant::now()));
+    assert_eq!(s.derived.iterations[s.sel.iteration].iteration, 5);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "new");
+}
+
+#[test]
+fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode() {
+    let mut s = state();
+    act(&mut s, Action::Open);
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Open);
+    act(&mut s, Action::Down);
+    let t0 = Instant::now();
+    let broken = |line| LineError { line, reason: "bad json".into() };
+    let events = vec![LiveEvent::BrokenLines(LiveFile::Episodes, vec![broken(13), broken(14)])];
+    update(&mut s, Msg::Live(events, t0));
+    assert_eq!(s.live.broken_lines, 2);
+    assert_eq!(s.run.errors.last().map(|b| b.line), Some(14));
+    // The file is replaced by one holding the selected episode after another one.
+    let kept = s.run.episodes[s.episode_index().unwrap()].clone();
+    let events = vec![
+        LiveEvent::Reset(LiveFile::Episodes),
+        LiveEvent::Episodes(vec![(1, episode("other", "g", 0)), (2, kept.clone())]),
+    ];
+    update(&mut s, Msg::Live(events, t0));
+    assert_eq!(s.run.episodes.len(), 2);
+    assert_eq!(s.live.broken_lines, 0);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, kept.id, "the selection is found again by id");
+    assert_eq!(s.sel.step, 1);
+}
+
+#[test]
+fn recorded_settings_follow_a_changed_run_json() {
+    let mut s = state();
+    let mut meta = s.run.meta.clone().unwrap();
+    meta.advantage.as_mut().unwrap().omega = Some(0.5);
+    update(&mut s, Msg::Live(vec![LiveEvent::Meta(Some(meta))], Instant::now()));
+    assert_eq!(s.recorded.omega, 0.5);
+    assert!(s.settings_modified(), "the settings in use stay; the marker shows they now differ");
+}
+
+#[test]
+fn empty_batch_does_not_redraw_and_tick_redraws_once_per_second() {
+    let mut s = state();
+    let t0 = Instant::now();
+    assert!(!update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![])], t0)).redraw);
+    assert!(!update(&mut s, Msg::Tick(t0)).redraw, "nothing has arrived yet: no age to show");
+    update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![(13, episode("n", "g", 0))])], t0));
+    assert!(!update(&mut s, Msg::Tick(t0 + Duration::from_millis(100))).redraw);
+    assert!(update(&mut s, Msg::Tick(t0 + Duration::from_millis(1100))).redraw);
+}
+
+#[test]
+fn click_selects_the_row_under_the_pointer_and_wheel_moves() {
+    let mut s = state();
+    act(&mut s, Action::Open);
+    // At 120×40 the trajectories table starts below the breadcrumb (1) and group header (3): its border is
+    // row 4, its header row 5, the first trajectory row 6.
+    update(&mut s, Msg::Click { col: 60, row: 8 });
+    assert_eq!(s.sel.traj, 2);
+    update(&mut s, Msg::Wheel { col: 60, row: 8, down: false });
+    assert_eq!(s.sel.traj, 1);
+    update(&mut s, Msg::Click { col: 60, row: 39 });
+    assert_eq!(s.sel.traj, 1, "a click outside the list changes nothing");
+}
+
+#[test]
+fn resize_changes_the_layout_size() {
+    let mut s = state();
+    assert!(update(&mut s, Msg::Resize(80, 24)).redraw);
+    assert_eq!(s.size, (80, 24));
+}
+
+#[test]
+fn search_prompt_collects_text_and_asks_the_app_to_search() {
+    let mut s = state();
+    act(&mut s, Action::Search);
+    assert_eq!(s.input.as_deref(), Some(""));
+    for c in "adv:<-1x".chars() {
+        update(&mut s, Msg::Input(InputKey::Char(c)));
+    }
+    update(&mut s, Msg::Input(InputKey::Backspace));
+    let fx = update(&mut s, Msg::Input(InputKey::Submit));
+    assert_eq!(fx.search.as_deref(), Some("adv:<-1"));
+    assert_eq!(s.input, None);
+    act(&mut s, Action::Search);
+    update(&mut s, Msg::Input(InputKey::Char('x')));
+    assert_eq!(update(&mut s, Msg::Input(InputKey::Cancel)).search, None);
+    assert_eq!(s.input, None);
+}
+
+#[test]
+fn search_results_are_listed_and_n_walks_them() {
+    let mut s = state();
+    let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
+    let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result });
+    assert_eq!(s.view, View::Search);
+    act(&mut s, Action::SearchNext);
+    assert_eq!(s.view, View::Episode);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.sel.step, 1);
+    act(&mut s, Action::SearchNext);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(s.sel.step, 2);
+    act(&mut s, Action::SearchPrev);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+}
+
+#[test]
+fn search_error_is_shown_not_fatal() {
+    let mut s = state();
+    update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()) });
+    assert_eq!(s.message.as_deref(), Some("bad query"));
+    assert_eq!(s.view, View::Overview);
+}
+
+#[test]
+fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
+    use gigscope::advantage::AdvantageSettings;
+    use gigscope::tui::state::Derived;
+    let s = state();
+    let settings = AdvantageSettings::default();
+    let mut episodes = s.run.episodes.clone();
+    let old = Derived::build(&episodes, &settings);
+    let old_len = episodes.len();
+    // A new group whose members share a first state, and one more for an existing group.
+    let mut a = episode("n1", "new-g", 3);
+    let mut b = episode("n2", "new-g", 3);
+    a.steps[0].reward = 10.0;
+    b.steps[0].reward = 0.0;
+    episodes.extend([a, b]);
+    assert_eq!(old.clone().extend(&episodes, old_len, &settings), Derived::build(&episodes, &settings));
+    episodes.push(episode("n3", "hat-it0", 0));
+    let old = Derived::build(&episodes[..old_len + 2], &settings);
+    assert_eq!(old.extend(&episodes, old_len + 2, &settings), Derived::build(&episodes, &settings));
+}
