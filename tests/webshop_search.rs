@@ -116,9 +116,15 @@ fn cached_index_is_built_once_and_rebuilt_when_damaged() {
     assert!(marker.is_file());
     assert_eq!(fourth.search("garden soil"), memory.search("garden soil"));
 
-    // Another catalog gets its own key.
+    // Another catalog gets its own key, and so does any change to an indexed field.
     let other = Catalog::from_products(catalog.products[..10].to_vec());
     assert_ne!(catalog_key(&other), catalog_key(&catalog));
+    let mut edited = other.clone();
+    edited.products[3].options.push(("color".to_owned(), vec!["teal".to_owned()]));
+    assert_ne!(catalog_key(&edited), catalog_key(&other));
+    let mut priced = other.clone();
+    priced.products[3].price_text = "$0.5".to_owned();
+    assert_eq!(catalog_key(&priced), catalog_key(&other), "the price is not indexed");
     SearchIndex::open_or_build(&other, Some(cache.path())).expect("other");
     assert_eq!(index_dirs(cache.path()).len(), 2);
 }
