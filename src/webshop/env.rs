@@ -283,7 +283,10 @@ impl WebShopEnv {
         let parsed = parse_action(action);
         let admissible = match (parsed.name.as_str(), parsed.arg) {
             ("search", Some(query)) => {
-                let hits: Arc<[usize]> = self.search.search(&query).into();
+                let mut hits = self.search.search(&query);
+                // An index built for another catalog must not crash an episode.
+                hits.retain(|&i| i < self.catalog.products.len());
+                let hits: Arc<[usize]> = hits.into();
                 self.view = View::Results(Results { hits, page: 1 });
                 true
             }

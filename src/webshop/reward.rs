@@ -132,7 +132,7 @@ pub fn approximate_title_nouns(title: &str) -> Vec<String> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|t| t.chars().any(char::is_alphabetic))
         .map(str::to_lowercase)
-        .filter(|t| !NOT_NOUNS.contains(&t.as_str()) && !(t.len() > 4 && t.ends_with("ly")))
+        .filter(|t| !(NOT_NOUNS.contains(&t.as_str()) || (t.len() > 4 && t.ends_with("ly"))))
         .collect()
 }
 
