@@ -1,12 +1,212 @@
+//! `gigscope train`: a training burst from the command line, with a progress bar; Ctrl-C stops it after the
+//! current iteration.
+
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::advantage::{AdvantageOverrides, AnchorKind, Estimator, Norm, Pooling};
+use crate::train::{DeviceChoice, PolicyShape, PpoConfig, Progress, Tasks, TrainConfig, Trainer};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EnvChoice {
+    /// The in-process WebShop environment.
+    Webshop,
+    /// A six-product shop with WebShop's pages, for smoke tests.
+    Toy,
+}
+
+/// Advantage estimator and reward shaping: the flags of `gigscope advantages`, same names and defaults.
+#[derive(clap::Args, Debug, Default)]
+pub struct AdvantageArgs {
+    #[arg(long, value_enum)]
+    pub estimator: Option<Estimator>,
+    #[arg(long)]
+    pub gamma: Option<f64>,
+    #[arg(long)]
+    pub omega: Option<f64>,
+    #[arg(long, value_enum)]
+    pub norm: Option<Norm>,
+    #[arg(long, value_enum)]
+    pub pooling: Option<Pooling>,
+    #[arg(long)]
+    pub invalid_penalty: Option<f64>,
+    #[arg(long, value_name = "THETA", conflicts_with = "anchor")]
+    pub similarity: Option<f64>,
+    #[arg(long, value_enum)]
+    pub anchor: Option<AnchorKind>,
+    /// Reward 10 on the last step of a successful episode, else 0.
+    #[arg(long)]
+    pub success_reward: bool,
+    #[arg(long, value_name = "ALPHA1")]
+    pub efficiency_alpha1: Option<f64>,
+    #[arg(long, value_name = "ALPHA2")]
+    pub efficiency_alpha2: Option<f64>,
+}
+
+impl AdvantageArgs {
+    pub fn overrides(&self) -> AdvantageOverrides {
+        AdvantageOverrides {
+            estimator: self.estimator,
+            gamma: self.gamma,
+            omega: self.omega,
+            norm: self.norm,
+            pooling: self.pooling,
+            invalid_penalty: self.invalid_penalty,
+            anchor: self.anchor,
+            similarity: self.similarity,
+            success_reward: self.success_reward.then_some(true),
+            efficiency_alpha1: self.efficiency_alpha1,
+            efficiency_alpha2: self.efficiency_alpha2,
+        }
+    }
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run directory.
+    /// Run directory (created if missing; must hold no episodes unless --resume).
+    #[arg(long)]
     pub run: PathBuf,
+    /// Iterations to run now (a resumed run continues its numbering).
+    #[arg(long, default_value_t = 20)]
+    pub iterations: u64,
+    /// Continue from the run's checkpoint.
+    #[arg(long)]
+    pub resume: bool,
+    #[arg(long, value_enum, default_value_t = EnvChoice::Webshop)]
+    pub env: EnvChoice,
+    /// WebShop catalog directory (default: the embedded demo catalog).
+    #[arg(long)]
+    pub catalog: Option<PathBuf>,
+    /// E: goals per iteration.
+    #[arg(long, default_value_t = 16)]
+    pub goals: usize,
+    /// N: episodes per goal (the episode group).
+    #[arg(long, default_value_t = 8)]
+    pub group_size: usize,
+    #[arg(long, default_value_t = 15)]
+    pub step_limit: usize,
+    /// Evaluate greedily every k iterations (0: never).
+    #[arg(long, default_value_t = 5)]
+    pub eval_every: u64,
+    /// Number of fixed test goals for evaluation.
+    #[arg(long, default_value_t = 100)]
+    pub eval_goals: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+    /// Torch CPU threads.
+    #[arg(long, default_value_t = TrainConfig::default().threads)]
+    pub threads: i32,
+    #[arg(long, default_value_t = PpoConfig::default().learning_rate)]
+    pub lr: f64,
+    #[arg(long, default_value_t = PpoConfig::default().clip)]
+    pub clip: f64,
+    #[arg(long, default_value_t = PpoConfig::default().entropy_coef)]
+    pub entropy_coef: f64,
+    /// KL penalty to the initial policy (0: off).
+    #[arg(long, default_value_t = PpoConfig::default().kl_coef)]
+    pub kl_coef: f64,
+    #[arg(long, default_value_t = PpoConfig::default().epochs)]
+    pub epochs: usize,
+    /// Steps per mini-batch.
+    #[arg(long, default_value_t = PpoConfig::default().minibatch)]
+    pub minibatch: usize,
+    #[arg(long, default_value_t = PpoConfig::default().max_grad_norm)]
+    pub max_grad_norm: f64,
+    #[arg(long, default_value_t = PolicyShape::default().hidden)]
+    pub hidden: i64,
+    /// Name recorded in run.json.
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub advantage: AdvantageArgs,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`train` is not implemented yet")
+impl Args {
+    pub fn config(&self) -> TrainConfig {
+        TrainConfig {
+            iterations: self.iterations,
+            goals_per_iteration: self.goals,
+            episodes_per_goal: self.group_size,
+            step_limit: self.step_limit,
+            eval_every: self.eval_every,
+            eval_goals: self.eval_goals,
+            seed: self.seed,
+            device: self.device,
+            threads: self.threads,
+            ppo: PpoConfig {
+                learning_rate: self.lr,
+                clip: self.clip,
+                entropy_coef: self.entropy_coef,
+                kl_coef: self.kl_coef,
+                epochs: self.epochs,
+                minibatch: self.minibatch,
+                max_grad_norm: self.max_grad_norm,
+            },
+            shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
+            advantage: self.advantage.overrides(),
+            resume: self.resume,
+            name: self.name.clone(),
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.env {
+        EnvChoice::Toy => train(crate::train::toy::ToyShop, &args),
+        EnvChoice::Webshop => anyhow::bail!("the WebShop environment is not available in this build yet; use --env toy"),
+    }
+}
+
+fn train<T: Tasks>(tasks: T, args: &Args) -> anyhow::Result<ExitCode> {
+    let mut trainer = Trainer::new(tasks, args.config(), &args.run)
+        .with_context(|| format!("cannot start training in {}", args.run.display()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = Arc::clone(&stop);
+    ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
+
+    let bar = ProgressBar::new(args.iterations);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed_precise} {msg}")
+            .context("progress bar template")?
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(format!("train on {:?}", trainer.device()));
+    let mut last_eval = String::new();
+    let result = trainer.run(&stop, |p| match p {
+        Progress::Evaluated { policy, baseline, .. } => {
+            last_eval = format!("eval {:.2} (rule {:.2})", policy.success, baseline.success);
+            bar.println(format!(
+                "before training: greedy success {:.3} score {:.3}; rule baseline success {:.3} score {:.3}",
+                policy.success, policy.score, baseline.success, baseline.score
+            ));
+        }
+        Progress::Iteration(r) => {
+            if let Some(e) = &r.eval {
+                last_eval = format!("eval {:.2}", e.success);
+            }
+            bar.set_message(format!(
+                "it {} success {:.2} score {:.2} {last_eval} {:.0} steps/s{}",
+                r.iteration,
+                r.success,
+                r.score,
+                r.env_steps_per_s,
+                if stop.load(Ordering::SeqCst) { " (stopping)" } else { "" }
+            ));
+            bar.inc(1);
+        }
+    });
+    bar.finish();
+    result.context("training failed")?;
+    if stop.load(Ordering::SeqCst) {
+        eprintln!("stopped after iteration {}; resume with --resume", trainer.iteration());
+    }
+    println!("{} iterations in {}; checkpoint saved", trainer.iteration(), args.run.display());
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,1 +1,50 @@
-//! TODO(owner): trainer
+//! Training bursts: a compact tch policy trained with GiGPO (or GRPO / RLOO) on an environment in this
+//! process, writing a run directory the TUI can watch live.
+//!
+//! The advantages that train the policy come from [`crate::advantage::compute`], the same code every view of
+//! gigscope shows, and are written into each episode's `advantages`.
+
+mod burst;
+pub mod checkpoint;
+pub mod env;
+pub mod features;
+mod output;
+pub mod policy;
+pub mod ppo;
+pub mod rollout;
+pub mod toy;
+mod trainer;
+
+use std::path::PathBuf;
+
+pub use burst::{Burst, BurstEvent, BurstHandle};
+pub use env::{Environment, Split, Started, Tasks, Transition};
+pub use policy::PolicyShape;
+pub use ppo::PpoConfig;
+pub use trainer::{DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Torch(#[from] tch::TchError),
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0} already holds episodes: pass --resume to continue its checkpoint, or use a new directory")]
+    RunNotEmpty(PathBuf),
+    #[error("no checkpoint at {0}")]
+    NoCheckpoint(PathBuf),
+    #[error("checkpoint {path}: {why}")]
+    BadCheckpoint { path: PathBuf, why: String },
+    #[error("{path} is {actual} bytes but the checkpoint recorded {expected}: it was replaced or truncated")]
+    RunChanged { path: PathBuf, expected: u64, actual: u64 },
+    #[error("CUDA was asked for but libtorch finds no GPU")]
+    NoCuda,
+    #[error("the environment has no training goals")]
+    NoGoals,
+    #[error("no goal {0}")]
+    NoSuchGoal(usize),
+    #[error("environment: {0}")]
+    Env(String),
+}

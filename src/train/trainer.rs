@@ -1,0 +1,427 @@
+//! The training loop: rollouts → advantages (gigscope's own engine) → episodes to the run → PPO update →
+//! evaluation → metrics → checkpoint, one iteration at a time so that a stop request is honoured between
+//! iterations and always leaves a valid run and checkpoint.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rand::seq::index;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use tch::nn::VarStore;
+use tch::Device;
+
+use super::checkpoint::{self, TrainerState};
+use super::env::{Environment, Split, Tasks};
+use super::output::RunOutput;
+use super::policy::{Policy, PolicyShape};
+use super::ppo::{self, Adam, PpoConfig, Sample, UpdateStats};
+use super::rollout::{self, Chooser, Slot};
+use super::TrainError;
+use crate::advantage::{self, AdvantageOverrides, AdvantageSettings, AdvantageTable};
+use crate::run::Episode;
+
+/// Where the network runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceChoice {
+    Cpu,
+    Cuda,
+    /// CUDA when libtorch finds a GPU, else the CPU.
+    Auto,
+}
+
+impl DeviceChoice {
+    pub fn resolve(self) -> Result<Device, TrainError> {
+        match self {
+            DeviceChoice::Cpu => Ok(Device::Cpu),
+            DeviceChoice::Cuda if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
+            DeviceChoice::Cuda => Err(TrainError::NoCuda),
+            DeviceChoice::Auto => Ok(Device::cuda_if_available()),
+        }
+    }
+}
+
+/// Everything a burst is configured by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// Iterations to run in this burst (a resumed run continues its numbering).
+    pub iterations: u64,
+    /// E: goals per iteration.
+    pub goals_per_iteration: usize,
+    /// N: episodes per goal, all from the same start state (one episode group).
+    pub episodes_per_goal: usize,
+    pub step_limit: usize,
+    /// Evaluate every k iterations (0: never).
+    pub eval_every: u64,
+    /// The first this-many test goals are the fixed evaluation set.
+    pub eval_goals: usize,
+    pub seed: u64,
+    pub device: DeviceChoice,
+    /// Torch CPU threads (process-wide). The network is small: beyond one thread, synchronisation costs more
+    /// than it saves, and the machines this runs on are shared.
+    pub threads: i32,
+    pub ppo: PpoConfig,
+    pub shape: PolicyShape,
+    /// Advantage settings given for this burst; layered over the run's `run.json`, then the defaults.
+    pub advantage: AdvantageOverrides,
+    /// Continue from the run's checkpoint.
+    pub resume: bool,
+    /// Name recorded in a new run's `run.json`.
+    pub name: Option<String>,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            iterations: 20,
+            goals_per_iteration: 16,
+            episodes_per_goal: 8,
+            step_limit: 15,
+            eval_every: 5,
+            eval_goals: 100,
+            seed: 0,
+            device: DeviceChoice::Auto,
+            threads: 1,
+            ppo: PpoConfig::default(),
+            shape: PolicyShape::default(),
+            advantage: AdvantageOverrides::default(),
+            resume: false,
+            name: None,
+        }
+    }
+}
+
+/// Greedy success rate and mean score on the evaluation goals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvalResult {
+    pub success: f64,
+    pub score: f64,
+    pub episodes: usize,
+}
+
+/// What one iteration did (also one line of `metrics.jsonl`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationReport {
+    pub iteration: u64,
+    pub success: f64,
+    pub score: f64,
+    pub update: UpdateStats,
+    pub env_steps: usize,
+    pub env_steps_per_s: f64,
+    pub rollout_s: f64,
+    pub update_s: f64,
+    pub eval: Option<EvalResult>,
+    /// The full `metrics.jsonl` record.
+    pub metrics: Map<String, Value>,
+}
+
+/// Progress of a burst, in order: `Evaluated` (iteration 0, before training, fresh runs only), then
+/// `Iteration` per iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Progress {
+    Evaluated { iteration: u64, policy: EvalResult, baseline: EvalResult },
+    Iteration(IterationReport),
+}
+
+pub struct Trainer<T: Tasks> {
+    tasks: T,
+    config: TrainConfig,
+    run_dir: PathBuf,
+    device: Device,
+    settings: AdvantageSettings,
+    /// Owns the policy's variables (the policy and Adam hold handles to them).
+    _vs: VarStore,
+    policy: Policy,
+    /// Frozen copy of the initial policy, present when the KL term is on.
+    reference: Option<(VarStore, Policy)>,
+    adam: Adam,
+    output: RunOutput,
+    state: TrainerState,
+    clock: Instant,
+    baseline: Option<EvalResult>,
+}
+
+/// The policy's initial weights: a function of the seed and shape only, created on the CPU so that they do not
+/// depend on the device either.
+fn initial_policy(seed: u64, shape: PolicyShape, device: Device) -> (VarStore, Policy) {
+    tch::manual_seed(seed as i64);
+    let mut vs = VarStore::new(Device::Cpu);
+    let policy = Policy::new(&vs.root(), shape);
+    vs.set_device(device);
+    (vs, policy)
+}
+
+fn iteration_rng(seed: u64, iteration: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(iteration);
+    rng
+}
+
+impl<T: Tasks> Trainer<T> {
+    /// A trainer writing to `run_dir`: a new run (the directory must hold no episodes yet), or with
+    /// `config.resume` the run's checkpoint continued.
+    pub fn new(tasks: T, mut config: TrainConfig, run_dir: &Path) -> Result<Trainer<T>, TrainError> {
+        let device = config.device.resolve()?;
+        tch::set_num_threads(config.threads);
+        let ckpt = checkpoint::path_in(run_dir);
+        if config.resume {
+            // The network and the seed define the run; a resumed burst keeps them.
+            let saved: TrainConfig = serde_json::from_value(checkpoint::read_state(&ckpt)?.config)?;
+            config.shape = saved.shape;
+            config.seed = saved.seed;
+        }
+        let output = RunOutput::open(run_dir, config.resume, T::ENV)?;
+        let settings = config.advantage.apply(output.recorded_settings()?.apply(AdvantageSettings::default()));
+        let (vs, policy) = initial_policy(config.seed, config.shape, device);
+        let reference = (config.ppo.kl_coef > 0.0).then(|| initial_policy(config.seed, config.shape, device));
+        let mut adam = Adam::new(&vs);
+        let state = if config.resume {
+            let state = checkpoint::load(&ckpt, &mut adam, device)?;
+            output.truncate_to(state.episodes_bytes, state.metrics_bytes)?;
+            state
+        } else {
+            TrainerState {
+                iteration: 0,
+                env_steps: 0,
+                elapsed_s: 0.0,
+                episodes_bytes: 0,
+                metrics_bytes: 0,
+                config: serde_json::to_value(&config)?,
+            }
+        };
+        let trainer = Trainer {
+            tasks,
+            config,
+            run_dir: run_dir.to_path_buf(),
+            device,
+            settings,
+            _vs: vs,
+            policy,
+            reference,
+            adam,
+            output,
+            state,
+            clock: Instant::now(),
+            baseline: None,
+        };
+        trainer.output.write_meta(&trainer.settings, trainer.config.name.as_deref(), &trainer.config)?;
+        Ok(trainer)
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn settings(&self) -> &AdvantageSettings {
+        &self.settings
+    }
+
+    /// Iterations completed so far (over all bursts of the run).
+    pub fn iteration(&self) -> u64 {
+        self.state.iteration
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.state.elapsed_s + self.clock.elapsed().as_secs_f64()
+    }
+
+    /// Run the configured number of iterations, or fewer if `stop` is raised (checked between iterations).
+    pub fn run(&mut self, stop: &AtomicBool, mut progress: impl FnMut(&Progress)) -> Result<(), TrainError> {
+        if self.state.iteration == 0 && self.config.eval_every > 0 {
+            let policy = self.evaluate()?;
+            let baseline = self.baseline()?;
+            let mut record = Map::new();
+            record.insert("iteration".into(), json!(0));
+            record.insert("time".into(), json!(self.elapsed()));
+            insert_eval(&mut record, &policy, &baseline);
+            self.output.append_metrics(&record)?;
+            progress(&Progress::Evaluated { iteration: 0, policy, baseline });
+        }
+        for _ in 0..self.config.iterations {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let report = self.iterate()?;
+            progress(&Progress::Iteration(report));
+        }
+        Ok(())
+    }
+
+    /// The rule baseline on the evaluation goals (deterministic, so computed once).
+    pub fn baseline(&mut self) -> Result<EvalResult, TrainError> {
+        if let Some(b) = self.baseline {
+            return Ok(b);
+        }
+        let mut slots = self.eval_slots()?;
+        rollout::play::<_, ChaCha8Rng>(&mut slots, &mut Chooser::Rule, self.config.step_limit, self.device)?;
+        let result = summarize(&slots);
+        self.baseline = Some(result);
+        Ok(result)
+    }
+
+    /// Greedy actions on the evaluation goals.
+    pub fn evaluate(&self) -> Result<EvalResult, TrainError> {
+        let mut slots = self.eval_slots()?;
+        rollout::play::<_, ChaCha8Rng>(&mut slots, &mut Chooser::Greedy(&self.policy), self.config.step_limit, self.device)?;
+        Ok(summarize(&slots))
+    }
+
+    fn eval_slots(&self) -> Result<Vec<Slot<T::Env>>, TrainError> {
+        let n = self.config.eval_goals.min(self.tasks.len(Split::Test));
+        (0..n).map(|i| self.tasks.start(Split::Test, i).map(Slot::new)).collect()
+    }
+
+    /// One iteration.
+    pub fn iterate(&mut self) -> Result<IterationReport, TrainError> {
+        let iteration = self.state.iteration + 1;
+        let mut rng = iteration_rng(self.config.seed, iteration);
+        let n_train = self.tasks.len(Split::Train);
+        if n_train == 0 {
+            return Err(TrainError::NoGoals);
+        }
+        let goals = index::sample(&mut rng, n_train, self.config.goals_per_iteration.min(n_train)).into_vec();
+
+        let rollout_clock = Instant::now();
+        let mut slots = Vec::with_capacity(goals.len() * self.config.episodes_per_goal);
+        for &g in &goals {
+            let first = Slot::new(self.tasks.start(Split::Train, g)?);
+            // Clones of one reset environment: the group's episodes share their start state.
+            slots.extend(std::iter::repeat_n(first.clone(), self.config.episodes_per_goal.saturating_sub(1)));
+            slots.push(first);
+        }
+        let env_steps =
+            rollout::play(&mut slots, &mut Chooser::Sample(&self.policy, &mut rng), self.config.step_limit, self.device)?;
+        let rollout_s = rollout_clock.elapsed().as_secs_f64();
+
+        let mut episodes: Vec<Episode> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| {
+                let n = i % self.config.episodes_per_goal;
+                let group = format!("i{iteration}-{}", slot.task_id);
+                slot.to_episode(format!("{group}-{n}"), group, iteration as i64)
+            })
+            .collect();
+        let table = advantage::compute(&episodes, &self.settings);
+        let mut samples = Vec::with_capacity(table.rows.len());
+        for (e, (episode, slot)) in episodes.iter_mut().zip(slots).enumerate() {
+            let advantages: Vec<f64> = table.episode_rows(e).iter().map(|r| r.advantage).collect();
+            for ((decision, chosen), (step, a)) in slot.decisions.into_iter().zip(episode.steps.iter().zip(&advantages)) {
+                samples.push(Sample {
+                    decision,
+                    chosen,
+                    old_logprob: step.logprob.unwrap_or(0.0) as f32,
+                    advantage: *a as f32,
+                });
+            }
+            episode.advantages = Some(advantages);
+        }
+        for episode in &episodes {
+            self.output.append_episode(episode)?;
+        }
+
+        let update_clock = Instant::now();
+        let reference = self.reference.as_ref().map(|(_, p)| p);
+        let update = ppo::update(&self.policy, reference, &mut self.adam, &samples, &self.config.ppo, &mut rng, self.device);
+        let update_s = update_clock.elapsed().as_secs_f64();
+
+        let eval = if self.config.eval_every > 0 && iteration % self.config.eval_every == 0 {
+            Some((self.evaluate()?, self.baseline()?))
+        } else {
+            None
+        };
+
+        self.state.iteration = iteration;
+        self.state.env_steps += env_steps as u64;
+        let n = episodes.len().max(1) as f64;
+        let success = episodes.iter().filter(|e| e.success()).count() as f64 / n;
+        let score = episodes.iter().map(Episode::total_reward).sum::<f64>() / n;
+        let env_steps_per_s = env_steps as f64 / rollout_s.max(1e-9);
+        let mut record = Map::new();
+        record.insert("iteration".into(), json!(iteration));
+        record.insert("time".into(), json!(self.elapsed()));
+        for (k, v) in [
+            ("success", success),
+            ("score", score),
+            ("loss", update.loss),
+            ("policy_loss", update.policy_loss),
+            ("entropy", update.entropy),
+            ("kl", update.kl),
+            ("clip_frac", update.clip_frac),
+            ("grad_norm", update.grad_norm),
+            ("episodes", episodes.len() as f64),
+            ("env_steps", env_steps as f64),
+            ("env_steps_per_s", env_steps_per_s),
+            ("rollout_s", rollout_s),
+            ("update_s", update_s),
+        ] {
+            record.insert(k.into(), json!(v));
+        }
+        group_statistics(&table, &mut record);
+        if let Some((policy, baseline)) = &eval {
+            insert_eval(&mut record, policy, baseline);
+        }
+        self.output.append_metrics(&record)?;
+        self.save_checkpoint()?;
+        Ok(IterationReport {
+            iteration,
+            success,
+            score,
+            update,
+            env_steps,
+            env_steps_per_s,
+            rollout_s,
+            update_s,
+            eval: eval.map(|(p, _)| p),
+            metrics: record,
+        })
+    }
+
+    /// Write the checkpoint (atomically) for the iterations completed so far.
+    pub fn save_checkpoint(&mut self) -> Result<(), TrainError> {
+        let (episodes_bytes, metrics_bytes) = self.output.lengths()?;
+        self.state.episodes_bytes = episodes_bytes;
+        self.state.metrics_bytes = metrics_bytes;
+        let mut state = self.state.clone();
+        state.elapsed_s = self.elapsed();
+        checkpoint::save(&checkpoint::path_in(&self.run_dir), &self.adam, &state)
+    }
+}
+
+fn summarize<E: Environment>(slots: &[Slot<E>]) -> EvalResult {
+    let n = slots.len();
+    let outcomes: Vec<_> = slots.iter().map(Slot::outcome).collect();
+    let d = n.max(1) as f64;
+    EvalResult {
+        success: outcomes.iter().filter(|o| o.success).count() as f64 / d,
+        score: outcomes.iter().map(|o| o.score).sum::<f64>() / d,
+        episodes: n,
+    }
+}
+
+fn insert_eval(record: &mut Map<String, Value>, policy: &EvalResult, baseline: &EvalResult) {
+    record.insert("eval_success".into(), json!(policy.success));
+    record.insert("eval_score".into(), json!(policy.score));
+    record.insert("baseline_success".into(), json!(baseline.success));
+    record.insert("baseline_score".into(), json!(baseline.score));
+}
+
+/// The step-group statistics GiGPO's signal depends on: how many anchor groups, how many are singletons
+/// (A_S = 0), and how many episode groups have no variance at all (A_E = 0).
+fn group_statistics(table: &AdvantageTable, record: &mut Map<String, Value>) {
+    let groups = table.anchor_groups.len().max(1) as f64;
+    let singletons = table.anchor_groups.iter().filter(|g| g.members.len() == 1).count() as f64;
+    let rows = table.rows.len() as f64;
+    let episode_groups = table.episode_groups.len().max(1) as f64;
+    let zero_variance = table.episode_groups.iter().filter(|g| g.zero_variance).count() as f64;
+    let mean_abs = table.rows.iter().map(|r| r.advantage.abs()).sum::<f64>() / rows.max(1.0);
+    record.insert("step_groups".into(), json!(table.anchor_groups.len()));
+    record.insert("step_group_size".into(), json!(rows / groups));
+    record.insert("singleton_step_groups".into(), json!(singletons / groups));
+    record.insert("zero_variance_groups".into(), json!(zero_variance / episode_groups));
+    record.insert("mean_abs_advantage".into(), json!(mean_abs));
+}
