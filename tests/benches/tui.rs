@@ -91,6 +91,18 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time of this thread so far (user + system), to tell work from waiting on a shared machine.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of the file, in clock ticks (100 per second on Linux).
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
 fn frame(terminal: &mut Terminal<TestBackend>, state: &State) {
     terminal.draw(|f| f.render_widget(state, f.area())).unwrap();
 }
@@ -108,9 +120,9 @@ fn main() {
     eprintln!("generated {episodes} episodes, {:.0} MB, in {:.1?}", bytes as f64 / 1e6, t.elapsed());
 
     let rss0 = rss_kib();
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu());
     let (mut state, tails) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
-    let open_time = t.elapsed();
+    let (open_time, open_cpu) = (t.elapsed(), cpu() - c);
     let rss1 = rss_kib();
     let steps = state.derived.table.rows.len();
 
@@ -153,10 +165,10 @@ fn main() {
     update(&mut state, Msg::Action(Action::Settings));
     update(&mut state, Msg::Action(Action::Down));
     update(&mut state, Msg::Action(Action::Down));
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu());
     update(&mut state, Msg::Action(Action::Left));
     frame(&mut terminal, &state);
-    let recompute = t.elapsed();
+    let (recompute, recompute_cpu) = (t.elapsed(), cpu() - c);
     update(&mut state, Msg::Action(Action::Back));
 
     // A new group of trajectories appended while the TUI runs, seen through the live watcher as the app
@@ -177,20 +189,21 @@ fn main() {
         got.push(events.recv_timeout(Duration::from_secs(30)).expect("the watcher delivers the appended lines"));
     }
     let seen = t.elapsed();
+    let c = cpu();
     update(&mut state, Msg::Live(got, Instant::now()));
     frame(&mut terminal, &state);
-    let append = t.elapsed();
+    let (append, append_cpu) = (t.elapsed(), cpu() - c);
     assert_eq!(state.run.episodes.len(), episodes + GROUP);
 
-    println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | value |", bytes as f64 / 1e6);
+    println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | wall (CPU) |", bytes as f64 / 1e6);
     println!("|---|---|");
-    println!("| open (read + recompute + overview stats) | {open_time:.2?} |");
+    println!("| open (read + recompute + overview stats) | {open_time:.2?} ({open_cpu:.2?}) |");
     println!("| key press → frame, p50 | {:.2?} |", percentile(&times, 0.5));
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
-    println!("| settings change → recomputed frame | {recompute:.2?} |");
+    println!("| settings change → recomputed frame | {recompute:.2?} ({recompute_cpu:.2?}) |");
     println!("| appended group → watcher event (notify + 150 ms debounce) | {seen:.2?} |");
-    println!("| appended group → frame showing it | {append:.2?} |");
+    println!("| appended group → frame showing it | {append:.2?} ({append_cpu:.2?} to merge, compute, draw) |");
     println!(
         "| memory after open (RSS growth) | {:.0} MB = {:.2}× the file |",
         (rss1.saturating_sub(rss0)) as f64 / 1024.0,

@@ -233,6 +233,16 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_observation_only_builds_the_visible_lines() {
+        let obs = "word ".repeat(200_000) + "[SEP] end";
+        let (lines, total) = observation_lines(&obs, 80, 1000, 5);
+        assert_eq!(lines.len(), 5);
+        assert_eq!(total, 13_335, "200,000 words at 15 per 78-column line, then the last segment");
+        let (last, _) = observation_lines(&obs, 80, total - 1, 5);
+        assert_eq!(last, ["▪ end"]);
+    }
+
+    #[test]
     fn long_word_is_cut_hard() {
         let (lines, _) = observation_lines("abcdefghij", 6, 0, 10);
         assert_eq!(lines, ["▪ abcd", "  efgh", "  ij"]);
