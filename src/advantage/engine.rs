@@ -8,7 +8,8 @@
 //! - A_E = (s − mean) / F over the episode group's pool: every row (pooling `steps`, what the reference trainer
 //!   does) or each trajectory's first row (pooling `trajectories`, the paper's equation). With pooling
 //!   `trajectories` only the baseline comes from first rows: every row's A_E uses its own score, as the
-//!   reference trainer does. A pool of one sample has mean 0 and F 1, so its advantage is the raw score;
+//!   reference trainer does. A pool of one sample has mean 0 and F 1, so its advantage is the raw score (as the
+//!   issue specifies; the reference trainer's `mean_std_norm` divides such a score by 1 + 1e-6);
 //! - A_S = (R_t − mean_S) / F_S over the row's anchor-state group; a singleton step group gives 0;
 //! - F = 1 (`mean_norm`) or the sample standard deviation (N−1) + 1e-6 (`mean_std_norm`).
 //!

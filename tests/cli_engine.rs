@@ -1,0 +1,215 @@
+//! The real `gigscope` binary on run directories: `advantages`, `stats`, `validate`, settings precedence and
+//! error reporting.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
+
+fn worked_example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine/worked_example")
+}
+
+fn gigscope(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("the gigscope binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
+}
+
+fn jsonl(out: &Output) -> Vec<serde_json::Map<String, Value>> {
+    stdout(out)
+        .lines()
+        .map(|l| match serde_json::from_str(l) {
+            Ok(Value::Object(m)) => m,
+            other => panic!("not a JSON object: {l} ({other:?})"),
+        })
+        .collect()
+}
+
+/// A copy of the worked example with `run.json` holding `advantage`.
+fn with_recorded_settings(advantage: Value) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(worked_example().join("episodes.jsonl"), dir.path().join("episodes.jsonl")).expect("copy");
+    let meta = serde_json::json!({"format": "gigscope-run/1", "name": "t", "advantage": advantage});
+    std::fs::write(dir.path().join("run.json"), meta.to_string()).expect("write run.json");
+    dir
+}
+
+fn path(dir: &Path) -> &str {
+    dir.to_str().expect("UTF-8 temp path")
+}
+
+#[test]
+fn advantages_jsonl_has_exactly_the_contract_keys_in_file_order() {
+    let rows = jsonl(&gigscope(&["advantages", path(&worked_example()), "--format", "jsonl"]));
+    assert_eq!(rows.len(), 5);
+    let keys: Vec<&str> = rows[0].keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "episode", "group", "iteration", "step", "reward", "return", "episode_advantage", "step_advantage",
+            "advantage", "step_group", "step_group_size"
+        ]
+    );
+    let order: Vec<(String, u64)> = rows
+        .iter()
+        .map(|r| (r["episode"].as_str().unwrap_or("").to_string(), r["step"].as_u64().unwrap_or(99)))
+        .collect();
+    assert_eq!(order, [("t1".into(), 0), ("t1".into(), 1), ("t1".into(), 2), ("t2".into(), 0), ("t2".into(), 1)]);
+    assert_eq!(rows[0]["iteration"], 3);
+    assert_eq!(rows[0]["group"], "g");
+    assert_eq!(rows[0]["episode_advantage"], 4.0);
+    assert_eq!(rows[3]["episode_advantage"], -6.0);
+    assert_eq!(rows[1]["return"], 9.5);
+    assert_eq!(rows[2]["reward"], 10.0);
+    assert_eq!(rows[0]["step_group"], rows[3]["step_group"]);
+    assert_eq!(rows[0]["step_group_size"], 2);
+    assert_eq!(rows[4]["step_group_size"], 1);
+    let a_s = rows[0]["step_advantage"].as_f64().unwrap_or(f64::NAN);
+    assert!((a_s - 4.5125).abs() < 1e-12);
+}
+
+#[test]
+fn numbers_are_printed_in_shortest_round_trip_form() {
+    let out = stdout(&gigscope(&["advantages", path(&worked_example()), "--format", "jsonl", "--gamma", "0.3"]));
+    // R_0 of t1 = 0.3 · 0.3 · 10 in double precision.
+    let r0 = 0.3 * (0.3 * 10.0);
+    let first = out.lines().next().unwrap_or("");
+    assert!(first.contains(&format!("\"return\":{}", serde_json::to_string(&r0).unwrap_or_default())), "{first}");
+}
+
+#[test]
+fn flags_override_run_json_which_overrides_defaults() {
+    let dir = with_recorded_settings(serde_json::json!({"omega": 0.0, "gamma": 0.5}));
+    let recorded = jsonl(&gigscope(&["advantages", path(dir.path()), "--format", "jsonl"]));
+    // ω = 0 from run.json: A = A_E; γ = 0.5: R_0 of t1 = 2.5.
+    assert_eq!(recorded[0]["advantage"], 4.0);
+    assert_eq!(recorded[0]["return"], 2.5);
+    let flagged = jsonl(&gigscope(&["advantages", path(dir.path()), "--format", "jsonl", "--omega", "2"]));
+    assert_eq!(flagged[0]["return"], 2.5);
+    assert_eq!(flagged[0]["advantage"], 4.0 + 2.0 * 1.25);
+}
+
+#[test]
+fn estimators_and_anchor_modes_from_flags() {
+    let run = worked_example();
+    let rloo = jsonl(&gigscope(&["advantages", path(&run), "--format", "jsonl", "--estimator", "rloo"]));
+    assert_eq!(rloo[0]["advantage"], 5.0);
+    // Page anchors: both results pages are one group, so are both search pages.
+    let page = jsonl(&gigscope(&["advantages", path(&run), "--format", "jsonl", "--anchor", "page"]));
+    assert_eq!(page[1]["step_group"], page[4]["step_group"]);
+    let sim = jsonl(&gigscope(&["advantages", path(&run), "--format", "jsonl", "--similarity", "0.5"]));
+    assert!(sim.iter().all(|r| r["step_group_size"].as_u64().unwrap_or(0) >= 1));
+    let shaped = jsonl(&gigscope(&[
+        "advantages", path(&run), "--format", "jsonl", "--success-reward", "--efficiency-alpha2", "3",
+    ]));
+    assert_eq!(shaped[2]["reward"], 11.0);
+}
+
+#[test]
+fn csv_and_table_formats() {
+    let csv = stdout(&gigscope(&["advantages", path(&worked_example()), "--format", "csv"]));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "episode,group,iteration,step,reward,return,episode_advantage,step_advantage,advantage,step_group,step_group_size");
+    assert_eq!(lines.len(), 6);
+    assert!(lines[1].starts_with("t1,g,3,0,0.0,"), "{}", lines[1]);
+    let table = stdout(&gigscope(&["advantages", path(&worked_example()), "--format", "table"]));
+    assert!(table.lines().next().unwrap_or("").contains("A_E"));
+    assert_eq!(table.lines().count(), 6);
+}
+
+#[test]
+fn stats_json_and_readable() {
+    let out = stdout(&gigscope(&["stats", path(&worked_example()), "--json"]));
+    let stats: Value = serde_json::from_str(&out).expect("stats JSON");
+    assert_eq!(stats["episodes"], 2);
+    assert_eq!(stats["steps"], 5);
+    assert_eq!(stats["step_groups"], 4);
+    assert_eq!(stats["singleton_step_groups"], 3);
+    assert_eq!(stats["singleton_share"], 0.75);
+    assert_eq!(stats["mean_step_group_size"], 1.25);
+    assert_eq!(stats["zero_variance_groups"], 0);
+    assert_eq!(stats["step_group_sizes"], serde_json::json!([{"size": 1, "count": 3}, {"size": 2, "count": 1}]));
+    assert_eq!(stats["groups"][0]["mean"], 6.0);
+    // The fixture's trainer advantages are off by 0.5 on t2's last step.
+    assert_eq!(stats["stored"]["rows"], 5);
+    assert_eq!(stats["stored"]["largest"]["episode_id"], "t2");
+    assert_eq!(stats["stored"]["largest"]["at"]["step"], 1);
+    assert_eq!(stats["stored"]["largest"]["abs_diff"], 0.5);
+
+    let text = stdout(&gigscope(&["stats", path(&worked_example())]));
+    assert!(text.contains("singletons      3 (75.0%)"), "{text}");
+    assert!(text.contains("largest |stored - recomputed| = 0.5 at episode t2 step 1"), "{text}");
+}
+
+#[test]
+fn validate_lists_every_broken_line_and_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"id\":\"a\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\",\"reward\":1}]}\n");
+    bytes.extend_from_slice(b"not json\n");
+    bytes.extend_from_slice(b"{\"id\":\"b\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\"}]}\n");
+    bytes.extend_from_slice(b"\xff\xfe\n");
+    bytes.extend_from_slice(b"{\"id\":\"a\",\"group\":\"h\",\"steps\":[]}\n");
+    bytes.extend_from_slice(b"{\"id\":\"torn\",\"gro");
+    std::fs::write(dir.path().join("episodes.jsonl"), bytes).expect("write");
+    let out = gigscope(&["validate", path(dir.path())]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split(':').nth(1).and_then(|n| n.parse().ok()))
+        .collect();
+    assert_eq!(lines, [2, 3, 4, 5], "{text}");
+    assert!(text.contains("reward"), "the missing field is named: {text}");
+    assert!(text.contains("duplicate episode id \"a\""), "{text}");
+
+    let ok = gigscope(&["validate", path(&worked_example())]);
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stdout));
+}
+
+#[test]
+fn clear_errors_name_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nope");
+    for sub in ["advantages", "stats", "validate"] {
+        let out = gigscope(&[sub, path(&missing)]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(path(&missing)) && err.contains("no such run directory"), "{sub}: {err}");
+
+        let out = gigscope(&[sub, path(dir.path())]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(path(dir.path())) && err.contains("episodes"), "{sub}: {err}");
+    }
+    let out = gigscope(&["advantages", path(&worked_example()), "--similarity", "1.5"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("similarity threshold"));
+    let out = gigscope(&["advantages", path(&worked_example()), "--anchor", "exact", "--similarity", "0.9"]);
+    assert!(!out.status.success());
+    let bad = with_recorded_settings(serde_json::json!({"gamma": 2.0}));
+    let out = gigscope(&["stats", path(bad.path())]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gamma"));
+}
+
+#[test]
+fn help_everywhere() {
+    for sub in ["advantages", "stats", "validate"] {
+        let out = stdout(&gigscope(&[sub, "--help"]));
+        assert!(out.contains("RUN") || out.contains("<RUN>"), "{sub}: {out}");
+    }
+    let out = stdout(&gigscope(&["advantages", "--help"]));
+    for flag in [
+        "--estimator", "--gamma", "--omega", "--norm", "--pooling", "--invalid-penalty", "--similarity", "--anchor",
+        "--format", "--success-reward", "--efficiency-alpha1", "--efficiency-alpha2",
+    ] {
+        assert!(out.contains(flag), "missing {flag}");
+    }
+}
