@@ -45,7 +45,7 @@ pub(crate) fn index_dir(cache_root: &Path, canonical_run: &Path, settings: &Adva
 /// given are the ones it indexed before (same prefix) or the run was truncated or replaced. Content, not
 /// the file's inode, is the identity: a copy of the same run reuses the index, a rewrite does not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PrefixDigest(pub u64);
+pub(crate) struct PrefixDigest(u64);
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -75,6 +75,10 @@ impl PrefixDigest {
             self.bytes(&step.reward.to_bits().to_le_bytes());
             self.bytes(step.action.as_bytes());
         }
+    }
+
+    pub(crate) fn hex(&self) -> String {
+        format!("{:016x}", self.0)
     }
 
     pub(crate) fn of(episodes: &[Episode]) -> Self {

@@ -198,8 +198,11 @@ impl TrajectoryIndex {
             return Err(IndexError::TableMismatch { table: table_episodes, episodes: episodes.len() });
         }
         let known = self.manifest.episodes;
-        let same_prefix = known <= episodes.len()
-            && format!("{:016x}", PrefixDigest::of(&episodes[..known]).0) == self.manifest.digest;
+        // One pass over the episodes: hash the prefix the index claims to hold, compare, and later extend the
+        // same hash over the rest for the new manifest.
+        let prefix = known.min(episodes.len());
+        let mut digest = PrefixDigest::of(&episodes[..prefix]);
+        let same_prefix = known <= episodes.len() && digest.hex() == self.manifest.digest;
         let rebuilt = !same_prefix;
         let start = if rebuilt { 0 } else { known };
         if !rebuilt && start == episodes.len() {
@@ -234,7 +237,10 @@ impl TrajectoryIndex {
             format: INDEX_FORMAT,
             settings: self.settings_key.clone(),
             episodes: episodes.len(),
-            digest: format!("{:016x}", PrefixDigest::of(episodes).0),
+            digest: {
+                episodes[prefix..].iter().for_each(|e| digest.episode(e));
+                digest.hex()
+            },
         };
         let payload = serde_json::to_string(&manifest).unwrap_or_default();
         let mut commit = writer.prepare_commit().map_err(tantivy_err)?;

@@ -12,65 +12,8 @@ use std::time::{Duration, Instant};
 use gigscope::advantage::{compute, AdvantageSettings};
 use gigscope::index::TrajectoryIndex;
 use gigscope::live::{self, LiveEvent, WatchOptions, Watcher};
-use gigscope::run::{Episode, Outcome, Step, Task, EPISODES_FILE};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
-const WORDS: &[&str] = &[
-    "red", "blue", "black", "white", "green", "running", "shoes", "boots", "sneakers", "women", "men", "size",
-    "leather", "cotton", "shirt", "dress", "jacket", "waterproof", "lightweight", "price", "dollars", "pack",
-    "organic", "coffee", "tea", "gluten", "free", "snack", "bar", "chocolate", "phone", "case", "charger",
-    "wireless", "headphones", "bluetooth", "speaker", "portable", "lamp", "desk", "chair", "ergonomic", "small",
-    "large", "medium", "soft", "hard", "set", "kit", "travel", "bag", "backpack", "water", "bottle", "steel",
-];
-
-fn words(rng: &mut ChaCha8Rng, n: usize) -> String {
-    (0..n).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect::<Vec<_>>().join(" ")
-}
-
-/// WebShop-shaped episodes: groups of 8 trajectories of one task, 1–29 steps (mean 15), search / results /
-/// item pages, success about a third of the time with reward 10 on the last step.
-fn generate(episodes: usize, seed: u64) -> Vec<Episode> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::with_capacity(episodes);
-    let mut instruction = String::new();
-    for e in 0..episodes {
-        let group = e / 8;
-        if e % 8 == 0 {
-            instruction = format!("i need {} under {} dollars", words(&mut rng, 5), rng.random_range(10..100));
-        }
-        let len = rng.random_range(1..=29);
-        let success = rng.random_bool(0.33);
-        let steps = (0..len)
-            .map(|t| {
-                let (page, observation, action) = match t {
-                    0 => ("search", "Search".to_string(), format!("search[{}]", words(&mut rng, 3))),
-                    t if t + 1 == len => (
-                        "item",
-                        format!("Item B0{:05} [SEP] {} [SEP] Buy Now", rng.random_range(0..5000), words(&mut rng, 40)),
-                        "click[buy now]".to_string(),
-                    ),
-                    _ => (
-                        "results",
-                        format!("Back to Search [SEP] Page {} [SEP] B0{:05} [SEP] {}", t, rng.random_range(0..5000), words(&mut rng, 50)),
-                        format!("click[b0{:05}]", rng.random_range(0..5000)),
-                    ),
-                };
-                let reward = if success && t + 1 == len { 10.0 } else { 0.0 };
-                let mut step = Step::new(observation, action, reward);
-                step.page = Some(page.to_string());
-                step.thought = Some(words(&mut rng, 8));
-                step
-            })
-            .collect();
-        let mut episode = Episode::new(format!("ep{e}"), format!("g{group}"), steps);
-        episode.iteration = (group / 16) as i64;
-        episode.task = Some(Task { id: format!("task{group}"), instruction: instruction.clone(), ..Task::default() });
-        episode.outcome = Some(Outcome { success, score: if success { 1.0 } else { 0.0 }, ..Outcome::default() });
-        out.push(episode);
-    }
-    out
-}
+use gigscope::run::synth::{self, SynthSpec};
+use gigscope::run::{Episode, EPISODES_FILE};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
@@ -78,11 +21,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn main() {
     let n: usize = std::env::var("GIGSCOPE_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    // Groups of 8 trajectories of 1–29 steps (mean 15): 100,000 episodes ≈ 1.5 M steps.
+    let spec = |groups: usize, seed: u64| SynthSpec { groups, trajectories: 8, steps: 1..=29, groups_per_iteration: 16, seed };
     let run_dir = tempfile::tempdir().expect("temp run dir");
     let cache = tempfile::tempdir().expect("temp cache dir");
     let settings = AdvantageSettings::default();
 
-    let episodes = generate(n, 7);
+    let episodes: Vec<Episode> = synth::episodes(&spec(n.div_ceil(8), 7)).collect();
     let steps: usize = episodes.iter().map(|e| e.steps.len()).sum();
     {
         let mut file = std::fs::File::create(run_dir.path().join(EPISODES_FILE)).expect("episodes file");
@@ -91,7 +36,7 @@ fn main() {
         }
     }
     let bytes = std::fs::metadata(run_dir.path().join(EPISODES_FILE)).map(|m| m.len()).unwrap_or(0);
-    println!("run: {n} episodes, {steps} steps, episodes.jsonl {:.0} MB", bytes as f64 / 1e6);
+    println!("run: {} episodes, {steps} steps, episodes.jsonl {:.0} MB", episodes.len(), bytes as f64 / 1e6);
 
     let t = Instant::now();
     let table = compute(&episodes, &settings);
@@ -119,10 +64,10 @@ fn main() {
 
     for query in [
         r#"action:"buy now" AND success:false AND adv:<-1"#,
-        "observation:leather AND page:results",
+        "observation:mesh AND page:results",
         "running shoes",
-        "adv:[2 TO 5] AND step_group_size:>1",
-        "instruction:coffee AND NOT success:true",
+        "adv:[0.5 TO 5] AND step_group_size:>1",
+        "instruction:wallet AND NOT success:true",
     ] {
         let mut times = Vec::new();
         let mut total = 0;
@@ -141,7 +86,7 @@ fn main() {
 
     // A live run appends one more group of 8.
     let mut grown = episodes.clone();
-    for (i, mut e) in generate(8, 99).into_iter().enumerate() {
+    for (i, mut e) in synth::episodes(&spec(1, 99)).enumerate() {
         e.id = format!("new{i}");
         e.group = "g-new".to_string();
         grown.push(e);
