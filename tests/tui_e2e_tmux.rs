@@ -32,7 +32,7 @@ impl Session {
         // An empty config home, so a developer's own keymap cannot change what the keys do.
         let home = tempfile::tempdir().unwrap();
         let cmd = format!(
-            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} tui {2} --poll-ms 100 {args}; echo EXITED:$?; sleep 600",
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} tui {2} --rescan-ms 200 {args}; echo EXITED:$?; sleep 600",
             home.path().display(),
             env!("CARGO_BIN_EXE_gigscope"),
             dir.display()

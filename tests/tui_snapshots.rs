@@ -131,7 +131,7 @@ fn help_follows_a_remapped_key() {
 fn broken_run_shows_skipped_lines() {
     let config = Config::defaults(false).unwrap();
     let s = open(Path::new("tests/fixtures/tui/broken"), config, (80, 24)).unwrap().0;
-    assert_eq!(s.episodes.len(), 3);
+    assert_eq!(s.run.episodes.len(), 3);
     insta::assert_snapshot!(render(&s));
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use gigscope::advantage::Estimator;
 use gigscope::run::{Episode, LineError};
-use gigscope::tui::source::RunUpdate;
+use gigscope::live::{LiveEvent, LiveFile};
 use gigscope::tui::state::Popup;
 use gigscope::index::{Hit, SearchResults};
 use gigscope::tui::update::InputKey;
@@ -32,9 +32,9 @@ fn goto_socks(s: &mut State) {
 #[test]
 fn opening_reads_the_whole_run() {
     let s = state();
-    assert_eq!(s.episodes.len(), 12);
+    assert_eq!(s.run.episodes.len(), 12);
     assert_eq!(s.derived.iterations.len(), 2);
-    assert_eq!(s.metrics.len(), 2);
+    assert_eq!(s.run.metrics.len(), 2);
     assert_eq!(s.view, View::Overview);
     assert!(!s.settings_modified());
 }
@@ -48,7 +48,7 @@ fn navigation_drills_down_and_back() {
     assert_eq!(s.sel.traj, 1);
     act(&mut s, Action::Open);
     assert_eq!(s.view, View::Episode);
-    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
     act(&mut s, Action::Bottom);
     assert_eq!(s.sel.step, 2);
     act(&mut s, Action::Down);
@@ -84,7 +84,7 @@ fn anchor_view_opens_on_the_selected_step_and_jumps_to_members() {
     act(&mut s, Action::Down);
     act(&mut s, Action::Open);
     assert_eq!(s.view, View::Episode);
-    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
     assert_eq!(s.sel.step, 0);
 }
 
@@ -154,9 +154,9 @@ fn appended_episodes_keep_the_position() {
     act(&mut s, Action::Open);
     let before = (s.view, s.sel.clone());
     let t0 = Instant::now();
-    let batch = RunUpdate { episodes: vec![episode("new", "new-g", 2)], ..Default::default() };
-    assert!(update(&mut s, Msg::Data(batch, t0)).redraw);
-    assert_eq!(s.episodes.len(), 13);
+    let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 2))])];
+    assert!(update(&mut s, Msg::Live(events, t0)).redraw);
+    assert_eq!(s.run.episodes.len(), 13);
     assert_eq!(s.derived.iterations.len(), 3);
     assert_eq!((s.view, s.sel.clone()), before);
 }
@@ -165,37 +165,59 @@ fn appended_episodes_keep_the_position() {
 fn follow_mode_jumps_to_newest_on_append() {
     let mut s = state();
     act(&mut s, Action::Follow);
-    assert!(s.live.follow);
+    assert!(s.follow);
     assert_eq!(s.sel.iteration, 1);
-    let batch = RunUpdate { episodes: vec![episode("new", "new-g", 5)], ..Default::default() };
-    update(&mut s, Msg::Data(batch, Instant::now()));
+    let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 5))])];
+    update(&mut s, Msg::Live(events, Instant::now()));
     assert_eq!(s.derived.iterations[s.sel.iteration].iteration, 5);
-    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "new");
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "new");
 }
 
 #[test]
-fn broken_lines_are_counted_and_reset_clears() {
+fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode() {
     let mut s = state();
+    act(&mut s, Action::Open);
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Open);
+    act(&mut s, Action::Down);
     let t0 = Instant::now();
     let broken = |line| LineError { line, reason: "bad json".into() };
-    let batch = RunUpdate { broken: vec![broken(13), broken(14)], ..Default::default() };
-    update(&mut s, Msg::Data(batch, t0));
+    let events = vec![LiveEvent::BrokenLines(LiveFile::Episodes, vec![broken(13), broken(14)])];
+    update(&mut s, Msg::Live(events, t0));
     assert_eq!(s.live.broken_lines, 2);
-    assert_eq!(s.live.last_broken.as_ref().map(|b| b.line), Some(14));
-    let batch = RunUpdate { reset: true, episodes: vec![episode("only", "g", 0)], ..Default::default() };
-    update(&mut s, Msg::Data(batch, t0));
-    assert_eq!(s.episodes.len(), 1);
+    assert_eq!(s.run.errors.last().map(|b| b.line), Some(14));
+    // The file is replaced by one holding the selected episode after another one.
+    let kept = s.run.episodes[s.episode_index().unwrap()].clone();
+    let events = vec![
+        LiveEvent::Reset(LiveFile::Episodes),
+        LiveEvent::Episodes(vec![(1, episode("other", "g", 0)), (2, kept.clone())]),
+    ];
+    update(&mut s, Msg::Live(events, t0));
+    assert_eq!(s.run.episodes.len(), 2);
     assert_eq!(s.live.broken_lines, 0);
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, kept.id, "the selection is found again by id");
+    assert_eq!(s.sel.step, 1);
 }
 
 #[test]
-fn empty_poll_does_not_redraw_and_tick_redraws_once_per_second() {
+fn recorded_settings_follow_a_changed_run_json() {
+    let mut s = state();
+    let mut meta = s.run.meta.clone().unwrap();
+    meta.advantage.as_mut().unwrap().omega = Some(0.5);
+    update(&mut s, Msg::Live(vec![LiveEvent::Meta(Some(meta))], Instant::now()));
+    assert_eq!(s.recorded.omega, 0.5);
+    assert!(s.settings_modified(), "the settings in use stay; the marker shows they now differ");
+}
+
+#[test]
+fn empty_batch_does_not_redraw_and_tick_redraws_once_per_second() {
     let mut s = state();
     let t0 = Instant::now();
-    assert!(!update(&mut s, Msg::Data(RunUpdate::default(), t0)).redraw);
-    let last = s.live.last_update.unwrap();
-    assert!(!update(&mut s, Msg::Tick(last + Duration::from_millis(100))).redraw);
-    assert!(update(&mut s, Msg::Tick(last + Duration::from_millis(1100))).redraw);
+    assert!(!update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![])], t0)).redraw);
+    assert!(!update(&mut s, Msg::Tick(t0)).redraw, "nothing has arrived yet: no age to show");
+    update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![(13, episode("n", "g", 0))])], t0));
+    assert!(!update(&mut s, Msg::Tick(t0 + Duration::from_millis(100))).redraw);
+    assert!(update(&mut s, Msg::Tick(t0 + Duration::from_millis(1100))).redraw);
 }
 
 #[test]
@@ -246,13 +268,13 @@ fn search_results_are_listed_and_n_walks_them() {
     assert_eq!(s.view, View::Search);
     act(&mut s, Action::SearchNext);
     assert_eq!(s.view, View::Episode);
-    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
     assert_eq!(s.sel.step, 1);
     act(&mut s, Action::SearchNext);
-    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
     assert_eq!(s.sel.step, 2);
     act(&mut s, Action::SearchPrev);
-    assert_eq!(s.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
 }
 
 #[test]
@@ -261,4 +283,25 @@ fn search_error_is_shown_not_fatal() {
     update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()) });
     assert_eq!(s.message.as_deref(), Some("bad query"));
     assert_eq!(s.view, View::Overview);
+}
+
+#[test]
+fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
+    use gigscope::advantage::AdvantageSettings;
+    use gigscope::tui::state::Derived;
+    let s = state();
+    let settings = AdvantageSettings::default();
+    let mut episodes = s.run.episodes.clone();
+    let old = Derived::build(&episodes, &settings);
+    let old_len = episodes.len();
+    // A new group whose members share a first state, and one more for an existing group.
+    let mut a = episode("n1", "new-g", 3);
+    let mut b = episode("n2", "new-g", 3);
+    a.steps[0].reward = 10.0;
+    b.steps[0].reward = 0.0;
+    episodes.extend([a, b]);
+    assert_eq!(old.clone().extend(&episodes, old_len, &settings), Derived::build(&episodes, &settings));
+    episodes.push(episode("n3", "hat-it0", 0));
+    let old = Derived::build(&episodes[..old_len + 2], &settings);
+    assert_eq!(old.extend(&episodes, old_len + 2, &settings), Derived::build(&episodes, &settings));
 }

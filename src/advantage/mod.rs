@@ -1,9 +1,15 @@
-//! The advantage engine (GiGPO and the estimators it is compared with) and its settings.
+//! The advantage engine (GiGPO and the estimators it is compared with), its settings and group statistics.
 
 mod engine;
 mod settings;
+pub mod stats;
 
-pub use engine::{compute, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef};
-pub use settings::{
-    AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, DEFAULT_SIMILARITY,
+pub use engine::{
+    compute, mean_std, norm_factor, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef, STD_EPSILON,
+    SUCCESS_REWARD,
 };
+pub use settings::{
+    AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, SettingsError,
+    DEFAULT_SIMILARITY,
+};
+pub use stats::{run_stats, RunStats};

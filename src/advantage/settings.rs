@@ -75,6 +75,42 @@ pub struct AdvantageSettings {
     pub efficiency_alpha2: f64,
 }
 
+/// A setting outside its domain.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("gamma must be in [0, 1], got {0}")]
+    Gamma(f64),
+    #[error("similarity threshold must be in (0, 1), got {0}")]
+    Similarity(f64),
+    #[error("{0} must be a finite number, got {1}")]
+    NotFinite(&'static str, f64),
+}
+
+impl AdvantageSettings {
+    /// Checks the domains the reference trainer assumes (it asserts 0 < θ < 1 for similarity anchors).
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return Err(SettingsError::Gamma(self.gamma));
+        }
+        if let AnchorMode::Similarity(theta) = self.anchor {
+            if !(theta > 0.0 && theta < 1.0) {
+                return Err(SettingsError::Similarity(theta));
+            }
+        }
+        for (name, value) in [
+            ("omega", self.omega),
+            ("invalid_penalty", self.invalid_penalty),
+            ("efficiency_alpha1", self.efficiency_alpha1),
+            ("efficiency_alpha2", self.efficiency_alpha2),
+        ] {
+            if !value.is_finite() {
+                return Err(SettingsError::NotFinite(name, value));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for AdvantageSettings {
     fn default() -> Self {
         AdvantageSettings {

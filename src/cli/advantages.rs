@@ -1,12 +1,265 @@
-use std::path::PathBuf;
+//! `gigscope advantages RUN`: recompute every step's advantages and print them (jsonl, csv or a table).
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use crate::advantage::{
+    compute, AdvantageOverrides, AdvantageSettings, AdvantageTable, AnchorKind, Estimator, Norm, Pooling,
+};
+use crate::run::{Episode, Run};
+
+/// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to
+/// the defaults (gigpo, γ 0.95, ω 1.0, mean_norm, steps, penalty 0.1, exact anchors, no shaping).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SettingsFlags {
+    /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, or GiGPO's step component alone.
+    #[arg(long, value_enum)]
+    pub estimator: Option<Estimator>,
+    /// Discount factor γ of the step returns.
+    #[arg(long, value_name = "G")]
+    pub gamma: Option<f64>,
+    /// Weight ω of the step advantage.
+    #[arg(long, value_name = "W")]
+    pub omega: Option<f64>,
+    /// Normalisation: F = 1 (mean_norm) or sample std + 1e-6 (mean_std_norm).
+    #[arg(long, value_enum)]
+    pub norm: Option<Norm>,
+    /// Episode baseline pool: every step row (steps) or each trajectory's first row (trajectories).
+    #[arg(long, value_enum)]
+    pub pooling: Option<Pooling>,
+    /// Penalty subtracted from the score and return of invalid-action steps.
+    #[arg(long, value_name = "C")]
+    pub invalid_penalty: Option<f64>,
+    /// Anchor-state grouping: identical anchors, WebShop page type, or difflib similarity.
+    #[arg(long, value_enum)]
+    pub anchor: Option<AnchorKind>,
+    /// Similarity anchors with threshold θ (0 < θ < 1): difflib ratio with each cluster's first member.
+    #[arg(long, value_name = "THETA")]
+    pub similarity: Option<f64>,
+    /// Binary success reward: 10 on the last step of a successful episode, 0 elsewhere
+    /// (`--success-reward=false` turns off one recorded in run.json).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub success_reward: Option<bool>,
+    /// Efficiency bonus α₁/(mean tokens per step) for successful episodes.
+    #[arg(long, value_name = "A")]
+    pub efficiency_alpha1: Option<f64>,
+    /// Efficiency bonus α₂/(number of steps) for successful episodes.
+    #[arg(long, value_name = "A")]
+    pub efficiency_alpha2: Option<f64>,
+}
+
+impl SettingsFlags {
+    /// The flags that were given, as overrides.
+    fn overrides(&self) -> anyhow::Result<AdvantageOverrides> {
+        if let (Some(kind @ (AnchorKind::Exact | AnchorKind::Page)), Some(_)) = (self.anchor, self.similarity) {
+            bail!("--similarity selects similarity anchors; it cannot be combined with --anchor {kind:?}");
+        }
+        Ok(AdvantageOverrides {
+            estimator: self.estimator,
+            gamma: self.gamma,
+            omega: self.omega,
+            norm: self.norm,
+            pooling: self.pooling,
+            invalid_penalty: self.invalid_penalty,
+            anchor: self.anchor,
+            similarity: self.similarity,
+            success_reward: self.success_reward,
+            efficiency_alpha1: self.efficiency_alpha1,
+            efficiency_alpha2: self.efficiency_alpha2,
+        })
+    }
+
+    /// Flags over the run's recorded settings over the defaults, checked.
+    pub fn resolve(&self, run: &Run) -> anyhow::Result<AdvantageSettings> {
+        let recorded = run.meta.as_ref().and_then(|m| m.advantage.as_ref());
+        let base = recorded.map_or_else(AdvantageSettings::default, |r| r.apply(AdvantageSettings::default()));
+        let settings = self.overrides()?.apply(base);
+        settings.validate().with_context(|| format!("advantage settings for {}", run.dir.display()))?;
+        Ok(settings)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Jsonl,
+    Csv,
+    Table,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Run directory.
     pub run: PathBuf,
+    #[command(flatten)]
+    pub settings: SettingsFlags,
+    /// Output format: one JSON object per step, CSV, or a readable table.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`advantages` is not implemented yet")
+/// Open a run for a subcommand: a missing directory or episodes file is an error naming the path; broken lines
+/// are left to `validate` but counted on stderr so they are not silently dropped.
+pub(crate) fn open_run(dir: &Path) -> anyhow::Result<Run> {
+    let run = Run::open(dir)?;
+    if !run.errors.is_empty() {
+        eprintln!(
+            "warning: {}: skipped {} broken line(s) of episodes.jsonl (see `gigscope validate`)",
+            dir.display(),
+            run.errors.len()
+        );
+    }
+    Ok(run)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let run = open_run(&args.run)?;
+    let settings = args.settings.resolve(&run)?;
+    let table = compute(&run.episodes, &settings);
+    let stdout = io::stdout().lock();
+    let result = write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format);
+    match result {
+        // `gigscope advantages RUN | head` is normal use, not an error.
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(err) => Err(err).context("writing to standard output"),
+        Ok(()) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// One output record: exactly the keys of the `--format jsonl` contract, in this order.
+#[derive(Serialize)]
+struct OutRow<'a> {
+    episode: &'a str,
+    group: &'a str,
+    iteration: i64,
+    step: usize,
+    reward: f64,
+    #[serde(rename = "return")]
+    ret: f64,
+    episode_advantage: f64,
+    step_advantage: f64,
+    advantage: f64,
+    step_group: u32,
+    step_group_size: usize,
+}
+
+const COLUMNS: [&str; 11] = [
+    "episode",
+    "group",
+    "iteration",
+    "step",
+    "reward",
+    "return",
+    "episode_advantage",
+    "step_advantage",
+    "advantage",
+    "step_group",
+    "step_group_size",
+];
+
+fn out_rows<'a>(episodes: &'a [Episode], table: &'a AdvantageTable) -> impl Iterator<Item = OutRow<'a>> {
+    episodes.iter().enumerate().flat_map(move |(e, episode)| {
+        table.episode_rows(e).iter().enumerate().map(move |(t, row)| OutRow {
+            episode: &episode.id,
+            group: &episode.group,
+            iteration: episode.iteration,
+            step: t,
+            reward: row.reward,
+            ret: row.ret,
+            episode_advantage: row.episode_advantage,
+            step_advantage: row.step_advantage,
+            advantage: row.advantage,
+            step_group: row.step_group,
+            step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
+        })
+    })
+}
+
+fn write_rows(
+    mut out: impl Write,
+    episodes: &[Episode],
+    table: &AdvantageTable,
+    format: Format,
+) -> io::Result<()> {
+    match format {
+        Format::Jsonl => {
+            for row in out_rows(episodes, table) {
+                serde_json::to_writer(&mut out, &row)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        Format::Csv => {
+            writeln!(out, "{}", COLUMNS.join(","))?;
+            for r in out_rows(episodes, table) {
+                writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{},{},{}",
+                    csv_field(r.episode),
+                    csv_field(r.group),
+                    r.iteration,
+                    r.step,
+                    number(r.reward),
+                    number(r.ret),
+                    number(r.episode_advantage),
+                    number(r.step_advantage),
+                    number(r.advantage),
+                    r.step_group,
+                    r.step_group_size
+                )?;
+            }
+        }
+        Format::Table => {
+            writeln!(
+                out,
+                "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                "episode", "group", "iter", "step", "reward", "return", "A_E", "A_S", "A", "sgroup", "size"
+            )?;
+            for r in out_rows(episodes, table) {
+                writeln!(
+                    out,
+                    "{:<16} {:<12} {:>4} {:>4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>7} {:>5}",
+                    clip(r.episode, 16),
+                    clip(r.group, 12),
+                    r.iteration,
+                    r.step,
+                    r.reward,
+                    r.ret,
+                    r.episode_advantage,
+                    r.step_advantage,
+                    r.advantage,
+                    r.step_group,
+                    r.step_group_size
+                )?;
+            }
+        }
+    }
+    out.flush()
+}
+
+/// Shortest round-trip form, the same digits as the JSON output.
+fn number(x: f64) -> String {
+    serde_json::to_string(&x).unwrap_or_else(|_| x.to_string())
+}
+
+/// RFC 4180 quoting when the field needs it.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// At most `width` characters, marking a cut with `…`.
+pub(crate) fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
 }

@@ -1,12 +1,106 @@
+//! `gigscope stats RUN`: group statistics of a run under the given advantage settings.
+
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use crate::advantage::{compute, run_stats, RunStats};
+
+use super::advantages::{clip, open_run, SettingsFlags};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Run directory.
     pub run: PathBuf,
+    #[command(flatten)]
+    pub settings: SettingsFlags,
+    /// Print the statistics as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`stats` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let run = open_run(&args.run)?;
+    let settings = args.settings.resolve(&run)?;
+    let table = compute(&run.episodes, &settings);
+    let stats = run_stats(&run.episodes, &table);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+    } else {
+        match readable(&mut io::stdout().lock(), &stats) {
+            Err(err) if err.kind() != io::ErrorKind::BrokenPipe => return Err(err.into()),
+            _ => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.1}%", 100.0 * share)
+}
+
+/// The statistics as an aligned text report.
+fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
+    writeln!(out, "episodes          {}", s.episodes)?;
+    writeln!(out, "steps             {}", s.steps)?;
+    writeln!(out, "episode groups    {}", s.episode_groups)?;
+    writeln!(
+        out,
+        "  zero-variance   {} ({}): all trajectories with the same total reward",
+        s.zero_variance_groups,
+        percent(s.zero_variance_share)
+    )?;
+    writeln!(out, "step groups       {}", s.step_groups)?;
+    writeln!(out, "  mean size       {:.3}", s.mean_step_group_size)?;
+    writeln!(
+        out,
+        "  singletons      {} ({}): their step advantage is 0",
+        s.singleton_step_groups,
+        percent(s.singleton_share)
+    )?;
+    writeln!(out, "\nstep-group sizes")?;
+    let largest = s.step_group_sizes.iter().map(|c| c.count).max().unwrap_or(0).max(1);
+    for c in &s.step_group_sizes {
+        let bar = "#".repeat((40 * c.count).div_ceil(largest));
+        writeln!(out, "  {:>4} {:>8}  {bar}", c.size, c.count)?;
+    }
+    writeln!(
+        out,
+        "\n{:<24} {:>5} {:>6} {:>8} {:>10} {:>10} {:>7} {:>6}  flags",
+        "group", "eps", "steps", "success", "mean", "std", "sgroups", "single"
+    )?;
+    for g in &s.groups {
+        writeln!(
+            out,
+            "{:<24} {:>5} {:>6} {:>8} {:>10.4} {:>10.4} {:>7} {:>6}  {}",
+            clip(&g.name, 24),
+            g.episodes,
+            g.steps,
+            percent(g.success_rate),
+            g.mean,
+            g.std,
+            g.step_groups,
+            g.singleton_step_groups,
+            if g.zero_variance { "zero-variance" } else { "" }
+        )?;
+    }
+    if let Some(stored) = &s.stored {
+        writeln!(out, "\ntrainer advantages: {} rows compared", stored.rows)?;
+        if let Some(l) = &stored.largest {
+            writeln!(
+                out,
+                "  largest |stored - recomputed| = {} at episode {} step {} (stored {}, recomputed {})",
+                l.abs_diff, l.episode_id, l.at.step, l.stored, l.recomputed
+            )?;
+        }
+        if !stored.length_mismatches.is_empty() {
+            writeln!(
+                out,
+                "  {} episode(s) with one advantage per step missing or extra: {}",
+                stored.length_mismatches.len(),
+                stored.length_mismatches.join(", ")
+            )?;
+        }
+    }
+    out.flush()
 }

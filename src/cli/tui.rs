@@ -14,15 +14,20 @@ pub struct Args {
     /// Start in follow mode: jump to the newest episodes as they are written.
     #[arg(long)]
     pub follow: bool,
-    /// How often the run directory is checked for new lines, in milliseconds.
-    #[arg(long, default_value_t = 250)]
-    pub poll_ms: u64,
+    /// Re-read the run directory at least this often, in milliseconds, even when no change event arrives
+    /// (file systems where change notification does not work).
+    #[arg(long, default_value_t = 1000)]
+    pub rescan_ms: u64,
 }
 
 impl Args {
     pub fn for_run(run: PathBuf) -> Self {
-        Args { run, config: None, follow: false, poll_ms: 250 }
+        Args { run, config: None, follow: false, rescan_ms: 1000 }
     }
+}
+
+fn watch_options(rescan_ms: u64) -> crate::live::WatchOptions {
+    crate::live::WatchOptions { rescan: Duration::from_millis(rescan_ms.max(10)), ..Default::default() }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -30,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         run: args.run.clone(),
         config: args.config,
         follow: args.follow,
-        poll_interval: Duration::from_millis(args.poll_ms.max(10)),
+        watch: watch_options(args.rescan_ms),
     };
     crate::tui::run(opts).with_context(|| format!("gigscope tui {}", args.run.display()))?;
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 mod error;
 mod format;
 mod reader;
+pub mod synth;
 mod writer;
 
 pub use error::RunError;

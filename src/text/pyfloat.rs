@@ -6,10 +6,12 @@
 
 /// Formats `x` exactly as Python 3's `repr(x)` does.
 ///
-/// Rust's `{:e}` already yields the shortest round-trip digits (the same digits as Python's
-/// `float_repr_style = 'short'`), so only the layout differs: Python writes fixed notation when
-/// the scientific exponent `e` satisfies `-4 <= e < 16`, else `d.ddde±XX` with at least two
-/// exponent digits and no `.0` on a one-digit mantissa.
+/// Digits: Python (David Gay's dtoa, mode 0) prints the shortest digit string that reads back as
+/// `x` and, among those, the one closest to `x`. Rust's `{:e}` gives a shortest string too but not
+/// always the closest one (e.g. `170704547328348.63` where Python prints `...62`), so the length
+/// is taken from `{:e}` and the digits from the correctly rounded `{:.N$e}` of that length when it
+/// reads back as `x`. Layout: fixed notation when the scientific exponent `e` satisfies
+/// `-4 <= e < 16`, else `d.ddde±XX` with at least two exponent digits.
 pub fn repr(x: f64) -> String {
     if x.is_nan() {
         return "nan".to_owned();
@@ -17,7 +19,10 @@ pub fn repr(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "inf" } else { "-inf" }.to_owned();
     }
-    let sci = format!("{x:e}");
+    let shortest = format!("{x:e}");
+    let n_digits = shortest.split('e').next().unwrap_or("").chars().filter(char::is_ascii_digit).count();
+    let closest = format!("{x:.prec$e}", prec = n_digits.saturating_sub(1));
+    let sci = if closest.parse::<f64>() == Ok(x) { closest } else { shortest };
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     // `{:e}` always prints a decimal exponent; a parse failure here would be a std bug, and 0 keeps
     // the output sane rather than panicking.

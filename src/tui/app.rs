@@ -1,5 +1,6 @@
-//! The terminal side: set up and always restore the terminal, read keys/mouse/resize on a thread, poll the run
-//! directory on a clock, feed everything to `update`, and draw only when it says something changed.
+//! The terminal side: set up and always restore the terminal, read keys/mouse/resize on a thread, receive
+//! the run watcher's events (`crate::live`) on the same channel, tick once a second for the status bar, feed
+//! everything to `update`, and draw only when it says something changed.
 
 use std::io::stdout;
 use std::path::{Path, PathBuf};
@@ -15,9 +16,9 @@ use ratatui::DefaultTerminal;
 
 use super::action::Action;
 use super::config::{Config, ConfigError};
-use super::source::RunSource;
-use crate::run::RunError;
 use super::state::State;
+use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
+use crate::run::RunError;
 use super::theme::color_enabled;
 use super::update::{update, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
@@ -30,8 +31,8 @@ pub struct Options {
     pub config: Option<PathBuf>,
     /// Start in follow mode.
     pub follow: bool,
-    /// How often the run directory is re-checked for new lines.
-    pub poll_interval: Duration,
+    /// How the run directory is watched (debounce of change events, periodic re-scan).
+    pub watch: WatchOptions,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +41,8 @@ pub enum AppError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Run(#[from] RunError),
+    #[error(transparent)]
+    Live(#[from] LiveError),
     #[error("terminal: {0}")]
     Terminal(#[from] std::io::Error),
 }
@@ -117,10 +120,10 @@ impl Searcher {
     fn search(&mut self, state: &State, query: &str) -> Result<SearchResults, IndexError> {
         if self.index.as_ref().is_none_or(|(s, _)| *s != state.settings) {
             self.index = None;
-            self.index = Some((state.settings, TrajectoryIndex::open_default(&state.dir, &state.settings)?));
+            self.index = Some((state.settings, TrajectoryIndex::open_default(&state.run.dir, &state.settings)?));
         }
         let (_, index) = self.index.as_mut().expect("opened above");
-        index.update(&state.episodes, &state.derived.table)?;
+        index.update(&state.run.episodes, &state.derived.table)?;
         index.search(query, SEARCH_LIMIT)
     }
 }
@@ -147,21 +150,38 @@ fn apply(
     Ok(fx.quit)
 }
 
-/// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The source is
-/// returned positioned after what was read, for polling.
-pub fn open(dir: &Path, config: Config, size: (u16, u16)) -> Result<(State, RunSource), AppError> {
-    let (mut source, meta) = RunSource::open(dir)?;
-    let first = source.poll()?;
-    let mut state = State::new(dir.to_path_buf(), meta, config, size);
-    update(&mut state, Msg::Data(first, Instant::now()));
-    Ok((state, source))
+/// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The readers'
+/// positions are returned for [`Watcher::spawn`], which continues from exactly there.
+pub fn open(dir: &Path, config: Config, size: (u16, u16)) -> Result<(State, Tails), AppError> {
+    let (run, tails) = live::open(dir)?;
+    Ok((State::new(run, config, size), tails))
 }
+
+/// Everything the main loop waits for, on one channel.
+enum Incoming {
+    Terminal(Event),
+    Live(LiveEvent),
+}
+
+/// The "updated N s ago" clock.
+const TICK: Duration = Duration::from_secs(1);
 
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
     let config = Config::load(opts.config.as_deref(), color)?;
     // Open and read before touching the terminal, so errors print normally.
-    let (mut state, mut source) = open(&opts.run, config, (80, 24))?;
+    let (mut state, tails) = open(&opts.run, config, (80, 24))?;
+    let (tx, rx) = mpsc::channel::<Incoming>();
+    let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;
+    let live_tx = tx.clone();
+    std::thread::spawn(move || {
+        // Ends when the watcher stops (its sender is dropped) or the main loop has gone.
+        while let Ok(ev) = live_rx.recv() {
+            if live_tx.send(Incoming::Live(ev)).is_err() {
+                break;
+            }
+        }
+    });
 
     let mut guard = TerminalGuard::new()?;
     let size = guard.terminal.size()?;
@@ -169,49 +189,48 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     if opts.follow {
         update(&mut state, Msg::Action(Action::Follow));
     }
-
-    let (tx, rx) = mpsc::channel::<Event>();
     std::thread::spawn(move || {
         // Ends when the terminal read fails or the main loop has gone (send fails).
         while let Ok(ev) = event::read() {
-            if tx.send(ev).is_err() {
+            if tx.send(Incoming::Terminal(ev)).is_err() {
                 break;
             }
         }
     });
 
     draw(&mut guard.terminal, &state)?;
-    let mut next_poll = Instant::now() + opts.poll_interval;
+    let mut next_tick = Instant::now() + TICK;
     let mut searcher = Searcher::default();
     loop {
-        let wait = next_poll.saturating_duration_since(Instant::now());
+        let wait = next_tick.saturating_duration_since(Instant::now());
         let mut redraw = false;
         match rx.recv_timeout(wait) {
-            Ok(ev) => {
-                // Drain what is queued (key repeat, wheel bursts) and draw once.
-                for ev in std::iter::once(ev).chain(rx.try_iter()) {
-                    if let Some(msg) = translate(&state, ev) {
-                        let fx = update(&mut state, msg);
-                        if apply(&mut guard.terminal, &mut searcher, &mut state, fx, &mut redraw)? {
-                            return Ok(());
+            Ok(first) => {
+                // Handle everything queued (key repeat, wheel bursts, a batch of live events), then draw once.
+                let mut live_events = Vec::new();
+                for incoming in std::iter::once(first).chain(rx.try_iter()) {
+                    match incoming {
+                        Incoming::Live(ev) => live_events.push(ev),
+                        Incoming::Terminal(ev) => {
+                            if let Some(msg) = translate(&state, ev) {
+                                let fx = update(&mut state, msg);
+                                if apply(&mut guard.terminal, &mut searcher, &mut state, fx, &mut redraw)? {
+                                    return Ok(());
+                                }
+                            }
                         }
                     }
+                }
+                if !live_events.is_empty() {
+                    redraw |= update(&mut state, Msg::Live(live_events, Instant::now())).redraw;
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
         }
         let now = Instant::now();
-        if now >= next_poll {
-            next_poll = now + opts.poll_interval;
-            match source.poll() {
-                Ok(batch) => redraw |= update(&mut state, Msg::Data(batch, now)).redraw,
-                // A transient read error (file being replaced) is shown, not fatal; the next poll retries.
-                Err(e) => {
-                    state.message = Some(e.to_string());
-                    redraw = true;
-                }
-            }
+        if now >= next_tick {
+            next_tick = now + TICK;
             redraw |= update(&mut state, Msg::Tick(now)).redraw;
         }
         if redraw {

@@ -9,7 +9,6 @@ pub mod app;
 pub mod config;
 pub mod fields;
 pub mod keymap;
-pub mod source;
 pub mod state;
 pub mod theme;
 pub mod ui;

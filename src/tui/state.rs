@@ -2,11 +2,11 @@
 //! user is. Rendering reads it; only [`super::update::update`] changes it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
-use crate::run::{Episode, LineError, MetricsRecord, RunMeta};
+use crate::live::LiveStatus;
+use crate::run::{Episode, Run, RunMeta};
 
 use super::config::Config;
 
@@ -56,7 +56,7 @@ pub struct IterationStats {
 }
 
 /// Everything computed from the episodes under the current settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Derived {
     pub table: AdvantageTable,
     pub iterations: Vec<IterationStats>,
@@ -70,7 +70,26 @@ pub struct Derived {
 
 impl Derived {
     pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
-        let table = compute(episodes, settings);
+        Derived::from_table(episodes, compute(episodes, settings))
+    }
+
+    /// After episodes were appended to `episodes` (those from `old_len` on): when every new episode belongs
+    /// to a group that did not exist before, only the new episodes are computed and their table appended
+    /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
+    /// run that writes whole groups at a time fast however large it grows.
+    pub fn extend(self, episodes: &[Episode], old_len: usize, settings: &AdvantageSettings) -> Derived {
+        let known: std::collections::HashSet<&str> =
+            self.table.episode_groups.iter().map(|g| g.name.as_str()).collect();
+        if old_len > episodes.len() || episodes[old_len..].iter().any(|e| known.contains(e.group.as_str())) {
+            return Derived::build(episodes, settings);
+        }
+        let mut table = self.table;
+        append_table(&mut table, compute(&episodes[old_len..], settings), old_len as u32);
+        Derived::from_table(episodes, table)
+    }
+
+    /// The summaries shown beside the table.
+    fn from_table(episodes: &[Episode], table: AdvantageTable) -> Derived {
         let mut size_histogram = BTreeMap::new();
         for g in &table.anchor_groups {
             *size_histogram.entry(g.members.len()).or_insert(0) += 1;
@@ -151,6 +170,33 @@ impl Derived {
     }
 }
 
+/// Append `extra` (the table of the episodes from index `episode_offset` on, computed alone) to `table`,
+/// renumbering its episodes, rows, anchor groups and episode groups.
+fn append_table(table: &mut AdvantageTable, extra: AdvantageTable, episode_offset: u32) {
+    let row_base = table.rows.len();
+    let anchor_base = table.anchor_groups.len() as u32;
+    let group_base = table.episode_groups.len() as u32;
+    table.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
+    table.rows.extend(extra.rows.into_iter().map(|mut r| {
+        r.step_group += anchor_base;
+        r
+    }));
+    table.anchor_groups.extend(extra.anchor_groups.into_iter().map(|mut g| {
+        g.episode_group += group_base;
+        for m in &mut g.members {
+            m.episode += episode_offset;
+        }
+        g
+    }));
+    table.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
+        for e in &mut g.episodes {
+            *e += episode_offset;
+        }
+        g
+    }));
+    table.episode_group_of.extend(extra.episode_group_of.into_iter().map(|g| g + group_base));
+}
+
 /// Where the user is. Indices into the derived lists; kept valid (clamped or re-found) after every change.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Selection {
@@ -180,24 +226,10 @@ pub struct SearchState {
     pub current: usize,
 }
 
-/// Live status shown in the status bar.
-#[derive(Clone, Debug, Default)]
-pub struct LiveStatus {
-    pub follow: bool,
-    pub last_update: Option<Instant>,
-    pub now: Option<Instant>,
-    /// Broken lines skipped since the run was opened (or since the file was last replaced).
-    pub broken_lines: usize,
-    /// The most recent broken line, for the status bar.
-    pub last_broken: Option<LineError>,
-}
-
 pub struct State {
-    pub dir: PathBuf,
+    /// The run as read so far (live events are merged into it).
+    pub run: Run,
     pub run_name: String,
-    pub meta: Option<RunMeta>,
-    pub episodes: Vec<Episode>,
-    pub metrics: Vec<MetricsRecord>,
     /// The settings the run recorded (run.json), or the defaults.
     pub recorded: AdvantageSettings,
     pub settings: AdvantageSettings,
@@ -205,7 +237,12 @@ pub struct State {
     pub view: View,
     pub popup: Option<Popup>,
     pub sel: Selection,
+    /// When the run last changed and how many lines were skipped as broken.
     pub live: LiveStatus,
+    /// Follow mode: jump to the newest episodes as they arrive.
+    pub follow: bool,
+    /// The clock as of the last tick, for "updated N s ago" (time only enters through messages).
+    pub now: Option<Instant>,
     /// Terminal size (columns, rows), from resize events.
     pub size: (u16, u16),
     /// One-line message (errors of effects, hints), cleared on the next key.
@@ -216,37 +253,42 @@ pub struct State {
     pub config: Config,
 }
 
+/// The settings a run recorded in `run.json`, on top of the defaults.
+pub fn recorded_settings(meta: Option<&RunMeta>) -> AdvantageSettings {
+    meta.and_then(|m| m.advantage.as_ref()).map(|o| o.apply(AdvantageSettings::default())).unwrap_or_default()
+}
+
 impl State {
-    pub fn new(dir: PathBuf, meta: Option<RunMeta>, config: Config, size: (u16, u16)) -> State {
-        let recorded = meta
-            .as_ref()
-            .and_then(|m| m.advantage.as_ref())
-            .map(|o| o.apply(AdvantageSettings::default()))
-            .unwrap_or_default();
-        let run_name = meta
+    /// A state showing `run` (already read) on a terminal of `size`.
+    pub fn new(run: Run, config: Config, size: (u16, u16)) -> State {
+        let recorded = recorded_settings(run.meta.as_ref());
+        let run_name = run
+            .meta
             .as_ref()
             .and_then(|m| m.name.clone())
-            .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| dir.display().to_string());
-        State {
-            dir,
+            .or_else(|| run.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| run.dir.display().to_string());
+        let live = LiveStatus { broken_lines: run.errors.len() + run.metrics_errors.len(), ..LiveStatus::default() };
+        let mut state = State {
+            run,
             run_name,
-            meta,
-            episodes: Vec::new(),
-            metrics: Vec::new(),
             recorded,
             settings: recorded,
             derived: Derived::default(),
             view: View::Overview,
             popup: None,
             sel: Selection::default(),
-            live: LiveStatus::default(),
+            live,
+            follow: false,
+            now: None,
             size,
             message: None,
             input: None,
             search: None,
             config,
-        }
+        };
+        state.rebuild();
+        state
     }
 
     pub fn settings_modified(&self) -> bool {
@@ -279,7 +321,7 @@ impl State {
 
     pub fn row_ref(&self) -> Option<RowRef> {
         let e = self.episode_index()?;
-        (self.sel.step < self.episodes[e].steps.len()).then_some(RowRef { episode: e as u32, step: self.sel.step as u32 })
+        (self.sel.step < self.run.episodes[e].steps.len()).then_some(RowRef { episode: e as u32, step: self.sel.step as u32 })
     }
 
     /// Select episode `e`, step `step`: its iteration, group and trajectory.
@@ -287,7 +329,7 @@ impl State {
         let Some(&g) = self.derived.table.episode_group_of.get(e) else { return };
         let group = &self.derived.table.episode_groups[g as usize];
         let first = group.episodes.first().map_or(e, |&f| f as usize);
-        let iteration = self.episodes[first].iteration;
+        let iteration = self.run.episodes[first].iteration;
         if let Some(i) = self.derived.iterations.iter().position(|s| s.iteration == iteration) {
             self.sel.iteration = i;
         }
@@ -298,11 +340,27 @@ impl State {
         self.clamp();
     }
 
-    /// Recompute everything derived (after a settings change or new data) and keep the user's position: the
+    /// Recompute everything derived (after a settings change or a reset) and keep the user's position: the
     /// same iteration number, group and trajectory when they still exist, else the nearest valid one.
     pub fn rebuild(&mut self) {
-        let iteration = self.derived.iterations.get(self.sel.iteration).map(|i| i.iteration);
-        self.derived = Derived::build(&self.episodes, &self.settings);
+        let iteration = self.selected_iteration();
+        self.derived = Derived::build(&self.run.episodes, &self.settings);
+        self.reselect(iteration);
+    }
+
+    /// Take in episodes appended from index `old_len` on (see [`Derived::extend`]).
+    pub fn extend(&mut self, old_len: usize) {
+        let iteration = self.selected_iteration();
+        self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &self.settings);
+        self.reselect(iteration);
+    }
+
+    fn selected_iteration(&self) -> Option<i64> {
+        self.derived.iterations.get(self.sel.iteration).map(|i| i.iteration)
+    }
+
+    /// After the derived lists changed: the same iteration number as before, and valid indices.
+    fn reselect(&mut self, iteration: Option<i64>) {
         if let Some(it) = iteration {
             if let Some(i) = self.derived.iterations.iter().position(|s| s.iteration == it) {
                 self.sel.iteration = i;
@@ -322,7 +380,7 @@ impl State {
         let n = self.group_episodes().len();
         self.sel.traj = self.sel.traj.min(n.saturating_sub(1));
         self.sel.other = self.sel.other.min(n.saturating_sub(1));
-        let steps = self.episode_index().map_or(0, |e| self.episodes[e].steps.len());
+        let steps = self.episode_index().map_or(0, |e| self.run.episodes[e].steps.len());
         self.sel.step = self.sel.step.min(steps.saturating_sub(1));
         let members = self.row_ref().map_or(0, |r| self.derived.table.anchor_group_of(r).members.len());
         self.sel.member = self.sel.member.min(members.saturating_sub(1));

@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use super::action::Action;
 use super::fields;
-use super::source::RunUpdate;
 use super::state::{Popup, SearchState, State, View};
 use crate::index::SearchResults;
+use crate::live::{self, Applied, LiveEvent};
 use super::ui::layout;
 
 /// Everything that can happen to the TUI.
@@ -19,8 +19,8 @@ pub enum Msg {
     Resize(u16, u16),
     /// Periodic clock, for "updated N s ago".
     Tick(Instant),
-    /// New data from the run directory, read at the given instant.
-    Data(RunUpdate, Instant),
+    /// What the run watcher found, received at the given instant.
+    Live(Vec<LiveEvent>, Instant),
     /// A key typed while the search prompt is open.
     Input(InputKey),
     /// The outcome of a search the app ran for an [`Effects::search`].
@@ -89,10 +89,10 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
         Msg::Tick(now) => {
             // Redraw only when the "updated N s ago" text would change.
             let before = age_secs(state);
-            state.live.now = Some(now);
+            state.now = Some(now);
             Effects { redraw: state.live.last_update.is_some() && age_secs(state) != before, ..Effects::default() }
         }
-        Msg::Data(batch, at) => on_data(state, batch, at),
+        Msg::Live(events, at) => on_live(state, events, at),
         Msg::Input(key) => on_input(state, key),
         Msg::SearchDone { query, result } => {
             match result {
@@ -139,7 +139,7 @@ fn jump_hit(state: &mut State, by: isize) {
     search.current = (search.current as isize + by).rem_euclid(n.max(1)) as usize;
     let Some(hit) = search.hits.get(search.current) else { return };
     let (e, step, current) = (hit.episode, hit.step, search.current);
-    if e < state.episodes.len() {
+    if e < state.run.episodes.len() {
         state.select_row(e, step);
         state.view = View::Episode;
         state.message = Some(format!("hit {}/{}", current + 1, n));
@@ -147,34 +147,40 @@ fn jump_hit(state: &mut State, by: isize) {
 }
 
 fn age_secs(state: &State) -> Option<u64> {
-    Some(state.live.now?.saturating_duration_since(state.live.last_update?).as_secs())
+    Some(state.live.since_update(state.now?)?.as_secs())
 }
 
-fn on_data(state: &mut State, batch: RunUpdate, at: Instant) -> Effects {
-    if batch.is_empty() {
+fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
+    // Remember the selected episode by id: a reset (file replaced) renumbers everything.
+    let selected_id = state.episode_index().map(|e| state.run.episodes[e].id.clone());
+    let selected_step = state.sel.step;
+    let mut applied = Applied { new_episodes: state.run.episodes.len()..state.run.episodes.len(), ..Applied::default() };
+    for event in events {
+        applied.absorb(live::apply(&mut state.run, event));
+    }
+    if !applied.changed() {
         return Effects::default();
     }
-    if batch.reset {
-        state.episodes.clear();
-        state.live.broken_lines = 0;
-        state.live.last_broken = None;
+    state.live.record(&applied, &state.run, at);
+    state.now = Some(at);
+    if let Some(e) = applied.errors.last() {
+        state.message = Some(e.clone());
     }
-    if batch.metrics_reset {
-        state.metrics.clear();
+    if applied.meta_changed {
+        state.recorded = super::state::recorded_settings(state.run.meta.as_ref());
     }
-    state.live.broken_lines += batch.broken.len();
-    if let Some(last) = batch.broken.into_iter().last() {
-        state.live.last_broken = Some(last);
-    }
-    let grew = !batch.episodes.is_empty() || batch.reset;
-    state.episodes.extend(batch.episodes);
-    state.metrics.extend(batch.metrics);
-    state.live.last_update = Some(at);
-    state.live.now = Some(at);
-    if grew {
+    if applied.episodes_reset {
         state.rebuild();
-        if state.live.follow {
+    } else if !applied.new_episodes.is_empty() {
+        state.extend(applied.new_episodes.start);
+    }
+    if applied.episodes_reset || !applied.new_episodes.is_empty() {
+        if state.follow {
             jump_to_newest(state);
+        } else if applied.episodes_reset {
+            if let Some(e) = selected_id.and_then(|id| state.run.episodes.iter().position(|x| x.id == id)) {
+                state.select_row(e, selected_step);
+            }
         }
     }
     Effects::redraw()
@@ -214,7 +220,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Some(Popup::Settings { field }) => return on_settings(state, field, a),
         None => {}
     }
-    if state.episodes.is_empty() && !matches!(a, Action::Help | Action::Settings | Action::Follow) {
+    if state.run.episodes.is_empty() && !matches!(a, Action::Help | Action::Settings | Action::Follow) {
         return Effects::default();
     }
     match a {
@@ -249,8 +255,8 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Help => state.popup = Some(Popup::Help { scroll: 0 }),
         Action::ResetSettings => reset_settings(state),
         Action::Follow => {
-            state.live.follow = !state.live.follow;
-            if state.live.follow && !state.episodes.is_empty() {
+            state.follow = !state.follow;
+            if state.follow && !state.run.episodes.is_empty() {
                 jump_to_newest(state);
             }
         }
@@ -317,7 +323,7 @@ fn move_by(state: &mut State, by: isize) {
         }
         View::Groups => state.sel.traj = clamp_add(state.sel.traj, by, state.group_episodes().len()),
         View::Episode => {
-            let n = state.episode_index().map_or(0, |e| state.episodes[e].steps.len());
+            let n = state.episode_index().map_or(0, |e| state.run.episodes[e].steps.len());
             state.sel.step = clamp_add(state.sel.step, by, n);
             state.sel.obs_scroll = 0;
         }
@@ -338,7 +344,7 @@ fn move_by(state: &mut State, by: isize) {
 }
 
 fn compare_len(state: &State) -> usize {
-    let len = |e: Option<usize>| e.map_or(0, |e| state.episodes[e].steps.len());
+    let len = |e: Option<usize>| e.map_or(0, |e| state.run.episodes[e].steps.len());
     len(state.episode_index()).max(len(state.other_index()))
 }
 
@@ -415,7 +421,7 @@ fn item(state: &mut State, by: isize) {
             state.sel.obs_scroll = 0;
         }
         View::Anchor => {
-            let n = state.episode_index().map_or(0, |e| state.episodes[e].steps.len());
+            let n = state.episode_index().map_or(0, |e| state.run.episodes[e].steps.len());
             state.sel.step = clamp_add(state.sel.step, by, n);
             select_self_in_anchor_group(state);
         }

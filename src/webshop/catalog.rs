@@ -133,6 +133,15 @@ impl Catalog {
         )
     }
 
+    /// [`Catalog::load`] on `dir` when given, else [`Catalog::embedded_demo`] (what `--catalog`
+    /// means on every command).
+    pub fn load_or_demo(dir: Option<&Path>, seed: u64) -> Result<Catalog, CatalogError> {
+        match dir {
+            Some(dir) => Catalog::load(dir, seed),
+            None => Catalog::embedded_demo(),
+        }
+    }
+
     /// Loads from readers of the three files; the paths only name them in errors.
     pub fn from_readers<P: Read, I: Read, H: Read>(
         products: (&Path, P),

@@ -20,7 +20,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let ag = t.anchor_group_of(r);
     let id = t.row(r).step_group;
     let a = layout::anchor(area);
-    let step = &state.episodes[r.episode as usize].steps[r.step as usize];
+    let step = &state.run.episodes[r.episode as usize].steps[r.step as usize];
     let header = vec![
         Line::from(vec![
             Span::styled(format!("anchor group #{id} "), theme.title()),
@@ -40,7 +40,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.sel.member, ag.members.len(), body.height as usize);
     let group_eps = state.group_episodes();
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
-        let ep = &state.episodes[m.episode as usize];
+        let ep = &state.run.episodes[m.episode as usize];
         let row = t.row(*m);
         let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| p.to_string());
         let this = if *m == r { "◀ this step" } else { "" };
@@ -85,7 +85,7 @@ fn formula(state: &State) -> Vec<Line<'static>> {
     let ag = t.anchor_group_of(r);
     let Some(&m) = ag.members.get(state.sel.member) else { return vec![] };
     let row = t.row(m);
-    let ep = &state.episodes[m.episode as usize];
+    let ep = &state.run.episodes[m.episode as usize];
     let n = ag.members.len();
     let mut lines = Vec::new();
 

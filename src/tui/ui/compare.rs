@@ -21,7 +21,7 @@ pub fn divergence(a: &Episode, b: &Episode) -> usize {
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let (Some(ea), Some(eb)) = (state.episode_index(), state.other_index()) else { return };
-    let (a, b) = (&state.episodes[ea], &state.episodes[eb]);
+    let (a, b) = (&state.run.episodes[ea], &state.run.episodes[eb]);
     let t = &state.derived.table;
     let d = divergence(a, b);
     let [head, table] = ratatui::layout::Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);

@@ -13,7 +13,7 @@ use crate::tui::state::State;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let Some(e) = state.episode_index() else { return };
-    let ep = &state.episodes[e];
+    let ep = &state.run.episodes[e];
     let a = layout::episode(state, area);
     header(state, ep, a.header, buf);
     steps(state, e, a.steps, buf);
@@ -45,7 +45,7 @@ fn header(state: &State, ep: &Episode, area: Rect, buf: &mut Buffer) {
 
 fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let ep = &state.episodes[e];
+    let ep = &state.run.episodes[e];
     let t = &state.derived.table;
     let rows_adv = t.episode_rows(e);
     let body = layout::table_body(area);
@@ -151,7 +151,7 @@ fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
     let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
     let (lines, _) = observation_lines(&step.observation, w, skip, h);
     let title = format!(
-        "Observation · page {} · lines {}–{} of {total}",
+        "Observation · {} · {}–{}/{total}",
         step.page.as_deref().unwrap_or("—"),
         (skip + 1).min(total),
         (skip + h).min(total)
@@ -193,7 +193,7 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     facts.push(format!("valid {}", if step.valid { "yes" } else { "no" }));
     lines.push(Line::from(facts.join(" · ")));
     let row = state.derived.table.episode_rows(e).get(state.sel.step);
-    let recorded = state.episodes[e].advantages.as_ref().and_then(|a| a.get(state.sel.step)).copied();
+    let recorded = state.run.episodes[e].advantages.as_ref().and_then(|a| a.get(state.sel.step)).copied();
     if let (Some(r), Some(rec)) = (row, recorded) {
         let d = rec - r.advantage;
         lines.push(Line::from(vec![

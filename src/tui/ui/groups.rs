@@ -35,7 +35,7 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
     let t = &state.derived.table;
     let rows = groups.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &g)| {
         let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.episodes[e as usize].success()).count();
+        let ok = eg.episodes.iter().filter(|&&e| state.run.episodes[e as usize].success()).count();
         let row = Row::new(vec![
             trunc(&eg.name, 14),
             format!("{}/{}", ok, eg.episodes.len()),
@@ -52,7 +52,7 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
 fn header(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let Some(g) = state.derived.table.episode_groups.get(state.sel.group as usize) else { return };
-    let instruction = g.episodes.first().map_or("", |&e| state.episodes[e as usize].instruction());
+    let instruction = g.episodes.first().map_or("", |&e| state.run.episodes[e as usize].instruction());
     let pos = state.current_groups().iter().position(|&x| x == state.sel.group).map_or(0, |p| p + 1);
     let mut l1 = vec![
         Span::styled(format!("group {} ", g.name), theme.title()),
@@ -87,7 +87,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.sel.traj, eps.len(), body.height as usize);
     let omega = state.settings.omega;
     let rows = eps.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &e)| {
-        let ep = &state.episodes[e as usize];
+        let ep = &state.run.episodes[e as usize];
         let rows = t.episode_rows(e as usize);
         let a_e = rows.first().map_or(0.0, |r| r.episode_advantage);
         let mut heat: Vec<Span> = rows

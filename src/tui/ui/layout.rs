@@ -43,7 +43,7 @@ pub fn overview(state: &State, body: Rect) -> OverviewAreas {
     let table_h = wanted.min((body.height / 2).max(5)).min(body.height);
     let [table, bottom] = Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(body);
     let [charts, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(bottom);
-    let (histogram, metrics) = if state.metrics.is_empty() {
+    let (histogram, metrics) = if state.run.metrics.is_empty() {
         (right, None)
     } else {
         let [h, m] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(right);
@@ -83,7 +83,7 @@ pub fn episode(state: &State, body: Rect) -> EpisodeAreas {
         let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(rest);
         (l, r)
     } else {
-        let n = state.episode_index().map_or(0, |e| state.episodes[e].steps.len()) as u16;
+        let n = state.episode_index().map_or(0, |e| state.run.episodes[e].steps.len()) as u16;
         let h = (n + 3).min(rest.height * 2 / 5).max(4.min(rest.height));
         let [t, d] = Layout::vertical([Constraint::Length(h), Constraint::Min(0)]).areas(rest);
         (t, d)
@@ -113,7 +113,7 @@ pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
         }
         View::Groups => Some((table_body(groups(body).table), state.group_episodes().len(), state.sel.traj)),
         View::Episode => {
-            let n = state.episode_index().map_or(0, |e| state.episodes[e].steps.len());
+            let n = state.episode_index().map_or(0, |e| state.run.episodes[e].steps.len());
             Some((table_body(episode(state, body).steps), n, state.sel.step))
         }
         View::Anchor => {

@@ -22,7 +22,7 @@ impl Widget for &State {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let [crumb, body, status, hints] = layout::root(area);
         breadcrumb(self, crumb, buf);
-        if self.episodes.is_empty() {
+        if self.run.episodes.is_empty() {
             empty(self, body, buf);
         } else {
             match self.view {
@@ -47,7 +47,7 @@ impl Widget for &State {
 fn empty(state: &State, area: Rect, buf: &mut Buffer) {
     let text = vec![
         Line::from(""),
-        Line::from(format!("  No episodes in {} yet.", state.dir.display())),
+        Line::from(format!("  No episodes in {} yet.", state.run.dir.display())),
         Line::from("  Waiting for episodes.jsonl to grow (the view updates as lines arrive)."),
     ];
     Paragraph::new(text).block(block(state, "Run")).render(area, buf);
@@ -83,7 +83,7 @@ pub(crate) fn trunc(s: &str, width: usize) -> String {
 fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let mut parts = vec![state.run_name.clone()];
-    if !state.episodes.is_empty() {
+    if !state.run.episodes.is_empty() {
         if let Some(it) = state.derived.iterations.get(state.sel.iteration) {
             parts.push(format!("iter {}", it.iteration));
         }
@@ -94,7 +94,7 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
         }
         if matches!(state.view, View::Episode | View::Anchor | View::Compare) {
             if let Some(e) = state.episode_index() {
-                parts.push(format!("ep {}", state.episodes[e].id));
+                parts.push(format!("ep {}", state.run.episodes[e].id));
             }
         }
         if matches!(state.view, View::Episode | View::Anchor) {
@@ -102,7 +102,7 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
         }
         if state.view == View::Compare {
             if let Some(o) = state.other_index() {
-                parts.push(format!("vs {}", state.episodes[o].id));
+                parts.push(format!("vs {}", state.run.episodes[o].id));
             }
         }
     }
@@ -112,7 +112,7 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     if state.settings_modified() {
         spans.push(Span::styled("  ✎ settings differ from run", theme.warn()));
     }
-    if state.live.follow {
+    if state.follow {
         spans.push(Span::styled("  ⇣ follow", theme.warn()));
     }
     Paragraph::new(Line::from(spans)).render(area, buf);
@@ -134,16 +134,16 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
     if state.live.broken_lines > 0 {
-        let at = state.live.last_broken.as_ref().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
+        let at = state.run.errors.last().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
         spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.live.broken_lines), theme.warn()));
     }
-    if let (Some(last), Some(now)) = (state.live.last_update, state.live.now) {
-        let secs = now.saturating_duration_since(last).as_secs();
+    if let Some(age) = state.now.and_then(|now| state.live.since_update(now)) {
+        let secs = age.as_secs();
         spans.push(Span::raw(format!("updated {} · ", ago(secs))));
     }
     spans.push(Span::raw(format!(
         "{} ep · {} steps · {} groups · {} γ{:.2} ω{:.2}",
-        state.episodes.len(),
+        state.run.episodes.len(),
         t.rows.len(),
         t.episode_groups.len(),
         super::fields::value(s, 0),

@@ -133,7 +133,7 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let it = state.derived.iterations.get(state.sel.iteration).map(|i| i.iteration);
     // The metrics of the selected iteration, else the latest record.
-    let rec = state.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.metrics.last());
+    let rec = state.run.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.run.metrics.last());
     let lines: Vec<Line> = match rec {
         None => vec![],
         Some(r) => {
@@ -144,5 +144,5 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
             v
         }
     };
-    Paragraph::new(lines).block(block(state, format!("metrics.jsonl ({} records)", state.metrics.len()))).render(area, buf);
+    Paragraph::new(lines).block(block(state, format!("metrics.jsonl ({} records)", state.run.metrics.len()))).render(area, buf);
 }

@@ -14,7 +14,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let body = layout::table_body(area);
     let start = layout::window_start(search.current, search.hits.len(), body.height as usize);
     let rows = search.hits.iter().enumerate().skip(start).take(body.height as usize).filter_map(|(i, h)| {
-        let ep = state.episodes.get(h.episode)?;
+        let ep = state.run.episodes.get(h.episode)?;
         let step = ep.steps.get(h.step)?;
         let row = t.episode_rows(h.episode).get(h.step)?;
         let r = Row::new(vec![

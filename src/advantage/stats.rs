@@ -1,0 +1,166 @@
+//! Group statistics of a computed [`AdvantageTable`]: how much learning signal the grouping leaves
+//! (singleton step groups and zero-variance episode groups carry none) and how far a trainer's recorded
+//! advantages are from gigscope's recomputation.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::engine::{AdvantageTable, RowRef};
+use crate::run::Episode;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunStats {
+    pub episodes: usize,
+    pub steps: usize,
+    pub episode_groups: usize,
+    pub step_groups: usize,
+    /// Number of step groups of each size, ascending by size.
+    pub step_group_sizes: Vec<SizeCount>,
+    pub singleton_step_groups: usize,
+    /// Share of step groups that are singletons (their A_S is 0); 0 when there are none.
+    pub singleton_share: f64,
+    /// Rows per step group (the reference trainer's "avg size of step-level group").
+    pub mean_step_group_size: f64,
+    pub zero_variance_groups: usize,
+    /// Share of episode groups whose trajectories all have the same total reward.
+    pub zero_variance_share: f64,
+    pub groups: Vec<GroupSummary>,
+    /// Present when at least one episode carries trainer-recorded `advantages`.
+    pub stored: Option<StoredComparison>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SizeCount {
+    pub size: usize,
+    pub count: usize,
+}
+
+/// One episode group's summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupSummary {
+    pub name: String,
+    pub episodes: usize,
+    pub steps: usize,
+    /// Share of its episodes with `outcome.success`.
+    pub success_rate: f64,
+    /// Mean and sample std of the episode-baseline pool (row scores), and its size.
+    pub mean: f64,
+    pub std: f64,
+    pub pool_size: usize,
+    pub zero_variance: bool,
+    pub step_groups: usize,
+    pub singleton_step_groups: usize,
+}
+
+/// Trainer-recorded `advantages` against the recomputed final advantages.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredComparison {
+    /// Rows compared (episodes whose `advantages` has one value per step).
+    pub rows: usize,
+    /// Ids of episodes whose `advantages` length differs from their step count (not compared).
+    pub length_mismatches: Vec<String>,
+    /// The largest |stored − recomputed| and where; `None` when no row could be compared.
+    pub largest: Option<StoredDifference>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredDifference {
+    pub abs_diff: f64,
+    /// Episode id, and the row's address in the input.
+    pub episode_id: String,
+    pub at: RowRef,
+    pub stored: f64,
+    pub recomputed: f64,
+}
+
+/// Statistics of `table`, computed by the engine from `episodes`.
+pub fn run_stats(episodes: &[Episode], table: &AdvantageTable) -> RunStats {
+    let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut singletons_per_group = vec![0usize; table.episode_groups.len()];
+    let mut step_groups_per_group = vec![0usize; table.episode_groups.len()];
+    for anchor in &table.anchor_groups {
+        *sizes.entry(anchor.members.len()).or_insert(0) += 1;
+        step_groups_per_group[anchor.episode_group as usize] += 1;
+        if anchor.members.len() == 1 {
+            singletons_per_group[anchor.episode_group as usize] += 1;
+        }
+    }
+    let groups: Vec<GroupSummary> = table
+        .episode_groups
+        .iter()
+        .enumerate()
+        .map(|(g, group)| {
+            let members = || group.episodes.iter().map(|&e| &episodes[e as usize]);
+            let successes = members().filter(|e| e.success()).count();
+            GroupSummary {
+                name: group.name.clone(),
+                episodes: group.episodes.len(),
+                steps: members().map(|e| e.steps.len()).sum(),
+                success_rate: share(successes, group.episodes.len()),
+                mean: group.mean,
+                std: group.std,
+                pool_size: group.pool_size,
+                zero_variance: group.zero_variance,
+                step_groups: step_groups_per_group[g],
+                singleton_step_groups: singletons_per_group[g],
+            }
+        })
+        .collect();
+    let singleton_step_groups = sizes.get(&1).copied().unwrap_or(0);
+    let zero_variance_groups = groups.iter().filter(|g| g.zero_variance).count();
+    RunStats {
+        episodes: episodes.len(),
+        steps: table.rows.len(),
+        episode_groups: groups.len(),
+        step_groups: table.anchor_groups.len(),
+        step_group_sizes: sizes.into_iter().map(|(size, count)| SizeCount { size, count }).collect(),
+        singleton_step_groups,
+        singleton_share: share(singleton_step_groups, table.anchor_groups.len()),
+        mean_step_group_size: if table.anchor_groups.is_empty() {
+            0.0
+        } else {
+            table.rows.len() as f64 / table.anchor_groups.len() as f64
+        },
+        zero_variance_groups,
+        zero_variance_share: share(zero_variance_groups, groups.len()),
+        groups,
+        stored: compare_stored(episodes, table),
+    }
+}
+
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// The largest |stored − recomputed| over episodes that carry `advantages`; the first such row wins ties.
+pub fn compare_stored(episodes: &[Episode], table: &AdvantageTable) -> Option<StoredComparison> {
+    let mut comparison = StoredComparison { rows: 0, length_mismatches: Vec::new(), largest: None };
+    let mut any = false;
+    for (e, episode) in episodes.iter().enumerate() {
+        let Some(stored) = &episode.advantages else { continue };
+        any = true;
+        if stored.len() != episode.steps.len() {
+            comparison.length_mismatches.push(episode.id.clone());
+            continue;
+        }
+        for (t, (&stored, row)) in stored.iter().zip(table.episode_rows(e)).enumerate() {
+            comparison.rows += 1;
+            let abs_diff = (stored - row.advantage).abs();
+            if comparison.largest.as_ref().is_none_or(|l| abs_diff > l.abs_diff) {
+                comparison.largest = Some(StoredDifference {
+                    abs_diff,
+                    episode_id: episode.id.clone(),
+                    at: RowRef { episode: e as u32, step: t as u32 },
+                    stored,
+                    recomputed: row.advantage,
+                });
+            }
+        }
+    }
+    any.then_some(comparison)
+}

@@ -1,0 +1,81 @@
+//! Search benchmark: index build time and query latency (p50/p99) on generated catalogs.
+//!
+//! `cargo bench --no-default-features --bench search` runs 1k and 100k products;
+//! `GIGSCOPE_BENCH_SIZES=1000,100000,1181436` picks the sizes (1.18 M is WebShop's full catalog).
+//! Queries: the real ones people typed (`../shared/webshop/goal_query_map.json`, when present)
+//! and the generated products' own `query` fields.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use gigscope::webshop::catalog::Catalog;
+use gigscope::webshop::gen;
+use gigscope::webshop::search::SearchIndex;
+
+fn real_queries() -> Vec<String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop/goal_query_map.json");
+    let Ok(text) = std::fs::read_to_string(&path) else { return Vec::new() };
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(&text) else { return Vec::new() };
+    map.values().filter_map(|v| v.as_array()).flatten().filter_map(|q| q.as_str().map(str::to_owned)).collect()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn measure(index: &SearchIndex, queries: &[String]) -> (Duration, Duration, Duration) {
+    // One warm-up pass so page-cache misses on a fresh mmap do not count as query time.
+    for q in queries.iter().take(200) {
+        std::hint::black_box(index.search(q));
+    }
+    let mut times: Vec<Duration> = queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            std::hint::black_box(index.search(q));
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    (percentile(&times, 0.5), percentile(&times, 0.99), mean)
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::var("GIGSCOPE_BENCH_SIZES")
+        .unwrap_or_else(|_| "1000,100000".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let real = real_queries();
+    for n in sizes {
+        let work = tempfile::tempdir().expect("temp dir");
+        let data = work.path().join("catalog");
+        let t = Instant::now();
+        gen::generate(&data, n, 1).expect("generate");
+        let gen_time = t.elapsed();
+        let t = Instant::now();
+        let catalog = Catalog::load(&data, 0).expect("load");
+        let load_time = t.elapsed();
+        let cache = work.path().join("cache");
+        let t = Instant::now();
+        let index = SearchIndex::open_or_build(&catalog, Some(&cache)).expect("build");
+        let build_time = t.elapsed();
+        drop(index);
+        let t = Instant::now();
+        let index = SearchIndex::open_or_build(&catalog, Some(&cache)).expect("reopen");
+        let reopen_time = t.elapsed();
+        println!(
+            "{n} products: generate {:.1?}, load {:.1?}, index build {:.1?}, reopen from cache {:.1?}",
+            gen_time, load_time, build_time, reopen_time
+        );
+        let own: Vec<String> = catalog.products.iter().step_by((n / 2000).max(1)).map(|p| p.query.clone()).collect();
+        for (name, queries) in [("real WebShop queries", &real), ("catalog queries", &own)] {
+            if queries.is_empty() {
+                continue;
+            }
+            let (p50, p99, mean) = measure(&index, queries);
+            println!("  {name} ({}): p50 {:.3?}, p99 {:.3?}, mean {:.3?}", queries.len(), p50, p99, mean);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! TUI benchmark on a generated run of 100,000 episodes (~1.5 M steps; `TUI_BENCH_EPISODES` to change):
+//! time to open it, key press to frame (update + render of a 120×40 screen) p50/p99, recompute after a
+//! settings change, memory relative to the file size, and the delay from an appended group to the frame
+//! that shows it (through the live watcher, as in the app).
+//!
+//! `cargo bench --no-default-features --bench tui` (a plain binary: prints a table).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gigscope::run::{Episode, Outcome, Step, Task};
+use gigscope::live::{LiveEvent, WatchOptions, Watcher};
+use gigscope::tui::{open, update, Action, Config, Msg, State};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+const GROUP: usize = 8;
+
+/// One WebShop-like trajectory: a search page, results, items; a few branch choices so anchor states repeat
+/// across the group's trajectories.
+fn episode(rng: &mut ChaCha8Rng, id: usize, group: usize, iteration: i64) -> Episode {
+    let len = rng.random_range(10..=20);
+    let success = rng.random_bool(0.3);
+    let instruction = format!("i need a pack of {group} cotton socks in size m, price lower than 30.00 dollars");
+    let mut steps = Vec::with_capacity(len);
+    let mut branch = 0u32;
+    for t in 0..len {
+        // States repeat across the group until a trajectory branches off.
+        if rng.random_bool(0.3) {
+            branch = branch * 2 + rng.random_range(0..2);
+        }
+        let (page, obs) = match t {
+            0 => ("search", format!("WebShop [SEP] Instruction: [SEP] {instruction} [SEP] Search")),
+            _ => (
+                if t % 3 == 1 { "results" } else { "item" },
+                format!(
+                    "Back to Search [SEP] Page {} (Total results: 50) [SEP] Next > [SEP] B0{group:05}{branch} [SEP] \
+                     Cotton socks, {t} pack [SEP] $1{}.99 [SEP] B1{group:05} [SEP] Wool socks [SEP] $24.00",
+                    t % 5 + 1,
+                    branch % 10
+                ),
+            ),
+        };
+        let actions = vec![
+            "click[back to search]".to_string(),
+            "click[next >]".to_string(),
+            format!("click[b0{group:05}{branch}]"),
+            "click[buy now]".to_string(),
+        ];
+        let mut step = Step::new(obs, actions[(t + branch as usize) % 4].clone(), 0.0);
+        step.page = Some(page.to_string());
+        step.available_actions = Some(actions);
+        step.tokens = Some(rng.random_range(3..12));
+        step.thought = Some("look for the cheapest matching item".to_string());
+        steps.push(step);
+    }
+    if let Some(last) = steps.last_mut() {
+        last.reward = if success { 10.0 } else { 0.0 };
+    }
+    let mut e = Episode::new(format!("e{id}"), format!("g{group}"), steps);
+    e.iteration = iteration;
+    e.task = Some(Task { id: format!("t{group}"), instruction, extra: Default::default() });
+    e.outcome = Some(Outcome { success, score: if success { 1.0 } else { 0.0 }, extra: Default::default() });
+    e
+}
+
+fn write_run(dir: &Path, episodes: usize, rng: &mut ChaCha8Rng) -> u64 {
+    let path = dir.join("episodes.jsonl");
+    let mut w = BufWriter::new(File::create(&path).unwrap());
+    let groups_per_iter = 128;
+    for i in 0..episodes {
+        let group = i / GROUP;
+        let ep = episode(rng, i, group, (group / groups_per_iter) as i64);
+        serde_json::to_writer(&mut w, &ep).unwrap();
+        w.write_all(b"\n").unwrap();
+    }
+    w.flush().unwrap();
+    std::fs::metadata(&path).unwrap().len()
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn frame(terminal: &mut Terminal<TestBackend>, state: &State) {
+    terminal.draw(|f| f.render_widget(state, f.area())).unwrap();
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() {
+    let episodes: usize = std::env::var("TUI_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let t = Instant::now();
+    let bytes = write_run(tmp.path(), episodes, &mut rng);
+    eprintln!("generated {episodes} episodes, {:.0} MB, in {:.1?}", bytes as f64 / 1e6, t.elapsed());
+
+    let rss0 = rss_kib();
+    let t = Instant::now();
+    let (mut state, tails) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
+    let open_time = t.elapsed();
+    let rss1 = rss_kib();
+    let steps = state.derived.table.rows.len();
+
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    frame(&mut terminal, &state);
+    // A session's worth of keys across every view.
+    let script = [
+        Action::Down,
+        Action::Down,
+        Action::Open,
+        Action::Down,
+        Action::NextItem,
+        Action::Open,
+        Action::Down,
+        Action::ScrollDown,
+        Action::Down,
+        Action::Open,
+        Action::Down,
+        Action::Back,
+        Action::NextItem,
+        Action::Back,
+        Action::Compare,
+        Action::NextItem,
+        Action::Back,
+        Action::Back,
+        Action::PageDown,
+        Action::Bottom,
+        Action::Top,
+    ];
+    let mut times = Vec::new();
+    for i in 0..2000 {
+        let t = Instant::now();
+        update(&mut state, Msg::Action(script[i % script.len()]));
+        frame(&mut terminal, &state);
+        times.push(t.elapsed());
+    }
+    times.sort();
+
+    // Settings change: ω one step down, in the settings panel.
+    update(&mut state, Msg::Action(Action::Settings));
+    update(&mut state, Msg::Action(Action::Down));
+    update(&mut state, Msg::Action(Action::Down));
+    let t = Instant::now();
+    update(&mut state, Msg::Action(Action::Left));
+    frame(&mut terminal, &state);
+    let recompute = t.elapsed();
+    update(&mut state, Msg::Action(Action::Back));
+
+    // A new group of trajectories appended while the TUI runs, seen through the live watcher as the app
+    // sees it (notify, debounce, read), then merged, recomputed and drawn.
+    let (_watcher, events) = Watcher::spawn(tmp.path(), tails, WatchOptions::default()).unwrap();
+    let mut f = OpenOptions::new().append(true).open(tmp.path().join("episodes.jsonl")).unwrap();
+    let group = episodes / GROUP + 1;
+    let mut text = String::new();
+    for k in 0..GROUP {
+        text += &serde_json::to_string(&episode(&mut rng, episodes + k, group, 10_000)).unwrap();
+        text.push('\n');
+    }
+    let t = Instant::now();
+    f.write_all(text.as_bytes()).unwrap();
+    drop(f);
+    let mut got = Vec::new();
+    while !got.iter().any(|e| matches!(e, LiveEvent::Episodes(v) if !v.is_empty())) {
+        got.push(events.recv_timeout(Duration::from_secs(30)).expect("the watcher delivers the appended lines"));
+    }
+    let seen = t.elapsed();
+    update(&mut state, Msg::Live(got, Instant::now()));
+    frame(&mut terminal, &state);
+    let append = t.elapsed();
+    assert_eq!(state.run.episodes.len(), episodes + GROUP);
+
+    println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | value |", bytes as f64 / 1e6);
+    println!("|---|---|");
+    println!("| open (read + recompute + overview stats) | {open_time:.2?} |");
+    println!("| key press → frame, p50 | {:.2?} |", percentile(&times, 0.5));
+    println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
+    println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
+    println!("| settings change → recomputed frame | {recompute:.2?} |");
+    println!("| appended group → watcher event (notify + 150 ms debounce) | {seen:.2?} |");
+    println!("| appended group → frame showing it | {append:.2?} |");
+    println!(
+        "| memory after open (RSS growth) | {:.0} MB = {:.2}× the file |",
+        (rss1.saturating_sub(rss0)) as f64 / 1024.0,
+        (rss1.saturating_sub(rss0)) as f64 * 1024.0 / bytes as f64
+    );
+}

@@ -1,0 +1,124 @@
+//! The search index on real products: what it finds, tie order, paging data, and the on-disk
+//! cache (built once, reused, rebuilt when damaged).
+
+use std::path::{Path, PathBuf};
+
+use gigscope::webshop::catalog::{Catalog, Product};
+use gigscope::webshop::search::{catalog_key, product_text, SearchIndex, TOP_K};
+
+fn shared() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop")
+}
+
+fn product(asin: &str, title: &str) -> Product {
+    Product {
+        asin: asin.to_owned(),
+        title: title.to_owned(),
+        description: String::new(),
+        bullet_points: vec![String::new()],
+        category: "beauty".to_owned(),
+        product_category: String::new(),
+        query: String::new(),
+        price_text: "$1.0".to_owned(),
+        prices: vec![1.0],
+        price: 1.0,
+        options: Vec::new(),
+        attributes: Vec::new(),
+        instruction: None,
+        instruction_attributes: Vec::new(),
+        title_nouns: None,
+    }
+}
+
+#[test]
+fn indexed_text_is_the_originals() {
+    let mut p = product("A1", "Soft Shoe");
+    p.description = "Great".to_owned();
+    p.bullet_points = vec!["First".to_owned(), "Second".to_owned()];
+    p.options = vec![("color".to_owned(), vec!["red".to_owned(), "blue".to_owned()]), ("size".to_owned(), vec!["7".to_owned()])];
+    assert_eq!(product_text(&p), "soft shoe great first color: red, blue, and size: 7");
+}
+
+#[test]
+fn finds_real_products_by_their_words() {
+    let catalog = Catalog::load(&shared(), 0).expect("catalog");
+    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    assert_eq!(index.num_docs(), 394);
+    let hits = index.search("garden top soil");
+    assert!(!hits.is_empty() && hits.len() <= TOP_K);
+    assert_eq!(catalog.products[hits[0]].asin, "B000GQ4KX6");
+    // Stemming and possessives: "soils" and "soil's" find the same product as "soil".
+    assert_eq!(index.search("Garden Soils")[0], hits[0]);
+    assert_eq!(index.search("garden soil's")[0], hits[0]);
+    // Only stop words: nothing to search for.
+    assert!(index.search("the and of").is_empty());
+    assert!(index.search("").is_empty());
+    assert!(index.search("zzzqqqxxx").is_empty());
+    // Broad queries are cut at 50.
+    assert_eq!(index.search("women men black white size").len(), TOP_K);
+}
+
+#[test]
+fn equal_scores_are_ordered_by_asin() {
+    let catalog = Catalog::from_products(vec![
+        product("C3", "red lamp"),
+        product("A1", "red lamp"),
+        product("B2", "red lamp"),
+        product("D4", "red red lamp shade extra words"),
+    ]);
+    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let asins: Vec<&str> = index.search("red lamp").iter().map(|&i| catalog.products[i].asin.as_str()).collect();
+    assert_eq!(&asins[..3], ["A1", "B2", "C3"]);
+    assert_eq!(asins.len(), 4);
+}
+
+fn index_dirs(cache: &Path) -> Vec<PathBuf> {
+    let root = cache.join("webshop-search");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn cached_index_is_built_once_and_rebuilt_when_damaged() {
+    let catalog = Catalog::load(&shared(), 0).expect("catalog");
+    let cache = tempfile::tempdir().expect("temp dir");
+    let memory = SearchIndex::build_in_memory(&catalog).expect("in memory");
+
+    let first = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("build");
+    let dirs = index_dirs(cache.path());
+    assert_eq!(dirs, vec![cache.path().join("webshop-search").join(catalog_key(&catalog))]);
+    let marker = dirs[0].join("gigscope-complete");
+    let built_at = std::fs::metadata(&marker).and_then(|m| m.modified()).expect("marker");
+    for q in ["garden soil", "women's sandals size 8", "long lasting lipstick"] {
+        assert_eq!(first.search_scored(q), memory.search_scored(q), "{q}");
+    }
+    drop(first);
+
+    // Reopening uses the cached files as they are.
+    let second = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("reopen");
+    assert_eq!(std::fs::metadata(&marker).and_then(|m| m.modified()).expect("marker"), built_at);
+    assert_eq!(second.search("garden soil"), memory.search("garden soil"));
+    drop(second);
+
+    // Damage: tantivy's meta file replaced by garbage. The index is rebuilt and works.
+    std::fs::write(dirs[0].join("meta.json"), b"not json").expect("damage");
+    let third = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("rebuild");
+    assert_eq!(third.search("garden soil"), memory.search("garden soil"));
+    assert_eq!(index_dirs(cache.path()).len(), 1, "no scratch directories left behind");
+
+    // A half-built index (no completion marker) is rebuilt too.
+    drop(third);
+    std::fs::remove_file(&marker).expect("remove marker");
+    let fourth = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("rebuild");
+    assert!(marker.is_file());
+    assert_eq!(fourth.search("garden soil"), memory.search("garden soil"));
+
+    // Another catalog gets its own key.
+    let other = Catalog::from_products(catalog.products[..10].to_vec());
+    assert_ne!(catalog_key(&other), catalog_key(&catalog));
+    SearchIndex::open_or_build(&other, Some(cache.path())).expect("other");
+    assert_eq!(index_dirs(cache.path()).len(), 2);
+}
