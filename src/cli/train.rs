@@ -10,7 +10,9 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::advantage::{AdvantageOverrides, AnchorKind, Estimator, Norm, Pooling};
-use crate::train::{DeviceChoice, PolicyShape, PpoConfig, Progress, Tasks, TrainConfig, Trainer};
+use crate::webshop::goals::GoalSource;
+use crate::train::webshop::WebShopTasks;
+use crate::train::{DeviceChoice, PolicyShape, PpoConfig, Progress, Split, Tasks, TrainConfig, Trainer};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum EnvChoice {
@@ -82,6 +84,9 @@ pub struct Args {
     /// WebShop catalog directory (default: the embedded demo catalog).
     #[arg(long)]
     pub catalog: Option<PathBuf>,
+    /// WebShop goals (default: human when the catalog has human instructions, else synthetic).
+    #[arg(long, value_enum)]
+    pub goal_source: Option<GoalSource>,
     /// E: goals per iteration.
     #[arg(long, default_value_t = 16)]
     pub goals: usize,
@@ -160,11 +165,15 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.env {
         EnvChoice::Toy => train(crate::train::toy::ToyShop, &args),
-        EnvChoice::Webshop => anyhow::bail!("the WebShop environment is not available in this build yet; use --env toy"),
+        EnvChoice::Webshop => {
+            let tasks = WebShopTasks::open(args.catalog.as_deref(), args.goal_source).context("cannot set up WebShop")?;
+            train(tasks, &args)
+        }
     }
 }
 
 fn train<T: Tasks>(tasks: T, args: &Args) -> anyhow::Result<ExitCode> {
+    eprintln!("{} training goals, {} test goals", tasks.len(Split::Train), tasks.len(Split::Test));
     let mut trainer = Trainer::new(tasks, args.config(), &args.run)
         .with_context(|| format!("cannot start training in {}", args.run.display()))?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -190,10 +190,14 @@ pub struct Decision {
 }
 
 /// The actions the policy chooses among: the env's actions with the search bar expanded into the
-/// instruction's query candidates.
+/// instruction's query candidates. WebShop lists `click[search]` on the search page, but it does nothing
+/// there (the original's quirk), so it is not a choice.
 pub fn candidate_actions(available: &[String], instruction: &Instruction) -> Vec<String> {
     let mut out = Vec::with_capacity(available.len() + instruction.queries.len());
     for action in available {
+        if click_argument(action) == Some("search") {
+            continue;
+        }
         if search_argument(action).is_some() {
             out.extend(instruction.queries.iter().map(|q| format!("search[{q}]")));
         } else {
@@ -358,7 +362,8 @@ mod tests {
     #[test]
     fn search_bar_expands_into_queries() {
         let ins = Instruction::new("red shoes, and price lower than 20.00 dollars");
-        let actions = candidate_actions(&["search[...]".to_string(), "click[back to search]".to_string()], &ins);
+        let offered = ["search[<your query>]", "click[search]", "click[back to search]"].map(String::from);
+        let actions = candidate_actions(&offered, &ins);
         assert_eq!(actions, vec!["search[red shoes, and price lower than 20.00 dollars]", "search[red shoes]", "click[back to search]"]);
     }
 

@@ -14,6 +14,7 @@ pub mod ppo;
 pub mod rollout;
 pub mod toy;
 mod trainer;
+pub mod webshop;
 
 use std::path::PathBuf;
 
@@ -27,6 +28,8 @@ pub use trainer::{DeviceChoice, EvalResult, IterationReport, Progress, TrainConf
 pub enum TrainError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Run(#[from] crate::run::RunError),
     #[error(transparent)]
     Torch(#[from] tch::TchError),
     #[error("JSON: {0}")]

@@ -22,7 +22,7 @@ use super::ppo::{self, Adam, PpoConfig, Sample, UpdateStats};
 use super::rollout::{self, Chooser, Slot};
 use super::TrainError;
 use crate::advantage::{self, AdvantageOverrides, AdvantageSettings, AdvantageTable};
-use crate::run::Episode;
+use crate::run::{Episode, MetricsRecord};
 
 /// Where the network runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -116,7 +116,7 @@ pub struct IterationReport {
     pub update_s: f64,
     pub eval: Option<EvalResult>,
     /// The full `metrics.jsonl` record.
-    pub metrics: Map<String, Value>,
+    pub metrics: MetricsRecord,
 }
 
 /// Progress of a burst, in order: `Evaluated` (iteration 0, before training, fresh runs only), then
@@ -208,7 +208,7 @@ impl<T: Tasks> Trainer<T> {
             clock: Instant::now(),
             baseline: None,
         };
-        trainer.output.write_meta(&trainer.settings, trainer.config.name.as_deref(), &trainer.config)?;
+        trainer.output.write_meta(&trainer.settings, &trainer.config)?;
         Ok(trainer)
     }
 
@@ -234,10 +234,8 @@ impl<T: Tasks> Trainer<T> {
         if self.state.iteration == 0 && self.config.eval_every > 0 {
             let policy = self.evaluate()?;
             let baseline = self.baseline()?;
-            let mut record = Map::new();
-            record.insert("iteration".into(), json!(0));
-            record.insert("time".into(), json!(self.elapsed()));
-            insert_eval(&mut record, &policy, &baseline);
+            let mut record = MetricsRecord { iteration: 0, time: Some(json!(self.elapsed())), values: Map::new() };
+            insert_eval(&mut record.values, &policy, &baseline);
             self.output.append_metrics(&record)?;
             progress(&Progress::Evaluated { iteration: 0, policy, baseline });
         }
@@ -341,9 +339,7 @@ impl<T: Tasks> Trainer<T> {
         let success = episodes.iter().filter(|e| e.success()).count() as f64 / n;
         let score = episodes.iter().map(Episode::total_reward).sum::<f64>() / n;
         let env_steps_per_s = env_steps as f64 / rollout_s.max(1e-9);
-        let mut record = Map::new();
-        record.insert("iteration".into(), json!(iteration));
-        record.insert("time".into(), json!(self.elapsed()));
+        let mut record = MetricsRecord { iteration: iteration as i64, time: Some(json!(self.elapsed())), values: Map::new() };
         for (k, v) in [
             ("success", success),
             ("score", score),
@@ -359,11 +355,11 @@ impl<T: Tasks> Trainer<T> {
             ("rollout_s", rollout_s),
             ("update_s", update_s),
         ] {
-            record.insert(k.into(), json!(v));
+            record.values.insert(k.into(), json!(v));
         }
-        group_statistics(&table, &mut record);
+        group_statistics(&table, &mut record.values);
         if let Some((policy, baseline)) = &eval {
-            insert_eval(&mut record, policy, baseline);
+            insert_eval(&mut record.values, policy, baseline);
         }
         self.output.append_metrics(&record)?;
         self.save_checkpoint()?;
