@@ -54,7 +54,7 @@ pub struct SettingsFlags {
 
 impl SettingsFlags {
     /// The flags that were given, as overrides.
-    fn overrides(&self) -> anyhow::Result<AdvantageOverrides> {
+    pub(crate) fn overrides(&self) -> anyhow::Result<AdvantageOverrides> {
         if let (Some(kind @ (AnchorKind::Exact | AnchorKind::Page)), Some(_)) = (self.anchor, self.similarity) {
             bail!("--similarity selects similarity anchors; it cannot be combined with --anchor {kind:?}");
         }

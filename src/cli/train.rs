@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::advantage::{AdvantageOverrides, AnchorKind, Estimator, Norm, Pooling};
+use super::advantages::SettingsFlags;
 use crate::webshop::goals::GoalSource;
 use crate::train::webshop::WebShopTasks;
 use crate::train::{DeviceChoice, PolicyShape, PpoConfig, Progress, Split, Tasks, TrainConfig, Trainer};
@@ -20,52 +20,6 @@ pub enum EnvChoice {
     Webshop,
     /// A six-product shop with WebShop's pages, for smoke tests.
     Toy,
-}
-
-/// Advantage estimator and reward shaping: the flags of `gigscope advantages`, same names and defaults.
-#[derive(clap::Args, Debug, Default)]
-pub struct AdvantageArgs {
-    #[arg(long, value_enum)]
-    pub estimator: Option<Estimator>,
-    #[arg(long)]
-    pub gamma: Option<f64>,
-    #[arg(long)]
-    pub omega: Option<f64>,
-    #[arg(long, value_enum)]
-    pub norm: Option<Norm>,
-    #[arg(long, value_enum)]
-    pub pooling: Option<Pooling>,
-    #[arg(long)]
-    pub invalid_penalty: Option<f64>,
-    #[arg(long, value_name = "THETA", conflicts_with = "anchor")]
-    pub similarity: Option<f64>,
-    #[arg(long, value_enum)]
-    pub anchor: Option<AnchorKind>,
-    /// Reward 10 on the last step of a successful episode, else 0.
-    #[arg(long)]
-    pub success_reward: bool,
-    #[arg(long, value_name = "ALPHA1")]
-    pub efficiency_alpha1: Option<f64>,
-    #[arg(long, value_name = "ALPHA2")]
-    pub efficiency_alpha2: Option<f64>,
-}
-
-impl AdvantageArgs {
-    pub fn overrides(&self) -> AdvantageOverrides {
-        AdvantageOverrides {
-            estimator: self.estimator,
-            gamma: self.gamma,
-            omega: self.omega,
-            norm: self.norm,
-            pooling: self.pooling,
-            invalid_penalty: self.invalid_penalty,
-            anchor: self.anchor,
-            similarity: self.similarity,
-            success_reward: self.success_reward.then_some(true),
-            efficiency_alpha1: self.efficiency_alpha1,
-            efficiency_alpha2: self.efficiency_alpha2,
-        }
-    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -129,13 +83,14 @@ pub struct Args {
     /// Name recorded in run.json.
     #[arg(long)]
     pub name: Option<String>,
+    /// Estimator and reward shaping: the flags of `gigscope advantages`, same names and precedence.
     #[command(flatten)]
-    pub advantage: AdvantageArgs,
+    pub advantage: SettingsFlags,
 }
 
 impl Args {
-    pub fn config(&self) -> TrainConfig {
-        TrainConfig {
+    pub fn config(&self) -> anyhow::Result<TrainConfig> {
+        Ok(TrainConfig {
             iterations: self.iterations,
             goals_per_iteration: self.goals,
             episodes_per_goal: self.group_size,
@@ -155,10 +110,10 @@ impl Args {
                 max_grad_norm: self.max_grad_norm,
             },
             shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
-            advantage: self.advantage.overrides(),
+            advantage: self.advantage.overrides()?,
             resume: self.resume,
             name: self.name.clone(),
-        }
+        })
     }
 }
 
@@ -174,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn train<T: Tasks>(tasks: T, args: &Args) -> anyhow::Result<ExitCode> {
     eprintln!("{} training goals, {} test goals", tasks.len(Split::Train), tasks.len(Split::Test));
-    let mut trainer = Trainer::new(tasks, args.config(), &args.run)
+    let mut trainer = Trainer::new(tasks, args.config()?, &args.run)
         .with_context(|| format!("cannot start training in {}", args.run.display()))?;
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);

@@ -28,6 +28,8 @@ pub use trainer::{DeviceChoice, EvalResult, IterationReport, Progress, TrainConf
 pub enum TrainError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("advantage settings: {0}")]
+    Settings(#[from] crate::advantage::SettingsError),
     #[error(transparent)]
     Run(#[from] crate::run::RunError),
     #[error(transparent)]

@@ -176,6 +176,7 @@ impl<T: Tasks> Trainer<T> {
         }
         let output = RunOutput::open(run_dir, config.resume, T::ENV)?;
         let settings = config.advantage.apply(output.recorded_settings()?.apply(AdvantageSettings::default()));
+        settings.validate()?;
         let (vs, policy) = initial_policy(config.seed, config.shape, device);
         let reference = (config.ppo.kl_coef > 0.0).then(|| initial_policy(config.seed, config.shape, device));
         let mut adam = Adam::new(&vs);
