@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::text::pyfloat;
+use crate::text::{py_strip, pyfloat};
 
 /// One cleaned product, as the environment shows and scores it.
 #[derive(Clone, Debug, PartialEq)]
@@ -317,12 +317,6 @@ impl<'de> Deserialize<'de> for OptionMap {
 /// `value.strip().replace('/', ' | ').lower()`.
 fn clean_option_value(value: &str) -> String {
     py_strip(value).replace('/', " | ").to_lowercase()
-}
-
-/// Python's `str.strip()` with no argument strips Unicode whitespace, as `char::is_whitespace` does
-/// (up to a few control characters Python also counts, such as \x1c–\x1f).
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
 /// One `items_ins_v2` entry.

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::text::difflib;
+use crate::text::{difflib, py_strip};
 
 /// thefuzz's `utils.full_process(s, force_ascii=True)`.
 pub fn full_process(s: &str) -> String {
@@ -28,12 +28,6 @@ pub fn full_process(s: &str) -> String {
         .map(|c| if c.is_alphanumeric() || c == '_' { c } else { ' ' })
         .collect();
     py_strip(&replaced.to_lowercase()).to_owned()
-}
-
-/// Python's `str.strip()`: Unicode whitespace plus the separators U+001C..=U+001F, which Python's
-/// `isspace` counts and Rust's `char::is_whitespace` does not.
-pub fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 /// thefuzz's `fuzz.token_set_ratio(a, b)` (0..=100).

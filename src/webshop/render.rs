@@ -7,7 +7,7 @@
 //! strings and their order follow the site's templates, checked against real pages in the tests.
 
 use crate::webshop::catalog::Product;
-use crate::webshop::fuzz::py_strip;
+use crate::text::py_strip;
 use crate::webshop::page::{
     BACK_TO_SEARCH, BUY_NOW, DESCRIPTION, FEATURES, INSTRUCTION, NEXT, PREV, REVIEWS, SEARCH, SEP, THANK_YOU, WEBSHOP,
 };

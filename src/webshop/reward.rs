@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::webshop::catalog::Product;
-use crate::webshop::fuzz::{py_strip, token_set_ratio};
+use crate::text::py_strip;
+use crate::webshop::fuzz::token_set_ratio;
 use crate::webshop::goals::{Goal, GoalOptions};
 
 /// Fuzzy scores above this count as a match.
