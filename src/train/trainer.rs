@@ -148,9 +148,15 @@ pub struct Trainer<T: Tasks> {
 /// The policy's initial weights: a function of the seed and shape only, created on the CPU so that they do not
 /// depend on the device either.
 fn initial_policy(seed: u64, shape: PolicyShape, device: Device) -> (VarStore, Policy) {
-    tch::manual_seed(seed as i64);
+    // torch's generator is process-wide: two trainers starting at once (parallel tests, a TUI burst next to a
+    // CLI one) would interleave their draws and neither would get the weights its seed promises.
+    static TORCH_GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let mut vs = VarStore::new(Device::Cpu);
-    let policy = Policy::new(&vs.root(), shape);
+    let policy = {
+        let _seeded = TORCH_GENERATOR.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tch::manual_seed(seed as i64);
+        Policy::new(&vs.root(), shape)
+    };
     vs.set_device(device);
     (vs, policy)
 }
