@@ -129,14 +129,43 @@ fn resume_cuts_lines_the_checkpoint_does_not_cover() {
     let dir = tempfile::tempdir().unwrap();
     Trainer::new(ToyShop, tiny(1), dir.path()).unwrap().run(&AtomicBool::new(false), |_| {}).unwrap();
     let before = read_episodes(dir.path());
-    // An iteration that crashed after writing some of its episodes.
+    // Iteration 2 crashed after writing one of its episodes; meanwhile someone played an episode by hand
+    // (iteration 0, as the TUI writes them) into the same run.
+    let crashed = Episode { id: "i2-goal-0-0".into(), group: "i2-goal-0".into(), iteration: 2, ..before[0].clone() };
+    let played = Episode { id: "play-1-0".into(), group: "play-1".into(), iteration: 0, ..before[0].clone() };
     let path = dir.path().join("episodes.jsonl");
     let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(&serde_json::to_string(&before[0]).unwrap());
-    text.push('\n');
+    for e in [&crashed, &played] {
+        text.push_str(&serde_json::to_string(e).unwrap());
+        text.push('\n');
+    }
     std::fs::write(&path, text).unwrap();
-    Trainer::new(ToyShop, TrainConfig { resume: true, ..tiny(0) }, dir.path()).unwrap();
-    assert_eq!(read_episodes(dir.path()), before);
+    let mut resumed = Trainer::new(ToyShop, TrainConfig { resume: true, ..tiny(1) }, dir.path()).unwrap();
+    let mut expected = before.clone();
+    expected.push(played);
+    assert_eq!(read_episodes(dir.path()), expected, "the crashed iteration's line is cut, the played one kept");
+    // The trainer appends to the rewritten file.
+    resumed.run(&AtomicBool::new(false), |_| {}).unwrap();
+    let after = read_episodes(dir.path());
+    assert_eq!(after[..expected.len()], expected[..]);
+    assert_eq!(after.len(), expected.len() + 4 * 4);
+}
+
+#[test]
+fn append_trains_a_fresh_policy_after_the_runs_last_iteration() {
+    let dir = tempfile::tempdir().unwrap();
+    Trainer::new(ToyShop, tiny(2), dir.path()).unwrap().run(&AtomicBool::new(false), |_| {}).unwrap();
+    let before = read_episodes(dir.path());
+    // A run recorded elsewhere: the same episodes, no checkpoint.
+    std::fs::remove_file(checkpoint::path_in(dir.path())).unwrap();
+    assert!(Trainer::new(ToyShop, tiny(1), dir.path()).is_err(), "a run with episodes is not overwritten");
+    let mut trainer = Trainer::new(ToyShop, TrainConfig { append: true, ..tiny(1) }, dir.path()).unwrap();
+    assert_eq!(trainer.iteration(), 2);
+    trainer.run(&AtomicBool::new(false), |_| {}).unwrap();
+    let after = read_episodes(dir.path());
+    assert_eq!(after[..before.len()], before[..], "nothing already written changes");
+    assert!(after[before.len()..].iter().all(|e| e.iteration == 3));
+    assert_eq!(checkpoint::read_state(&checkpoint::path_in(dir.path())).unwrap().iteration, 3);
 }
 
 #[test]

@@ -24,15 +24,19 @@ pub enum EnvChoice {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run directory (created if missing; must hold no episodes unless --resume).
+    /// Run directory (created if missing; must hold no episodes unless --resume or --append).
     #[arg(long)]
     pub run: PathBuf,
     /// Iterations to run now (a resumed run continues its numbering).
     #[arg(long, default_value_t = 20)]
     pub iterations: u64,
     /// Continue from the run's checkpoint.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "append")]
     pub resume: bool,
+    /// Train a fresh policy into a run that already holds episodes but no checkpoint (recorded by another
+    /// trainer, or played by hand); its iterations are numbered after the run's last one.
+    #[arg(long)]
+    pub append: bool,
     #[arg(long, value_enum, default_value_t = EnvChoice::Webshop)]
     pub env: EnvChoice,
     /// WebShop catalog directory (default: the embedded demo catalog).
@@ -112,6 +116,7 @@ impl Args {
             shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
             advantage: self.advantage.overrides()?,
             resume: self.resume,
+            append: self.append,
             name: self.name.clone(),
         })
     }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::trainer::TrainConfig;
 use super::TrainError;
 use crate::advantage::{AdvantageOverrides, AdvantageSettings};
-use crate::run::{read_meta, Episode, MetricsRecord, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE};
+use super::checkpoint::TrainerState;
+use crate::run::{read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE};
 
 pub struct RunOutput {
     dir: PathBuf,
@@ -73,20 +74,48 @@ impl RunOutput {
         Ok((file_len(&self.dir.join(EPISODES_FILE))?, file_len(&self.dir.join(METRICS_FILE))?))
     }
 
-    /// Cut both files back to the lengths a checkpoint recorded, dropping lines of an iteration it does not
-    /// cover. A file shorter than recorded was replaced or truncated by someone else: that is an error.
-    pub fn truncate_to(&self, episodes: u64, metrics: u64) -> Result<(), TrainError> {
-        for (name, len) in [(EPISODES_FILE, episodes), (METRICS_FILE, metrics)] {
-            let path = self.dir.join(name);
-            let actual = file_len(&path)?;
-            if actual < len {
-                return Err(TrainError::RunChanged { path, expected: len, actual });
-            }
-            if actual > len {
-                let file = OpenOptions::new().write(true).open(&path).map_err(io_err(&path))?;
-                file.set_len(len).map_err(io_err(&path))?;
-            }
-        }
+    /// The largest iteration number among the run's episodes (0 when there are none).
+    pub fn last_iteration(&self) -> Result<u64, TrainError> {
+        let run = Run::open(&self.dir)?;
+        Ok(run.episodes.iter().map(|e| e.iteration.max(0) as u64).max().unwrap_or(0))
+    }
+
+    /// Drop what an iteration the checkpoint `state` does not cover wrote after it: metrics lines after the
+    /// recorded length, and episode lines after it whose iteration is later than the checkpoint's. Episode
+    /// lines other writers appended meanwhile (episodes played in the TUI) are kept. A file shorter than
+    /// recorded was replaced or truncated by someone else: that is an error.
+    pub fn cut_unfinished_iteration(&mut self, state: &TrainerState) -> Result<(), TrainError> {
+        let keep_episode = |line: &[u8]| {
+            let iteration = serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("iteration").and_then(serde_json::Value::as_u64));
+            iteration.is_none_or(|i| i <= state.iteration)
+        };
+        self.cut_after(EPISODES_FILE, state.episodes_bytes, keep_episode)?;
+        self.cut_after(METRICS_FILE, state.metrics_bytes, |_| false)?;
+        // A cut that kept lines replaced the file: append to the new one, not the unlinked old one.
+        self.writer = RunWriter::create(&self.dir)?;
         Ok(())
+    }
+
+    fn cut_after(&self, name: &str, len: u64, keep: impl Fn(&[u8]) -> bool) -> Result<(), TrainError> {
+        let path = self.dir.join(name);
+        let actual = file_len(&path)?;
+        if actual < len {
+            return Err(TrainError::RunChanged { path, expected: len, actual });
+        }
+        if actual == len {
+            return Ok(());
+        }
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        let (head, tail) = bytes.split_at(len as usize);
+        let kept: Vec<&[u8]> = tail.split_inclusive(|&b| b == b'\n').filter(|l| l.ends_with(b"\n") && keep(l)).collect();
+        if kept.is_empty() {
+            let file = OpenOptions::new().write(true).open(&path).map_err(io_err(&path))?;
+            return file.set_len(len).map_err(io_err(&path));
+        }
+        let mut out = head.to_vec();
+        kept.iter().for_each(|l| out.extend_from_slice(l));
+        Ok(write_atomic(&path, &out)?)
     }
 }

@@ -70,6 +70,10 @@ pub struct TrainConfig {
     pub advantage: AdvantageOverrides,
     /// Continue from the run's checkpoint.
     pub resume: bool,
+    /// The run already holds episodes but no checkpoint (recorded elsewhere, or played by hand): start a fresh
+    /// policy and number this burst's iterations after the run's last one.
+    #[serde(default)]
+    pub append: bool,
     /// Name recorded in a new run's `run.json`.
     pub name: Option<String>,
 }
@@ -90,6 +94,7 @@ impl Default for TrainConfig {
             shape: PolicyShape::default(),
             advantage: AdvantageOverrides::default(),
             resume: false,
+            append: false,
             name: None,
         }
     }
@@ -180,7 +185,7 @@ impl<T: Tasks> Trainer<T> {
             config.shape = saved.shape;
             config.seed = saved.seed;
         }
-        let output = RunOutput::open(run_dir, config.resume, T::ENV)?;
+        let mut output = RunOutput::open(run_dir, config.resume || config.append, T::ENV)?;
         let settings = config.advantage.apply(output.recorded_settings()?.apply(AdvantageSettings::default()));
         settings.validate()?;
         let (vs, policy) = initial_policy(config.seed, config.shape, device);
@@ -188,11 +193,11 @@ impl<T: Tasks> Trainer<T> {
         let mut adam = Adam::new(&vs);
         let state = if config.resume {
             let state = checkpoint::load(&ckpt, &mut adam, device)?;
-            output.truncate_to(state.episodes_bytes, state.metrics_bytes)?;
+            output.cut_unfinished_iteration(&state)?;
             state
         } else {
             TrainerState {
-                iteration: 0,
+                iteration: if config.append { output.last_iteration()? } else { 0 },
                 env_steps: 0,
                 elapsed_s: 0.0,
                 episodes_bytes: 0,

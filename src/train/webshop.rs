@@ -2,15 +2,12 @@
 
 use std::ops::Range;
 use std::path::Path;
-use std::sync::Arc;
 
 use super::env::{Environment, Split, Started, Tasks, Transition};
 use super::TrainError;
-use crate::webshop::catalog::{Catalog, DEMO_SEED};
 use crate::webshop::env::WebShopEnv;
-use crate::webshop::goals::{self, Goal, GoalSource};
-use crate::webshop::reward::ColorSet;
-use crate::webshop::search::SearchIndex;
+use crate::webshop::goals::{self, GoalSource};
+use crate::webshop::shop::Shop;
 
 impl Environment for WebShopEnv {
     fn observation(&self) -> &str {
@@ -35,60 +32,31 @@ impl Environment for WebShopEnv {
     }
 }
 
-/// Seed of the goals' price caps (the original leaves them unseeded; any fixed value makes runs repeatable).
-const CAP_SEED: u64 = 0;
-
 /// WebShop goals over one catalog, split into train and test goals.
 pub struct WebShopTasks {
-    env: WebShopEnv,
-    goals: Vec<Arc<Goal>>,
+    shop: Shop,
     train: Range<usize>,
     test: Range<usize>,
 }
 
-fn env_err(what: &str, e: impl std::fmt::Display) -> TrainError {
-    TrainError::Env(format!("{what}: {e}"))
-}
-
 impl WebShopTasks {
-    /// The embedded demo catalog, or WebShop's files in `catalog_dir`. `source` defaults to human goals when
-    /// the catalog has human instructions, else synthetic ones.
+    /// The embedded demo catalog, or WebShop's files in `catalog_dir` (see [`Shop::open`]).
     pub fn open(catalog_dir: Option<&Path>, source: Option<GoalSource>) -> Result<WebShopTasks, TrainError> {
-        let (catalog, colors) = match catalog_dir {
-            Some(dir) => {
-                let catalog = Catalog::load(dir, DEMO_SEED).map_err(|e| env_err("catalog", e))?;
-                let colors = ColorSet::from_catalog_dir(dir).map_err(|e| env_err("colours", e))?;
-                (catalog, colors.unwrap_or_else(ColorSet::empty))
-            }
-            None => (Catalog::embedded_demo().map_err(|e| env_err("demo catalog", e))?, ColorSet::empty()),
-        };
-        let search = SearchIndex::open_or_build(&catalog, None).map_err(|e| env_err("search index", e))?;
-        let goals = match source {
-            Some(source) => goals::build_goals(&catalog, source, CAP_SEED),
-            None => {
-                let human = goals::build_goals(&catalog, GoalSource::Human, CAP_SEED);
-                if human.is_empty() {
-                    goals::build_goals(&catalog, GoalSource::Synthetic, CAP_SEED)
-                } else {
-                    human
-                }
-            }
-        };
-        let env = WebShopEnv::new(Arc::new(catalog), Arc::new(search), Arc::new(colors));
-        Ok(WebShopTasks::new(env, goals))
+        let shop = Shop::open(catalog_dir, source).map_err(|e| TrainError::Env(e.to_string()))?;
+        Ok(WebShopTasks::new(shop))
     }
 
     /// Goals split as the original (test 0–499, train from 1500) when there are enough of them; a small
     /// catalog has fewer, and then the first fifth is the test split and the rest trains.
-    pub fn new(env: WebShopEnv, goals: Vec<Goal>) -> WebShopTasks {
-        let n = goals.len();
+    pub fn new(shop: Shop) -> WebShopTasks {
+        let n = shop.goals.len();
         let (test, train) = if goals::Split::Train.range(n).is_empty() {
             let cut = n / 5;
             (0..cut, cut..n)
         } else {
             (goals::Split::Test.range(n), goals::Split::Train.range(n))
         };
-        WebShopTasks { env, goals: goals.into_iter().map(Arc::new).collect(), train, test }
+        WebShopTasks { shop, train, test }
     }
 
     fn range(&self, split: Split) -> &Range<usize> {
@@ -113,10 +81,8 @@ impl Tasks for WebShopTasks {
         if i >= range.end {
             return Err(TrainError::NoSuchGoal(index));
         }
-        let goal = Arc::clone(&self.goals[i]);
-        let instruction = goal.instruction_text.clone();
-        let mut env = self.env.clone();
-        env.reset(goal);
-        Ok(Started { env, task_id: format!("goal-{i}"), instruction })
+        let env = self.shop.start(i).ok_or(TrainError::NoSuchGoal(index))?;
+        let instruction = env.goal().map_or(String::new(), |g| g.instruction_text.clone());
+        Ok(Started { env, task_id: Shop::task_id(i), instruction })
     }
 }

@@ -11,3 +11,4 @@ pub mod pyrandom;
 pub mod render;
 pub mod reward;
 pub mod search;
+pub mod shop;
