@@ -18,11 +18,14 @@ pub struct Args {
     /// (file systems where change notification does not work).
     #[arg(long, default_value_t = 1000)]
     pub rescan_ms: u64,
+    /// WebShop catalog directory for live play and training bursts (default: the embedded demo catalog).
+    #[arg(long, value_name = "DIR")]
+    pub catalog: Option<PathBuf>,
 }
 
 impl Args {
     pub fn for_run(run: PathBuf) -> Self {
-        Args { run, config: None, follow: false, rescan_ms: 1000 }
+        Args { run, config: None, follow: false, rescan_ms: 1000, catalog: None }
     }
 }
 
@@ -36,6 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         config: args.config,
         follow: args.follow,
         watch: watch_options(args.rescan_ms),
+        catalog: args.catalog,
     };
     crate::tui::run(opts).with_context(|| format!("gigscope tui {}", args.run.display()))?;
     Ok(ExitCode::SUCCESS)

@@ -4,6 +4,7 @@
 //! The advantages that train the policy come from [`crate::advantage::compute`], the same code every view of
 //! gigscope shows, and are written into each episode's `advantages`.
 
+mod autoplay;
 mod burst;
 pub mod checkpoint;
 pub mod env;
@@ -18,6 +19,7 @@ pub mod webshop;
 
 use std::path::PathBuf;
 
+pub use autoplay::{play_group, PolicySource};
 pub use burst::{Burst, BurstEvent, BurstHandle};
 pub use env::{Environment, Split, Started, Tasks, Transition};
 pub use policy::PolicyShape;

@@ -34,6 +34,10 @@ pub enum Action {
     Search,
     SearchNext,
     SearchPrev,
+    Play,
+    Autoplay,
+    Train,
+    CancelBurst,
 }
 
 impl Action {
@@ -64,6 +68,10 @@ impl Action {
         Action::Search,
         Action::SearchNext,
         Action::SearchPrev,
+        Action::Play,
+        Action::Autoplay,
+        Action::Train,
+        Action::CancelBurst,
         Action::Help,
         Action::Quit,
     ];
@@ -98,6 +106,10 @@ impl Action {
             Action::Search => "search the run",
             Action::SearchNext => "next search result",
             Action::SearchPrev => "previous search result",
+            Action::Play => "live play: pick a goal, play a group of episodes by hand (written to the run)",
+            Action::Autoplay => "in play: the run's policy plays the rest of the group",
+            Action::Train => "training burst dialog (start a burst into this run, watch its progress)",
+            Action::CancelBurst => "cancel the running burst after its current iteration",
         }
     }
 
@@ -126,6 +138,10 @@ impl Action {
             Action::Follow => "follow",
             Action::Search => "search",
             Action::SearchNext | Action::SearchPrev => "next/prev hit",
+            Action::Play => "play",
+            Action::Autoplay => "policy plays",
+            Action::Train => "train",
+            Action::CancelBurst => "cancel burst",
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::stdout;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{
@@ -18,9 +18,11 @@ use super::action::Action;
 use super::config::{Config, ConfigError};
 use super::state::State;
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
-use crate::run::RunError;
+use crate::run::{Episode, RunError, RunWriter};
+use crate::webshop::shop::Shop;
 use super::theme::color_enabled;
-use super::update::{update, Effects, InputKey, Msg};
+use super::burst::{BurstDevice, BurstPoint, BurstRequest, BurstUpdate};
+use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexError, SearchResults, TrajectoryIndex};
 
@@ -33,6 +35,8 @@ pub struct Options {
     pub follow: bool,
     /// How the run directory is watched (debounce of change events, periodic re-scan).
     pub watch: WatchOptions,
+    /// WebShop catalog directory for live play and training bursts (`None`: the embedded demo catalog).
+    pub catalog: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,22 +136,233 @@ fn draw(terminal: &mut DefaultTerminal, state: &State) -> Result<(), std::io::Er
     terminal.draw(|f| f.render_widget(state, f.area())).map(|_| ())
 }
 
-/// Carry out an update's effects; `true` when the app should quit.
-fn apply(
-    terminal: &mut DefaultTerminal,
-    searcher: &mut Searcher,
-    state: &mut State,
-    fx: Effects,
-    redraw: &mut bool,
-) -> Result<bool, std::io::Error> {
-    *redraw |= fx.redraw;
-    if let Some(query) = fx.search {
-        // Show "searching…" while the index catches up with the run.
-        draw(terminal, state)?;
-        let result = searcher.search(state, &query).map_err(|e| e.to_string());
-        *redraw |= update(state, Msg::SearchDone { query, result }).redraw;
+/// Carries out what updates ask for (searches, opening the shop, writing played groups, the policy playing,
+/// training bursts) and feeds the outcomes back to `update`.
+struct Effector {
+    searcher: Searcher,
+    catalog: Option<PathBuf>,
+    shop: Option<Arc<Shop>>,
+    #[cfg(feature = "train")]
+    burst: Option<crate::train::BurstHandle>,
+    /// How the running burst relates to the run, for its `Started` news.
+    #[cfg(feature = "train")]
+    burst_how: String,
+}
+
+impl Effector {
+    fn new(catalog: Option<PathBuf>) -> Effector {
+        Effector {
+            searcher: Searcher::default(),
+            catalog,
+            shop: None,
+            #[cfg(feature = "train")]
+            burst: None,
+            #[cfg(feature = "train")]
+            burst_how: String::new(),
+        }
     }
-    Ok(fx.quit)
+
+    /// The shop, opened on first use and shared by play and bursts.
+    fn shop(&mut self) -> Result<Arc<Shop>, String> {
+        if let Some(shop) = &self.shop {
+            return Ok(Arc::clone(shop));
+        }
+        let shop = Arc::new(Shop::open(self.catalog.as_deref(), None).map_err(|e| format!("opening the shop: {e}"))?);
+        self.shop = Some(Arc::clone(&shop));
+        Ok(shop)
+    }
+
+    /// Carry out an update's effects and those of the messages they answer with; `true` when the app should quit.
+    fn apply(
+        &mut self,
+        terminal: &mut DefaultTerminal,
+        state: &mut State,
+        fx: Effects,
+        redraw: &mut bool,
+    ) -> Result<bool, std::io::Error> {
+        let mut queue = vec![fx];
+        while let Some(fx) = queue.pop() {
+            *redraw |= fx.redraw;
+            if fx.quit {
+                return Ok(true);
+            }
+            let slow = fx.search.is_some() || fx.open_shop || fx.autoplay.is_some() || fx.start_burst.is_some();
+            if slow {
+                // Show the "… running" message while the work happens.
+                draw(terminal, state)?;
+            }
+            let mut answers = Vec::new();
+            if let Some(query) = fx.search {
+                let result = self.searcher.search(state, &query).map_err(|e| e.to_string());
+                answers.push(Msg::SearchDone { query, result });
+            }
+            if fx.open_shop {
+                answers.push(Msg::ShopReady(self.shop()));
+            }
+            if !fx.write.is_empty() {
+                answers.push(Msg::Written(write_episodes(&state.run.dir, &fx.write)));
+            }
+            if let Some(request) = fx.autoplay {
+                answers.push(Msg::Autoplayed(self.autoplay(&state.run.dir, &request)));
+            }
+            if let Some(request) = fx.start_burst {
+                if let Err(e) = self.start_burst(&state.run.dir, request) {
+                    answers.push(Msg::Burst(BurstUpdate::Failed(e)));
+                }
+            }
+            if fx.cancel_burst {
+                self.cancel_burst();
+            }
+            queue.extend(answers.into_iter().map(|msg| update(state, msg)));
+        }
+        Ok(false)
+    }
+
+    #[cfg(feature = "train")]
+    fn autoplay(&mut self, run_dir: &Path, request: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
+        use crate::train::{play_group, PolicySource, Started};
+        let shop = self.shop()?;
+        let env = shop.start(request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
+        let instruction = env.goal().map_or(String::new(), |g| g.instruction_text.clone());
+        let started = Started { env, task_id: Shop::task_id(request.goal), instruction };
+        let (episodes, source) = play_group(
+            run_dir,
+            started,
+            &request.group,
+            request.first,
+            request.n,
+            crate::webshop::env::DEFAULT_MAX_STEPS,
+            request.seed,
+        )
+        .map_err(|e| format!("policy play: {e}"))?;
+        let who = match source {
+            PolicySource::Checkpoint { iteration } => format!("the policy (checkpoint after iteration {iteration})"),
+            PolicySource::Untrained => "an untrained policy (the run has no checkpoint yet)".to_string(),
+        };
+        Ok((episodes, who))
+    }
+
+    #[cfg(not(feature = "train"))]
+    fn autoplay(&mut self, _: &Path, _: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
+        Err(NO_TRAIN.to_string())
+    }
+
+    #[cfg(feature = "train")]
+    fn start_burst(&mut self, run_dir: &Path, request: BurstRequest) -> Result<(), String> {
+        use crate::advantage::AdvantageOverrides;
+        use crate::train::{checkpoint, webshop::WebShopTasks, Burst, DeviceChoice, PpoConfig, TrainConfig};
+        if self.burst.is_some() {
+            return Err("a burst is already running".into());
+        }
+        let tasks = WebShopTasks::new((*self.shop()?).clone());
+        let resume = checkpoint::path_in(run_dir).exists();
+        let has_episodes =
+            std::fs::metadata(run_dir.join(crate::run::EPISODES_FILE)).is_ok_and(|m| m.len() > 0);
+        let append = !resume && has_episodes;
+        self.burst_how = if resume {
+            "resumes the run's checkpoint".into()
+        } else if append {
+            "fresh policy (the run has no checkpoint), after the run's last iteration".into()
+        } else {
+            "new run".into()
+        };
+        let config = TrainConfig {
+            iterations: request.iterations,
+            goals_per_iteration: request.goals,
+            episodes_per_goal: request.group_size,
+            device: match request.device {
+                BurstDevice::Auto => DeviceChoice::Auto,
+                BurstDevice::Cpu => DeviceChoice::Cpu,
+                BurstDevice::Cuda => DeviceChoice::Cuda,
+            },
+            ppo: PpoConfig { learning_rate: request.learning_rate, ..PpoConfig::default() },
+            advantage: AdvantageOverrides { estimator: Some(request.estimator), ..AdvantageOverrides::default() },
+            resume,
+            append,
+            ..TrainConfig::default()
+        };
+        self.burst = Some(Burst::spawn(tasks, config, run_dir.to_path_buf()));
+        Ok(())
+    }
+
+    #[cfg(not(feature = "train"))]
+    fn start_burst(&mut self, _: &Path, _: BurstRequest) -> Result<(), String> {
+        Err(NO_TRAIN.to_string())
+    }
+
+    #[cfg(feature = "train")]
+    fn cancel_burst(&mut self) {
+        if let Some(b) = &self.burst {
+            b.cancel();
+        }
+    }
+
+    #[cfg(not(feature = "train"))]
+    fn cancel_burst(&mut self) {}
+
+    /// News from the running burst since the last call.
+    #[cfg(feature = "train")]
+    fn burst_news(&mut self) -> Vec<BurstUpdate> {
+        use crate::train::{BurstEvent, Progress};
+        let Some(handle) = &self.burst else { return Vec::new() };
+        let mut news = Vec::new();
+        let mut ended = false;
+        for event in handle.poll() {
+            news.push(match event {
+                BurstEvent::Started { first_iteration, iterations, device } => {
+                    BurstUpdate::Started { first_iteration, iterations, device, how: self.burst_how.clone() }
+                }
+                BurstEvent::Progress(Progress::Evaluated { policy, baseline, .. }) => {
+                    BurstUpdate::Evaluated { success: policy.success, baseline: baseline.success }
+                }
+                BurstEvent::Progress(Progress::Iteration(r)) => BurstUpdate::Iteration(BurstPoint {
+                    iteration: r.iteration,
+                    success: r.success,
+                    score: r.score,
+                    eval_success: r.eval.map(|e| e.success),
+                    env_steps_per_s: r.env_steps_per_s,
+                    seconds: r.rollout_s + r.update_s,
+                }),
+                BurstEvent::Finished { completed, cancelled } => {
+                    ended = true;
+                    BurstUpdate::Finished { completed, cancelled }
+                }
+                BurstEvent::Failed(e) => {
+                    ended = true;
+                    BurstUpdate::Failed(e)
+                }
+            });
+        }
+        if ended {
+            self.burst = None;
+        }
+        news
+    }
+
+    #[cfg(not(feature = "train"))]
+    fn burst_news(&mut self) -> Vec<BurstUpdate> {
+        Vec::new()
+    }
+
+    fn burst_running(&self) -> bool {
+        #[cfg(feature = "train")]
+        return self.burst.is_some();
+        #[cfg(not(feature = "train"))]
+        return false;
+    }
+}
+
+#[cfg(not(feature = "train"))]
+const NO_TRAIN: &str = "this gigscope was built without the `train` feature (no libtorch): no policy, no bursts";
+
+/// Append a played group to the run: whole lines, so the watcher (and any other reader) sees whole episodes.
+fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, String> {
+    let fail = |e: crate::run::RunError| format!("writing the played group: {e} (the group was not saved)");
+    let mut writer = RunWriter::create(dir).map_err(fail)?;
+    for e in episodes {
+        writer.append_episode(e).map_err(fail)?;
+    }
+    Ok(episodes.len())
 }
 
 /// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The readers'
@@ -165,6 +380,8 @@ enum Incoming {
 
 /// The "updated N s ago" clock.
 const TICK: Duration = Duration::from_secs(1);
+/// How often a running burst's progress is read.
+const BURST_POLL: Duration = Duration::from_millis(200);
 
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
@@ -200,9 +417,12 @@ pub fn run(opts: Options) -> Result<(), AppError> {
 
     draw(&mut guard.terminal, &state)?;
     let mut next_tick = Instant::now() + TICK;
-    let mut searcher = Searcher::default();
+    let mut effector = Effector::new(opts.catalog.clone());
     loop {
-        let wait = next_tick.saturating_duration_since(Instant::now());
+        let mut wait = next_tick.saturating_duration_since(Instant::now());
+        if effector.burst_running() {
+            wait = wait.min(BURST_POLL);
+        }
         let mut redraw = false;
         match rx.recv_timeout(wait) {
             Ok(first) => {
@@ -214,7 +434,7 @@ pub fn run(opts: Options) -> Result<(), AppError> {
                         Incoming::Terminal(ev) => {
                             if let Some(msg) = translate(&state, ev) {
                                 let fx = update(&mut state, msg);
-                                if apply(&mut guard.terminal, &mut searcher, &mut state, fx, &mut redraw)? {
+                                if effector.apply(&mut guard.terminal, &mut state, fx, &mut redraw)? {
                                     return Ok(());
                                 }
                             }
@@ -227,6 +447,9 @@ pub fn run(opts: Options) -> Result<(), AppError> {
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+        for news in effector.burst_news() {
+            redraw |= update(&mut state, Msg::Burst(news)).redraw;
         }
         let now = Instant::now();
         if now >= next_tick {

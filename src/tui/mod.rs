@@ -6,9 +6,11 @@
 
 pub mod action;
 pub mod app;
+pub mod burst;
 pub mod config;
 pub mod fields;
 pub mod keymap;
+pub mod play;
 pub mod state;
 pub mod theme;
 pub mod ui;

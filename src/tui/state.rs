@@ -8,7 +8,9 @@ use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
 use crate::live::LiveStatus;
 use crate::run::{Episode, Run, RunMeta};
 
+use super::burst::{BurstRequest, BurstStatus};
 use super::config::Config;
+use super::play::Play;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -18,6 +20,7 @@ pub enum View {
     Anchor,
     Compare,
     Search,
+    Play,
 }
 
 impl View {
@@ -29,6 +32,7 @@ impl View {
             View::Anchor => "Anchor group",
             View::Compare => "Compare",
             View::Search => "Search",
+            View::Play => "Play",
         }
     }
 }
@@ -37,6 +41,17 @@ impl View {
 pub enum Popup {
     Help { scroll: u16 },
     Settings { field: usize },
+    Burst { field: usize },
+}
+
+/// What the text prompt's input is for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Prompt {
+    /// A query over the run's trajectory index.
+    #[default]
+    Search,
+    /// A WebShop search typed in live play.
+    PlayQuery,
 }
 
 /// One row of the run overview.
@@ -249,8 +264,16 @@ pub struct State {
     pub message: Option<String>,
     /// The search prompt's text while it is open (keys then type into it instead of acting).
     pub input: Option<String>,
+    pub prompt: Prompt,
     pub search: Option<SearchState>,
     pub config: Config,
+    /// Live play, once the shop is open.
+    pub play: Option<Play>,
+    /// A group written by play: selected as soon as the run shows it.
+    pub pending_group: Option<String>,
+    /// The burst dialog's form, and the burst started from it.
+    pub burst_form: BurstRequest,
+    pub burst: Option<BurstStatus>,
 }
 
 /// The settings a run recorded in `run.json`, on top of the defaults.
@@ -284,8 +307,13 @@ impl State {
             size,
             message: None,
             input: None,
+            prompt: Prompt::Search,
             search: None,
             config,
+            play: None,
+            pending_group: None,
+            burst_form: BurstRequest::default(),
+            burst: None,
         };
         state.rebuild();
         state
@@ -353,6 +381,15 @@ impl State {
         let iteration = self.selected_iteration();
         self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &self.settings);
         self.reselect(iteration);
+    }
+
+    /// Select the episode group named `name`, in the group view; `false` when the run has no such group.
+    pub fn select_group(&mut self, name: &str) -> bool {
+        let Some(g) = self.derived.table.episode_groups.iter().position(|g| g.name == name) else { return false };
+        let Some(&first) = self.derived.table.episode_groups[g].episodes.first() else { return false };
+        self.select_row(first as usize, 0);
+        self.view = View::Groups;
+        true
     }
 
     fn selected_iteration(&self) -> Option<i64> {

@@ -1,12 +1,17 @@
 //! `update(state, msg) -> Effects`: the only place the state changes. Pure: no terminal, no files, no clock
 //! (time arrives inside messages), so every behaviour here is unit-tested without a terminal.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::action::Action;
+use super::burst::{BurstRequest, BurstStatus, BurstUpdate};
 use super::fields;
-use super::state::{Popup, SearchState, State, View};
+use super::play::{self, Play, Played, MAX_GROUP_SIZE};
+use super::state::{Popup, Prompt, SearchState, State, View};
 use crate::index::SearchResults;
+use crate::run::Episode;
+use crate::webshop::shop::Shop;
 use crate::live::{self, Applied, LiveEvent};
 use super::ui::layout;
 
@@ -25,6 +30,14 @@ pub enum Msg {
     Input(InputKey),
     /// The outcome of a search the app ran for an [`Effects::search`].
     SearchDone { query: String, result: Result<SearchResults, String> },
+    /// The shop for live play, opened for an [`Effects::open_shop`].
+    ShopReady(Result<Arc<Shop>, String>),
+    /// The policy played the rest of a play group ([`Effects::autoplay`]): its episodes and which policy.
+    Autoplayed(Result<(Vec<Episode>, String), String>),
+    /// A play group was appended to the run ([`Effects::write`]): how many episodes, or why not.
+    Written(Result<usize, String>),
+    /// News from the running training burst.
+    Burst(BurstUpdate),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,12 +49,32 @@ pub enum InputKey {
 }
 
 /// What the caller must do after an update.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Effects {
     pub redraw: bool,
     pub quit: bool,
     /// Run this query against the run's index and answer with [`Msg::SearchDone`].
     pub search: Option<String>,
+    /// Open the shop (catalog, search index, goals) and answer with [`Msg::ShopReady`].
+    pub open_shop: bool,
+    /// Append these episodes (a finished play group) to the run and answer with [`Msg::Written`].
+    pub write: Vec<Episode>,
+    /// Let the run's policy play episodes and answer with [`Msg::Autoplayed`].
+    pub autoplay: Option<AutoplayRequest>,
+    /// Start a training burst into the run; progress comes back as [`Msg::Burst`].
+    pub start_burst: Option<BurstRequest>,
+    /// Ask the running burst to stop after its current iteration.
+    pub cancel_burst: bool,
+}
+
+/// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoplayRequest {
+    pub goal: usize,
+    pub group: String,
+    pub first: usize,
+    pub n: usize,
+    pub seed: u64,
 }
 
 impl Effects {
@@ -106,6 +139,38 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             }
             Effects::redraw()
         }
+        Msg::ShopReady(Ok(shop)) => {
+            state.message = Some(format!(
+                "{} goals · ↑↓ pick a goal, ←→ group size, Enter starts the group",
+                shop.goals.len()
+            ));
+            state.play = Some(Play::new(shop));
+            Effects::redraw()
+        }
+        Msg::ShopReady(Err(e)) | Msg::Autoplayed(Err(e)) | Msg::Written(Err(e)) => {
+            state.message = Some(e);
+            Effects::redraw()
+        }
+        Msg::Autoplayed(Ok((episodes, who))) => {
+            let n = episodes.len();
+            match state.play.as_mut().and_then(|p| p.add_generated(episodes)) {
+                Some(outcome) => {
+                    let fx = played(state, outcome);
+                    let rest = state.message.take().unwrap_or_default();
+                    state.message = Some(format!("{who} played {n} episode(s) · {rest}"));
+                    fx
+                }
+                None => Effects::default(),
+            }
+        }
+        Msg::Written(Ok(n)) => {
+            state.message = Some(format!("wrote {n} episodes to the run; the group opens as soon as it is read back"));
+            Effects::redraw()
+        }
+        Msg::Burst(news) => {
+            state.burst.get_or_insert_with(BurstStatus::default).apply(news);
+            Effects::redraw()
+        }
     }
 }
 
@@ -121,6 +186,9 @@ fn on_input(state: &mut State, key: InputKey) -> Effects {
             let query = state.input.take().unwrap_or_default();
             if query.trim().is_empty() {
                 return Effects::redraw();
+            }
+            if state.prompt == Prompt::PlayQuery {
+                return play_action(state, &format!("search[{query}]"));
             }
             state.message = Some(format!("searching for {query} …"));
             return Effects { redraw: true, search: Some(query), ..Effects::default() };
@@ -174,6 +242,12 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     } else if !applied.new_episodes.is_empty() {
         state.extend(applied.new_episodes.start);
     }
+    if let Some(name) = state.pending_group.clone() {
+        if state.select_group(&name) {
+            state.pending_group = None;
+            return Effects::redraw();
+        }
+    }
     if applied.episodes_reset || !applied.new_episodes.is_empty() {
         if state.follow {
             jump_to_newest(state);
@@ -218,9 +292,28 @@ fn on_action(state: &mut State, a: Action) -> Effects {
             return Effects::redraw();
         }
         Some(Popup::Settings { field }) => return on_settings(state, field, a),
+        Some(Popup::Burst { field }) => return on_burst_dialog(state, field, a),
         None => {}
     }
-    if state.run.episodes.is_empty() && !matches!(a, Action::Help | Action::Settings | Action::Follow) {
+    if state.view == View::Play {
+        if let Some(fx) = on_play(state, a) {
+            return fx;
+        }
+    }
+    match a {
+        Action::Play => return open_play(state),
+        Action::Autoplay => return autoplay(state),
+        Action::Train => {
+            state.popup = Some(Popup::Burst { field: 0 });
+            return Effects::redraw();
+        }
+        Action::CancelBurst => return cancel_burst(state),
+        _ => {}
+    }
+    if state.run.episodes.is_empty()
+        && state.view != View::Play
+        && !matches!(a, Action::Help | Action::Settings | Action::Follow)
+    {
         return Effects::default();
     }
     match a {
@@ -260,11 +353,157 @@ fn on_action(state: &mut State, a: Action) -> Effects {
                 jump_to_newest(state);
             }
         }
-        Action::Search => state.input = Some(String::new()),
+        Action::Search => {
+            state.input = Some(String::new());
+            state.prompt = Prompt::Search;
+        }
         Action::SearchNext => jump_hit(state, 1),
         Action::SearchPrev => jump_hit(state, -1),
-        Action::Quit => unreachable!("handled above"),
+        Action::Quit | Action::Play | Action::Autoplay | Action::Train | Action::CancelBurst => {
+            unreachable!("handled above")
+        }
     }
+    Effects::redraw()
+}
+
+fn open_play(state: &mut State) -> Effects {
+    state.view = View::Play;
+    if state.play.is_some() {
+        return Effects::redraw();
+    }
+    state.message = Some("opening the shop (catalog, search index, goals) …".into());
+    Effects { redraw: true, open_shop: true, ..Effects::default() }
+}
+
+/// Keys of the play view; `None` for keys it leaves to the rest of the TUI.
+fn on_play(state: &mut State, a: Action) -> Option<Effects> {
+    state.play.as_ref()?;
+    let by = match a {
+        Action::Up => -1,
+        Action::Down => 1,
+        Action::PageUp => -page(state),
+        Action::PageDown => page(state),
+        Action::Top => isize::MIN / 2,
+        Action::Bottom => isize::MAX / 2,
+        _ => 0,
+    };
+    if by != 0 {
+        move_by(state, by);
+        return Some(Effects::redraw());
+    }
+    let play = state.play.as_mut()?;
+    match &mut play.session {
+        None => match a {
+            Action::Left => play.group_size = play.group_size.saturating_sub(1).max(1),
+            Action::Right => play.group_size = (play.group_size + 1).min(MAX_GROUP_SIZE),
+            Action::Open => {
+                let taken = state.derived.table.episode_groups.iter().map(|g| g.name.as_str());
+                let name = play::fresh_group_name(play.goal_cursor, taken.chain(state.pending_group.as_deref()));
+                state.message = Some(format!("group {name}: episode 1 of {}", play.group_size));
+                play.start(name);
+            }
+            _ => return None,
+        },
+        Some(session) => match a {
+            Action::Open | Action::Right => {
+                if session.search_selected() {
+                    state.input = Some(String::new());
+                    state.prompt = Prompt::PlayQuery;
+                    return Some(Effects::redraw());
+                }
+                let Some(action) = session.selected_action() else { return Some(Effects::default()) };
+                return Some(play_action(state, &action));
+            }
+            Action::Back | Action::Left => {
+                play.session = None;
+                state.message = Some("group abandoned: nothing was written".into());
+            }
+            _ => return None,
+        },
+    }
+    Some(Effects::redraw())
+}
+
+/// Take `action` in the play view's episode.
+fn play_action(state: &mut State, action: &str) -> Effects {
+    match state.play.as_mut().and_then(|p| p.act(action)) {
+        Some(outcome) => played(state, outcome),
+        None => Effects::default(),
+    }
+}
+
+fn played(state: &mut State, outcome: Played) -> Effects {
+    match outcome {
+        Played::Step { reward } => state.message = (reward != 0.0).then(|| format!("reward {reward}")),
+        Played::EpisodeDone { reward, finished, size } => {
+            state.message =
+                Some(format!("episode {finished}/{size} ended with reward {reward:.3}; the next starts from the same state"))
+        }
+        Played::GroupDone(episodes) => {
+            state.pending_group = episodes.first().map(|e| e.group.clone());
+            state.message = Some(format!("group complete: writing {} episodes to the run …", episodes.len()));
+            return Effects { redraw: true, write: episodes, ..Effects::default() };
+        }
+    }
+    Effects::redraw()
+}
+
+fn autoplay(state: &mut State) -> Effects {
+    let Some(session) = state.play.as_ref().and_then(|p| p.session.as_ref()) else {
+        state.message = Some("start a group in the play view first (p, then Enter on a goal)".into());
+        return Effects::redraw();
+    };
+    let request = AutoplayRequest {
+        goal: session.goal,
+        group: session.group.clone(),
+        first: session.finished.len(),
+        n: session.remaining(),
+        seed: state.run.episodes.len() as u64,
+    };
+    state.message = Some(format!("the policy plays {} episode(s) …", request.n));
+    Effects { redraw: true, autoplay: Some(request), ..Effects::default() }
+}
+
+fn cancel_burst(state: &mut State) -> Effects {
+    match state.burst.as_mut() {
+        Some(b) if b.running() && !b.cancelling => {
+            b.cancelling = true;
+            state.message = Some("cancelling: the burst stops after its current iteration".into());
+            Effects { redraw: true, cancel_burst: true, ..Effects::default() }
+        }
+        _ => {
+            state.message = Some("no burst is running".into());
+            Effects::redraw()
+        }
+    }
+}
+
+fn on_burst_dialog(state: &mut State, field: usize, a: Action) -> Effects {
+    let n = super::burst::FIELDS.len();
+    let running = state.burst.as_ref().is_some_and(BurstStatus::running);
+    let field = match a {
+        Action::Up => (field + n - 1) % n,
+        Action::Down => (field + 1) % n,
+        Action::Left | Action::Right if !running => {
+            state.burst_form = state.burst_form.adjust(field, a == Action::Right);
+            field
+        }
+        Action::Open if running => {
+            state.message = Some("a burst is already running (X cancels it)".into());
+            field
+        }
+        Action::Open => {
+            state.burst = Some(BurstStatus { how: "starting …".into(), ..BurstStatus::default() });
+            return Effects { redraw: true, start_burst: Some(state.burst_form), ..Effects::default() };
+        }
+        Action::CancelBurst => return cancel_burst(state),
+        Action::Train | Action::Back => {
+            state.popup = None;
+            return Effects::redraw();
+        }
+        _ => return Effects::default(),
+    };
+    state.popup = Some(Popup::Burst { field });
     Effects::redraw()
 }
 
@@ -339,6 +578,13 @@ fn move_by(state: &mut State, by: isize) {
                 search.current = clamp_add(search.current, by, search.hits.len());
             }
         }
+        View::Play => match state.play.as_mut() {
+            Some(Play { session: Some(session), .. }) => {
+                session.cursor = clamp_add(session.cursor, by, session.actions().len());
+            }
+            Some(play) => play.goal_cursor = clamp_add(play.goal_cursor, by, play.shop.goals.len()),
+            None => {}
+        },
     }
     state.clamp();
 }
@@ -355,6 +601,11 @@ fn set_list_selection(state: &mut State, i: usize) {
         View::Episode => state.sel.step,
         View::Anchor => state.sel.member,
         View::Search => state.search.as_ref().map_or(0, |s| s.current),
+        View::Play => match &state.play {
+            Some(Play { session: Some(session), .. }) => session.cursor,
+            Some(play) => play.goal_cursor,
+            None => return,
+        },
         View::Compare => return,
     };
     move_by(state, i as isize - cur as isize);
@@ -385,6 +636,7 @@ fn open(state: &mut State) {
         }
         View::Compare => state.view = View::Episode,
         View::Search => jump_hit(state, 0),
+        View::Play => {}
     }
     state.clamp();
 }
@@ -397,7 +649,7 @@ fn select_self_in_anchor_group(state: &mut State) {
 
 fn back(state: &mut State) {
     state.view = match state.view {
-        View::Overview | View::Groups | View::Search => View::Overview,
+        View::Overview | View::Groups | View::Search | View::Play => View::Overview,
         View::Episode | View::Compare => View::Groups,
         View::Anchor => View::Episode,
     };
@@ -406,7 +658,7 @@ fn back(state: &mut State) {
 /// `[` / `]`: the neighbouring group, trajectory, step or compared trajectory, depending on the view.
 fn item(state: &mut State, by: isize) {
     match state.view {
-        View::Overview | View::Search => move_by(state, by),
+        View::Overview | View::Search | View::Play => move_by(state, by),
         View::Groups => {
             let groups = state.current_groups();
             let pos = groups.iter().position(|&g| g == state.sel.group).unwrap_or(0);

@@ -24,10 +24,18 @@ fn shop_err(what: &'static str) -> impl FnOnce(&dyn std::fmt::Display) -> ShopEr
     move |e| ShopError { what, reason: e.to_string() }
 }
 
-/// An environment that has not been reset yet (clone it, then `reset` with a goal) and the goals.
+/// An environment that has not been reset yet (clone it, then `reset` with a goal) and the goals. Clones
+/// share the catalog and the search index.
+#[derive(Clone)]
 pub struct Shop {
     pub env: WebShopEnv,
     pub goals: Vec<Arc<Goal>>,
+}
+
+impl std::fmt::Debug for Shop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shop").field("products", &self.env.catalog().products.len()).field("goals", &self.goals.len()).finish()
+    }
 }
 
 impl Shop {

@@ -103,6 +103,27 @@ pub fn anchor(body: Rect) -> AnchorAreas {
     AnchorAreas { header, members, formula }
 }
 
+pub struct PlayAreas {
+    pub header: Rect,
+    /// The goal picker's goal list, or the episode's observation.
+    pub main: Rect,
+    /// The selected goal's details, or the available actions.
+    pub side: Rect,
+    /// The group's finished episodes.
+    pub group: Rect,
+}
+
+pub fn play(body: Rect) -> PlayAreas {
+    let [header, rest, group] =
+        Layout::vertical([Constraint::Length(2), Constraint::Min(0), Constraint::Length(4)]).areas(body);
+    let [main, side] = if rest.width >= 100 {
+        Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)]).areas(rest)
+    } else {
+        Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(rest)
+    };
+    PlayAreas { header, main, side, group }
+}
+
 /// The clickable list of the current view: its row rectangle, length, and selected row.
 pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
     let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
@@ -124,6 +145,14 @@ pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
             let s = state.search.as_ref();
             Some((table_body(body), s.map_or(0, |s| s.hits.len()), s.map_or(0, |s| s.current)))
         }
+        View::Play => {
+            let p = state.play.as_ref()?;
+            let a = play(body);
+            Some(match &p.session {
+                Some(session) => (inner(a.side), session.actions().len(), session.cursor),
+                None => (inner(a.main), p.shop.goals.len(), p.goal_cursor),
+            })
+        }
         View::Compare => None,
     }
 }
@@ -131,7 +160,11 @@ pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
 /// The episode view's detail pane (observation), where the mouse wheel scrolls the text.
 pub fn detail(state: &State) -> Option<Rect> {
     let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
-    (state.view == View::Episode).then(|| episode(state, body).detail)
+    match state.view {
+        View::Episode => Some(episode(state, body).detail),
+        View::Play if state.play.as_ref().is_some_and(|p| p.session.is_some()) => Some(play(body).main),
+        _ => None,
+    }
 }
 
 pub fn contains(r: Rect, col: u16, row: u16) -> bool {

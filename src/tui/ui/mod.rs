@@ -6,6 +6,7 @@ mod compare;
 mod episode;
 mod groups;
 mod overview;
+mod play;
 mod popups;
 mod search;
 
@@ -16,13 +17,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::action::Action;
-use super::state::{Popup, State, View};
+use super::burst::BurstStatus;
+use super::state::{Popup, Prompt, State, View};
 
 impl Widget for &State {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let [crumb, body, status, hints] = layout::root(area);
         breadcrumb(self, crumb, buf);
-        if self.run.episodes.is_empty() {
+        if self.view == View::Play {
+            play::render(self, body, buf);
+        } else if self.run.episodes.is_empty() {
             empty(self, body, buf);
         } else {
             match self.view {
@@ -32,6 +36,7 @@ impl Widget for &State {
                 View::Anchor => anchor::render(self, body, buf),
                 View::Compare => compare::render(self, body, buf),
                 View::Search => search::render(self, body, buf),
+                View::Play => unreachable!("drawn above"),
             }
         }
         status_bar(self, status, buf);
@@ -39,6 +44,7 @@ impl Widget for &State {
         match self.popup {
             Some(Popup::Help { scroll }) => popups::help(self, scroll, area, buf),
             Some(Popup::Settings { field }) => popups::settings(self, field, area, buf),
+            Some(Popup::Burst { field }) => popups::burst(self, field, area, buf),
             None => {}
         }
     }
@@ -49,6 +55,11 @@ fn empty(state: &State, area: Rect, buf: &mut Buffer) {
         Line::from(""),
         Line::from(format!("  No episodes in {} yet.", state.run.dir.display())),
         Line::from("  Waiting for episodes.jsonl to grow (the view updates as lines arrive)."),
+        Line::from(format!(
+            "  {} plays episodes by hand into this run; {} starts a training burst into it.",
+            state.config.keymap.first_label(Action::Play).unwrap_or_default(),
+            state.config.keymap.first_label(Action::Train).unwrap_or_default()
+        )),
     ];
     Paragraph::new(text).block(block(state, "Run")).render(area, buf);
 }
@@ -121,7 +132,11 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
 fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     if let Some(text) = &state.input {
-        let line = Line::from(vec![Span::styled("/", theme.accent()), Span::raw(text.clone()), Span::styled("▏", theme.accent())]);
+        let label = match state.prompt {
+            Prompt::Search => "/",
+            Prompt::PlayQuery => "search[",
+        };
+        let line = Line::from(vec![Span::styled(label, theme.accent()), Span::raw(text.clone()), Span::styled("▏", theme.accent())]);
         Paragraph::new(line).render(area, buf);
         return;
     }
@@ -133,6 +148,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let s = &state.settings;
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
+    if let Some(b) = &state.burst {
+        spans.push(Span::styled(format!("{} · ", burst_summary(b)), theme.accent()));
+    }
     if state.live.broken_lines > 0 {
         let at = state.run.errors.last().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
         spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.live.broken_lines), theme.warn()));
@@ -154,6 +172,24 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled("*", theme.warn()));
     }
     Paragraph::new(Line::from(spans)).style(theme.dim()).render(area, buf);
+}
+
+/// One line on the burst: a text gauge while it runs, how it ended after.
+pub(crate) fn burst_summary(b: &BurstStatus) -> String {
+    if let Some(ended) = &b.ended {
+        return format!("burst {ended}");
+    }
+    const CELLS: usize = 10;
+    let filled = (b.progress() * CELLS as f64).round() as usize;
+    let last = b.points.last().map_or(String::new(), |p| format!(" success {:.0}%", 100.0 * p.success));
+    format!(
+        "burst {}/{} [{}{}]{last}{}",
+        b.completed(),
+        b.iterations,
+        "█".repeat(filled),
+        "░".repeat(CELLS - filled.min(CELLS)),
+        if b.cancelling { " cancelling" } else { "" }
+    )
 }
 
 fn ago(secs: u64) -> String {
@@ -180,6 +216,15 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
                 (vec![Back], "close"),
             ]
         }
+        Some(Popup::Burst { .. }) => {
+            return vec![
+                (vec![Up, Down], "field"),
+                (vec![Left, Right], "change"),
+                (vec![Open], "start"),
+                (vec![CancelBurst], "cancel"),
+                (vec![Back], "close"),
+            ]
+        }
         None => {}
     }
     let mut v: Vec<(Vec<Action>, &'static str)> = vec![(vec![Up, Down], "move")];
@@ -196,6 +241,16 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
         View::Anchor => v.extend([(vec![Open], "go to step"), (vec![PrevItem, NextItem], "step")]),
         View::Compare => v.push((vec![PrevItem, NextItem], "other traj")),
         View::Search => v.push((vec![Open], "go to step")),
+        View::Play => match state.play.as_ref().map(|p| p.session.is_some()) {
+            Some(false) => v.extend([(vec![Open], "start group"), (vec![Left, Right], "group size")]),
+            Some(true) => v.extend([
+                (vec![Open], "act"),
+                (vec![Autoplay], "policy plays rest"),
+                (vec![Left], "abandon"),
+                (vec![ScrollDown, ScrollUp], "scroll obs"),
+            ]),
+            None => {}
+        },
     }
     v.push((vec![Search], "search"));
     if state.search.is_some() {
@@ -212,7 +267,12 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
 fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     if state.input.is_some() {
-        let text = "search: words, field:word, action:\"buy now\", success:false, adv:<-1, AND/OR/NOT · Enter run · Esc cancel";
+        let text = match state.prompt {
+            Prompt::Search => {
+                "search: words, field:word, action:\"buy now\", success:false, adv:<-1, AND/OR/NOT · Enter run · Esc cancel"
+            }
+            Prompt::PlayQuery => "type a WebShop search query · Enter searches · Esc cancels",
+        };
         Paragraph::new(Span::styled(text, theme.dim())).render(area, buf);
         return;
     }

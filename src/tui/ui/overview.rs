@@ -73,7 +73,7 @@ fn charts(state: &State, area: Rect, buf: &mut Buffer) {
     line_chart(state, "mean return by iteration", &returns, None, bottom, buf);
 }
 
-fn line_chart(state: &State, title: &str, data: &[(f64, f64)], y: Option<(f64, f64)>, area: Rect, buf: &mut Buffer) {
+pub(crate) fn line_chart(state: &State, title: &str, data: &[(f64, f64)], y: Option<(f64, f64)>, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let x0 = data.first().map_or(0.0, |p| p.0);
     let x1 = data.last().map_or(1.0, |p| p.0).max(x0 + 1.0);

@@ -3,10 +3,11 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Widget};
+use ratatui::widgets::{Clear, Gauge, Paragraph, Widget};
 
 use super::block;
 use crate::tui::action::Action;
+use crate::tui::burst::{self, BurstStatus};
 use crate::tui::fields;
 use crate::tui::state::State;
 
@@ -65,4 +66,65 @@ pub fn settings(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
     let r = centered(area, 66, lines.len() as u16 + 2);
     Clear.render(r, buf);
     Paragraph::new(lines).block(block(state, "Advantage settings (every change recomputes)")).render(r, buf);
+}
+
+pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let running = state.burst.as_ref().is_some_and(BurstStatus::running);
+    let mut lines: Vec<Line> = burst::FIELDS
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let text = format!("{} {:<18} {}", if i == field { "▶" } else { " " }, name, state.burst_form.value(i));
+            let style = if i == field { theme.selected() } else if running { theme.dim() } else { Default::default() };
+            Line::styled(text, style)
+        })
+        .collect();
+    lines.push(Line::styled(
+        "Trains into this run: resumes its checkpoint, else a fresh policy after its last iteration.",
+        theme.dim(),
+    ));
+    let status_h = if state.burst.is_some() { 12 } else { 0 };
+    let r = centered(area, 76, lines.len() as u16 + 2 + status_h);
+    Clear.render(r, buf);
+    let title = if running { "Training burst (running: X cancels, Esc hides)" } else { "Training burst (Enter starts)" };
+    let outer = block(state, title);
+    let inner = outer.inner(r);
+    outer.render(r, buf);
+    let [form, status] =
+        Layout::vertical([Constraint::Length(lines.len() as u16), Constraint::Min(0)]).areas(inner);
+    Paragraph::new(lines).render(form, buf);
+    if let Some(b) = &state.burst {
+        burst_status(state, b, status, buf);
+    }
+}
+
+fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let [info, gauge, chart] =
+        Layout::vertical([Constraint::Length(2), Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let mut head = format!("{} · {}", b.how, if b.device.is_empty() { "…" } else { &b.device });
+    if let (Some(s), Some(base)) = (b.initial_success, b.baseline) {
+        head.push_str(&format!(" · before: greedy {:.0}%, rule baseline {:.0}%", 100.0 * s, 100.0 * base));
+    }
+    let last = match b.points.last() {
+        Some(p) => format!(
+            "iteration {} · train success {:.0}% · score {:.3}{} · {:.0} env steps/s · {:.1}s",
+            p.iteration,
+            100.0 * p.success,
+            p.score,
+            p.eval_success.map_or(String::new(), |e| format!(" · eval {:.0}%", 100.0 * e)),
+            p.env_steps_per_s,
+            p.seconds
+        ),
+        None => b.ended.clone().unwrap_or_else(|| "first iteration running …".into()),
+    };
+    Paragraph::new(vec![Line::raw(head), Line::styled(last, theme.dim())]).render(info, buf);
+    Gauge::default()
+        .gauge_style(theme.accent())
+        .ratio(b.progress())
+        .label(super::burst_summary(b))
+        .render(gauge, buf);
+    let data: Vec<(f64, f64)> = b.points.iter().map(|p| (p.iteration as f64, p.success)).collect();
+    super::overview::line_chart(state, "train success", &data, Some((0.0, 1.0)), chart, buf);
 }

@@ -1,0 +1,56 @@
+//! The run's policy playing a group of episodes of one goal, for the TUI's group play: the same sampling as
+//! training rollouts, from the run's checkpoint when it has one.
+
+use std::path::Path;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tch::Device;
+
+use super::checkpoint;
+use super::env::{Environment, Started};
+use super::ppo::Adam;
+use super::rollout::{self, Chooser, Slot};
+use super::trainer::{initial_policy, TrainConfig};
+use super::TrainError;
+use crate::run::Episode;
+
+/// Which policy played.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicySource {
+    /// The run's checkpoint, after this many iterations.
+    Checkpoint { iteration: u64 },
+    /// The run has no checkpoint: a freshly initialised policy (seed 0), i.e. what training starts from.
+    Untrained,
+}
+
+/// Episodes `{group}-{first}`, `{group}-{first+1}`, … (`n` of them, iteration 0) of the goal `started` was
+/// reset to, sampled from the run's policy on the CPU and recorded as training rollouts record them.
+pub fn play_group<E: Environment + Clone>(
+    run_dir: &Path,
+    started: Started<E>,
+    group: &str,
+    first: usize,
+    n: usize,
+    step_limit: usize,
+    seed: u64,
+) -> Result<(Vec<Episode>, PolicySource), TrainError> {
+    let ckpt = checkpoint::path_in(run_dir);
+    let (vs, policy, source) = if ckpt.exists() {
+        let saved: TrainConfig = serde_json::from_value(checkpoint::read_state(&ckpt)?.config)?;
+        let (vs, policy) = initial_policy(saved.seed, saved.shape, Device::Cpu);
+        let mut adam = Adam::new(&vs);
+        let state = checkpoint::load(&ckpt, &mut adam, Device::Cpu)?;
+        (vs, policy, PolicySource::Checkpoint { iteration: state.iteration })
+    } else {
+        let config = TrainConfig::default();
+        let (vs, policy) = initial_policy(config.seed, config.shape, Device::Cpu);
+        (vs, policy, PolicySource::Untrained)
+    };
+    let mut slots = vec![Slot::new(started); n];
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rollout::play(&mut slots, &mut Chooser::Sample(&policy, &mut rng), step_limit, Device::Cpu)?;
+    drop(vs);
+    let episodes = slots.iter().enumerate().map(|(i, s)| s.to_episode(format!("{group}-{}", first + i), group.to_owned(), 0));
+    Ok((episodes.collect(), source))
+}

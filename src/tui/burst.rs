@@ -1,0 +1,162 @@
+//! The training-burst dialog's side of the state: the form (what to start) and the status of the burst that
+//! runs (fed by [`BurstUpdate`]s the app translates from the trainer's events). Nothing here needs libtorch,
+//! so the inspect-only build shows the dialog and says it cannot train.
+
+use crate::advantage::Estimator;
+
+/// Where the burst's network runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BurstDevice {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+/// What the dialog starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BurstRequest {
+    pub iterations: u64,
+    /// E: goals per iteration.
+    pub goals: usize,
+    /// N: episodes per goal.
+    pub group_size: usize,
+    pub learning_rate: f64,
+    pub estimator: Estimator,
+    pub device: BurstDevice,
+}
+
+impl Default for BurstRequest {
+    fn default() -> Self {
+        // The trainer's defaults, with a burst short enough to watch.
+        BurstRequest {
+            iterations: 5,
+            goals: 16,
+            group_size: 8,
+            learning_rate: 1e-3,
+            estimator: Estimator::Gigpo,
+            device: BurstDevice::Auto,
+        }
+    }
+}
+
+pub const FIELDS: &[&str] = &["iterations", "goals / iteration", "group size N", "learning rate", "estimator", "device"];
+
+const ITERATIONS: &[u64] = &[1, 2, 3, 5, 10, 20, 50, 100, 200];
+const GOALS: &[usize] = &[2, 4, 8, 16, 32, 64];
+const GROUP_SIZES: &[usize] = &[2, 4, 8, 16];
+const LEARNING_RATES: &[f64] = &[1e-4, 3e-4, 1e-3, 3e-3, 1e-2];
+const ESTIMATORS: &[Estimator] = &[Estimator::Gigpo, Estimator::Grpo, Estimator::Rloo];
+const DEVICES: &[BurstDevice] = &[BurstDevice::Auto, BurstDevice::Cpu, BurstDevice::Cuda];
+
+/// The neighbouring value of `v` in `values` (clamped at the ends; a value not in the list moves to the start).
+fn step<T: Copy + PartialEq>(values: &[T], v: T, up: bool) -> T {
+    let i = values.iter().position(|x| *x == v).unwrap_or(0);
+    let j = if up { (i + 1).min(values.len() - 1) } else { i.saturating_sub(1) };
+    values[j]
+}
+
+impl BurstRequest {
+    /// `field` moved one value up or down.
+    pub fn adjust(mut self, field: usize, up: bool) -> BurstRequest {
+        match field {
+            0 => self.iterations = step(ITERATIONS, self.iterations, up),
+            1 => self.goals = step(GOALS, self.goals, up),
+            2 => self.group_size = step(GROUP_SIZES, self.group_size, up),
+            3 => self.learning_rate = step(LEARNING_RATES, self.learning_rate, up),
+            4 => self.estimator = step(ESTIMATORS, self.estimator, up),
+            _ => self.device = step(DEVICES, self.device, up),
+        }
+        self
+    }
+
+    pub fn value(&self, field: usize) -> String {
+        match field {
+            0 => self.iterations.to_string(),
+            1 => self.goals.to_string(),
+            2 => self.group_size.to_string(),
+            3 => format!("{:e}", self.learning_rate),
+            4 => format!("{:?}", self.estimator).to_lowercase(),
+            _ => format!("{:?}", self.device).to_lowercase(),
+        }
+    }
+}
+
+/// What the app tells the state about the running burst.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BurstUpdate {
+    Started { first_iteration: u64, iterations: u64, device: String, how: String },
+    /// Greedy evaluation before training (fresh runs): the policy's and the rule baseline's success.
+    Evaluated { success: f64, baseline: f64 },
+    Iteration(BurstPoint),
+    Finished { completed: u64, cancelled: bool },
+    Failed(String),
+}
+
+/// One finished iteration, for the progress gauge and the live chart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BurstPoint {
+    pub iteration: u64,
+    /// Training rollouts' success rate and mean score.
+    pub success: f64,
+    pub score: f64,
+    /// Greedy success on the test goals, on evaluation iterations.
+    pub eval_success: Option<f64>,
+    pub env_steps_per_s: f64,
+    pub seconds: f64,
+}
+
+/// The burst as the dialog and the status bar show it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BurstStatus {
+    pub first_iteration: u64,
+    pub iterations: u64,
+    pub device: String,
+    /// How the burst relates to the run ("new run", "resumed from iteration 7", ...).
+    pub how: String,
+    pub points: Vec<BurstPoint>,
+    pub baseline: Option<f64>,
+    pub initial_success: Option<f64>,
+    /// Set once the burst ended: how.
+    pub ended: Option<String>,
+    /// A cancel was asked for and the current iteration is finishing.
+    pub cancelling: bool,
+}
+
+impl BurstStatus {
+    pub fn running(&self) -> bool {
+        self.ended.is_none()
+    }
+
+    pub fn completed(&self) -> u64 {
+        self.points.len() as u64
+    }
+
+    /// Share of the burst done, 0..=1.
+    pub fn progress(&self) -> f64 {
+        if self.iterations == 0 {
+            return 1.0;
+        }
+        (self.completed() as f64 / self.iterations as f64).min(1.0)
+    }
+
+    pub fn apply(&mut self, update: BurstUpdate) {
+        match update {
+            BurstUpdate::Started { first_iteration, iterations, device, how } => {
+                *self = BurstStatus { first_iteration, iterations, device, how, ..BurstStatus::default() };
+            }
+            BurstUpdate::Evaluated { success, baseline } => {
+                self.initial_success = Some(success);
+                self.baseline = Some(baseline);
+            }
+            BurstUpdate::Iteration(point) => self.points.push(point),
+            BurstUpdate::Finished { completed, cancelled } => {
+                self.ended = Some(if cancelled {
+                    format!("cancelled after {completed} iteration(s)")
+                } else {
+                    format!("finished {completed} iteration(s)")
+                });
+            }
+            BurstUpdate::Failed(e) => self.ended = Some(format!("failed: {e}")),
+        }
+    }
+}
