@@ -182,3 +182,74 @@ fn broken_lines_are_skipped_and_counted_without_crashing() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+fn episode_lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("episodes.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Live play: a group of one episode played by hand to the purchase is written to the run and opens in the
+/// group view.
+#[test]
+fn a_group_played_by_hand_lands_in_the_run() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let before = episode_lines(&dir).len();
+    let s = Session::start("play", &dir, "");
+    s.wait_for(&["Iterations"]);
+    s.keys(&["p"]);
+    s.wait_for(&["Pick a goal", "group size N = 4"]);
+    s.keys(&["h", "h", "h"]);
+    s.wait_for(&["group size N = 1"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["search[<your query>]", "episode 1/1"]);
+    s.keys(&["Enter"]);
+    s.type_text("table");
+    s.keys(&["Enter"]);
+    // Results: back to search, next >, then the products.
+    s.wait_for(&["Total results", "click[next >]"]);
+    s.keys(&["j", "j", "Enter"]);
+    // Item page: back to search, < prev, description, features, reviews, buy now, options.
+    s.wait_for(&["click[buy now]", "click[description]"]);
+    s.keys(&["j", "j", "j", "j", "j", "Enter"]);
+    let screen = s.wait_for(&["[Groups]", "play-goal-0-1"]);
+    assert!(screen.contains("1 trajectories") || screen.contains("1 trajectory"), "{screen}");
+    let episodes = episode_lines(&dir);
+    assert_eq!(episodes.len(), before + 1);
+    let played = episodes.last().unwrap();
+    assert_eq!(played["group"], "play-goal-0-1");
+    assert_eq!(played["iteration"], 0);
+    assert_eq!(played["steps"].as_array().unwrap().len(), 3);
+    assert_eq!(played["steps"][0]["action"], "search[table]");
+    assert_eq!(played["steps"][2]["action"], "click[buy now]");
+}
+
+/// The burst dialog trains into the open run (no checkpoint: a fresh policy after its last iteration), the
+/// gauge reports the end, and the new episodes are in the run.
+#[cfg(feature = "train")]
+#[test]
+fn a_burst_from_the_dialog_trains_into_the_run() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let before = episode_lines(&dir).len();
+    let s = Session::start("burst", &dir, "");
+    s.wait_for(&["Iterations"]);
+    s.keys(&["t"]);
+    s.wait_for(&["Training burst", "iterations         5"]);
+    // 1 iteration, 2 goals, groups of 2.
+    s.keys(&["h", "h", "h", "j", "h", "h", "h", "j", "h", "h"]);
+    s.wait_for(&["iterations         1", "goals / iteration  2", "group size N       2"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
+    let episodes = episode_lines(&dir);
+    assert_eq!(episodes.len(), before + 2 * 2);
+    assert!(episodes[before..].iter().all(|e| e["iteration"] == 2), "numbered after the run's last iteration");
+    assert!(dir.join("checkpoint.ot").exists());
+}

@@ -150,3 +150,56 @@ fn no_color_marks_selection_without_colour() {
     let row6: Vec<_> = (0..80).map(|x| buf[(x, 6)].modifier).collect();
     assert!(row6.iter().any(|m| m.contains(ratatui::style::Modifier::REVERSED)));
 }
+
+fn with_shop(size: (u16, u16)) -> State {
+    let mut s = state(size, true);
+    keys(&mut s, &[Action::Play]);
+    let shop = gigscope::webshop::shop::Shop::open(None, None).unwrap();
+    update(&mut s, Msg::ShopReady(Ok(std::sync::Arc::new(shop))));
+    s
+}
+
+#[test]
+fn play_goal_picker_120x40() {
+    let mut s = with_shop((120, 40));
+    keys(&mut s, &[Action::Down, Action::Down, Action::Left]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn play_results_page_80x24() {
+    let mut s = with_shop((80, 24));
+    keys(&mut s, &[Action::Open, Action::Open]);
+    for c in "dining table".chars() {
+        update(&mut s, Msg::Input(gigscope::tui::update::InputKey::Char(c)));
+    }
+    update(&mut s, Msg::Input(gigscope::tui::update::InputKey::Submit));
+    keys(&mut s, &[Action::Down, Action::Down]);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn burst_dialog_with_progress() {
+    use gigscope::tui::burst::{BurstPoint, BurstUpdate};
+    let mut s = state((100, 36), true);
+    keys(&mut s, &[Action::Train, Action::Open]);
+    let news = [
+        BurstUpdate::Started { first_iteration: 2, iterations: 5, device: "Cpu".into(), how: "resumes the checkpoint".into() },
+        BurstUpdate::Evaluated { success: 0.1, baseline: 0.05 },
+    ];
+    for n in news {
+        update(&mut s, Msg::Burst(n));
+    }
+    for (i, success) in [0.2, 0.35, 0.5].into_iter().enumerate() {
+        let point = BurstPoint {
+            iteration: 2 + i as u64,
+            success,
+            score: success + 0.1,
+            eval_success: (i == 2).then_some(0.4),
+            env_steps_per_s: 3000.0,
+            seconds: 4.0,
+        };
+        update(&mut s, Msg::Burst(BurstUpdate::Iteration(point)));
+    }
+    insta::assert_snapshot!(render(&s));
+}

@@ -106,9 +106,9 @@ impl Action {
             Action::Search => "search the run",
             Action::SearchNext => "next search result",
             Action::SearchPrev => "previous search result",
-            Action::Play => "live play: pick a goal, play a group of episodes by hand (written to the run)",
+            Action::Play => "live play: pick a goal, play a group by hand (written to the run)",
             Action::Autoplay => "in play: the run's policy plays the rest of the group",
-            Action::Train => "training burst dialog (start a burst into this run, watch its progress)",
+            Action::Train => "training burst dialog: train into this run, watch its progress",
             Action::CancelBurst => "cancel the running burst after its current iteration",
         }
     }

@@ -21,7 +21,7 @@ use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::{Episode, RunError, RunWriter};
 use crate::webshop::shop::Shop;
 use super::theme::color_enabled;
-use super::burst::{BurstDevice, BurstPoint, BurstRequest, BurstUpdate};
+use super::burst::{BurstRequest, BurstUpdate};
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexError, SearchResults, TrajectoryIndex};
@@ -249,6 +249,7 @@ impl Effector {
 
     #[cfg(feature = "train")]
     fn start_burst(&mut self, run_dir: &Path, request: BurstRequest) -> Result<(), String> {
+        use super::burst::BurstDevice;
         use crate::advantage::AdvantageOverrides;
         use crate::train::{checkpoint, webshop::WebShopTasks, Burst, DeviceChoice, PpoConfig, TrainConfig};
         if self.burst.is_some() {
@@ -260,9 +261,9 @@ impl Effector {
             std::fs::metadata(run_dir.join(crate::run::EPISODES_FILE)).is_ok_and(|m| m.len() > 0);
         let append = !resume && has_episodes;
         self.burst_how = if resume {
-            "resumes the run's checkpoint".into()
+            "resumes the checkpoint".into()
         } else if append {
-            "fresh policy (the run has no checkpoint), after the run's last iteration".into()
+            "fresh policy (no checkpoint)".into()
         } else {
             "new run".into()
         };
@@ -303,6 +304,7 @@ impl Effector {
     /// News from the running burst since the last call.
     #[cfg(feature = "train")]
     fn burst_news(&mut self) -> Vec<BurstUpdate> {
+        use super::burst::BurstPoint;
         use crate::train::{BurstEvent, Progress};
         let Some(handle) = &self.burst else { return Vec::new() };
         let mut news = Vec::new();

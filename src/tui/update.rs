@@ -414,7 +414,7 @@ fn on_play(state: &mut State, a: Action) -> Option<Effects> {
                 let Some(action) = session.selected_action() else { return Some(Effects::default()) };
                 return Some(play_action(state, &action));
             }
-            Action::Back | Action::Left => {
+            Action::Left => {
                 play.session = None;
                 state.message = Some("group abandoned: nothing was written".into());
             }

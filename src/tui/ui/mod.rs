@@ -94,7 +94,12 @@ pub(crate) fn trunc(s: &str, width: usize) -> String {
 fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let mut parts = vec![state.run_name.clone()];
-    if !state.run.episodes.is_empty() {
+    if let Some(play) = state.play.as_ref().filter(|_| state.view == View::Play) {
+        parts.push(match &play.session {
+            Some(session) => format!("{} › episode {}/{}", session.group, session.finished.len() + 1, session.size),
+            None => "pick a goal".into(),
+        });
+    } else if !state.run.episodes.is_empty() {
         if let Some(it) = state.derived.iterations.get(state.sel.iteration) {
             parts.push(format!("iter {}", it.iteration));
         }

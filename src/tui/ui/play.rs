@@ -138,12 +138,22 @@ fn actions(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
         .skip(start)
         .take(inner.height as usize)
         .map(|(i, a)| {
-            let text = trunc(a, inner.width as usize);
+            let text = trunc(&with_title(session, a), inner.width as usize);
             if i == session.cursor { Line::styled(text, theme.selected()) } else { Line::raw(text) }
         })
         .collect();
     let title = format!("Actions ({}) · Enter acts, on search[…] type a query", actions.len());
     Paragraph::new(lines).block(block(state, title)).render(area, buf);
+}
+
+/// A product click with the product's title, so the user need not remember asins.
+fn with_title(session: &GroupPlay, action: &str) -> String {
+    let catalog = session.env.catalog();
+    let asin = action.strip_prefix("click[").and_then(|a| a.strip_suffix(']')).map(str::to_uppercase);
+    match asin.and_then(|a| catalog.by_asin.get(&a)) {
+        Some(&i) => format!("{action} · {}", catalog.products[i].title),
+        None => action.to_string(),
+    }
 }
 
 fn finished(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {

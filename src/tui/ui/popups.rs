@@ -81,7 +81,7 @@ pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
         })
         .collect();
     lines.push(Line::styled(
-        "Trains into this run: resumes its checkpoint, else a fresh policy after its last iteration.",
+        "Trains into this run: its checkpoint, else a fresh policy",
         theme.dim(),
     ));
     let status_h = if state.burst.is_some() { 12 } else { 0 };
@@ -123,7 +123,7 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     Gauge::default()
         .gauge_style(theme.accent())
         .ratio(b.progress())
-        .label(super::burst_summary(b))
+        .label(format!("{}/{} iterations", b.completed(), b.iterations))
         .render(gauge, buf);
     let data: Vec<(f64, f64)> = b.points.iter().map(|p| (p.iteration as f64, p.success)).collect();
     super::overview::line_chart(state, "train success", &data, Some((0.0, 1.0)), chart, buf);

@@ -1,0 +1,182 @@
+//! Live play and the burst dialog through the pure `update`: a real shop (the embedded demo catalog with its
+//! tantivy index), the fixture run, and the effects `update` asks the app to carry out.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use gigscope::live::LiveEvent;
+use gigscope::tui::burst::{BurstPoint, BurstRequest, BurstUpdate};
+use gigscope::tui::play::fresh_group_name;
+use gigscope::tui::state::{Popup, Prompt};
+use gigscope::tui::update::InputKey;
+use gigscope::tui::{open, update, Action, Config, Effects, Msg, State, View};
+use gigscope::webshop::shop::Shop;
+
+fn shop() -> Arc<Shop> {
+    static SHOP: OnceLock<Arc<Shop>> = OnceLock::new();
+    Arc::clone(SHOP.get_or_init(|| Arc::new(Shop::open(None, None).unwrap())))
+}
+
+fn state() -> State {
+    let config = Config::defaults(true).unwrap();
+    open(Path::new("tests/fixtures/tui/basic"), config, (120, 40)).unwrap().0
+}
+
+fn act(s: &mut State, a: Action) -> Effects {
+    update(s, Msg::Action(a))
+}
+
+/// The play view with the shop open.
+fn playing() -> State {
+    let mut s = state();
+    let fx = act(&mut s, Action::Play);
+    assert!(fx.open_shop, "the first play asks the app to open the shop");
+    assert_eq!(s.view, View::Play);
+    update(&mut s, Msg::ShopReady(Ok(shop())));
+    assert!(s.play.is_some());
+    s
+}
+
+fn actions(s: &State) -> Vec<String> {
+    s.play.as_ref().unwrap().session.as_ref().unwrap().actions()
+}
+
+/// Move the cursor to `action` and take it.
+fn choose(s: &mut State, action: &str) -> Effects {
+    let i = actions(s).iter().position(|a| a == action).unwrap_or_else(|| panic!("{action} not in {:?}", actions(s)));
+    act(s, Action::Top);
+    for _ in 0..i {
+        act(s, Action::Down);
+    }
+    act(s, Action::Open)
+}
+
+/// Search by typing a query, open the first result, buy it.
+fn play_one_episode(s: &mut State, query: &str) -> Effects {
+    choose(s, "search[<your query>]");
+    assert_eq!((s.input.as_deref(), s.prompt), (Some(""), Prompt::PlayQuery), "search[…] opens the query prompt");
+    for c in query.chars() {
+        update(s, Msg::Input(InputKey::Char(c)));
+    }
+    update(s, Msg::Input(InputKey::Submit));
+    let first_product = actions(s).into_iter().find(|a| a.starts_with("click[b0")).expect("results list products");
+    choose(s, &first_product);
+    choose(s, "click[buy now]")
+}
+
+#[test]
+fn a_group_played_by_hand_is_written_whole_and_then_selected() {
+    let mut s = playing();
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Left);
+    act(&mut s, Action::Left);
+    assert_eq!(s.play.as_ref().unwrap().group_size, 2);
+    act(&mut s, Action::Open);
+    let group = s.play.as_ref().unwrap().session.as_ref().unwrap().group.clone();
+    assert_eq!(group, "play-goal-1-1");
+
+    let fx = play_one_episode(&mut s, "shorts");
+    assert!(fx.write.is_empty(), "nothing is written before the group is complete");
+    let session = s.play.as_ref().unwrap().session.as_ref().unwrap();
+    assert_eq!((session.finished.len(), session.env.steps()), (1, 0), "the next episode starts afresh");
+
+    let fx = play_one_episode(&mut s, "workout shorts khaki");
+    assert!(s.play.as_ref().unwrap().session.is_none(), "the group is over");
+    let written = fx.write;
+    assert_eq!(written.len(), 2);
+    for (i, e) in written.iter().enumerate() {
+        assert_eq!(e.id, format!("{group}-{i}"));
+        assert_eq!(e.group, group);
+        assert_eq!(e.iteration, 0);
+        assert_eq!(e.task.as_ref().unwrap().id, "goal-1");
+        assert_eq!(e.steps.len(), 3);
+        assert!(e.steps.iter().all(|st| st.anchor.is_some() && st.available_actions.is_some()));
+        assert!(e.outcome.is_some());
+    }
+    assert_eq!(written[0].steps[0].observation, written[1].steps[0].observation, "same start state");
+    assert_eq!(s.pending_group.as_deref(), Some(group.as_str()));
+
+    // The watcher reads the lines back: the group opens, its shared start state is one anchor group of 2.
+    update(&mut s, Msg::Written(Ok(2)));
+    let records = written.into_iter().enumerate().map(|(i, e)| (13 + i as u64, e)).collect();
+    update(&mut s, Msg::Live(vec![LiveEvent::Episodes(records)], Instant::now()));
+    assert_eq!(s.view, View::Groups);
+    assert_eq!(s.derived.table.episode_groups[s.sel.group as usize].name, group);
+    assert!(s.pending_group.is_none());
+    let row = s.row_ref().unwrap();
+    assert_eq!(s.derived.table.anchor_group_of(row).members.len(), 2);
+}
+
+#[test]
+fn left_abandons_a_group_and_back_keeps_it() {
+    let mut s = playing();
+    act(&mut s, Action::Open);
+    choose(&mut s, "search[<your query>]");
+    update(&mut s, Msg::Input(InputKey::Cancel));
+    act(&mut s, Action::Back);
+    assert_eq!(s.view, View::Overview);
+    assert!(s.play.as_ref().unwrap().session.is_some(), "back leaves the view, not the group");
+    act(&mut s, Action::Play);
+    assert_eq!(s.view, View::Play);
+    let fx = act(&mut s, Action::Left);
+    assert!(s.play.as_ref().unwrap().session.is_none());
+    assert!(fx.write.is_empty(), "an abandoned group writes nothing");
+}
+
+#[test]
+fn the_policy_plays_the_rest_of_the_group() {
+    let mut s = playing();
+    act(&mut s, Action::Open);
+    let fx = act(&mut s, Action::Autoplay);
+    let request = fx.autoplay.expect("autoplay asks the app to let the policy play");
+    assert_eq!((request.first, request.n, request.goal), (0, 4, 0));
+    // What the app answers with: episodes of that group (their content is the trainer's business).
+    let session = s.play.as_ref().unwrap().session.as_ref().unwrap();
+    let mut episode = gigscope::run::Episode::new("x", request.group.clone(), vec![]);
+    episode.steps.push(gigscope::run::Step::new(session.env.observation(), "click[search]", 0.0));
+    let episodes: Vec<_> = (0..4)
+        .map(|i| gigscope::run::Episode { id: format!("{}-{i}", request.group), ..episode.clone() })
+        .collect();
+    let fx = update(&mut s, Msg::Autoplayed(Ok((episodes, "the policy".into()))));
+    assert_eq!(fx.write.len(), 4);
+    assert!(s.message.as_deref().unwrap().starts_with("the policy played 4"));
+}
+
+#[test]
+fn group_names_never_collide() {
+    let taken = ["play-goal-3-1", "play-goal-3-2", "play-goal-4-1"];
+    assert_eq!(fresh_group_name(3, taken.iter().copied()), "play-goal-3-3");
+    assert_eq!(fresh_group_name(5, taken.iter().copied()), "play-goal-5-1");
+}
+
+#[test]
+fn the_burst_dialog_starts_one_burst_and_follows_it() {
+    let mut s = state();
+    act(&mut s, Action::Train);
+    assert_eq!(s.popup, Some(Popup::Burst { field: 0 }));
+    act(&mut s, Action::Left);
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Right);
+    assert_eq!(s.burst_form, BurstRequest { iterations: 3, goals: 32, ..BurstRequest::default() });
+    let fx = act(&mut s, Action::Open);
+    assert_eq!(fx.start_burst, Some(s.burst_form));
+    assert!(act(&mut s, Action::Open).start_burst.is_none(), "one burst at a time");
+    act(&mut s, Action::Right);
+    assert_eq!(s.burst_form.goals, 32, "the form is frozen while the burst runs");
+
+    update(&mut s, Msg::Burst(BurstUpdate::Started { first_iteration: 2, iterations: 3, device: "Cpu".into(), how: "new run".into() }));
+    let point = BurstPoint { iteration: 2, success: 0.25, score: 0.5, eval_success: None, env_steps_per_s: 1000.0, seconds: 1.0 };
+    update(&mut s, Msg::Burst(BurstUpdate::Iteration(point)));
+    let b = s.burst.as_ref().unwrap();
+    assert!(b.running());
+    assert!((b.progress() - 1.0 / 3.0).abs() < 1e-12);
+
+    assert!(act(&mut s, Action::CancelBurst).cancel_burst);
+    assert!(!act(&mut s, Action::CancelBurst).cancel_burst, "cancel is asked once");
+    update(&mut s, Msg::Burst(BurstUpdate::Finished { completed: 1, cancelled: true }));
+    let b = s.burst.as_ref().unwrap();
+    assert!(!b.running());
+    assert_eq!(b.ended.as_deref(), Some("cancelled after 1 iteration(s)"));
+    assert!(act(&mut s, Action::Open).start_burst.is_some(), "a new burst can start once it ended");
+}
