@@ -184,6 +184,11 @@ impl Effector {
         while let Some(fx) = queue.pop() {
             *redraw |= fx.redraw;
             if fx.quit {
+                if self.burst_running() {
+                    // Dropping the burst waits for its iteration to end, so the run and checkpoint stay valid.
+                    state.message = Some("quitting: the burst stops after its current iteration …".into());
+                    draw(terminal, state)?;
+                }
                 return Ok(true);
             }
             let slow = fx.search.is_some() || fx.open_shop || fx.autoplay.is_some() || fx.start_burst.is_some();
