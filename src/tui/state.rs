@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
+use crate::advantage::{compute, recompute, AdvantageSettings, AdvantageTable, RowRef};
 use crate::live::LiveStatus;
 use crate::run::{Episode, Run, RunMeta};
 
@@ -318,6 +318,19 @@ impl State {
     pub fn rebuild(&mut self) {
         let iteration = self.selected_iteration();
         self.derived = Derived::build(&self.run.episodes, &self.settings);
+        self.reselect(iteration);
+    }
+
+    /// Recompute after a settings change, the episodes unchanged: when the anchor mode is the one the table
+    /// was computed with (`before`'s), its anchor groups are kept ([`recompute`]).
+    pub fn rebuild_settings(&mut self, before: &AdvantageSettings) {
+        if before.anchor != self.settings.anchor {
+            return self.rebuild();
+        }
+        let iteration = self.selected_iteration();
+        let mut table = std::mem::take(&mut self.derived.table);
+        recompute(&mut table, &self.run.episodes, &self.settings);
+        self.derived = Derived::from_table(&self.run.episodes, table);
         self.reselect(iteration);
     }
 

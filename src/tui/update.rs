@@ -270,8 +270,8 @@ fn on_action(state: &mut State, a: Action) -> Effects {
 
 fn reset_settings(state: &mut State) {
     if state.settings != state.recorded {
-        state.settings = state.recorded;
-        state.rebuild();
+        let before = std::mem::replace(&mut state.settings, state.recorded);
+        state.rebuild_settings(&before);
     }
 }
 
@@ -283,8 +283,9 @@ fn on_settings(state: &mut State, field: usize, a: Action) -> Effects {
         Action::Top => 0,
         Action::Bottom => n - 1,
         Action::Left | Action::Right => {
+            let before = state.settings;
             state.settings = fields::adjust(state.settings, field, a == Action::Right);
-            state.rebuild();
+            state.rebuild_settings(&before);
             field
         }
         Action::ResetSettings => {
