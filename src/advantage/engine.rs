@@ -19,6 +19,7 @@
 //! n/(n−1)·(s − mean) over the same pool (`rloo`, 0 for a pool of one: no other sample to leave in).
 
 use foldhash::{HashMap, HashMapExt};
+use rayon::prelude::*;
 
 use super::settings::{AdvantageSettings, AnchorMode, Estimator, Norm, Pooling};
 use crate::run::{Episode, Step};
@@ -119,24 +120,138 @@ impl AdvantageTable {
     pub fn episode_group_of(&self, episode: usize) -> &EpisodeGroup {
         &self.episode_groups[self.episode_group_of[episode] as usize]
     }
+
+    /// Append `extra`, the table [`compute`]d alone for episodes that follow this table's episodes in the input
+    /// and belong only to episode groups this table does not have: its episodes, rows, anchor groups and
+    /// episode groups are renumbered to follow this table's. Episode groups never influence each other, so
+    /// the result equals the table of all the episodes computed at once.
+    pub fn append(&mut self, extra: AdvantageTable) {
+        if self.row_offsets.is_empty() {
+            self.row_offsets.push(0);
+        }
+        let episode_base = self.episode_group_of.len() as u32;
+        let row_base = self.rows.len();
+        let anchor_base = self.anchor_groups.len() as u32;
+        let group_base = self.episode_groups.len() as u32;
+        self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
+        self.rows.extend(extra.rows.into_iter().map(|r| RowAdvantage { step_group: r.step_group + anchor_base, ..r }));
+        self.anchor_groups.extend(extra.anchor_groups.into_iter().map(|mut a| {
+            a.episode_group += group_base;
+            for m in &mut a.members {
+                m.episode += episode_base;
+            }
+            a
+        }));
+        self.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
+            for e in &mut g.episodes {
+                *e += episode_base;
+            }
+            g
+        }));
+        self.episode_group_of.extend(extra.episode_group_of.into_iter().map(|g| g + group_base));
+    }
 }
 
 /// Compute advantages for `episodes` (in file order) under `settings`.
+///
+/// Episode groups never influence each other, so they are computed in parallel (rayon's global pool) and
+/// assembled in group order: the table is the same, bit for bit, whatever the number of threads.
 pub fn compute(episodes: &[Episode], settings: &AdvantageSettings) -> AdvantageTable {
-    let total_steps = episodes.iter().map(|e| e.steps.len()).sum();
-    let mut table = AdvantageTable {
-        row_offsets: Vec::with_capacity(episodes.len() + 1),
-        rows: Vec::with_capacity(total_steps),
-        anchor_groups: Vec::new(),
-        episode_groups: Vec::new(),
-        episode_group_of: Vec::with_capacity(episodes.len()),
-    };
-    table.row_offsets.push(0);
+    let (mut episode_groups, episode_group_of) = group_episodes(episodes);
+    let mut row_offsets = Vec::with_capacity(episodes.len() + 1);
+    row_offsets.push(0);
+    for episode in episodes {
+        row_offsets.push(row_offsets[row_offsets.len() - 1] + episode.steps.len());
+    }
+    let mut rows = Vec::with_capacity(row_offsets[episodes.len()]);
+    rows.par_extend(rayon::iter::repeat_n(EMPTY_ROW, row_offsets[episodes.len()]));
 
-    let mut group_index: HashMap<&str, u32> = HashMap::new();
+    let mut parts = rows_by_group(&mut rows, &row_offsets, &episode_group_of, &episode_groups);
+    // Rewards and returns, and anchor-state groups numbered from 0 in each episode group (their sizes).
+    let sizes: Vec<Vec<u32>> = parts
+        .par_iter_mut()
+        .zip(&episode_groups)
+        .map_init(
+            || Clusterer::new(settings.anchor),
+            |clusterer, (rows, group)| {
+                for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
+                    fill_rows(rows, &episodes[e as usize], settings);
+                }
+                cluster_group(clusterer, rows, group, episodes)
+            },
+        )
+        .collect();
+
+    // Anchor groups are numbered across the table, episode group by episode group.
+    let total = sizes.iter().map(Vec::len).sum();
+    let mut anchor_groups = Vec::with_capacity(total);
+    anchor_groups.par_extend(rayon::iter::repeat_n(EMPTY_ANCHOR_GROUP, total));
+    let mut by_group = Vec::with_capacity(sizes.len());
+    let mut rest = anchor_groups.as_mut_slice();
+    let mut base = 0;
+    for sizes in sizes {
+        let (anchors, tail) = std::mem::take(&mut rest).split_at_mut(sizes.len());
+        let next = base + sizes.len() as u32;
+        by_group.push((base, anchors, sizes));
+        (base, rest) = (next, tail);
+    }
+    parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(by_group).enumerate().for_each(
+        |(g, ((rows, group), (base, anchors, sizes)))| {
+            add_members(rows, group, g as u32, base, anchors, &sizes);
+            group_levels(rows, group, anchors, settings);
+        },
+    );
+    drop(parts);
+    AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of }
+}
+
+/// Recompute `table`, which [`compute`] made from these `episodes` under settings with the same
+/// [`AdvantageSettings::anchor`] mode, for new `settings`: the anchor-state groups (the costly part: hashing or
+/// comparing every anchor string) are kept, everything numeric is computed again. The result equals
+/// `compute(episodes, settings)` bit for bit. With another anchor mode it would keep the old grouping: call
+/// [`compute`] then.
+pub fn recompute(table: &mut AdvantageTable, episodes: &[Episode], settings: &AdvantageSettings) {
+    let same_shape = table.row_offsets.len() == episodes.len() + 1
+        && episodes.iter().zip(table.row_offsets.windows(2)).all(|(e, o)| e.steps.len() == o[1] - o[0]);
+    assert!(same_shape, "recompute: the table was computed from other episodes");
+    let AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of } = table;
+    let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
+    // Anchor groups are stored episode group by episode group.
+    let mut anchors_by_group = Vec::with_capacity(episode_groups.len());
+    let mut rest = anchor_groups.as_mut_slice();
+    for g in 0..episode_groups.len() as u32 {
+        let n = rest.iter().position(|a| a.episode_group != g).unwrap_or(rest.len());
+        let (anchors, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        anchors_by_group.push(anchors);
+        rest = tail;
+    }
+    parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).for_each(
+        |((rows, group), anchors)| fill_group(rows, group, anchors, episodes, settings),
+    );
+}
+
+const EMPTY_ANCHOR_GROUP: AnchorGroup =
+    AnchorGroup { episode_group: 0, members: Vec::new(), mean: 0.0, std: 0.0, factor: 1.0 };
+
+const EMPTY_ROW: RowAdvantage = RowAdvantage {
+    reward: 0.0,
+    score: 0.0,
+    ret: 0.0,
+    episode_advantage: 0.0,
+    step_advantage: 0.0,
+    advantage: 0.0,
+    step_group: 0,
+};
+
+/// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
+/// group.
+fn group_episodes(episodes: &[Episode]) -> (Vec<EpisodeGroup>, Vec<u32>) {
+    let mut groups: Vec<EpisodeGroup> = Vec::new();
+    let mut group_of = Vec::with_capacity(episodes.len());
+    let mut index: HashMap<&str, u32> = HashMap::new();
     for (e, episode) in episodes.iter().enumerate() {
-        let g = *group_index.entry(episode.group.as_str()).or_insert_with(|| {
-            table.episode_groups.push(EpisodeGroup {
+        let g = *index.entry(episode.group.as_str()).or_insert_with(|| {
+            groups.push(EpisodeGroup {
                 name: episode.group.clone(),
                 episodes: Vec::new(),
                 mean: 0.0,
@@ -146,30 +261,110 @@ pub fn compute(episodes: &[Episode], settings: &AdvantageSettings) -> AdvantageT
                 factor: 1.0,
                 zero_variance: true,
             });
-            (table.episode_groups.len() - 1) as u32
+            (groups.len() - 1) as u32
         });
-        table.episode_groups[g as usize].episodes.push(e as u32);
-        table.episode_group_of.push(g);
-        push_rows(&mut table.rows, episode, settings);
-        table.row_offsets.push(table.rows.len());
+        groups[g as usize].episodes.push(e as u32);
+        group_of.push(g);
     }
+    (groups, group_of)
+}
 
-    let mut clusterer = Clusterer::new(settings.anchor);
-    for g in 0..table.episode_groups.len() {
-        episode_level(&mut table, g, settings);
-        step_level(&mut table, episodes, g, settings, &mut clusterer);
+/// `rows` cut into episodes and dealt out to their groups: `parts[g][i]` are the rows of the `i`-th episode of
+/// group `g`.
+fn rows_by_group<'r>(
+    mut rows: &'r mut [RowAdvantage],
+    row_offsets: &[usize],
+    episode_group_of: &[u32],
+    episode_groups: &[EpisodeGroup],
+) -> Vec<Vec<&'r mut [RowAdvantage]>> {
+    let mut parts: Vec<Vec<&mut [RowAdvantage]>> =
+        episode_groups.iter().map(|g| Vec::with_capacity(g.episodes.len())).collect();
+    for (e, &g) in episode_group_of.iter().enumerate() {
+        let (episode, rest) = rows.split_at_mut(row_offsets[e + 1] - row_offsets[e]);
+        parts[g as usize].push(episode);
+        rows = rest;
     }
-    table
+    parts
+}
+
+/// Put the rows of an episode group into anchor-state groups, numbered from 0 in order of opening: writes each
+/// row's number into its `step_group` and returns the groups' sizes.
+fn cluster_group<'a>(
+    clusterer: &mut Clusterer<'a>,
+    rows: &mut [&mut [RowAdvantage]],
+    group: &EpisodeGroup,
+    episodes: &'a [Episode],
+) -> Vec<u32> {
+    clusterer.reset();
+    let mut sizes: Vec<u32> = Vec::new();
+    for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
+        for (row, step) in rows.iter_mut().zip(&episodes[e as usize].steps) {
+            let c = clusterer.assign(step);
+            if c as usize == sizes.len() {
+                sizes.push(0);
+            }
+            sizes[c as usize] += 1;
+            row.step_group = c;
+        }
+    }
+    sizes
+}
+
+/// Fill the anchor groups of episode group `g` (numbered from `base` in the table) with their members, in
+/// file order, from the numbers [`cluster_group`] wrote; the rows get their table-wide number.
+fn add_members(
+    rows: &mut [&mut [RowAdvantage]],
+    group: &EpisodeGroup,
+    g: u32,
+    base: u32,
+    anchors: &mut [AnchorGroup],
+    sizes: &[u32],
+) {
+    for (anchor, &n) in anchors.iter_mut().zip(sizes) {
+        anchor.episode_group = g;
+        anchor.members = Vec::with_capacity(n as usize);
+    }
+    for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
+        for (t, row) in rows.iter_mut().enumerate() {
+            anchors[row.step_group as usize].members.push(RowRef { episode: e, step: t as u32 });
+            row.step_group += base;
+        }
+    }
+}
+
+/// Everything numeric of one episode group, given its anchor-state groups: rewards, scores and returns of its
+/// rows, then the episode level, then the step level.
+fn fill_group(
+    rows: &mut [&mut [RowAdvantage]],
+    group: &mut EpisodeGroup,
+    anchors: &mut [AnchorGroup],
+    episodes: &[Episode],
+    settings: &AdvantageSettings,
+) {
+    for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
+        fill_rows(rows, &episodes[e as usize], settings);
+    }
+    group_levels(rows, group, anchors, settings);
+}
+
+/// The episode level, then the step level of one episode group whose rows have their rewards and returns.
+fn group_levels(
+    rows: &mut [&mut [RowAdvantage]],
+    group: &mut EpisodeGroup,
+    anchors: &mut [AnchorGroup],
+    settings: &AdvantageSettings,
+) {
+    episode_level(rows, group, settings);
+    step_level(rows, group, anchors, settings);
 }
 
 /// Shaped rewards, row scores and discounted returns of one episode.
-fn push_rows(rows: &mut Vec<RowAdvantage>, episode: &Episode, settings: &AdvantageSettings) {
+fn fill_rows(rows: &mut [RowAdvantage], episode: &Episode, settings: &AdvantageSettings) {
     let n = episode.steps.len();
-    let start = rows.len();
     let success = episode.success();
     let bonus = if success { efficiency_bonus(episode, settings) } else { 0.0 };
     let mut total = 0.0;
-    for (t, step) in episode.steps.iter().enumerate() {
+    for (t, (row, step)) in rows.iter_mut().zip(&episode.steps).enumerate() {
         let last = t + 1 == n;
         let mut reward = match settings.success_reward {
             true if success && last => SUCCESS_REWARD,
@@ -180,18 +375,10 @@ fn push_rows(rows: &mut Vec<RowAdvantage>, episode: &Episode, settings: &Advanta
             reward += bonus;
         }
         total += reward;
-        rows.push(RowAdvantage {
-            reward,
-            score: 0.0,
-            ret: 0.0,
-            episode_advantage: 0.0,
-            step_advantage: 0.0,
-            advantage: 0.0,
-            step_group: 0,
-        });
+        row.reward = reward;
     }
     let mut running = 0.0;
-    for (row, step) in rows[start..].iter_mut().zip(&episode.steps).rev() {
+    for (row, step) in rows.iter_mut().zip(&episode.steps).rev() {
         running = row.reward + settings.gamma * running;
         let penalty = if step.valid { 0.0 } else { settings.invalid_penalty };
         row.ret = running - penalty;
@@ -240,71 +427,46 @@ pub fn norm_factor(norm: Norm, std: f64) -> f64 {
     }
 }
 
-fn episode_level(table: &mut AdvantageTable, g: usize, settings: &AdvantageSettings) {
-    let AdvantageTable { row_offsets, rows, episode_groups, .. } = table;
-    let group = &mut episode_groups[g];
-    let range = |e: u32| row_offsets[e as usize]..row_offsets[e as usize + 1];
+/// A_E of a group's rows (`rows[i]` are the rows of its `i`-th episode) and the group's statistics.
+fn episode_level(rows: &mut [&mut [RowAdvantage]], group: &mut EpisodeGroup, settings: &AdvantageSettings) {
     let (mean, std, pool) = match settings.pooling {
-        Pooling::Steps => {
-            mean_std(group.episodes.iter().flat_map(|&e| rows[range(e)].iter().map(|row| row.score)))
-        }
-        Pooling::Trajectories => {
-            mean_std(group.episodes.iter().filter_map(|&e| rows[range(e)].first()).map(|row| row.score))
-        }
+        Pooling::Steps => mean_std(rows.iter().flat_map(|r| r.iter().map(|row| row.score))),
+        Pooling::Trajectories => mean_std(rows.iter().filter_map(|r| r.first()).map(|row| row.score)),
     };
-    let total = |e: u32| rows[range(e)].iter().map(|row| row.reward).sum::<f64>();
-    let first_total = group.episodes.first().map(|&e| total(e));
-    group.zero_variance = group.episodes.iter().all(|&e| Some(total(e)) == first_total);
+    let total = |r: &[RowAdvantage]| r.iter().map(|row| row.reward).sum::<f64>();
+    let first_total = rows.first().map(|r| total(r));
+    group.zero_variance = rows.iter().all(|r| Some(total(r)) == first_total);
     let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm_factor(settings.norm, std)) };
     (group.mean, group.std, group.pool_size, group.baseline, group.factor) = (mean, std, pool, baseline, factor);
-    for &e in &group.episodes {
-        for row in &mut rows[range(e)] {
-            row.episode_advantage = (row.score - baseline) / factor;
-        }
+    for row in rows.iter_mut().flat_map(|r| r.iter_mut()) {
+        row.episode_advantage = (row.score - baseline) / factor;
     }
 }
 
-fn step_level<'a>(
-    table: &mut AdvantageTable,
-    episodes: &'a [Episode],
-    g: usize,
+/// A_S and the final advantage of a group's rows, and the statistics of its anchor-state groups.
+fn step_level(
+    rows: &mut [&mut [RowAdvantage]],
+    group: &EpisodeGroup,
+    anchors: &mut [AnchorGroup],
     settings: &AdvantageSettings,
-    clusterer: &mut Clusterer<'a>,
 ) {
-    let AdvantageTable { row_offsets, rows, episode_groups, anchor_groups, .. } = table;
-    let group = &episode_groups[g];
-    let first_id = anchor_groups.len();
-
-    // Cluster the group's rows in file order; `anchor_groups` grows with each new cluster.
-    clusterer.reset();
-    for &e in &group.episodes {
-        let base = row_offsets[e as usize];
-        for (t, step) in episodes[e as usize].steps.iter().enumerate() {
-            let local = clusterer.assign(step);
-            if local as usize + first_id == anchor_groups.len() {
-                anchor_groups.push(AnchorGroup {
-                    episode_group: g as u32,
-                    members: Vec::new(),
-                    mean: 0.0,
-                    std: 0.0,
-                    factor: 1.0,
-                });
-            }
-            let id = first_id + local as usize;
-            anchor_groups[id].members.push(RowRef { episode: e, step: t as u32 });
-            rows[base + t].step_group = id as u32;
-        }
-    }
-
-    let at = |m: &RowRef| row_offsets[m.episode as usize] + m.step as usize;
+    // A member's episode is found among the group's episodes, which are in file order.
+    let at = |m: &RowRef| {
+        let i = group.episodes.binary_search(&m.episode).expect("anchor group member outside its episode group");
+        (i, m.step as usize)
+    };
     let pool = group.pool_size;
     let rloo_scale = if pool > 1 { pool as f64 / (pool - 1) as f64 } else { 0.0 };
-    for anchor in &mut anchor_groups[first_id..] {
-        let (mean, std, n) = mean_std(anchor.members.iter().map(|m| rows[at(m)].ret));
+    for anchor in anchors {
+        let (mean, std, n) = mean_std(anchor.members.iter().map(|m| {
+            let (i, t) = at(m);
+            rows[i][t].ret
+        }));
         let factor = norm_factor(settings.norm, std);
         (anchor.mean, anchor.std, anchor.factor) = (mean, std, factor);
         for m in &anchor.members {
-            let row = &mut rows[at(m)];
+            let (i, t) = at(m);
+            let row = &mut rows[i][t];
             row.step_advantage = if n <= 1 { 0.0 } else { (row.ret - mean) / factor };
             row.advantage = match settings.estimator {
                 Estimator::Gigpo => row.episode_advantage + settings.omega * row.step_advantage,

@@ -5,8 +5,8 @@ mod settings;
 pub mod stats;
 
 pub use engine::{
-    compute, mean_std, norm_factor, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef, STD_EPSILON,
-    SUCCESS_REWARD,
+    compute, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef,
+    STD_EPSILON, SUCCESS_REWARD,
 };
 pub use settings::{
     AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, SettingsError,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
+use crate::advantage::{compute, recompute, AdvantageSettings, AdvantageTable, RowRef};
 use crate::live::LiveStatus;
 use crate::run::{Episode, Run, RunMeta};
 
@@ -99,7 +99,7 @@ impl Derived {
             return Derived::build(episodes, settings);
         }
         let mut table = self.table;
-        append_table(&mut table, compute(&episodes[old_len..], settings), old_len as u32);
+        table.append(compute(&episodes[old_len..], settings));
         Derived::from_table(episodes, table)
     }
 
@@ -183,33 +183,6 @@ impl Derived {
         }
         Derived { table, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
     }
-}
-
-/// Append `extra` (the table of the episodes from index `episode_offset` on, computed alone) to `table`,
-/// renumbering its episodes, rows, anchor groups and episode groups.
-fn append_table(table: &mut AdvantageTable, extra: AdvantageTable, episode_offset: u32) {
-    let row_base = table.rows.len();
-    let anchor_base = table.anchor_groups.len() as u32;
-    let group_base = table.episode_groups.len() as u32;
-    table.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
-    table.rows.extend(extra.rows.into_iter().map(|mut r| {
-        r.step_group += anchor_base;
-        r
-    }));
-    table.anchor_groups.extend(extra.anchor_groups.into_iter().map(|mut g| {
-        g.episode_group += group_base;
-        for m in &mut g.members {
-            m.episode += episode_offset;
-        }
-        g
-    }));
-    table.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
-        for e in &mut g.episodes {
-            *e += episode_offset;
-        }
-        g
-    }));
-    table.episode_group_of.extend(extra.episode_group_of.into_iter().map(|g| g + group_base));
 }
 
 /// Where the user is. Indices into the derived lists; kept valid (clamped or re-found) after every change.
@@ -373,6 +346,19 @@ impl State {
     pub fn rebuild(&mut self) {
         let iteration = self.selected_iteration();
         self.derived = Derived::build(&self.run.episodes, &self.settings);
+        self.reselect(iteration);
+    }
+
+    /// Recompute after a settings change, the episodes unchanged: when the anchor mode is the one the table
+    /// was computed with (`before`'s), its anchor groups are kept ([`recompute`]).
+    pub fn rebuild_settings(&mut self, before: &AdvantageSettings) {
+        if before.anchor != self.settings.anchor {
+            return self.rebuild();
+        }
+        let iteration = self.selected_iteration();
+        let mut table = std::mem::take(&mut self.derived.table);
+        recompute(&mut table, &self.run.episodes, &self.settings);
+        self.derived = Derived::from_table(&self.run.episodes, table);
         self.reselect(iteration);
     }
 

@@ -509,8 +509,8 @@ fn on_burst_dialog(state: &mut State, field: usize, a: Action) -> Effects {
 
 fn reset_settings(state: &mut State) {
     if state.settings != state.recorded {
-        state.settings = state.recorded;
-        state.rebuild();
+        let before = std::mem::replace(&mut state.settings, state.recorded);
+        state.rebuild_settings(&before);
     }
 }
 
@@ -522,8 +522,9 @@ fn on_settings(state: &mut State, field: usize, a: Action) -> Effects {
         Action::Top => 0,
         Action::Bottom => n - 1,
         Action::Left | Action::Right => {
+            let before = state.settings;
             state.settings = fields::adjust(state.settings, field, a == Action::Right);
-            state.rebuild();
+            state.rebuild_settings(&before);
             field
         }
         Action::ResetSettings => {

@@ -1,7 +1,8 @@
 //! Advantage engine benchmarks on synthetic WebShop-like runs (`gigscope::run::synth`):
 //!
 //! - 1,048,576 steps on average (8,192 groups × 8 trajectories × 14–18 steps), exact anchors
-//!   (goal: under 1 s on one core);
+//!   (goal: under 1 s on one core): on every core (rayon's global pool, the default), on one thread, and
+//!   `recompute` after a change of ω (the anchor groups kept);
 //! - GiGPO's reference batch (16 groups × 8 trajectories × up to 15 steps) in every anchor mode, similarity
 //!   at θ = 0.9 (goal: under 50 ms), and its worst case where every trajectory runs all 15 steps;
 //! - one difflib ratio of two item pages.
@@ -12,7 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gigscope::advantage::{compute, AdvantageSettings, AnchorMode};
+use gigscope::advantage::{compute, recompute, AdvantageSettings, AnchorMode};
 use gigscope::run::synth::{episodes, SynthSpec};
 use gigscope::run::Episode;
 use gigscope::text::difflib::ratio;
@@ -25,6 +26,18 @@ fn million_steps(c: &mut Criterion) {
     group.sample_size(10).measurement_time(Duration::from_secs(20));
     let settings = AdvantageSettings::default();
     group.bench_function("million_steps_exact", |b| b.iter(|| compute(black_box(&run), &settings)));
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("thread pool");
+    group.bench_function("million_steps_exact_one_thread", |b| {
+        b.iter(|| one.install(|| compute(black_box(&run), &settings)))
+    });
+    let mut table = compute(&run, &settings);
+    let mut omega = 1.0;
+    group.bench_function("million_steps_recompute_omega", |b| {
+        b.iter(|| {
+            omega = if omega == 1.0 { 0.5 } else { 1.0 };
+            recompute(&mut table, black_box(&run), &AdvantageSettings { omega, ..settings });
+        })
+    });
     group.finish();
 }
 

@@ -91,9 +91,10 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// CPU time of this thread so far (user + system), to tell work from waiting on a shared machine.
+/// CPU time of this process so far, all threads (user + system), to tell work from waiting on a shared
+/// machine (the engine computes episode groups on rayon's threads).
 fn cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let fields: Vec<u64> = stat
         .rsplit_once(')')
         .map(|(_, rest)| rest.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect())
