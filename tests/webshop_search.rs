@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use gigscope::webshop::catalog::{Catalog, Product};
-use gigscope::webshop::search::{catalog_key, product_text, SearchIndex, TOP_K};
+use gigscope::webshop::search::{catalog_key, product_text, SearchIndex, Strategy, TOP_K};
 
 fn shared() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop")
@@ -70,6 +70,31 @@ fn equal_scores_are_ordered_by_asin() {
     let asins: Vec<&str> = index.search("red lamp").iter().map(|&i| catalog.products[i].asin.as_str()).collect();
     assert_eq!(&asins[..3], ["A1", "B2", "C3"]);
     assert_eq!(asins.len(), 4);
+}
+
+#[test]
+fn ties_at_the_cut_are_decided_by_asin_whatever_the_strategy() {
+    // 400 products in a handful of texts: runs of equal scores straddle the 50th place, and the
+    // asins are out of document order. Every strategy must cut them as the exhaustive scorer does.
+    let texts = ["red lamp", "red lamp shade", "red red lamp", "lamp", "blue lamp red", "red"];
+    let products: Vec<Product> =
+        (0..400).map(|i| product(&format!("A{:05}", (i * 7919) % 400), texts[i % texts.len()])).collect();
+    let catalog = Catalog::from_products(products);
+    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let bits = |hits: Vec<(usize, f32)>| hits.into_iter().map(|(p, s)| (p, s.to_bits())).collect::<Vec<_>>();
+    for q in ["red lamp", "lamp", "red", "red red lamp", "shade", "blue red", "lamp lamp red shade"] {
+        let want = bits(index.search_scored_with(q, Strategy::Exhaustive));
+        for strategy in [Strategy::Auto, Strategy::DocumentAtATime, Strategy::TermAtATime, Strategy::HandOverAt(150)] {
+            assert_eq!(bits(index.search_scored_with(q, strategy)), want, "{q:?} {strategy:?}");
+        }
+    }
+    // Best first, equal scores by asin ascending.
+    let hits = index.search_scored("lamp");
+    assert_eq!(hits.len(), TOP_K);
+    for pair in hits.windows(2) {
+        let (a, b) = (&catalog.products[pair[0].0], &catalog.products[pair[1].0]);
+        assert!(pair[0].1 > pair[1].1 || (pair[0].1 == pair[1].1 && a.asin < b.asin), "{} then {}", a.asin, b.asin);
+    }
 }
 
 fn index_dirs(cache: &Path) -> Vec<PathBuf> {

@@ -4,6 +4,11 @@
 //! `GIGSCOPE_BENCH_SIZES=1000,100000,1181436` picks the sizes (1.18 M is WebShop's full catalog).
 //! Queries: the real ones people typed (`../shared/webshop/goal_query_map.json`, when present)
 //! and the generated products' own `query` fields.
+//!
+//! Each size works in a fresh temporary directory, so every run generates and indexes from
+//! scratch. With `GIGSCOPE_BENCH_DIR=DIR` the generated catalogs (`DIR/catalog-N`) and their index
+//! cache (`DIR/cache`) are kept and reused by later runs; the build time printed is then that of
+//! opening the cached index.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -48,16 +53,22 @@ fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let real = real_queries();
+    let keep = std::env::var_os("GIGSCOPE_BENCH_DIR").filter(|d| !d.is_empty()).map(PathBuf::from);
     for n in sizes {
-        let work = tempfile::tempdir().expect("temp dir");
-        let data = work.path().join("catalog");
+        let temp = tempfile::tempdir().expect("temp dir");
+        let work = keep.clone().unwrap_or_else(|| temp.path().to_owned());
+        let data = work.join(format!("catalog-{n}"));
+        let done = data.join("generated");
         let t = Instant::now();
-        gen::generate(&data, n, 1).expect("generate");
+        if !done.is_file() {
+            gen::generate(&data, n, 1).expect("generate");
+            std::fs::write(&done, b"").expect("marker");
+        }
         let gen_time = t.elapsed();
         let t = Instant::now();
         let catalog = Catalog::load(&data, 0).expect("load");
         let load_time = t.elapsed();
-        let cache = work.path().join("cache");
+        let cache = work.join("cache");
         let t = Instant::now();
         let index = SearchIndex::open_or_build(&catalog, Some(&cache)).expect("build");
         let build_time = t.elapsed();

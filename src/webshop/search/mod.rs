@@ -12,21 +12,27 @@
 //! the original are those of the analysis (see [`analysis`]) and of float summation order; the
 //! exact reference in [`reference`] (exact lengths, `f64`) measures how much all this moves the
 //! ranking (see `tests/webshop_search_agreement.rs`).
+//!
+//! Only the top [`TOP_K`] are kept, and most documents are never scored: [`score`] prunes with
+//! per-term and per-block score bounds (block-max MaxScore) and reads whole posting lists, term
+//! at a time, only where that is cheaper. The results are exactly those of scoring every document
+//! (same hits, order and score bits; `tests/webshop_search_pruning.rs`).
 
 pub mod analysis;
 pub mod porter;
 pub mod reference;
+mod score;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use tantivy::directory::MmapDirectory;
-use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST};
-use tantivy::{DocSet, Index, IndexReader, TantivyDocument, Term, TERMINATED};
+use tantivy::{Index, IndexReader, TantivyDocument, Term};
 
 use self::analysis::{Analyzer, WebshopTokenizer, TOKENIZER_NAME};
+use self::score::{Handover, TermBounds, TopK};
 use super::catalog::{Catalog, Product};
 
 /// Lucene BM25 parameters of pyserini's `LuceneSearcher` (WebShop leaves the defaults).
@@ -68,6 +74,10 @@ pub struct SearchIndex {
     field: Field,
     /// Per segment: doc id → index into `catalog.products`.
     doc_to_product: Vec<Vec<u32>>,
+    /// Per segment, per doc id: the fieldnorm id.
+    norm_ids: Vec<Vec<u8>>,
+    /// Per segment: upper bounds on each term's `tf · norm_inverse[fieldnorm]`, for pruning.
+    term_bounds: Vec<TermBounds>,
     /// Product index → rank of its asin in ascending order (ties are broken by asin).
     asin_rank: Vec<u32>,
     num_docs: u64,
@@ -169,6 +179,7 @@ impl SearchIndex {
         let reader = index.reader()?;
         let searcher = reader.searcher();
         let mut doc_to_product = Vec::new();
+        let mut inverted_indexes = Vec::new();
         let mut total_tokens = 0u64;
         for segment in searcher.segment_readers() {
             let column = segment.fast_fields().u64("idx")?;
@@ -182,7 +193,9 @@ impl SearchIndex {
                 })
                 .collect::<tantivy::Result<_>>()?;
             doc_to_product.push(map);
-            total_tokens += segment.inverted_index(field)?.total_num_tokens();
+            let inverted = segment.inverted_index(field)?;
+            total_tokens += inverted.total_num_tokens();
+            inverted_indexes.push(inverted);
         }
         let num_docs = searcher.num_docs();
         let avgdl = if num_docs == 0 { 1.0 } else { (total_tokens as f64 / num_docs as f64) as f32 };
@@ -191,13 +204,21 @@ impl SearchIndex {
             let dl = tantivy::fieldnorm::FieldNormReader::id_to_fieldnorm(id as u8) as f32;
             *slot = 1.0 / (K1 * ((1.0 - B) + B * dl / avgdl));
         }
+        let mut norm_ids = Vec::with_capacity(inverted_indexes.len());
+        let mut term_bounds = Vec::with_capacity(inverted_indexes.len());
+        for (segment, inverted) in searcher.segment_readers().iter().zip(&inverted_indexes) {
+            let norms = segment.get_fieldnorms_reader(field)?;
+            let ids: Vec<u8> = (0..segment.max_doc()).map(|doc| norms.fieldnorm_id(doc)).collect();
+            term_bounds.push(TermBounds::compute(inverted, &ids, &norm_inverse)?);
+            norm_ids.push(ids);
+        }
         let mut order: Vec<u32> = (0..catalog.products.len() as u32).collect();
         order.sort_by(|&a, &b| catalog.products[a as usize].asin.cmp(&catalog.products[b as usize].asin));
         let mut asin_rank = vec![0u32; order.len()];
         for (rank, &product) in order.iter().enumerate() {
             asin_rank[product as usize] = rank as u32;
         }
-        Ok(SearchIndex { reader, field, doc_to_product, asin_rank, num_docs, avgdl, norm_inverse })
+        Ok(SearchIndex { reader, field, doc_to_product, norm_ids, term_bounds, asin_rank, num_docs, avgdl, norm_inverse })
     }
 
     /// The top hits for `query` (at most [`TOP_K`]) as indices into `catalog.products`, best first,
@@ -208,58 +229,61 @@ impl SearchIndex {
 
     /// [`SearchIndex::search`] with the BM25 scores.
     pub fn search_scored(&self, query: &str) -> Vec<(usize, f32)> {
-        // A read error from the mmapped index means the cache was damaged under us; showing no
-        // results is the only thing a running episode can do about it.
-        self.try_search(query).unwrap_or_default()
+        self.search_scored_with(query, Strategy::Auto)
     }
 
-    fn try_search(&self, query: &str) -> tantivy::Result<Vec<(usize, f32)>> {
+    /// [`SearchIndex::search_scored`] computed a given way; every strategy returns the same hits
+    /// in the same order with the same score bits (the tests check it).
+    #[doc(hidden)]
+    pub fn search_scored_with(&self, query: &str, strategy: Strategy) -> Vec<(usize, f32)> {
+        // A read error from the mmapped index means the cache was damaged under us; showing no
+        // results is the only thing a running episode can do about it.
+        self.try_search(query, strategy).unwrap_or_default()
+    }
+
+    /// The query's distinct analysed terms in ascending order (the order a document's
+    /// contributions are summed in), each with its weight `count · idf`.
+    fn query_terms(&self, searcher: &tantivy::Searcher, query: &str) -> tantivy::Result<Vec<(Term, f32)>> {
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         for term in Analyzer::default().terms(query) {
             *counts.entry(term).or_default() += 1;
         }
-        let searcher = self.reader.searcher();
-        let terms: Vec<(Term, f32)> = counts.into_iter().map(|(t, n)| (Term::from_field_text(self.field, &t), n as f32)).collect();
-
-        let mut weights = Vec::with_capacity(terms.len());
-        for (term, boost) in &terms {
+        let mut terms = Vec::with_capacity(counts.len());
+        for (text, count) in counts {
+            let term = Term::from_field_text(self.field, &text);
             let mut df = 0u64;
             for segment in searcher.segment_readers() {
-                df += u64::from(segment.inverted_index(self.field)?.doc_freq(term)?);
+                df += u64::from(segment.inverted_index(self.field)?.doc_freq(&term)?);
             }
-            weights.push(boost * idf(df, self.num_docs));
+            terms.push((term, count as f32 * idf(df, self.num_docs)));
         }
+        Ok(terms)
+    }
 
+    fn try_search(&self, query: &str, strategy: Strategy) -> tantivy::Result<Vec<(usize, f32)>> {
+        let searcher = self.reader.searcher();
+        let terms = self.query_terms(&searcher, query)?;
         let mut best = TopK::default();
         for (seg_ord, segment) in searcher.segment_readers().iter().enumerate() {
             let inverted = segment.inverted_index(self.field)?;
             let norms = segment.get_fieldnorms_reader(self.field)?;
-            let map = &self.doc_to_product[seg_ord];
-            SCORES.with_borrow_mut(|scores| {
-                // Reused between queries (a fresh 4.7 MB array per query at full scale costs page
-                // faults); zeroed here rather than after use so an early error cannot leave junk.
-                scores.clear();
-                scores.resize(segment.max_doc() as usize, 0.0);
-                for ((term, _), &weight) in terms.iter().zip(&weights) {
-                    let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else { continue };
-                    let mut doc = postings.doc();
-                    while doc != TERMINATED {
-                        let tf = postings.term_freq() as f32;
-                        let inv = self.norm_inverse[norms.fieldnorm_id(doc) as usize];
-                        scores[doc as usize] += weight - weight / (1.0 + tf * inv);
-                        doc = postings.advance();
-                    }
-                }
-                // Every match scores > 0 (idf > 0, tf ≥ 1). Documents are never deleted from
-                // these write-once indexes, so every doc id is live.
-                for (doc, &score) in scores.iter().enumerate() {
-                    if score > 0.0 {
-                        let product = map[doc];
-                        best.offer(Hit { score, asin_rank: self.asin_rank[product as usize], product });
-                    }
-                }
-                Ok::<(), tantivy::TantivyError>(())
-            })?;
+            let seg = score::Segment {
+                inverted: &inverted,
+                norms: &norms,
+                norm_ids: &self.norm_ids[seg_ord],
+                doc_to_product: &self.doc_to_product[seg_ord],
+                asin_rank: &self.asin_rank,
+                norm_inverse: &self.norm_inverse,
+                bounds: &self.term_bounds[seg_ord],
+                max_doc: segment.max_doc(),
+            };
+            match strategy {
+                Strategy::Auto => score::document_at_a_time(&seg, &terms, Handover::Auto, &mut best)?,
+                Strategy::DocumentAtATime => score::document_at_a_time(&seg, &terms, Handover::Never, &mut best)?,
+                Strategy::HandOverAt(doc) => score::document_at_a_time(&seg, &terms, Handover::At(doc), &mut best)?,
+                Strategy::TermAtATime => score::term_at_a_time(&seg, &terms, 0, &mut best)?,
+                Strategy::Exhaustive => score::exhaustive(&seg, &terms, &mut best)?,
+            }
         }
         Ok(best.into_sorted())
     }
@@ -280,60 +304,22 @@ fn idf(df: u64, n: u64) -> f32 {
     ((1.0 + (n as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()) as f32
 }
 
-thread_local! {
-    /// Per-thread score accumulator, one slot per document of the segment being scored.
-    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A scored product; `Ord` puts better hits first-greater: higher score, then smaller asin.
-#[derive(Clone, Copy, Debug)]
-struct Hit {
-    score: f32,
-    asin_rank: u32,
-    product: u32,
-}
-
-impl Ord for Hit {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.score.total_cmp(&other.score).then(other.asin_rank.cmp(&self.asin_rank))
-    }
-}
-
-impl PartialOrd for Hit {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Hit {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Hit {}
-
-/// The best [`TOP_K`] hits seen so far: a min-heap whose top is the worst kept hit.
-#[derive(Default)]
-struct TopK {
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<Hit>>,
-}
-
-impl TopK {
-    fn offer(&mut self, hit: Hit) {
-        if self.heap.len() < TOP_K {
-            self.heap.push(std::cmp::Reverse(hit));
-        } else if self.heap.peek().is_some_and(|worst| hit > worst.0) {
-            self.heap.pop();
-            self.heap.push(std::cmp::Reverse(hit));
-        }
-    }
-
-    /// Best first.
-    fn into_sorted(self) -> Vec<(usize, f32)> {
-        // `into_sorted_vec` of `Reverse` items is ascending in `Reverse`, i.e. best hit first.
-        self.heap.into_sorted_vec().into_iter().map(|r| (r.0.product as usize, r.0.score)).collect()
-    }
+/// How [`SearchIndex::search_scored_with`] scores (all give the same result; see [`score`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// What [`SearchIndex::search_scored`] does: document at a time with block-max MaxScore
+    /// pruning, handing over to term at a time when that looks cheaper (from the start in a
+    /// segment of at most 16,384 documents).
+    Auto,
+    /// Document at a time with pruning throughout.
+    DocumentAtATime,
+    /// Document at a time up to this doc id of each segment, term at a time from there.
+    HandOverAt(u32),
+    /// Term at a time over every document, in cache-sized windows.
+    TermAtATime,
+    /// The original scorer: every posting into one accumulator per document, every match offered.
+    Exhaustive,
 }
 
 /// Indexes every product of `catalog` into `index` and commits, leaving one segment.
@@ -406,26 +392,5 @@ mod tests {
     #[test]
     fn search_index_is_shareable() {
         assert_send_sync::<SearchIndex>();
-    }
-
-    #[test]
-    fn top_k_orders_by_score_then_asin_rank() {
-        let mut best = TopK::default();
-        for (score, asin_rank, product) in [(1.0, 5, 0), (2.0, 9, 1), (1.0, 2, 2), (0.5, 0, 3)] {
-            best.offer(Hit { score, asin_rank, product });
-        }
-        assert_eq!(best.into_sorted(), vec![(1, 2.0), (2, 1.0), (0, 1.0), (3, 0.5)]);
-
-        // Past TOP_K, only better hits get in; an equal score with a smaller asin is better.
-        let mut best = TopK::default();
-        for i in 0..TOP_K as u32 {
-            best.offer(Hit { score: 1.0, asin_rank: 100 + i, product: i });
-        }
-        best.offer(Hit { score: 1.0, asin_rank: 500, product: 999 });
-        best.offer(Hit { score: 1.0, asin_rank: 7, product: 1000 });
-        let kept = best.into_sorted();
-        assert_eq!(kept.len(), TOP_K);
-        assert_eq!(kept[0].0, 1000);
-        assert!(kept.iter().all(|&(p, _)| p != 999 && p != TOP_K - 1));
     }
 }
