@@ -145,17 +145,18 @@ pub fn observation_lines(obs: &str, width: usize, skip: usize, take: usize) -> (
 }
 
 fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
+    observation_pane(state, &step.observation, &format!(" · {}", step.page.as_deref().unwrap_or("—")), area, buf);
+}
+
+/// An observation as page elements, scrolled by the user's observation scroll; `label` follows "Observation"
+/// in the title.
+pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: &mut Buffer) {
     let inner = layout::inner(area);
     let (w, h) = (inner.width as usize, inner.height as usize);
-    let (_, total) = observation_lines(&step.observation, w, 0, 0);
+    let (_, total) = observation_lines(obs, w, 0, 0);
     let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
-    let (lines, _) = observation_lines(&step.observation, w, skip, h);
-    let title = format!(
-        "Observation · {} · {}–{}/{total}",
-        step.page.as_deref().unwrap_or("—"),
-        (skip + 1).min(total),
-        (skip + h).min(total)
-    );
+    let (lines, _) = observation_lines(obs, w, skip, h);
+    let title = format!("Observation{label} · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total));
     Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
         .block(block(state, title))
         .render(area, buf);

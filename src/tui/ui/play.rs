@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
-use super::episode::observation_lines;
+use super::episode::observation_pane;
 use super::{block, layout, trunc};
 use crate::tui::play::{GroupPlay, Play};
 use crate::tui::state::State;
@@ -51,22 +51,32 @@ fn picker_header(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
 }
 
 fn goal_list(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
+    let goals = &play.shop.goals;
+    let text = |i: usize| format!("{i:>5}  {}", goals[i].instruction_text);
+    cursor_list(state, "Goals".into(), goals.len(), play.goal_cursor, text, area, buf);
+}
+
+/// A bordered list of `len` rows (`text(i)` each, cut to the width) scrolled to keep `cursor` in view.
+fn cursor_list(
+    state: &State,
+    title: String,
+    len: usize,
+    cursor: usize,
+    text: impl Fn(usize) -> String,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let theme = &state.config.theme;
     let inner = layout::inner(area);
-    let goals = &play.shop.goals;
-    let start = layout::window_start(play.goal_cursor, goals.len(), inner.height as usize);
-    let width = inner.width as usize;
-    let lines: Vec<Line> = goals
-        .iter()
-        .enumerate()
-        .skip(start)
+    let start = layout::window_start(cursor, len, inner.height as usize);
+    let lines: Vec<Line> = (start..len)
         .take(inner.height as usize)
-        .map(|(i, g)| {
-            let text = trunc(&format!("{i:>5}  {}", g.instruction_text), width);
-            if i == play.goal_cursor { Line::styled(text, theme.selected()) } else { Line::raw(text) }
+        .map(|i| {
+            let line = trunc(&text(i), inner.width as usize);
+            if i == cursor { Line::styled(line, theme.selected()) } else { Line::raw(line) }
         })
         .collect();
-    Paragraph::new(lines).block(block(state, "Goals")).render(area, buf);
+    Paragraph::new(lines).block(block(state, title)).render(area, buf);
 }
 
 fn goal_detail(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
@@ -116,34 +126,14 @@ fn session_header(state: &State, shop: &Shop, session: &GroupPlay, area: Rect, b
 }
 
 fn observation(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
-    let inner = layout::inner(area);
-    let (w, h) = (inner.width as usize, inner.height as usize);
-    let obs = session.env.observation();
-    let (_, total) = observation_lines(obs, w, 0, 0);
-    let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
-    let (lines, _) = observation_lines(obs, w, skip, h);
-    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
-        .block(block(state, format!("Observation · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total))))
-        .render(area, buf);
+    observation_pane(state, session.env.observation(), "", area, buf);
 }
 
 fn actions(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
-    let theme = &state.config.theme;
-    let inner = layout::inner(area);
     let actions = session.actions();
-    let start = layout::window_start(session.cursor, actions.len(), inner.height as usize);
-    let lines: Vec<Line> = actions
-        .iter()
-        .enumerate()
-        .skip(start)
-        .take(inner.height as usize)
-        .map(|(i, a)| {
-            let text = trunc(&with_title(session, a), inner.width as usize);
-            if i == session.cursor { Line::styled(text, theme.selected()) } else { Line::raw(text) }
-        })
-        .collect();
     let title = format!("Actions ({}) · Enter acts, on search[…] type a query", actions.len());
-    Paragraph::new(lines).block(block(state, title)).render(area, buf);
+    let text = |i: usize| with_title(session, &actions[i]);
+    cursor_list(state, title, actions.len(), session.cursor, text, area, buf);
 }
 
 /// A product click with the product's title, so the user need not remember asins.
