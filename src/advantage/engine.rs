@@ -230,7 +230,7 @@ pub fn recompute(table: &mut AdvantageTable, episodes: &[Episode], settings: &Ad
     );
 }
 
-const EMPTY_ANCHOR_GROUP: AnchorGroup =
+pub(super) const EMPTY_ANCHOR_GROUP: AnchorGroup =
     AnchorGroup { episode_group: 0, members: Vec::new(), mean: 0.0, std: 0.0, factor: 1.0 };
 
 const EMPTY_ROW: RowAdvantage = RowAdvantage {
@@ -245,7 +245,7 @@ const EMPTY_ROW: RowAdvantage = RowAdvantage {
 
 /// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
 /// group.
-fn group_episodes(episodes: &[Episode]) -> (Vec<EpisodeGroup>, Vec<u32>) {
+pub(super) fn group_episodes(episodes: &[Episode]) -> (Vec<EpisodeGroup>, Vec<u32>) {
     let mut groups: Vec<EpisodeGroup> = Vec::new();
     let mut group_of = Vec::with_capacity(episodes.len());
     let mut index: HashMap<&str, u32> = HashMap::new();
@@ -479,39 +479,30 @@ fn step_level(
 }
 
 /// Assigns the rows of one episode group to anchor-state clusters, numbered from 0 in order of opening.
-struct Clusterer<'a> {
+pub(super) struct Clusterer<'a> {
     mode: AnchorMode,
     /// Exact and page modes: key → cluster. Similarity mode: every distinct string seen → the cluster it
     /// joined. Clustering is deterministic and clusters are only ever appended, so a repeated string joins
     /// the same cluster again (the clusters before it still fail, and that one — or the one it opened, whose
-    /// first member is the string itself, ratio 1 — still matches): the memo cannot change the result.
+    /// first member is the string itself, ratio 1 — still matches): the memo cannot change the result, and
+    /// clustering a group's distinct strings in order of first appearance gives the same clusters.
     by_key: HashMap<&'a str, u32>,
     clusters: u32,
-    /// Similarity mode: each cluster's first member, prepared as difflib's `b`.
-    references: Vec<Reference>,
-    matcher: Matcher,
-    chars: Vec<char>,
+    similar: SimilarClusters,
 }
 
 impl<'a> Clusterer<'a> {
-    fn new(mode: AnchorMode) -> Self {
-        Clusterer {
-            mode,
-            by_key: HashMap::new(),
-            clusters: 0,
-            references: Vec::new(),
-            matcher: Matcher::default(),
-            chars: Vec::new(),
-        }
+    pub(super) fn new(mode: AnchorMode) -> Self {
+        Clusterer { mode, by_key: HashMap::new(), clusters: 0, similar: SimilarClusters::default() }
     }
 
-    fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         self.by_key.clear();
         self.clusters = 0;
-        self.references.clear();
+        self.similar.reset();
     }
 
-    fn assign(&mut self, step: &'a Step) -> u32 {
+    pub(super) fn assign(&mut self, step: &'a Step) -> u32 {
         let key = match self.mode {
             AnchorMode::Page => step.page.as_deref().unwrap_or_else(|| classify_observation(&step.observation).as_str()),
             AnchorMode::Exact | AnchorMode::Similarity(_) => step.anchor_key(),
@@ -519,27 +510,44 @@ impl<'a> Clusterer<'a> {
         if let Some(&c) = self.by_key.get(key) {
             return c;
         }
-        let joined = match self.mode {
-            // SequenceMatcher(None, row, first_member): the row is difflib's `a`, the representative its `b`.
-            AnchorMode::Similarity(theta) => {
-                self.chars.clear();
-                self.chars.extend(key.chars());
-                let (matcher, chars) = (&mut self.matcher, &self.chars);
-                self.references.iter().position(|r| matcher.similar(chars, r, theta))
-            }
-            AnchorMode::Exact | AnchorMode::Page => None,
-        };
-        let c = match joined {
-            Some(c) => c as u32,
-            None => {
-                if let AnchorMode::Similarity(_) = self.mode {
-                    self.references.push(Reference::new(key));
-                }
+        let c = match self.mode {
+            AnchorMode::Similarity(theta) => self.similar.assign(key, theta),
+            AnchorMode::Exact | AnchorMode::Page => {
                 self.clusters += 1;
                 self.clusters - 1
             }
         };
         self.by_key.insert(key, c);
         c
+    }
+}
+
+/// GiGPO's greedy similarity clustering of one episode group's anchors, fed in file order: a string joins the
+/// first cluster whose first member `b` has `SequenceMatcher(None, string, b).ratio() >= θ`, else opens one.
+#[derive(Default)]
+pub(super) struct SimilarClusters {
+    /// Each cluster's first member, prepared as difflib's `b`.
+    references: Vec<Reference>,
+    matcher: Matcher,
+    chars: Vec<char>,
+}
+
+impl SimilarClusters {
+    pub(super) fn reset(&mut self) {
+        self.references.clear();
+    }
+
+    /// The cluster `key` joins (or opens), numbered from 0 in order of opening.
+    pub(super) fn assign(&mut self, key: &str, theta: f64) -> u32 {
+        self.chars.clear();
+        self.chars.extend(key.chars());
+        let (matcher, chars) = (&mut self.matcher, &self.chars);
+        match self.references.iter().position(|r| matcher.similar(chars, r, theta)) {
+            Some(c) => c as u32,
+            None => {
+                self.references.push(Reference::new(key));
+                (self.references.len() - 1) as u32
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The advantage engine (GiGPO and the estimators it is compared with), its settings and group statistics.
 
 mod engine;
+mod grouping;
 mod settings;
 pub mod stats;
 
@@ -8,6 +9,7 @@ pub use engine::{
     compute, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef,
     STD_EPSILON, SUCCESS_REWARD,
 };
+pub use grouping::{group_anchors, regroup, AnchorGrouping, SimilarityJob};
 pub use settings::{
     AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, SettingsError,
     DEFAULT_SIMILARITY,

@@ -1,0 +1,170 @@
+//! Anchor-state groupings on their own, apart from the numbers computed over them.
+//!
+//! Grouping is the costly part of the engine (hashing every anchor string, or comparing them with difflib in
+//! similarity mode) and depends only on the anchor mode, so a viewer keeps the groupings it has made and
+//! switches between anchor modes with [`regroup`]. Similarity clustering can also run as a [`SimilarityJob`]
+//! that owns its inputs, on another thread: it needs only each episode group's distinct anchors in order of
+//! first appearance (identical strings always land in the same cluster, see the engine's `Clusterer`).
+
+use rayon::prelude::*;
+
+use super::engine::{group_episodes, recompute, AdvantageTable, Clusterer, SimilarClusters, EMPTY_ANCHOR_GROUP};
+use super::settings::{AdvantageSettings, AnchorMode};
+use super::{AnchorGroup, RowRef};
+use crate::run::Episode;
+
+/// Which anchor-state group every row belongs to under one anchor mode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnchorGrouping {
+    pub mode: AnchorMode,
+    /// Table-wide anchor-group number of each row, rows in table order (episode by episode, step by step).
+    pub row_group: Vec<u32>,
+    /// The episode group of each anchor group; anchor groups are numbered episode group by episode group,
+    /// each group's in order of first appearance.
+    pub episode_group: Vec<u32>,
+}
+
+impl AdvantageTable {
+    /// The grouping this table was computed with; `mode` is the anchor mode of the settings it was computed
+    /// under (the table does not record it).
+    pub fn grouping(&self, mode: AnchorMode) -> AnchorGrouping {
+        AnchorGrouping {
+            mode,
+            row_group: self.rows.iter().map(|r| r.step_group).collect(),
+            episode_group: self.anchor_groups.iter().map(|a| a.episode_group).collect(),
+        }
+    }
+}
+
+/// The anchor grouping of `episodes` (in file order) under `mode`, the same as [`super::compute`]'s, without
+/// computing any advantage.
+pub fn group_anchors(episodes: &[Episode], mode: AnchorMode) -> AnchorGrouping {
+    let (groups, group_of) = group_episodes(episodes);
+    // Each episode group's rows (its episodes in file order), numbered from 0 in that group.
+    let local: Vec<Vec<u32>> = groups
+        .par_iter()
+        .map_init(
+            || Clusterer::new(mode),
+            |clusterer, group| {
+                clusterer.reset();
+                group.episodes.iter().flat_map(|&e| &episodes[e as usize].steps).map(|s| clusterer.assign(s)).collect()
+            },
+        )
+        .collect();
+    let counts: Vec<u32> = local.iter().map(|l| l.iter().max().map_or(0, |&m| m + 1)).collect();
+    let bases = prefix_sums(&counts);
+    let mut cursor = vec![0usize; groups.len()];
+    let mut row_group = Vec::with_capacity(local.iter().map(Vec::len).sum());
+    for (episode, &g) in episodes.iter().zip(&group_of) {
+        let g = g as usize;
+        let rows = &local[g][cursor[g]..cursor[g] + episode.steps.len()];
+        row_group.extend(rows.iter().map(|&c| bases[g] + c));
+        cursor[g] += episode.steps.len();
+    }
+    AnchorGrouping { mode, row_group, episode_group: numbered_groups(&counts) }
+}
+
+/// Put `table` (computed from `episodes`) into `grouping`'s anchor groups (made from the same episodes) and
+/// recompute it under `settings`, whose anchor mode should be `grouping.mode`: the result equals
+/// `compute(episodes, settings)` bit for bit.
+pub fn regroup(table: &mut AdvantageTable, episodes: &[Episode], grouping: &AnchorGrouping, settings: &AdvantageSettings) {
+    assert_eq!(grouping.row_group.len(), table.rows.len(), "regroup: the grouping was made from other episodes");
+    let mut sizes = vec![0usize; grouping.episode_group.len()];
+    for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
+        row.step_group = a;
+        sizes[a as usize] += 1;
+    }
+    table.anchor_groups = grouping
+        .episode_group
+        .iter()
+        .zip(sizes)
+        .map(|(&g, n)| AnchorGroup { episode_group: g, members: Vec::with_capacity(n), ..EMPTY_ANCHOR_GROUP })
+        .collect();
+    // Rows are in file order, so members are too.
+    for (e, offsets) in table.row_offsets.windows(2).enumerate() {
+        for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
+            table.anchor_groups[row.step_group as usize].members.push(RowRef { episode: e as u32, step: t as u32 });
+        }
+    }
+    recompute(table, episodes, settings);
+}
+
+/// Similarity clustering at θ with everything it needs owned, to run on another thread: each episode group's
+/// distinct anchors (the first member of each exact anchor group) and the exact grouping they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimilarityJob {
+    theta: f64,
+    exact: AnchorGrouping,
+    /// `anchors[g][k]`: the anchor of episode group `g`'s `k`-th exact anchor group.
+    anchors: Vec<Vec<String>>,
+}
+
+impl SimilarityJob {
+    /// `exact` must be the [`AnchorMode::Exact`] grouping of `episodes`.
+    pub fn new(episodes: &[Episode], exact: AnchorGrouping, theta: f64) -> SimilarityJob {
+        let groups = exact.episode_group.last().map_or(0, |&g| g as usize + 1);
+        let mut anchors = vec![Vec::new(); groups];
+        let mut seen = vec![false; exact.episode_group.len()];
+        let steps = episodes.iter().flat_map(|e| &e.steps);
+        for (step, &a) in steps.zip(&exact.row_group) {
+            // Rows are in file order and anchor groups numbered in order of first appearance, so each
+            // group's anchors arrive in its numbering order.
+            if !std::mem::replace(&mut seen[a as usize], true) {
+                anchors[exact.episode_group[a as usize] as usize].push(step.anchor_key().to_string());
+            }
+        }
+        SimilarityJob { theta, exact, anchors }
+    }
+
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+
+    /// The [`AnchorMode::Similarity`] grouping: equal to `group_anchors(episodes, Similarity(θ))`.
+    pub fn run(self) -> AnchorGrouping {
+        let theta = self.theta;
+        let clusters: Vec<Vec<u32>> = self
+            .anchors
+            .par_iter()
+            .map_init(SimilarClusters::default, |similar, anchors| {
+                similar.reset();
+                anchors.iter().map(|a| similar.assign(a, theta)).collect()
+            })
+            .collect();
+        let counts: Vec<u32> = clusters.iter().map(|c| c.iter().max().map_or(0, |&m| m + 1)).collect();
+        let bases = prefix_sums(&counts);
+        // Exact anchor group → similarity anchor group; exact groups are numbered group by group too.
+        let exact_bases = prefix_sums(&self.anchors.iter().map(|a| a.len() as u32).collect::<Vec<_>>());
+        let to_similar: Vec<u32> = self
+            .exact
+            .episode_group
+            .iter()
+            .enumerate()
+            .map(|(a, &g)| {
+                let g = g as usize;
+                bases[g] + clusters[g][a - exact_bases[g] as usize]
+            })
+            .collect();
+        AnchorGrouping {
+            mode: AnchorMode::Similarity(theta),
+            row_group: self.exact.row_group.iter().map(|&a| to_similar[a as usize]).collect(),
+            episode_group: numbered_groups(&counts),
+        }
+    }
+}
+
+/// `counts[..g].sum()` for every `g`.
+fn prefix_sums(counts: &[u32]) -> Vec<u32> {
+    counts
+        .iter()
+        .scan(0, |total, &n| {
+            *total += n;
+            Some(*total - n)
+        })
+        .collect()
+}
+
+/// The episode group of each anchor group, given how many each episode group has.
+fn numbered_groups(counts: &[u32]) -> Vec<u32> {
+    counts.iter().enumerate().flat_map(|(g, &n)| std::iter::repeat_n(g as u32, n as usize)).collect()
+}
