@@ -8,6 +8,7 @@ use gigscope::advantage::{
 use gigscope::run::synth::{episodes, SynthSpec};
 use gigscope::run::{Episode, Run};
 use proptest::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 const MODES: [AnchorMode; 5] = [
     AnchorMode::Exact,
@@ -94,4 +95,12 @@ proptest! {
         regroup(&mut table, &run, &grouping, &target);
         prop_assert!(table == compute(&run, &target));
     }
+}
+
+#[test]
+fn a_cancelled_job_gives_up_and_an_uncancelled_one_finishes() {
+    let run: Vec<Episode> = episodes(&SynthSpec::reference_batch()).collect();
+    let job = SimilarityJob::new(&run, group_anchors(&run, AnchorMode::Exact), 0.9);
+    assert_eq!(job.clone().run_unless(&AtomicBool::new(true)), None);
+    assert_eq!(job.run_unless(&AtomicBool::new(false)), Some(group_anchors(&run, AnchorMode::Similarity(0.9))));
 }

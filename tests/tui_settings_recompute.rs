@@ -1,7 +1,14 @@
 //! Settings changes in the TUI recompute only the numbers when the anchor mode stays (`advantage::recompute`):
-//! after every change of every field, both ways, the derived state equals one built from scratch.
+//! after every change of every field, both ways, the derived state equals one built from scratch. A change
+//! to similarity anchors on a large run is grouped in the background (`Effects::group_anchors`, answered with
+//! `Msg::Grouped`), and groupings made before are reused.
 
 use std::path::Path;
+use std::time::Instant;
+
+use gigscope::advantage::AnchorMode;
+use gigscope::live::LiveEvent;
+use gigscope::run::Episode;
 
 use gigscope::tui::fields::FIELDS;
 use gigscope::tui::state::Derived;
@@ -23,4 +30,106 @@ fn every_settings_change_equals_a_rebuild() {
         }
         update(&mut s, Msg::Action(Action::Down));
     }
+}
+
+/// The sample run, with similarity grouping sent to the background whatever the run's size.
+fn sample_state() -> State {
+    let config = Config::defaults(true).unwrap();
+    let mut s = open(Path::new("sample_runs/webshop-gigpo"), config, (120, 40)).unwrap().0;
+    s.background_grouping_steps = 0;
+    s
+}
+
+/// Open the settings panel on the θ field.
+fn to_theta(s: &mut State) {
+    update(s, Msg::Action(Action::Settings));
+    for _ in 0..7 {
+        update(s, Msg::Action(Action::Down));
+    }
+}
+
+fn built(s: &State) -> Derived {
+    Derived::build(&s.run.episodes, &s.settings)
+}
+
+#[test]
+fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
+    let mut s = sample_state();
+    to_theta(&mut s);
+    let fx = update(&mut s, Msg::Action(Action::Left));
+    assert_eq!(s.settings.anchor, AnchorMode::Similarity(0.85));
+    let request = fx.group_anchors.expect("a background grouping is asked for");
+    // Until it arrives: the exact groups, with every other setting applied; the wait is shown.
+    assert_eq!(s.derived.anchor, AnchorMode::Exact);
+    assert_eq!(s.grouping_job, Some(AnchorMode::Similarity(0.85)));
+    assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
+    let grouping = request.job.run();
+    let fx = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping });
+    assert!(fx.redraw && fx.group_anchors.is_none());
+    assert_eq!(s.grouping_job, None);
+    assert_eq!(s.derived, built(&s));
+    assert_ne!(built(&s).table.anchor_groups.len(), Derived::build(&s.run.episodes, &s.recorded).table.anchor_groups.len());
+}
+
+#[test]
+fn switching_back_to_a_grouped_mode_needs_no_background_work() {
+    let mut s = sample_state();
+    to_theta(&mut s);
+    let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    let grouping = request.job.run();
+    update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping });
+    // Back to exact, then to similarity 0.85 again: both kept, applied at once.
+    for key in [Action::ResetSettings, Action::Left] {
+        let fx = update(&mut s, Msg::Action(key));
+        assert!(fx.group_anchors.is_none(), "{key:?}");
+        assert_eq!(s.grouping_job, None);
+        assert_eq!(s.derived.anchor, s.settings.anchor);
+        assert_eq!(s.derived, built(&s), "{key:?}");
+    }
+}
+
+#[test]
+fn a_grouping_that_is_no_longer_wanted_is_kept_but_not_applied() {
+    let mut s = sample_state();
+    to_theta(&mut s);
+    let first = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    let second = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    assert_eq!((first.job.theta(), second.job.theta()), (0.85, 0.8));
+    update(&mut s, Msg::Grouped { episodes_version: first.episodes_version, grouping: first.job.run() });
+    assert_eq!(s.derived.anchor, AnchorMode::Exact);
+    assert_eq!(s.grouping_job, Some(AnchorMode::Similarity(0.8)));
+    // Going back up to 0.85 uses the grouping that arrived.
+    update(&mut s, Msg::Action(Action::Right));
+    assert_eq!(s.derived.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.derived, built(&s));
+}
+
+#[test]
+fn a_grouping_of_older_episodes_is_asked_for_again() {
+    let mut s = sample_state();
+    to_theta(&mut s);
+    let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    // A live run appends an episode meanwhile: the table takes it in under its present (exact) groups.
+    let line = r#"{"id":"late","group":"late-g","steps":[{"observation":"o","action":"a","reward":1}]}"#;
+    let n = s.run.episodes.len() as u64;
+    let events = vec![LiveEvent::Episodes(vec![(n + 1, serde_json::from_str::<Episode>(line).unwrap())])];
+    update(&mut s, Msg::Live(events, Instant::now()));
+    assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
+    let again = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
+        .group_anchors
+        .expect("asked again for the new episodes");
+    assert_eq!(s.derived.anchor, AnchorMode::Exact);
+    update(&mut s, Msg::Grouped { episodes_version: again.episodes_version, grouping: again.job.run() });
+    assert_eq!(s.derived, built(&s));
+}
+
+#[test]
+fn small_runs_group_by_similarity_at_once() {
+    let mut s = state();
+    assert!(s.run.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.background_grouping_steps);
+    to_theta(&mut s);
+    let fx = update(&mut s, Msg::Action(Action::Left));
+    assert!(fx.group_anchors.is_none());
+    assert_eq!(s.derived.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.derived, built(&s));
 }

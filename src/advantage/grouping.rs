@@ -6,6 +6,8 @@
 //! that owns its inputs, on another thread: it needs only each episode group's distinct anchors in order of
 //! first appearance (identical strings always land in the same cluster, see the engine's `Clusterer`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::engine::{group_episodes, recompute, AdvantageTable, Clusterer, SimilarClusters, EMPTY_ANCHOR_GROUP};
@@ -122,15 +124,28 @@ impl SimilarityJob {
 
     /// The [`AnchorMode::Similarity`] grouping: equal to `group_anchors(episodes, Similarity(θ))`.
     pub fn run(self) -> AnchorGrouping {
+        let grouping = self.run_unless(&AtomicBool::new(false));
+        grouping.expect("a job that cannot be cancelled finishes")
+    }
+
+    /// [`Self::run`], given up (`None`) soon after `cancelled` is set: a viewer whose user has moved on to
+    /// another θ does not wait for groupings nobody wants.
+    pub fn run_unless(self, cancelled: &AtomicBool) -> Option<AnchorGrouping> {
         let theta = self.theta;
         let clusters: Vec<Vec<u32>> = self
             .anchors
             .par_iter()
             .map_init(SimilarClusters::default, |similar, anchors| {
+                if cancelled.load(Ordering::Relaxed) {
+                    return Vec::new();
+                }
                 similar.reset();
                 anchors.iter().map(|a| similar.assign(a, theta)).collect()
             })
             .collect();
+        if cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
         let counts: Vec<u32> = clusters.iter().map(|c| c.iter().max().map_or(0, |&m| m + 1)).collect();
         let bases = prefix_sums(&counts);
         // Exact anchor group → similarity anchor group; exact groups are numbered group by group too.
@@ -145,11 +160,11 @@ impl SimilarityJob {
                 bases[g] + clusters[g][a - exact_bases[g] as usize]
             })
             .collect();
-        AnchorGrouping {
+        Some(AnchorGrouping {
             mode: AnchorMode::Similarity(theta),
             row_group: self.exact.row_group.iter().map(|&a| to_similar[a as usize]).collect(),
             episode_group: numbered_groups(&counts),
-        }
+        })
     }
 }
 

@@ -39,9 +39,10 @@ pub enum Pooling {
 }
 
 /// How steps are put into anchor-state groups inside an episode group.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum AnchorMode {
     /// Identical anchor strings.
+    #[default]
     Exact,
     /// Greedy clustering by difflib ratio ≥ θ against each cluster's first member.
     Similarity(f64),

@@ -4,6 +4,7 @@
 
 use std::io::stdout;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -16,14 +17,14 @@ use ratatui::DefaultTerminal;
 
 use super::action::Action;
 use super::config::{Config, ConfigError};
-use super::state::State;
+use super::state::{GroupingRequest, State};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::{Episode, RunError, RunWriter};
 use crate::webshop::shop::Shop;
 use super::theme::color_enabled;
 use super::burst::{BurstRequest, BurstUpdate};
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
-use crate::advantage::AdvantageSettings;
+use crate::advantage::{AdvantageSettings, AnchorGrouping};
 use crate::index::{IndexError, SearchResults, TrajectoryIndex};
 
 #[derive(Debug, Clone)]
@@ -147,6 +148,9 @@ struct Effector {
     /// How the running burst relates to the run, for its `Started` news.
     #[cfg(feature = "train")]
     burst_how: String,
+    /// The anchor grouping being computed on a background thread: for which episodes, where it arrives, and
+    /// the flag that gives it up.
+    grouping: Option<(u64, mpsc::Receiver<AnchorGrouping>, Arc<AtomicBool>)>,
 }
 
 impl Effector {
@@ -159,6 +163,7 @@ impl Effector {
             burst: None,
             #[cfg(feature = "train")]
             burst_how: String::new(),
+            grouping: None,
         }
     }
 
@@ -217,6 +222,9 @@ impl Effector {
             }
             if fx.cancel_burst {
                 self.cancel_burst();
+            }
+            if let Some(request) = fx.group_anchors {
+                self.start_grouping(request);
             }
             queue.extend(answers.into_iter().map(|msg| update(state, msg)));
         }
@@ -351,6 +359,43 @@ impl Effector {
         Vec::new()
     }
 
+    /// Group anchors on a background thread; a grouping still running is given up.
+    fn start_grouping(&mut self, request: GroupingRequest) {
+        if let Some((_, _, cancelled)) = &self.grouping {
+            cancelled.store(true, Ordering::Relaxed);
+        }
+        let (tx, rx) = mpsc::channel();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancelled);
+        std::thread::spawn(move || {
+            if let Some(grouping) = request.job.run_unless(&flag) {
+                let _ = tx.send(grouping);
+            }
+        });
+        self.grouping = Some((request.episodes_version, rx, cancelled));
+    }
+
+    /// The background grouping, once it is done.
+    fn grouping_news(&mut self) -> Option<Msg> {
+        let (episodes_version, rx, _) = self.grouping.as_ref()?;
+        let grouping = match rx.try_recv() {
+            Ok(grouping) => grouping,
+            Err(mpsc::TryRecvError::Empty) => return None,
+            Err(mpsc::TryRecvError::Disconnected) => {
+                self.grouping = None;
+                return None;
+            }
+        };
+        let episodes_version = *episodes_version;
+        self.grouping = None;
+        Some(Msg::Grouped { episodes_version, grouping })
+    }
+
+    /// Whether background work is under way that the main loop must poll for.
+    fn busy(&self) -> bool {
+        self.burst_running() || self.grouping.is_some()
+    }
+
     fn burst_running(&self) -> bool {
         #[cfg(feature = "train")]
         return self.burst.is_some();
@@ -387,8 +432,8 @@ enum Incoming {
 
 /// The "updated N s ago" clock.
 const TICK: Duration = Duration::from_secs(1);
-/// How often a running burst's progress is read.
-const BURST_POLL: Duration = Duration::from_millis(200);
+/// How often background work (a burst's progress, an anchor grouping) is checked.
+const POLL: Duration = Duration::from_millis(200);
 
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
@@ -427,8 +472,8 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let mut effector = Effector::new(opts.catalog.clone());
     loop {
         let mut wait = next_tick.saturating_duration_since(Instant::now());
-        if effector.burst_running() {
-            wait = wait.min(BURST_POLL);
+        if effector.busy() {
+            wait = wait.min(POLL);
         }
         let mut redraw = false;
         match rx.recv_timeout(wait) {
@@ -457,6 +502,12 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         }
         for news in effector.burst_news() {
             redraw |= update(&mut state, Msg::Burst(news)).redraw;
+        }
+        if let Some(msg) = effector.grouping_news() {
+            let fx = update(&mut state, msg);
+            if effector.apply(&mut guard.terminal, &mut state, fx, &mut redraw)? {
+                return Ok(());
+            }
         }
         let now = Instant::now();
         if now >= next_tick {

@@ -44,6 +44,15 @@ pub fn value(s: &AdvantageSettings, field: usize) -> String {
     }
 }
 
+/// An anchor mode in a few words: `exact`, `page`, `similarity 0.90`.
+pub fn anchor_label(mode: AnchorMode) -> String {
+    match mode {
+        AnchorMode::Similarity(t) => format!("similarity {t:.2}"),
+        AnchorMode::Exact => "exact".into(),
+        AnchorMode::Page => "page".into(),
+    }
+}
+
 /// Whether `field` differs between two settings (the "modified" marker).
 pub fn differs(a: &AdvantageSettings, b: &AdvantageSettings, field: usize) -> bool {
     value(a, field) != value(b, field) || (field == 7 && a.anchor != b.anchor)

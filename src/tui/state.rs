@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::advantage::{compute, recompute, AdvantageSettings, AdvantageTable, RowRef};
+use crate::advantage::{
+    compute, group_anchors, recompute, regroup, AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode, RowRef,
+    SimilarityJob,
+};
 use crate::live::LiveStatus;
 use crate::run::{Episode, Run, RunMeta};
 
@@ -74,6 +77,9 @@ pub struct IterationStats {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Derived {
     pub table: AdvantageTable,
+    /// The anchor mode `table` was computed with: the settings' own, except while a new grouping is being
+    /// computed in the background.
+    pub anchor: AnchorMode,
     pub iterations: Vec<IterationStats>,
     /// Per entry of `iterations`: episode-group indices whose first episode is in that iteration.
     pub groups_of_iteration: Vec<Vec<u32>>,
@@ -85,7 +91,7 @@ pub struct Derived {
 
 impl Derived {
     pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
-        Derived::from_table(episodes, compute(episodes, settings))
+        Derived::from_table(episodes, compute(episodes, settings), settings.anchor)
     }
 
     /// After episodes were appended to `episodes` (those from `old_len` on): when every new episode belongs
@@ -100,11 +106,11 @@ impl Derived {
         }
         let mut table = self.table;
         table.append(compute(&episodes[old_len..], settings));
-        Derived::from_table(episodes, table)
+        Derived::from_table(episodes, table, settings.anchor)
     }
 
     /// The summaries shown beside the table.
-    fn from_table(episodes: &[Episode], table: AdvantageTable) -> Derived {
+    fn from_table(episodes: &[Episode], table: AdvantageTable, anchor: AnchorMode) -> Derived {
         let mut size_histogram = BTreeMap::new();
         for g in &table.anchor_groups {
             *size_histogram.entry(g.members.len()).or_insert(0) += 1;
@@ -181,7 +187,7 @@ impl Derived {
             });
             groups_of_iteration.push(a.groups);
         }
-        Derived { table, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
+        Derived { table, anchor, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
     }
 }
 
@@ -247,6 +253,29 @@ pub struct State {
     /// The burst dialog's form, and the burst started from it.
     pub burst_form: BurstRequest,
     pub burst: Option<BurstStatus>,
+    /// Anchor groupings made for these episodes, most recent first, so that switching back to an anchor mode
+    /// needs no grouping at all.
+    pub groupings: Vec<AnchorGrouping>,
+    /// The anchor mode being grouped in the background (similarity on a large run).
+    pub grouping_job: Option<AnchorMode>,
+    /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
+    pub episodes_version: u64,
+    /// Runs with at least this many steps group by similarity in the background.
+    pub background_grouping_steps: usize,
+}
+
+/// How many anchor groupings [`State::groupings`] keeps (about 12 bytes per step each).
+const KEPT_GROUPINGS: usize = 4;
+
+/// Similarity grouping of runs this large takes long enough (tens of milliseconds per 10,000 steps) that the
+/// UI must not wait for it.
+pub const BACKGROUND_GROUPING_STEPS: usize = 50_000;
+
+/// A grouping for the app to compute off the UI thread, answered with `Msg::Grouped`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupingRequest {
+    pub episodes_version: u64,
+    pub job: SimilarityJob,
 }
 
 /// The settings a run recorded in `run.json`, on top of the defaults.
@@ -287,6 +316,10 @@ impl State {
             pending_group: None,
             burst_form: BurstRequest::default(),
             burst: None,
+            groupings: Vec::new(),
+            grouping_job: None,
+            episodes_version: 0,
+            background_grouping_steps: BACKGROUND_GROUPING_STEPS,
         };
         state.rebuild();
         state
@@ -341,31 +374,117 @@ impl State {
         self.clamp();
     }
 
-    /// Recompute everything derived (after a settings change or a reset) and keep the user's position: the
-    /// same iteration number, group and trajectory when they still exist, else the nearest valid one.
+    /// Recompute everything derived (after a reset of the episodes) and keep the user's position: the same
+    /// iteration number, group and trajectory when they still exist, else the nearest valid one.
     pub fn rebuild(&mut self) {
         let iteration = self.selected_iteration();
+        self.episodes_changed();
+        self.grouping_job = None;
         self.derived = Derived::build(&self.run.episodes, &self.settings);
         self.reselect(iteration);
     }
 
-    /// Recompute after a settings change, the episodes unchanged: when the anchor mode is the one the table
-    /// was computed with (`before`'s), its anchor groups are kept ([`recompute`]).
-    pub fn rebuild_settings(&mut self, before: &AdvantageSettings) {
-        if before.anchor != self.settings.anchor {
-            return self.rebuild();
-        }
-        let iteration = self.selected_iteration();
-        let mut table = std::mem::take(&mut self.derived.table);
-        recompute(&mut table, &self.run.episodes, &self.settings);
-        self.derived = Derived::from_table(&self.run.episodes, table);
-        self.reselect(iteration);
+    /// The settings the table is computed with: the user's, with the anchor mode the table has.
+    pub fn table_settings(&self) -> AdvantageSettings {
+        AdvantageSettings { anchor: self.derived.anchor, ..self.settings }
     }
 
-    /// Take in episodes appended from index `old_len` on (see [`Derived::extend`]).
+    /// Recompute after a settings change, the episodes unchanged. The anchor grouping is reused when the
+    /// anchor mode is unchanged or was grouped before; an exact or page grouping is made at once; a similarity
+    /// grouping of a large run is returned as a request for the app to compute in the background, and until it
+    /// arrives the numbers are recomputed over the table's present grouping.
+    pub fn apply_settings(&mut self) -> Option<GroupingRequest> {
+        let iteration = self.selected_iteration();
+        let wanted = self.settings.anchor;
+        let mut table = std::mem::take(&mut self.derived.table);
+        let mut request = None;
+        if wanted == self.derived.anchor {
+            self.grouping_job = None;
+            recompute(&mut table, &self.run.episodes, &self.settings);
+        } else {
+            self.keep_grouping(table.grouping(self.derived.anchor));
+            let kept = self.groupings.iter().position(|g| g.mode == wanted).map(|i| self.groupings.remove(i));
+            let steps = table.rows.len();
+            let grouping = match (kept, wanted) {
+                (Some(g), _) => Some(g),
+                (None, AnchorMode::Similarity(theta)) if steps >= self.background_grouping_steps => {
+                    request = Some(self.similarity_request(theta));
+                    None
+                }
+                (None, mode) => Some(group_anchors(&self.run.episodes, mode)),
+            };
+            match grouping {
+                Some(grouping) => {
+                    self.grouping_job = None;
+                    regroup(&mut table, &self.run.episodes, &grouping, &self.settings);
+                    self.derived.anchor = wanted;
+                    self.keep_grouping(grouping);
+                }
+                None => {
+                    self.grouping_job = Some(wanted);
+                    recompute(&mut table, &self.run.episodes, &self.table_settings());
+                }
+            }
+        }
+        self.derived = Derived::from_table(&self.run.episodes, table, self.derived.anchor);
+        self.reselect(iteration);
+        request
+    }
+
+    /// A grouping computed in the background arrived. It is kept if it was made for the present episodes and
+    /// applied if the settings still ask for it; one made for older episodes is asked for again while wanted.
+    pub fn grouped(&mut self, episodes_version: u64, grouping: AnchorGrouping) -> Option<GroupingRequest> {
+        let mode = grouping.mode;
+        if episodes_version != self.episodes_version {
+            return match (self.grouping_job, mode) {
+                (Some(wanted), AnchorMode::Similarity(theta)) if wanted == mode => Some(self.similarity_request(theta)),
+                _ => None,
+            };
+        }
+        self.keep_grouping(grouping);
+        if self.grouping_job == Some(mode) {
+            self.grouping_job = None;
+        }
+        if self.settings.anchor == mode && self.derived.anchor != mode {
+            return self.apply_settings();
+        }
+        None
+    }
+
+    fn similarity_request(&mut self, theta: f64) -> GroupingRequest {
+        let exact = match self.groupings.iter().find(|g| g.mode == AnchorMode::Exact) {
+            Some(g) => g.clone(),
+            None => {
+                let g = group_anchors(&self.run.episodes, AnchorMode::Exact);
+                self.keep_grouping(g.clone());
+                g
+            }
+        };
+        GroupingRequest {
+            episodes_version: self.episodes_version,
+            job: SimilarityJob::new(&self.run.episodes, exact, theta),
+        }
+    }
+
+    fn keep_grouping(&mut self, grouping: AnchorGrouping) {
+        self.groupings.retain(|g| g.mode != grouping.mode);
+        self.groupings.insert(0, grouping);
+        self.groupings.truncate(KEPT_GROUPINGS);
+    }
+
+    /// The episodes changed: groupings made before no longer fit them.
+    fn episodes_changed(&mut self) {
+        self.episodes_version += 1;
+        self.groupings.clear();
+    }
+
+    /// Take in episodes appended from index `old_len` on (see [`Derived::extend`]), under the table's anchor
+    /// mode; a background grouping for the old episodes will be asked for again when it arrives.
     pub fn extend(&mut self, old_len: usize) {
         let iteration = self.selected_iteration();
-        self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &self.settings);
+        self.episodes_changed();
+        let settings = self.table_settings();
+        self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &settings);
         self.reselect(iteration);
     }
 

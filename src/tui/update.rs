@@ -8,7 +8,8 @@ use super::action::Action;
 use super::burst::{BurstRequest, BurstStatus, BurstUpdate};
 use super::fields;
 use super::play::{self, Play, Played, MAX_GROUP_SIZE};
-use super::state::{Popup, Prompt, SearchState, State, View};
+use super::state::{GroupingRequest, Popup, Prompt, SearchState, State, View};
+use crate::advantage::AnchorGrouping;
 use crate::index::SearchResults;
 use crate::run::Episode;
 use crate::webshop::shop::Shop;
@@ -38,6 +39,8 @@ pub enum Msg {
     Written(Result<usize, String>),
     /// News from the running training burst.
     Burst(BurstUpdate),
+    /// An anchor grouping computed in the background for an [`Effects::group_anchors`].
+    Grouped { episodes_version: u64, grouping: AnchorGrouping },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +68,9 @@ pub struct Effects {
     pub start_burst: Option<BurstRequest>,
     /// Ask the running burst to stop after its current iteration.
     pub cancel_burst: bool,
+    /// Compute this anchor grouping in the background and answer with [`Msg::Grouped`] (a request replaces
+    /// one still running).
+    pub group_anchors: Option<GroupingRequest>,
 }
 
 /// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.
@@ -170,6 +176,9 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
         Msg::Burst(news) => {
             state.burst.get_or_insert_with(BurstStatus::default).apply(news);
             Effects::redraw()
+        }
+        Msg::Grouped { episodes_version, grouping } => {
+            Effects { redraw: true, group_anchors: state.grouped(episodes_version, grouping), ..Effects::default() }
         }
     }
 }
@@ -346,7 +355,10 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         }
         Action::Settings => state.popup = Some(Popup::Settings { field: 0 }),
         Action::Help => state.popup = Some(Popup::Help { scroll: 0 }),
-        Action::ResetSettings => reset_settings(state),
+        Action::ResetSettings => {
+            let group_anchors = reset_settings(state);
+            return Effects { redraw: true, group_anchors, ..Effects::default() };
+        }
         Action::Follow => {
             state.follow = !state.follow;
             if state.follow && !state.run.episodes.is_empty() {
@@ -507,28 +519,29 @@ fn on_burst_dialog(state: &mut State, field: usize, a: Action) -> Effects {
     Effects::redraw()
 }
 
-fn reset_settings(state: &mut State) {
-    if state.settings != state.recorded {
-        let before = std::mem::replace(&mut state.settings, state.recorded);
-        state.rebuild_settings(&before);
+fn reset_settings(state: &mut State) -> Option<GroupingRequest> {
+    if state.settings == state.recorded {
+        return None;
     }
+    state.settings = state.recorded;
+    state.apply_settings()
 }
 
 fn on_settings(state: &mut State, field: usize, a: Action) -> Effects {
     let n = fields::FIELDS.len();
+    let mut group_anchors = None;
     let field = match a {
         Action::Up => (field + n - 1) % n,
         Action::Down => (field + 1) % n,
         Action::Top => 0,
         Action::Bottom => n - 1,
         Action::Left | Action::Right => {
-            let before = state.settings;
             state.settings = fields::adjust(state.settings, field, a == Action::Right);
-            state.rebuild_settings(&before);
+            group_anchors = state.apply_settings();
             field
         }
         Action::ResetSettings => {
-            reset_settings(state);
+            group_anchors = reset_settings(state);
             field
         }
         Action::Settings | Action::Back | Action::Open => {
@@ -538,7 +551,7 @@ fn on_settings(state: &mut State, field: usize, a: Action) -> Effects {
         _ => return Effects::default(),
     };
     state.popup = Some(Popup::Settings { field });
-    Effects::redraw()
+    Effects { redraw: true, group_anchors, ..Effects::default() }
 }
 
 /// Rows a page key moves: the visible height of the current list.

@@ -170,6 +170,37 @@ fn main() {
     update(&mut state, Msg::Action(Action::Left));
     frame(&mut terminal, &state);
     let (recompute, recompute_cpu) = (t.elapsed(), cpu() - c);
+
+    // Anchor mode switches (field 6, then θ on field 7): page (grouped at once), back to exact (grouping
+    // kept), similarity 0.85 (key → frame, then the background grouping → frame), exact and similarity again
+    // (both kept).
+    let mut switches = Vec::new();
+    let mut switch = |state: &mut State, label: &str, key: Action| {
+        let (t, c) = (Instant::now(), cpu());
+        let fx = update(state, Msg::Action(key));
+        frame(&mut terminal, state);
+        switches.push((format!("{label}: key → frame"), t.elapsed(), cpu() - c));
+        if let Some(request) = fx.group_anchors {
+            let (t, c) = (Instant::now(), cpu());
+            let grouping = std::thread::spawn(move || request.job.run()).join().unwrap();
+            update(state, Msg::Grouped { episodes_version: request.episodes_version, grouping });
+            frame(&mut terminal, state);
+            switches.push((format!("{label}: background grouping → frame"), t.elapsed(), cpu() - c));
+        }
+    };
+    for _ in 0..4 {
+        update(&mut state, Msg::Action(Action::Down));
+    }
+    switch(&mut state, "exact → page", Action::Left);
+    switch(&mut state, "page → exact (kept)", Action::Right);
+    update(&mut state, Msg::Action(Action::Down));
+    switch(&mut state, "exact → similarity 0.85", Action::Left);
+    update(&mut state, Msg::Action(Action::Up));
+    switch(&mut state, "similarity → page (kept)", Action::Right);
+    switch(&mut state, "page → exact (kept)", Action::Right);
+    switch(&mut state, "exact → similarity 0.90 (default θ, not kept)", Action::Right);
+    update(&mut state, Msg::Action(Action::Down));
+    switch(&mut state, "similarity 0.90 → 0.85 (kept)", Action::Left);
     update(&mut state, Msg::Action(Action::Back));
 
     // A new group of trajectories appended while the TUI runs, seen through the live watcher as the app
@@ -203,6 +234,9 @@ fn main() {
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
     println!("| settings change → recomputed frame | {recompute:.2?} ({recompute_cpu:.2?}) |");
+    for (label, wall, cpu) in &switches {
+        println!("| anchor mode {label} | {wall:.2?} ({cpu:.2?}) |");
+    }
     println!("| appended group → watcher event (notify + 150 ms debounce) | {seen:.2?} |");
     println!("| appended group → frame showing it | {append:.2?} ({append_cpu:.2?} to merge, compute, draw) |");
     println!(

@@ -153,6 +153,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let s = &state.settings;
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
+    if let Some(pending) = state.grouping_job {
+        spans.push(Span::styled(format!("{} · ", grouping_note(state, pending)), theme.warn()));
+    }
     if let Some(b) = &state.burst {
         spans.push(Span::styled(format!("{} · ", burst_summary(b)), theme.accent()));
     }
@@ -177,6 +180,15 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled("*", theme.warn()));
     }
     Paragraph::new(Line::from(spans)).style(theme.dim()).render(area, buf);
+}
+
+/// What the views show while an anchor grouping is computed in the background.
+pub(crate) fn grouping_note(state: &State, pending: crate::advantage::AnchorMode) -> String {
+    format!(
+        "⟳ grouping anchors by {} (showing {} until then)",
+        super::fields::anchor_label(pending),
+        super::fields::anchor_label(state.derived.anchor)
+    )
 }
 
 /// One line on the burst: a text gauge while it runs, how it ended after.

@@ -63,6 +63,9 @@ pub fn settings(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
         Span::styled("same as the run's recorded settings", theme.dim())
     };
     lines.push(Line::from(marker));
+    if let Some(pending) = state.grouping_job {
+        lines.push(Line::styled(super::grouping_note(state, pending), theme.warn()));
+    }
     let r = centered(area, 66, lines.len() as u16 + 2);
     Clear.render(r, buf);
     Paragraph::new(lines).block(block(state, "Advantage settings (every change recomputes)")).render(r, buf);
