@@ -129,12 +129,12 @@ impl Reference {
 pub struct Matcher {
     /// Slot in the current reference of each element of `a`.
     a_slots: Vec<u32>,
-    /// `j2len` of CPython as dense arrays indexed by `j + 1`, with the entries written by the current and
-    /// previous `i` listed so they can be reset in time proportional to the matches.
-    j2len: Vec<u32>,
-    new_j2len: Vec<u32>,
-    touched: Vec<u32>,
-    new_touched: Vec<u32>,
+    /// CPython's `j2len` and `newj2len` as two dense rows indexed by `j + 1`, each entry `(length, row)`:
+    /// an entry counts only if it was written by the row just before (rows are numbered across calls), so
+    /// nothing is ever cleared.
+    j2len: Vec<(u32, u32)>,
+    new_j2len: Vec<(u32, u32)>,
+    row: u32,
     avail: Vec<u32>,
     queue: Vec<(u32, u32, u32, u32)>,
 }
@@ -184,8 +184,8 @@ impl Matcher {
     fn matching_total(&mut self, a: &[char], b: &Reference) -> usize {
         let lb = b.len();
         if self.j2len.len() < lb + 1 {
-            self.j2len.resize(lb + 1, 0);
-            self.new_j2len.resize(lb + 1, 0);
+            self.j2len.resize(lb + 1, (0, 0));
+            self.new_j2len.resize(lb + 1, (0, 0));
         }
         let mut total = 0;
         self.queue.clear();
@@ -216,35 +216,43 @@ impl Matcher {
         bhi: u32,
     ) -> (u32, u32, u32) {
         let (mut besti, mut bestj, mut bestsize) = (alo, blo, 0u32);
+        if self.row > u32::MAX - (ahi - alo) - 2 {
+            // Row numbers would wrap: start again from clean rows.
+            self.j2len.fill((0, 0));
+            self.new_j2len.fill((0, 0));
+            self.row = 0;
+        }
+        // Skip a number so that the first row sees nothing of the previous call's last row.
+        self.row += 2;
+        let whole = blo == 0 && bhi as usize == b.len();
+        // Local rows, swapped by reference: swapping the fields themselves costs a store per row.
+        let (mut j2len, mut new_j2len) = (self.j2len.as_mut_slice(), self.new_j2len.as_mut_slice());
+        let mut row = self.row;
         for i in alo..ahi {
             let positions = b.positions(self.a_slots[i as usize]);
-            let from = positions.partition_point(|&j| j < blo);
-            for &j in &positions[from..] {
-                if j >= bhi {
-                    break;
-                }
+            let positions = if whole {
+                positions
+            } else {
+                let from = positions.partition_point(|&j| j < blo);
+                let to = from + positions[from..].partition_point(|&j| j < bhi);
+                &positions[from..to]
+            };
+            for &j in positions {
                 // `k = newj2len[j] = j2len.get(j - 1, 0) + 1`, with index `j + 1` standing for `j`.
-                let k = self.j2len[j as usize] + 1;
-                self.new_j2len[j as usize + 1] = k;
-                self.new_touched.push(j + 1);
+                let (length, written) = j2len[j as usize];
+                let k = if written + 1 == row { length + 1 } else { 1 };
+                new_j2len[j as usize + 1] = (k, row);
                 if k > bestsize {
                     besti = i + 1 - k;
                     bestj = j + 1 - k;
                     bestsize = k;
                 }
             }
-            // `j2len = newj2len`: forget the previous row, then swap.
-            for &t in &self.touched {
-                self.j2len[t as usize] = 0;
-            }
-            self.touched.clear();
-            std::mem::swap(&mut self.j2len, &mut self.new_j2len);
-            std::mem::swap(&mut self.touched, &mut self.new_touched);
+            // `j2len = newj2len`.
+            std::mem::swap(&mut j2len, &mut new_j2len);
+            row += 1;
         }
-        for &t in &self.touched {
-            self.j2len[t as usize] = 0;
-        }
-        self.touched.clear();
+        self.row = row;
 
         // Extend over equal elements; with no junk, popular elements count as ordinary ones here.
         let bc = &b.chars;
