@@ -203,3 +203,19 @@ fn burst_dialog_with_progress() {
     }
     insta::assert_snapshot!(render(&s));
 }
+
+#[test]
+fn settings_panel_while_similarity_groups_in_the_background_120x40() {
+    let mut s = state((120, 40), true);
+    s.background_grouping_steps = 0;
+    keys(&mut s, &[Action::Settings]);
+    for _ in 0..7 {
+        keys(&mut s, &[Action::Down]);
+    }
+    let fx = update(&mut s, Msg::Action(Action::Left));
+    assert!(fx.group_anchors.is_some());
+    insta::assert_snapshot!(render(&s));
+    // Closed, the status bar still says the grouping is on its way.
+    keys(&mut s, &[Action::Back]);
+    insta::assert_snapshot!("status_bar_while_grouping", render(&s).lines().rev().nth(1).unwrap_or_default().to_string());
+}
