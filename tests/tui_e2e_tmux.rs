@@ -253,3 +253,38 @@ fn a_burst_from_the_dialog_trains_into_the_run() {
     assert!(episodes[before..].iter().all(|e| e["iteration"] == 2), "numbered after the run's last iteration");
     assert!(dir.join("checkpoint.ot").exists());
 }
+
+#[test]
+fn a_similarity_grouping_made_in_the_background_reaches_the_screen() {
+    if !tmux_available() {
+        return;
+    }
+    let (tmp, dir) = copy_fixture("basic");
+    // Every run counts as large here, so the grouping goes through the background thread.
+    let config = tmp.path().join("config.toml");
+    std::fs::write(&config, "[advantages]\nbackground_grouping_steps = 0\n").unwrap();
+    let s = Session::start("grouping", &dir, &format!("--config {}", config.display()));
+    s.wait_for(&["[Overview]", "12 ep"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "group hat-it0"]);
+    s.keys(&["]"]);
+    s.wait_for(&["group socks-it0"]);
+    s.keys(&["Enter"]);
+    let exact = s.wait_for(&["[Episode]", "ep it0-socks-t1"]);
+    assert!(!exact.contains("+7.000"), "{exact}");
+    // θ field: the first step left selects similarity 0.85, seven more reach 0.50 (each replacing the last
+    // request).
+    s.keys(&["s"]);
+    for _ in 0..7 {
+        s.keys(&["j"]);
+    }
+    for _ in 0..8 {
+        s.keys(&["h"]);
+    }
+    s.wait_for(&["θ similarity     0.50"]);
+    s.keys(&["Escape"]);
+    // Under θ 0.5 steps 1 and 2 share a step group of 3 (as `gigscope advantages --similarity 0.5` says):
+    // A = 7.000 and 7.500 instead of 4.000.
+    let screen = s.wait_for(&["+7.000", "+7.500"]);
+    assert!(!screen.contains("grouping anchors"), "{screen}");
+}

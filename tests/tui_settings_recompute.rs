@@ -36,7 +36,7 @@ fn every_settings_change_equals_a_rebuild() {
 fn sample_state() -> State {
     let config = Config::defaults(true).unwrap();
     let mut s = open(Path::new("sample_runs/webshop-gigpo"), config, (120, 40)).unwrap().0;
-    s.background_grouping_steps = 0;
+    s.config.background_grouping_steps = 0;
     s
 }
 
@@ -126,7 +126,7 @@ fn a_grouping_of_older_episodes_is_asked_for_again() {
 #[test]
 fn small_runs_group_by_similarity_at_once() {
     let mut s = state();
-    assert!(s.run.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.background_grouping_steps);
+    assert!(s.run.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.config.background_grouping_steps);
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
     assert!(fx.group_anchors.is_none());

@@ -207,7 +207,7 @@ fn burst_dialog_with_progress() {
 #[test]
 fn settings_panel_while_similarity_groups_in_the_background_120x40() {
     let mut s = state((120, 40), true);
-    s.background_grouping_steps = 0;
+    s.config.background_grouping_steps = 0;
     keys(&mut s, &[Action::Settings]);
     for _ in 0..7 {
         keys(&mut s, &[Action::Down]);

@@ -31,13 +31,28 @@ struct ConfigFile {
     keys: KeyTable,
     #[serde(default)]
     theme: ThemeTable,
+    #[serde(default)]
+    advantages: AdvantagesTable,
 }
 
-/// Resolved keymap and theme.
+/// `[advantages]`: how the TUI computes.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdvantagesTable {
+    background_grouping_steps: Option<usize>,
+}
+
+/// Similarity grouping of runs this large takes long enough (about 4 µs of CPU per step) that the UI must
+/// not wait for it.
+pub const BACKGROUND_GROUPING_STEPS: usize = 50_000;
+
+/// Resolved keymap, theme and computing options.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub keymap: Keymap,
     pub theme: Theme,
+    /// Runs with at least this many steps group anchors by similarity in the background.
+    pub background_grouping_steps: usize,
 }
 
 impl Config {
@@ -53,7 +68,11 @@ impl Config {
     fn parse(text: &str, file: &Path, color: bool) -> Result<Config, ConfigError> {
         let parsed: ConfigFile =
             toml::from_str(text).map_err(|e| ConfigError::Parse { file: file.to_path_buf(), reason: e.to_string() })?;
-        Ok(Config { keymap: Keymap::new(&parsed.keys)?, theme: Theme::new(&parsed.theme, color)? })
+        Ok(Config {
+            keymap: Keymap::new(&parsed.keys)?,
+            theme: Theme::new(&parsed.theme, color)?,
+            background_grouping_steps: parsed.advantages.background_grouping_steps.unwrap_or(BACKGROUND_GROUPING_STEPS),
+        })
     }
 
     /// Load `explicit` (must exist) or the default location (may be missing).

@@ -260,16 +260,10 @@ pub struct State {
     pub grouping_job: Option<AnchorMode>,
     /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
     pub episodes_version: u64,
-    /// Runs with at least this many steps group by similarity in the background.
-    pub background_grouping_steps: usize,
 }
 
 /// How many anchor groupings [`State::groupings`] keeps (about 12 bytes per step each).
 const KEPT_GROUPINGS: usize = 4;
-
-/// Similarity grouping of runs this large takes long enough (tens of milliseconds per 10,000 steps) that the
-/// UI must not wait for it.
-pub const BACKGROUND_GROUPING_STEPS: usize = 50_000;
 
 /// A grouping for the app to compute off the UI thread, answered with `Msg::Grouped`.
 #[derive(Clone, Debug, PartialEq)]
@@ -319,7 +313,6 @@ impl State {
             groupings: Vec::new(),
             grouping_job: None,
             episodes_version: 0,
-            background_grouping_steps: BACKGROUND_GROUPING_STEPS,
         };
         state.rebuild();
         state
@@ -407,7 +400,7 @@ impl State {
             let steps = table.rows.len();
             let grouping = match (kept, wanted) {
                 (Some(g), _) => Some(g),
-                (None, AnchorMode::Similarity(theta)) if steps >= self.background_grouping_steps => {
+                (None, AnchorMode::Similarity(theta)) if steps >= self.config.background_grouping_steps => {
                     request = Some(self.similarity_request(theta));
                     None
                 }
