@@ -74,6 +74,18 @@ impl Session {
 }
 
 impl Session {
+    /// From the start screen of the basic fixture: overview → groups of iteration 0 → next group (the worked
+    /// example) → its first episode; the screen then.
+    fn open_socks_episode(&self) -> String {
+        self.wait_for(&["[Overview]", "12 ep"]);
+        self.keys(&["Enter"]);
+        self.wait_for(&["[Groups]", "group hat-it0"]);
+        self.keys(&["]"]);
+        self.wait_for(&["group socks-it0"]);
+        self.keys(&["Enter"]);
+        self.wait_for(&["[Episode]", "ep it0-socks-t1"])
+    }
+
     /// Type text literally (no key-name interpretation).
     fn type_text(&self, text: &str) {
         let status = Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap();
@@ -113,14 +125,7 @@ fn navigate_to_a_step_and_read_its_advantages_then_see_an_appended_episode() {
     }
     let (_tmp, dir) = copy_fixture("basic");
     let s = Session::start("nav", &dir, "");
-    s.wait_for(&["[Overview]", "12 ep"]);
-    // Overview → groups of iteration 0 → next group (the worked example) → its first episode.
-    s.keys(&["Enter"]);
-    s.wait_for(&["[Groups]", "group hat-it0"]);
-    s.keys(&["]"]);
-    s.wait_for(&["group socks-it0"]);
-    s.keys(&["Enter"]);
-    let screen = s.wait_for(&["[Episode]", "ep it0-socks-t1"]);
+    let screen = s.open_socks_episode();
     // Step 0: A_E = +4, A_S = +4.5125, A = +8.5125 (shown to 3 decimals), step group of 2.
     let step0 = screen.lines().find(|l| l.contains("search[socks")).unwrap_or_default().to_string();
     for v in ["+4.000", "+4.513", "+8.512"] {
@@ -264,13 +269,7 @@ fn a_similarity_grouping_made_in_the_background_reaches_the_screen() {
     let config = tmp.path().join("config.toml");
     std::fs::write(&config, "[advantages]\nbackground_grouping_steps = 0\n").unwrap();
     let s = Session::start("grouping", &dir, &format!("--config {}", config.display()));
-    s.wait_for(&["[Overview]", "12 ep"]);
-    s.keys(&["Enter"]);
-    s.wait_for(&["[Groups]", "group hat-it0"]);
-    s.keys(&["]"]);
-    s.wait_for(&["group socks-it0"]);
-    s.keys(&["Enter"]);
-    let exact = s.wait_for(&["[Episode]", "ep it0-socks-t1"]);
+    let exact = s.open_socks_episode();
     assert!(!exact.contains("+7.000"), "{exact}");
     // θ field: the first step left selects similarity 0.85, seven more reach 0.50 (each replacing the last
     // request).
