@@ -25,6 +25,7 @@ pub use env::{Environment, Split, Started, Tasks, Transition};
 pub use policy::PolicyShape;
 pub use ppo::PpoConfig;
 pub use trainer::{DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
+pub use webshop::start_goal;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {

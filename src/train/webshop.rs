@@ -81,8 +81,14 @@ impl Tasks for WebShopTasks {
         if i >= range.end {
             return Err(TrainError::NoSuchGoal(index));
         }
-        let env = self.shop.start(i).ok_or(TrainError::NoSuchGoal(index))?;
-        let instruction = env.goal().map_or(String::new(), |g| g.instruction_text.clone());
-        Ok(Started { env, task_id: Shop::task_id(i), instruction })
+        start_goal(&self.shop, i).ok_or(TrainError::NoSuchGoal(index))
     }
+}
+
+/// Goal `goal` of `shop` (numbered across the whole goal list, not a split) started, with the task id and
+/// instruction the trainer writes.
+pub fn start_goal(shop: &Shop, goal: usize) -> Option<Started<WebShopEnv>> {
+    let env = shop.start(goal)?;
+    let instruction = env.goal().map_or(String::new(), |g| g.instruction_text.clone());
+    Some(Started { env, task_id: Shop::task_id(goal), instruction })
 }

@@ -233,11 +233,9 @@ impl Effector {
 
     #[cfg(feature = "train")]
     fn autoplay(&mut self, run_dir: &Path, request: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
-        use crate::train::{play_group, PolicySource, Started};
+        use crate::train::{play_group, start_goal, PolicySource};
         let shop = self.shop()?;
-        let env = shop.start(request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
-        let instruction = env.goal().map_or(String::new(), |g| g.instruction_text.clone());
-        let started = Started { env, task_id: Shop::task_id(request.goal), instruction };
+        let started = start_goal(&shop, request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
         let (episodes, source) = play_group(
             run_dir,
             started,
