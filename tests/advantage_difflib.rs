@@ -120,15 +120,18 @@ fn ratio_equals_cpython_difflib() {
 
 #[test]
 fn thresholded_comparison_equals_cpython_difflib() {
-    // `Matcher::similar` prunes with upper bounds and reuses one `Reference` for many `a`s; it must decide
-    // exactly like the full ratio at thresholds on and around the true value.
+    // `Matcher::similar` prunes with upper bounds, stops matching blocks once the threshold is reached or out
+    // of reach, and reuses one `Reference` for many `a`s; it must decide exactly like the full ratio at
+    // thresholds on and around the true value.
     let pairs = pairs();
     let expected = python_ratios(&pairs);
     let mut matcher = Matcher::default();
     for ((a, b), want) in pairs.iter().zip(expected) {
         let reference = Reference::new(b);
         let a: Vec<char> = a.chars().collect();
-        for theta in [0.3, 0.9, want, f64::from_bits(want.to_bits() + 1)] {
+        // One ULP either side of the true value too: the early exits must stop exactly on the threshold.
+        let below = if want > 0.0 { f64::from_bits(want.to_bits() - 1) } else { 0.3 };
+        for theta in [0.3, 0.9, want, f64::from_bits(want.to_bits() + 1), below] {
             assert_eq!(matcher.similar(&a, &reference, theta), want >= theta, "θ={theta} a={a:?} b={b:?}");
         }
     }

@@ -154,10 +154,19 @@ impl Matcher {
             return false;
         }
         self.map_slots(a, b);
-        if calculate_ratio(self.quick_matches(b), length) < theta {
+        let quick = self.quick_matches(b);
+        if calculate_ratio(quick, length) < theta {
             return false;
         }
-        calculate_ratio(self.matching_total(a, b), length) >= theta
+        // The fewest matches that reach θ: at most `quick`, which does.
+        let mut needed = ((theta * length as f64 / 2.0).ceil() as usize).min(quick);
+        while needed > 0 && calculate_ratio(needed - 1, length) >= theta {
+            needed -= 1;
+        }
+        while calculate_ratio(needed, length) < theta {
+            needed += 1;
+        }
+        self.matching_blocks_reach(a, b, needed)
     }
 
     fn map_slots(&mut self, a: &[char], b: &Reference) {
@@ -179,26 +188,46 @@ impl Matcher {
         matches
     }
 
-    /// Total size of `get_matching_blocks()`. The blocks' order does not change their sum, so the recursion
-    /// is a plain stack.
+    /// Total size of `get_matching_blocks()`.
     fn matching_total(&mut self, a: &[char], b: &Reference) -> usize {
+        self.matching_blocks(a, b, None)
+    }
+
+    /// Whether the total size of `get_matching_blocks()` reaches `needed`.
+    fn matching_blocks_reach(&mut self, a: &[char], b: &Reference, needed: usize) -> bool {
+        self.matching_blocks(a, b, Some(needed)) >= needed
+    }
+
+    /// The blocks' total size; with `enough`, found block by block only until the total reaches it or can no
+    /// longer reach it (then the total so far is returned, which tells which). The blocks' order does not change their sum, so the recursion is a
+    /// plain stack; a pending range `(alo, ahi, blo, bhi)` can add at most `min(ahi - alo, bhi - blo)`, and
+    /// the sum of those bounds decides early that `enough` is out of reach.
+    fn matching_blocks(&mut self, a: &[char], b: &Reference, enough: Option<usize>) -> usize {
         let lb = b.len();
         if self.j2len.len() < lb + 1 {
             self.j2len.resize(lb + 1, (0, 0));
             self.new_j2len.resize(lb + 1, (0, 0));
         }
+        let bound = |alo: u32, ahi: u32, blo: u32, bhi: u32| (ahi - alo).min(bhi - blo) as usize;
         let mut total = 0;
+        let mut pending = a.len().min(lb);
         self.queue.clear();
         self.queue.push((0, a.len() as u32, 0, lb as u32));
         while let Some((alo, ahi, blo, bhi)) = self.queue.pop() {
+            if enough.is_some_and(|n| total >= n || total + pending < n) {
+                return total;
+            }
+            pending -= bound(alo, ahi, blo, bhi);
             let (i, j, k) = self.find_longest_match(a, b, alo, ahi, blo, bhi);
             if k > 0 {
                 total += k as usize;
                 if alo < i && blo < j {
                     self.queue.push((alo, i, blo, j));
+                    pending += bound(alo, i, blo, j);
                 }
                 if i + k < ahi && j + k < bhi {
                     self.queue.push((i + k, ahi, j + k, bhi));
+                    pending += bound(i + k, ahi, j + k, bhi);
                 }
             }
         }
