@@ -42,6 +42,11 @@ pub struct Reference {
     /// `positions[starts[s]..starts[s + 1]]`: ascending positions of slot `s` in `b`, empty when popular.
     starts: Vec<u32>,
     positions: Vec<u32>,
+    /// `b`'s suffix automaton, when no element of `b` is popular and it is small (see [`SuffixAutomaton`]).
+    automaton: Option<SuffixAutomaton>,
+    /// With the automaton: `ranks[s * (len b + 1) + j]` is the number of positions of slot `s` before `j`, so
+    /// the positions inside a range of `b` are found without a search.
+    ranks: Vec<u32>,
 }
 
 impl Reference {
@@ -54,6 +59,8 @@ impl Reference {
             starts: Vec::new(),
             positions: Vec::new(),
             chars: Vec::new(),
+            automaton: None,
+            ranks: Vec::new(),
         };
         let mut slots = Vec::with_capacity(chars.len());
         for &c in &chars {
@@ -94,6 +101,23 @@ impl Reference {
                 fill[slot as usize] += 1;
             }
         }
+        let popular = kept.iter().zip(&reference.counts).any(|(k, c)| k != c);
+        if !popular && 2 * slots.len() * kept.len() <= SuffixAutomaton::MAX_CELLS {
+            reference.automaton = Some(SuffixAutomaton::new(&slots, kept.len()));
+            let row = n + 1;
+            reference.ranks = vec![0; kept.len() * row];
+            for (slot, ranks) in reference.ranks.chunks_exact_mut(row).enumerate() {
+                let positions = &reference.positions
+                    [reference.starts[slot] as usize..reference.starts[slot + 1] as usize];
+                let mut rank = 0;
+                for (j, r) in ranks.iter_mut().enumerate() {
+                    *r = rank as u32;
+                    if positions.get(rank) == Some(&(j as u32)) {
+                        rank += 1;
+                    }
+                }
+            }
+        }
         reference.chars = chars;
         reference
     }
@@ -121,6 +145,21 @@ impl Reference {
         }
         let s = slot as usize;
         &self.positions[self.starts[s] as usize..self.starts[s + 1] as usize]
+    }
+
+    /// The positions of `slot` in `b[blo..bhi]`.
+    fn positions_in(&self, slot: u32, blo: u32, bhi: u32) -> &[u32] {
+        let positions = self.positions(slot);
+        if positions.is_empty() {
+            return positions;
+        }
+        if self.ranks.is_empty() {
+            let from = positions.partition_point(|&j| j < blo);
+            let to = from + positions[from..].partition_point(|&j| j < bhi);
+            return &positions[from..to];
+        }
+        let row = slot as usize * (self.chars.len() + 1);
+        &positions[self.ranks[row + blo as usize] as usize..self.ranks[row + bhi as usize] as usize]
     }
 }
 
@@ -254,34 +293,32 @@ impl Matcher {
         // Skip a number so that the first row sees nothing of the previous call's last row.
         self.row += 2;
         let whole = blo == 0 && bhi as usize == b.len();
-        // Local rows, swapped by reference: swapping the fields themselves costs a store per row.
-        let (mut j2len, mut new_j2len) = (self.j2len.as_mut_slice(), self.new_j2len.as_mut_slice());
-        let mut row = self.row;
-        for i in alo..ahi {
-            let positions = b.positions(self.a_slots[i as usize]);
-            let positions = if whole {
-                positions
-            } else {
-                let from = positions.partition_point(|&j| j < blo);
-                let to = from + positions[from..].partition_point(|&j| j < bhi);
-                &positions[from..to]
-            };
-            for &j in positions {
-                // `k = newj2len[j] = j2len.get(j - 1, 0) + 1`, with index `j + 1` standing for `j`.
-                let (length, written) = j2len[j as usize];
-                let k = if written + 1 == row { length + 1 } else { 1 };
-                new_j2len[j as usize + 1] = (k, row);
-                if k > bestsize {
-                    besti = i + 1 - k;
-                    bestj = j + 1 - k;
-                    bestsize = k;
+        if let (true, Some(automaton)) = (whole, &b.automaton) {
+            (besti, bestj, bestsize) = automaton.longest_block(&self.a_slots, alo, ahi);
+        } else {
+            // Local rows, swapped by reference: swapping the fields themselves costs a store per row.
+            let (mut j2len, mut new_j2len) = (self.j2len.as_mut_slice(), self.new_j2len.as_mut_slice());
+            let mut row = self.row;
+            for i in alo..ahi {
+                let slot = self.a_slots[i as usize];
+                let positions = if whole { b.positions(slot) } else { b.positions_in(slot, blo, bhi) };
+                for &j in positions {
+                    // `k = newj2len[j] = j2len.get(j - 1, 0) + 1`, with index `j + 1` standing for `j`.
+                    let (length, written) = j2len[j as usize];
+                    let k = if written + 1 == row { length + 1 } else { 1 };
+                    new_j2len[j as usize + 1] = (k, row);
+                    if k > bestsize {
+                        besti = i + 1 - k;
+                        bestj = j + 1 - k;
+                        bestsize = k;
+                    }
                 }
+                // `j2len = newj2len`.
+                std::mem::swap(&mut j2len, &mut new_j2len);
+                row += 1;
             }
-            // `j2len = newj2len`.
-            std::mem::swap(&mut j2len, &mut new_j2len);
-            row += 1;
+            self.row = row;
         }
-        self.row = row;
 
         // Extend over equal elements; with no junk, popular elements count as ordinary ones here.
         let bc = &b.chars;
@@ -295,6 +332,120 @@ impl Matcher {
             && a[(besti + bestsize) as usize] == bc[(bestj + bestsize) as usize]
         {
             bestsize += 1;
+        }
+        (besti, bestj, bestsize)
+    }
+}
+
+/// The suffix automaton of `b` (over its slots), used for `find_longest_match` over the whole of `b`.
+///
+/// CPython's loop keeps the first `(i, j)` in row order whose common-suffix length `k` beats the best so far:
+/// the block ending at the first row `i` where the longest suffix of `a[alo..=i]` occurring in `b` is longest,
+/// and within that row the smallest end `j`. The automaton gives both in one pass over `a`: the longest suffix
+/// occurring in `b` (the matched length) and the first end position of that string in `b` (all strings of a
+/// state end at the same positions). This needs every element of `b` to seed a block, so it is only built when
+/// no element is popular; the result is then the same block, with no extension left to make.
+#[derive(Clone, Debug)]
+struct SuffixAutomaton {
+    /// Number of slots: `next[state * width + slot]`.
+    width: usize,
+    next: Vec<u32>,
+    link: Vec<u32>,
+    len: Vec<u32>,
+    first_end: Vec<u32>,
+}
+
+impl SuffixAutomaton {
+    /// Largest transition table built (cells of 4 bytes); longer or more varied `b`s use the plain loop.
+    const MAX_CELLS: usize = 1 << 16;
+
+    fn new(slots: &[u32], width: usize) -> Self {
+        let mut automaton = SuffixAutomaton {
+            width,
+            next: Vec::with_capacity(2 * slots.len().max(1) * width),
+            link: Vec::new(),
+            len: Vec::new(),
+            first_end: Vec::new(),
+        };
+        automaton.add_state(0, 0, ABSENT);
+        let mut last = 0u32;
+        for (end, &c) in slots.iter().enumerate() {
+            let c = c as usize;
+            let cur = automaton.add_state(automaton.len[last as usize] + 1, end as u32, ABSENT);
+            let mut p = last;
+            while p != ABSENT && automaton.next(p, c) == ABSENT {
+                automaton.set_next(p, c, cur);
+                p = automaton.link[p as usize];
+            }
+            if p == ABSENT {
+                automaton.link[cur as usize] = 0;
+            } else {
+                let q = automaton.next(p, c);
+                if automaton.len[p as usize] + 1 == automaton.len[q as usize] {
+                    automaton.link[cur as usize] = q;
+                } else {
+                    let clone = automaton.add_state(
+                        automaton.len[p as usize] + 1,
+                        automaton.first_end[q as usize],
+                        automaton.link[q as usize],
+                    );
+                    let (from, to) = (q as usize * width, clone as usize * width);
+                    automaton.next.copy_within(from..from + width, to);
+                    while p != ABSENT && automaton.next(p, c) == q {
+                        automaton.set_next(p, c, clone);
+                        p = automaton.link[p as usize];
+                    }
+                    automaton.link[q as usize] = clone;
+                    automaton.link[cur as usize] = clone;
+                }
+            }
+            last = cur;
+        }
+        automaton
+    }
+
+    fn add_state(&mut self, len: u32, first_end: u32, link: u32) -> u32 {
+        self.next.resize(self.next.len() + self.width, ABSENT);
+        self.len.push(len);
+        self.first_end.push(first_end);
+        self.link.push(link);
+        (self.len.len() - 1) as u32
+    }
+
+    fn next(&self, state: u32, slot: usize) -> u32 {
+        self.next[state as usize * self.width + slot]
+    }
+
+    fn set_next(&mut self, state: u32, slot: usize, to: u32) {
+        self.next[state as usize * self.width + slot] = to;
+    }
+
+    /// `(i, j, k)` of the first longest block between `a[alo..ahi]` (as slots) and the whole of `b`, as
+    /// CPython's loop finds it; `(alo, 0, 0)` when they share no element.
+    fn longest_block(&self, a_slots: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
+        let (mut besti, mut bestj, mut bestsize) = (alo, 0, 0);
+        let (mut state, mut matched) = (0u32, 0u32);
+        for i in alo..ahi {
+            let c = a_slots[i as usize];
+            if c == ABSENT {
+                (state, matched) = (0, 0);
+                continue;
+            }
+            // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
+            loop {
+                let to = self.next(state, c as usize);
+                if to != ABSENT {
+                    (state, matched) = (to, matched + 1);
+                    break;
+                }
+                state = self.link[state as usize];
+                matched = self.len[state as usize];
+            }
+            if matched > bestsize {
+                bestsize = matched;
+                besti = i + 1 - matched;
+                bestj = self.first_end[state as usize] + 1 - matched;
+            }
         }
         (besti, bestj, bestsize)
     }
@@ -332,6 +483,28 @@ mod tests {
         // Without a seed at all, a match at the start still extends forwards from (0, 0).
         assert_eq!(ratio("xxxq", &"x".repeat(200)), 2.0 * 3.0 / 204.0);
         assert_eq!(ratio("qxxx", &"x".repeat(200)), 0.0);
+    }
+
+    proptest::proptest! {
+        /// The suffix automaton, and the ranks for sub-ranges, find exactly the blocks of CPython's loop
+        /// (which the plain loop reproduces, checked against CPython itself in tests/advantage_difflib.rs),
+        /// ties included: a small alphabet makes many equally long blocks.
+        #[test]
+        fn automaton_agrees_with_the_plain_loop(a in "[abc é]{0,60}", b in "[abcd é]{0,199}") {
+            let with = Reference::new(&b);
+            proptest::prop_assert!(with.automaton.is_some());
+            let without = Reference { automaton: None, ranks: Vec::new(), ..with.clone() };
+            let a: Vec<char> = a.chars().collect();
+            let mut m = Matcher::default();
+            proptest::prop_assert_eq!(m.ratio(&a, &with).to_bits(), m.ratio(&a, &without).to_bits());
+            // `ratio` sized the scratch rows and mapped `a` to `b`'s slots.
+            let n = a.len() as u32;
+            for alo in [0, n / 3] {
+                let got = m.find_longest_match(&a, &with, alo, n, 0, b.chars().count() as u32);
+                let want = m.find_longest_match(&a, &without, alo, n, 0, b.chars().count() as u32);
+                proptest::prop_assert_eq!(got, want);
+            }
+        }
     }
 
     #[test]
