@@ -16,7 +16,10 @@
 //! ([`Reference`]) and the scratch buffers are reused ([`Matcher`]). [`Matcher::similar`] first applies
 //! difflib's own upper bounds (`real_quick_ratio`, `quick_ratio`), which can only rule a pair out when the
 //! exact ratio is below θ too: the ratio is `2.0 * m / L` with the same `L` for all three, and floating-point
-//! division and multiplication are monotone, so a larger match count never gives a smaller value.
+//! division and multiplication are monotone, so a larger match count never gives a smaller value. For the same
+//! reason it stops finding matching blocks as soon as their total reaches the fewest matches that make θ, or
+//! can no longer reach it. When no element of `b` is popular, a suffix automaton of `b` finds the longest block
+//! over the whole of `b` in one pass over `a` (see [`SuffixAutomaton`] for why it is the same block).
 
 use std::collections::HashMap;
 
@@ -238,9 +241,10 @@ impl Matcher {
     }
 
     /// The blocks' total size; with `enough`, found block by block only until the total reaches it or can no
-    /// longer reach it (then the total so far is returned, which tells which). The blocks' order does not change their sum, so the recursion is a
-    /// plain stack; a pending range `(alo, ahi, blo, bhi)` can add at most `min(ahi - alo, bhi - blo)`, and
-    /// the sum of those bounds decides early that `enough` is out of reach.
+    /// longer reach it (then the total so far is returned, which tells which). The blocks' order does not
+    /// change their sum, so the recursion is a plain stack; a pending range `(alo, ahi, blo, bhi)` can add at
+    /// most `min(ahi - alo, bhi - blo)`, and the sum of those bounds decides early that `enough` is out of
+    /// reach.
     fn matching_blocks(&mut self, a: &[char], b: &Reference, enough: Option<usize>) -> usize {
         let lb = b.len();
         if self.j2len.len() < lb + 1 {
