@@ -156,7 +156,7 @@ proptest! {
     #[test]
     fn every_good_line_survives_garbage(
         lines in proptest::collection::vec(prop_oneof![
-            (0u32..1000).prop_map(|n| Ok(n)),
+            (0u32..1000).prop_map(Ok),
             proptest::collection::vec(any::<u8>(), 0..40).prop_map(Err),
         ], 0..40),
         torn in proptest::collection::vec(any::<u8>(), 1..30),

@@ -204,7 +204,7 @@ fn recorded_settings_follow_a_changed_run_json() {
     let mut s = state();
     let mut meta = s.run.meta.clone().unwrap();
     meta.advantage.as_mut().unwrap().omega = Some(0.5);
-    update(&mut s, Msg::Live(vec![LiveEvent::Meta(Some(meta))], Instant::now()));
+    update(&mut s, Msg::Live(vec![LiveEvent::Meta(Some(Box::new(meta)))], Instant::now()));
     assert_eq!(s.recorded.omega, 0.5);
     assert!(s.settings_modified(), "the settings in use stay; the marker shows they now differ");
 }

@@ -378,7 +378,7 @@ fn evict_old_variants(run_root: &Path, keep: &Path) {
             (modified.unwrap_or(std::time::UNIX_EPOCH), path)
         })
         .collect();
-    variants.sort_by(|a, b| b.0.cmp(&a.0));
+    variants.sort_by_key(|v| std::cmp::Reverse(v.0));
     for (_, path) in variants.into_iter().skip(KEEP_SETTINGS_VARIANTS.saturating_sub(1)) {
         let _ = fs::remove_dir_all(path);
     }

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -40,8 +40,8 @@ pub enum LiveEvent {
     Metrics(Vec<(u64, MetricsRecord)>),
     /// Lines that could not be read (skipped; every good line is still delivered).
     BrokenLines(LiveFile, Vec<LineError>),
-    /// `run.json` changed (or appeared, or was removed: `None`).
-    Meta(Option<RunMeta>),
+    /// `run.json` changed (or appeared, or was removed: `None`); boxed, as it is far larger than the rest.
+    Meta(Option<Box<RunMeta>>),
     /// A file could not be read (e.g. a malformed `run.json`, permissions). Reported once per distinct
     /// problem; watching goes on.
     Error(String),
@@ -179,7 +179,7 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             }
         }
         LiveEvent::Meta(meta) => {
-            run.meta = meta;
+            run.meta = meta.map(|m| *m);
             applied.meta_changed = true;
         }
         LiveEvent::Error(message) => applied.errors.push(message),
@@ -217,11 +217,8 @@ impl LiveStatus {
 /// Apply every event waiting on `events` without blocking, and record it in `status`.
 pub fn drain(events: &Receiver<LiveEvent>, run: &mut Run, status: &mut LiveStatus) -> Applied {
     let mut applied = Applied { new_episodes: run.episodes.len()..run.episodes.len(), ..Applied::default() };
-    loop {
-        match events.try_recv() {
-            Ok(event) => applied.absorb(apply(run, event)),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-        }
+    while let Ok(event) = events.try_recv() {
+        applied.absorb(apply(run, event));
     }
     status.record(&applied, run, Instant::now());
     applied
@@ -428,7 +425,7 @@ impl Scanner {
         match read_meta(&self.dir) {
             Ok(meta) => {
                 self.report(2, None)?;
-                self.send(LiveEvent::Meta(meta))
+                self.send(LiveEvent::Meta(meta.map(Box::new)))
             }
             Err(err) => self.report(2, Some(err.to_string())),
         }

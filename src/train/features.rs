@@ -147,7 +147,7 @@ impl Instruction {
         let keywords = words(&base).filter(|w| !is_stop_word(w)).collect::<Vec<_>>().join(" ");
         let mut queries: Vec<String> = Vec::new();
         for q in [lower.clone(), without_price, base, keywords] {
-            let q = q.trim().trim_end_matches(|c: char| c == ',' || c == '.').trim().to_string();
+            let q = q.trim().trim_end_matches([',', '.']).trim().to_string();
             if !q.is_empty() && !queries.contains(&q) {
                 queries.push(q);
             }
@@ -295,7 +295,8 @@ pub fn featurize(instruction: &Instruction, view: PageView<'_>, history: &Histor
             dense[KINDS + 1] = if instruction.words.is_empty() { 0.0 } else { matched / instruction.words.len() as f32 };
             dense[KINDS + 2] = if history.taken(action) { 1.0 } else { 0.0 };
             dense[KINDS + 3] = match (kind, price, instruction.price_cap) {
-                (ActionKind::Product, Some(p), Some(cap)) => if p <= cap { 1.0 } else { 0.0 },
+                (ActionKind::Product, Some(p), Some(cap)) if p <= cap => 1.0,
+                (ActionKind::Product, Some(_), Some(_)) => 0.0,
                 (ActionKind::Product, _, _) => 0.5,
                 _ => 0.0,
             };

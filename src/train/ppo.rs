@@ -100,7 +100,7 @@ pub fn loss(policy: &Policy, reference: Option<&Policy>, samples: &[&Sample], co
         // Exact KL over the candidate actions (the whole distribution is at hand, no estimator needed).
         let kl = (&p * (&logp - &ref_logp)).sum_dim_intlist(1, false, Kind::Float).mean(Kind::Float);
         kl_value = kl.double_value(&[]);
-        total = total + config.kl_coef * kl;
+        total += config.kl_coef * kl;
     }
     Loss {
         policy_loss: policy_loss.double_value(&[]),

@@ -129,7 +129,7 @@ pub struct IterationReport {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
     Evaluated { iteration: u64, policy: EvalResult, baseline: EvalResult },
-    Iteration(IterationReport),
+    Iteration(Box<IterationReport>),
 }
 
 pub struct Trainer<T: Tasks> {
@@ -256,7 +256,7 @@ impl<T: Tasks> Trainer<T> {
                 break;
             }
             let report = self.iterate()?;
-            progress(&Progress::Iteration(report));
+            progress(&Progress::Iteration(Box::new(report)));
         }
         Ok(())
     }
@@ -339,7 +339,7 @@ impl<T: Tasks> Trainer<T> {
         let update = ppo::update(&self.policy, reference, &mut self.adam, &samples, &self.config.ppo, &mut rng, self.device);
         let update_s = update_clock.elapsed().as_secs_f64();
 
-        let eval = if self.config.eval_every > 0 && iteration % self.config.eval_every == 0 {
+        let eval = if self.config.eval_every > 0 && iteration.is_multiple_of(self.config.eval_every) {
             Some((self.evaluate()?, self.baseline()?))
         } else {
             None
