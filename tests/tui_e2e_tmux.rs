@@ -83,7 +83,8 @@ impl Session {
         self.keys(&["]"]);
         self.wait_for(&["group socks-it0"]);
         self.keys(&["Enter"]);
-        self.wait_for(&["[Episode]", "ep it0-socks-t1"])
+        // The hint bar is the frame's last row: once it shows the episode view's keys, the frame is complete.
+        self.wait_for(&["[Episode]", "ep it0-socks-t1", "Enter anchor grp"])
     }
 
     /// Type text literally (no key-name interpretation).

@@ -108,7 +108,7 @@ pub fn segments(obs: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Wrap `text` into lines of at most `width` characters, breaking at spaces when a word fits.
-fn wrap(text: &str, width: usize, out: &mut dyn FnMut(&str) -> bool) {
+fn wrap(text: &str, width: usize, out: &mut dyn FnMut(&str)) {
     let width = width.max(1);
     let mut rest = text;
     while !rest.is_empty() {
@@ -118,9 +118,7 @@ fn wrap(text: &str, width: usize, out: &mut dyn FnMut(&str) -> bool) {
             Some((hard, ' ')) => hard,
             Some((hard, _)) => rest[..hard].rfind(' ').filter(|&i| i > 0).map_or(hard, |i| i + 1),
         };
-        if !out(rest[..cut].trim_end()) {
-            return;
-        }
+        out(rest[..cut].trim_end());
         rest = rest[cut..].trim_start();
     }
 }
@@ -131,17 +129,24 @@ pub fn observation_lines(obs: &str, width: usize, skip: usize, take: usize) -> (
     let mut lines = Vec::with_capacity(take);
     let mut n = 0usize;
     for seg in segments(obs) {
-        let mut first = true;
-        wrap(seg, width.saturating_sub(2), &mut |l| {
+        hanging("▪ ", seg, width, &mut |l| {
             if n >= skip && lines.len() < take {
-                lines.push(format!("{}{l}", if first { "▪ " } else { "  " }));
+                lines.push(l);
             }
-            first = false;
             n += 1;
-            true
         });
     }
     (lines, n)
+}
+
+/// `text` wrapped to `width` columns behind a two-column `marker`, continuation lines indented to match, so
+/// long items stay readable as one block each.
+fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(String)) {
+    let mut first = true;
+    wrap(text, width.saturating_sub(2), &mut |l| {
+        out(format!("{}{l}", if first { marker } else { "  " }));
+        first = false;
+    });
 }
 
 fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
@@ -172,12 +177,14 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
         // A window of actions around the chosen one.
         let show = 8usize;
         let start = chosen.map_or(0, |c| c.saturating_sub(show / 2)).min(actions.len().saturating_sub(show));
+        let width = layout::inner(area).width as usize;
         for (i, a) in actions.iter().enumerate().skip(start).take(show) {
             if Some(i) == chosen {
-                let text = if *a == step.action { format!("▶ {a}") } else { format!("▶ {a} → {}", step.action) };
-                lines.push(Line::styled(text, theme.selected().add_modifier(Modifier::BOLD)));
+                let text = if *a == step.action { a.clone() } else { format!("{a} → {}", step.action) };
+                let style = theme.selected().add_modifier(Modifier::BOLD);
+                hanging("▶ ", &text, width, &mut |l| lines.push(Line::styled(l, style)));
             } else {
-                lines.push(Line::from(format!("  {a}")));
+                hanging("  ", a, width, &mut |l| lines.push(Line::from(l)));
             }
         }
         if chosen.is_none() {
@@ -224,6 +231,13 @@ mod tests {
         let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 1, 1);
         assert_eq!(lines, ["  ccc"]);
         assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn long_actions_wrap_under_their_own_text() {
+        let mut lines = Vec::new();
+        hanging("▶ ", "search[red cotton socks for men]", 16, &mut |l| lines.push(l));
+        assert_eq!(lines, ["▶ search[red", "  cotton socks", "  for men]"]);
     }
 
     #[test]
