@@ -25,17 +25,21 @@ struct Session {
 }
 
 impl Session {
-    /// Start `gigscope tui DIR ARGS…` in a detached 120×40 session. The shell prints `EXITED:<code>` when the
-    /// binary ends and then stays, so a crash is visible on screen instead of closing the session.
+    /// Start `gigscope tui DIR ARGS…` in a detached 120×40 session.
     fn start(test: &str, dir: &Path, args: &str) -> Session {
+        Session::launch(test, &format!("tui {} --rescan-ms 200 {args}", dir.display()))
+    }
+
+    /// Start `gigscope COMMAND_LINE` in a detached 120×40 session. The shell prints `EXITED:<code>` when the
+    /// binary ends and then stays, so a crash is visible on screen instead of closing the session.
+    fn launch(test: &str, command_line: &str) -> Session {
         let name = format!("gigscope-e2e-{}-{test}", std::process::id());
         // An empty config home, so a developer's own keymap cannot change what the keys do.
         let home = tempfile::tempdir().unwrap();
         let cmd = format!(
-            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} tui {2} --rescan-ms 200 {args}; echo EXITED:$?; sleep 600",
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} {command_line}; echo EXITED:$?; sleep 600",
             home.path().display(),
             env!("CARGO_BIN_EXE_gigscope"),
-            dir.display()
         );
         let status = Command::new("tmux")
             .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", "sh", "-c", &cmd])
@@ -233,6 +237,28 @@ fn a_group_played_by_hand_lands_in_the_run() {
     assert_eq!(played["steps"].as_array().unwrap().len(), 3);
     assert_eq!(played["steps"][0]["action"], "search[table]");
     assert_eq!(played["steps"][2]["action"], "click[buy now]");
+}
+
+/// The bare `gigscope RUN` takes the TUI's options: here an empty run opened with the real WebShop catalog,
+/// whose goals the play dialog then offers (the embedded demo catalog has 95 goals, not thousands).
+#[test]
+fn the_bare_command_opens_an_empty_run_with_a_real_catalog() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop");
+    let s = Session::launch("bare", &format!("{} --catalog {}", tmp.path().display(), shared.display()));
+    s.wait_for(&["No episodes in", "p plays episodes by hand"]);
+    s.keys(&["p"]);
+    let screen = s.wait_for(&["Pick a goal", "group size N = 4"]);
+    let goals: usize = screen
+        .split(" goals ·")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the goal count is on screen:\n{screen}"));
+    assert!(goals > 1000, "goals of the real catalog, not the demo's: {goals}\n{screen}");
 }
 
 /// The burst dialog trains into the open run (no checkpoint: a fresh policy after its last iteration), the

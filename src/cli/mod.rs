@@ -18,8 +18,10 @@ mod webshop;
 #[command(name = "gigscope", version, about = "GiGPO advantages beside WebShop episodes: inspect, play, train, watch")]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// Open the TUI on this run directory (same as `gigscope tui RUN`).
+    /// Open the TUI on this run directory (same as `gigscope tui RUN`, with the same options).
     pub run: Option<PathBuf>,
+    #[command(flatten)]
+    pub view: tui::ViewArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -57,7 +59,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "train")]
         Some(Command::Train(args)) => train::run(args),
         None => match cli.run {
-            Some(run) => tui::run(tui::Args::for_run(run)),
+            Some(run) => tui::run(tui::Args { run, view: cli.view }),
             None => {
                 use clap::CommandFactory;
                 let _ = Cli::command().print_help();

@@ -8,6 +8,13 @@ use anyhow::Context;
 pub struct Args {
     /// Run directory.
     pub run: PathBuf,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// The TUI's options, shared by `gigscope tui RUN` and the bare `gigscope RUN`.
+#[derive(clap::Args, Debug)]
+pub struct ViewArgs {
     /// Config file with [keys] and [theme] tables (default: ~/.config/gigscope/config.toml if present).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -23,24 +30,19 @@ pub struct Args {
     pub catalog: Option<PathBuf>,
 }
 
-impl Args {
-    pub fn for_run(run: PathBuf) -> Self {
-        Args { run, config: None, follow: false, rescan_ms: 1000, catalog: None }
-    }
-}
-
 fn watch_options(rescan_ms: u64) -> crate::live::WatchOptions {
     crate::live::WatchOptions { rescan: Duration::from_millis(rescan_ms.max(10)), ..Default::default() }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args { run, view } = args;
     let opts = crate::tui::Options {
-        run: args.run.clone(),
-        config: args.config,
-        follow: args.follow,
-        watch: watch_options(args.rescan_ms),
-        catalog: args.catalog,
+        run: run.clone(),
+        config: view.config,
+        follow: view.follow,
+        watch: watch_options(view.rescan_ms),
+        catalog: view.catalog,
     };
-    crate::tui::run(opts).with_context(|| format!("gigscope tui {}", args.run.display()))?;
+    crate::tui::run(opts).with_context(|| format!("gigscope tui {}", run.display()))?;
     Ok(ExitCode::SUCCESS)
 }
