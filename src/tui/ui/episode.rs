@@ -129,9 +129,10 @@ pub fn observation_lines(obs: &str, width: usize, skip: usize, take: usize) -> (
     let mut lines = Vec::with_capacity(take);
     let mut n = 0usize;
     for seg in segments(obs) {
-        hanging("▪ ", seg, width, &mut |l| {
+        hanging("▪ ", seg, width, &mut |marker, l| {
+            // Only the visible lines are built: a long observation is counted, not laid out.
             if n >= skip && lines.len() < take {
-                lines.push(l);
+                lines.push(format!("{marker}{l}"));
             }
             n += 1;
         });
@@ -140,11 +141,12 @@ pub fn observation_lines(obs: &str, width: usize, skip: usize, take: usize) -> (
 }
 
 /// `text` wrapped to `width` columns behind a two-column `marker`, continuation lines indented to match, so
-/// long items stay readable as one block each.
-fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(String)) {
+/// long items stay readable as one block each. `out` gets each line's prefix and text apart, so a caller that
+/// only counts lines builds no strings.
+fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(&str, &str)) {
     let mut first = true;
     wrap(text, width.saturating_sub(2), &mut |l| {
-        out(format!("{}{l}", if first { marker } else { "  " }));
+        out(if first { marker } else { "  " }, l);
         first = false;
     });
 }
@@ -182,9 +184,9 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
             if Some(i) == chosen {
                 let text = if *a == step.action { a.clone() } else { format!("{a} → {}", step.action) };
                 let style = theme.selected().add_modifier(Modifier::BOLD);
-                hanging("▶ ", &text, width, &mut |l| lines.push(Line::styled(l, style)));
+                hanging("▶ ", &text, width, &mut |m, l| lines.push(Line::styled(format!("{m}{l}"), style)));
             } else {
-                hanging("  ", a, width, &mut |l| lines.push(Line::from(l)));
+                hanging("  ", a, width, &mut |m, l| lines.push(Line::from(format!("{m}{l}"))));
             }
         }
         if chosen.is_none() {
@@ -236,7 +238,7 @@ mod tests {
     #[test]
     fn long_actions_wrap_under_their_own_text() {
         let mut lines = Vec::new();
-        hanging("▶ ", "search[red cotton socks for men]", 16, &mut |l| lines.push(l));
+        hanging("▶ ", "search[red cotton socks for men]", 16, &mut |m, l| lines.push(format!("{m}{l}")));
         assert_eq!(lines, ["▶ search[red", "  cotton socks", "  for men]"]);
     }
 
