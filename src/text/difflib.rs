@@ -19,7 +19,9 @@
 //! division and multiplication are monotone, so a larger match count never gives a smaller value. For the same
 //! reason it stops finding matching blocks as soon as their total reaches the fewest matches that make θ, or
 //! can no longer reach it. When no element of `b` is popular, a suffix automaton of `b` finds the longest block
-//! over the whole of `b` in one pass over `a` (see [`SuffixAutomaton`] for why it is the same block).
+//! over the whole of `b` in one pass over `a`, and over a sub-range of `b` whenever the whole-`b` block lies
+//! inside it, which is the common case for the similar pages that clustering compares (see [`SuffixAutomaton`]
+//! for why it is the same block); other sub-ranges take CPython's loop.
 
 use std::collections::HashMap;
 
@@ -297,8 +299,18 @@ impl Matcher {
         // Skip a number so that the first row sees nothing of the previous call's last row.
         self.row += 2;
         let whole = blo == 0 && bhi as usize == b.len();
-        if let (true, Some(automaton)) = (whole, &b.automaton) {
-            (besti, bestj, bestsize) = automaton.longest_block(&self.a_slots, alo, ahi);
+        // The first longest block between `a[alo..ahi]` and the whole of `b`; when it lies inside
+        // `b[blo..bhi]` it is also the range's first longest block (see [`SuffixAutomaton`]).
+        let in_range = b.automaton.as_ref().and_then(|automaton| {
+            let (i, j, k) = automaton.longest_block(&self.a_slots, alo, ahi);
+            match k {
+                0 => Some((alo, blo, 0)),
+                _ if j >= blo && j + k <= bhi => Some((i, j, k)),
+                _ => None,
+            }
+        });
+        if let Some(block) = in_range {
+            (besti, bestj, bestsize) = block;
         } else {
             // Local rows, swapped by reference: swapping the fields themselves costs a store per row.
             let (mut j2len, mut new_j2len) = (self.j2len.as_mut_slice(), self.new_j2len.as_mut_slice());
@@ -349,6 +361,12 @@ impl Matcher {
 /// occurring in `b` (the matched length) and the first end position of that string in `b` (all strings of a
 /// state end at the same positions). This needs every element of `b` to seed a block, so it is only built when
 /// no element is popular; the result is then the same block, with no extension left to make.
+///
+/// For a sub-range `b[blo..bhi]`, the same pass over `a[alo..ahi]` still finds the first longest block of the
+/// whole of `b`, `(i, j, k)`. If it lies inside the range, it is the range's answer too: no block inside the
+/// range is longer than `k`; none as long ends at an earlier row, or the pass would have met it first; and in
+/// row `i` none ends before `j`, the first end of that string in all of `b`. Otherwise the range may hold a
+/// shorter block that the pass cannot see, and CPython's loop runs on the range.
 #[derive(Clone, Debug)]
 struct SuffixAutomaton {
     /// Number of slots: `next[state * width + slot]`.
@@ -490,7 +508,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The suffix automaton, and the ranks for sub-ranges, find exactly the blocks of CPython's loop
+        /// The suffix automaton (over the whole of `b` and, when its block lies inside, over sub-ranges), and
+        /// the ranks for sub-ranges, find exactly the blocks of CPython's loop
         /// (which the plain loop reproduces, checked against CPython itself in tests/advantage_difflib.rs),
         /// ties included: a small alphabet makes many equally long blocks.
         #[test]
@@ -502,11 +521,13 @@ mod tests {
             let mut m = Matcher::default();
             proptest::prop_assert_eq!(m.ratio(&a, &with).to_bits(), m.ratio(&a, &without).to_bits());
             // `ratio` sized the scratch rows and mapped `a` to `b`'s slots.
-            let n = a.len() as u32;
-            for alo in [0, n / 3] {
-                let got = m.find_longest_match(&a, &with, alo, n, 0, b.chars().count() as u32);
-                let want = m.find_longest_match(&a, &without, alo, n, 0, b.chars().count() as u32);
-                proptest::prop_assert_eq!(got, want);
+            let (n, lb) = (a.len() as u32, b.chars().count() as u32);
+            for (alo, ahi) in [(0, n), (n / 3, n), (0, n / 2), (n / 4, 3 * n / 4)] {
+                for (blo, bhi) in [(0, lb), (lb / 3, lb), (0, lb / 2), (lb / 4, 3 * lb / 4)] {
+                    let got = m.find_longest_match(&a, &with, alo, ahi, blo, bhi);
+                    let want = m.find_longest_match(&a, &without, alo, ahi, blo, bhi);
+                    proptest::prop_assert_eq!(got, want, "a[{}..{}] b[{}..{}]", alo, ahi, blo, bhi);
+                }
             }
         }
     }
