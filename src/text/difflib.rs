@@ -18,10 +18,11 @@
 //! exact ratio is below θ too: the ratio is `2.0 * m / L` with the same `L` for all three, and floating-point
 //! division and multiplication are monotone, so a larger match count never gives a smaller value. For the same
 //! reason it stops finding matching blocks as soon as their total reaches the fewest matches that make θ, or
-//! can no longer reach it. When no element of `b` is popular, a suffix automaton of `b` finds the longest block
-//! over the whole of `b` in one pass over `a`, and over a sub-range of `b` whenever the whole-`b` block lies
-//! inside it, which is the common case for the similar pages that clustering compares (see [`SuffixAutomaton`]
-//! for why it is the same block); other sub-ranges take CPython's loop.
+//! can no longer reach it. When no element of `b` is popular, one pass of `a` through a suffix automaton of `b`
+//! finds the longest block over the whole of `b` for every sub-range of `a` the recursion asks about; that
+//! block answers a sub-range of `b` too whenever it lies inside it, the common case for the similar pages that
+//! clustering compares (see [`SuffixAutomaton`] for why it is the same block); other sub-ranges of `b` take
+//! CPython's loop.
 
 use std::collections::HashMap;
 
@@ -49,9 +50,6 @@ pub struct Reference {
     positions: Vec<u32>,
     /// `b`'s suffix automaton, when no element of `b` is popular and it is small (see [`SuffixAutomaton`]).
     automaton: Option<SuffixAutomaton>,
-    /// With the automaton: `ranks[s * (len b + 1) + j]` is the number of positions of slot `s` before `j`, so
-    /// the positions inside a range of `b` are found without a search.
-    ranks: Vec<u32>,
 }
 
 impl Reference {
@@ -65,7 +63,6 @@ impl Reference {
             positions: Vec::new(),
             chars: Vec::new(),
             automaton: None,
-            ranks: Vec::new(),
         };
         let mut slots = Vec::with_capacity(chars.len());
         for &c in &chars {
@@ -109,19 +106,6 @@ impl Reference {
         let popular = kept.iter().zip(&reference.counts).any(|(k, c)| k != c);
         if !popular && 2 * slots.len() * kept.len() <= SuffixAutomaton::MAX_CELLS {
             reference.automaton = Some(SuffixAutomaton::new(&slots, kept.len()));
-            let row = n + 1;
-            reference.ranks = vec![0; kept.len() * row];
-            for (slot, ranks) in reference.ranks.chunks_exact_mut(row).enumerate() {
-                let positions = &reference.positions
-                    [reference.starts[slot] as usize..reference.starts[slot + 1] as usize];
-                let mut rank = 0;
-                for (j, r) in ranks.iter_mut().enumerate() {
-                    *r = rank as u32;
-                    if positions.get(rank) == Some(&(j as u32)) {
-                        rank += 1;
-                    }
-                }
-            }
         }
         reference.chars = chars;
         reference
@@ -155,16 +139,9 @@ impl Reference {
     /// The positions of `slot` in `b[blo..bhi]`.
     fn positions_in(&self, slot: u32, blo: u32, bhi: u32) -> &[u32] {
         let positions = self.positions(slot);
-        if positions.is_empty() {
-            return positions;
-        }
-        if self.ranks.is_empty() {
-            let from = positions.partition_point(|&j| j < blo);
-            let to = from + positions[from..].partition_point(|&j| j < bhi);
-            return &positions[from..to];
-        }
-        let row = slot as usize * (self.chars.len() + 1);
-        &positions[self.ranks[row + blo as usize] as usize..self.ranks[row + bhi as usize] as usize]
+        let from = positions.partition_point(|&j| j < blo);
+        let to = from + positions[from..].partition_point(|&j| j < bhi);
+        &positions[from..to]
     }
 }
 
@@ -173,6 +150,11 @@ impl Reference {
 pub struct Matcher {
     /// Slot in the current reference of each element of `a`.
     a_slots: Vec<u32>,
+    /// With an automaton, filled once per comparison: the longest suffix of `a[..=i]` that occurs in `b`
+    /// (its length and its state), which answers every longest-block query of the comparison (see
+    /// [`SuffixAutomaton::longest_block`]).
+    suffix_len: Vec<u32>,
+    suffix_state: Vec<u32>,
     /// CPython's `j2len` and `newj2len` as two dense rows indexed by `j + 1`, each entry `(length, row)`:
     /// an entry counts only if it was written by the row just before (rows are numbered across calls), so
     /// nothing is ever cleared.
@@ -253,6 +235,9 @@ impl Matcher {
             self.j2len.resize(lb + 1, (0, 0));
             self.new_j2len.resize(lb + 1, (0, 0));
         }
+        if let Some(automaton) = &b.automaton {
+            automaton.walk(&self.a_slots, &mut self.suffix_len, &mut self.suffix_state);
+        }
         let bound = |alo: u32, ahi: u32, blo: u32, bhi: u32| (ahi - alo).min(bhi - blo) as usize;
         let mut total = 0;
         let mut pending = a.len().min(lb);
@@ -302,7 +287,7 @@ impl Matcher {
         // The first longest block between `a[alo..ahi]` and the whole of `b`; when it lies inside
         // `b[blo..bhi]` it is also the range's first longest block (see [`SuffixAutomaton`]).
         let in_range = b.automaton.as_ref().and_then(|automaton| {
-            let (i, j, k) = automaton.longest_block(&self.a_slots, alo, ahi);
+            let (i, j, k) = automaton.longest_block(&self.suffix_len, &self.suffix_state, alo, ahi);
             match k {
                 0 => Some((alo, blo, 0)),
                 _ if j >= blo && j + k <= bhi => Some((i, j, k)),
@@ -442,34 +427,52 @@ impl SuffixAutomaton {
         self.next[state as usize * self.width + slot] = to;
     }
 
-    /// `(i, j, k)` of the first longest block between `a[alo..ahi]` (as slots) and the whole of `b`, as
-    /// CPython's loop finds it; `(alo, 0, 0)` when they share no element.
-    fn longest_block(&self, a_slots: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
-        let (mut besti, mut bestj, mut bestsize) = (alo, 0, 0);
+    /// The longest suffix of each prefix `a[..=i]` (as slots) that occurs in `b`: its length into `lens[i]`
+    /// and its state into `states[i]`, in one pass over `a`.
+    fn walk(&self, a_slots: &[u32], lens: &mut Vec<u32>, states: &mut Vec<u32>) {
+        lens.resize(a_slots.len(), 0);
+        states.resize(a_slots.len(), 0);
         let (mut state, mut matched) = (0u32, 0u32);
-        for i in alo..ahi {
-            let c = a_slots[i as usize];
+        for ((&c, len), at) in a_slots.iter().zip(lens.iter_mut()).zip(states.iter_mut()) {
             if c == ABSENT {
                 (state, matched) = (0, 0);
-                continue;
-            }
-            // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
-            loop {
-                let to = self.next(state, c as usize);
-                if to != ABSENT {
-                    (state, matched) = (to, matched + 1);
-                    break;
+            } else {
+                // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
+                loop {
+                    let to = self.next(state, c as usize);
+                    if to != ABSENT {
+                        (state, matched) = (to, matched + 1);
+                        break;
+                    }
+                    state = self.link[state as usize];
+                    matched = self.len[state as usize];
                 }
-                state = self.link[state as usize];
-                matched = self.len[state as usize];
             }
-            if matched > bestsize {
-                bestsize = matched;
-                besti = i + 1 - matched;
-                bestj = self.first_end[state as usize] + 1 - matched;
-            }
+            (*len, *at) = (matched, state);
         }
-        (besti, bestj, bestsize)
+    }
+
+    /// `(i, j, k)` of the first longest block between `a[alo..ahi]` and the whole of `b`, as CPython's loop
+    /// finds it, from [`Self::walk`]'s results for `a`; `(alo, 0, 0)` when they share no element.
+    ///
+    /// A pass over `a[alo..ahi]` alone would match, at each `i`, the longest suffix of `a[alo..=i]` occurring
+    /// in `b`: the whole walk's suffix cut to the range, `min(lens[i], i + 1 - alo)`, because every suffix of a
+    /// string that occurs in `b` occurs too. Its state is the walk's state or one of its suffix-link ancestors.
+    fn longest_block(&self, lens: &[u32], states: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
+        // The longest first, then where it first ends: two plain passes that the compiler vectorises.
+        let cut = |(k, &len): (usize, &u32)| len.min(k as u32 + 1);
+        let lens = &lens[alo as usize..ahi as usize];
+        let bestsize = lens.iter().enumerate().map(cut).max().unwrap_or(0);
+        if bestsize == 0 {
+            return (alo, 0, 0);
+        }
+        let end = alo + lens.iter().enumerate().map(cut).position(|m| m == bestsize).unwrap_or(0) as u32;
+        // The root (length 0) is never reached: `bestsize` is at least 1.
+        let mut state = states[end as usize];
+        while self.len[self.link[state as usize] as usize] >= bestsize {
+            state = self.link[state as usize];
+        }
+        (end + 1 - bestsize, self.first_end[state as usize] + 1 - bestsize, bestsize)
     }
 }
 
@@ -508,23 +511,25 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The suffix automaton (over the whole of `b` and, when its block lies inside, over sub-ranges), and
-        /// the ranks for sub-ranges, find exactly the blocks of CPython's loop
+        /// The suffix automaton (over the whole of `b` and, when its block lies inside, over sub-ranges) finds
+        /// exactly the blocks of CPython's loop
         /// (which the plain loop reproduces, checked against CPython itself in tests/advantage_difflib.rs),
         /// ties included: a small alphabet makes many equally long blocks.
         #[test]
         fn automaton_agrees_with_the_plain_loop(a in "[abc é]{0,60}", b in "[abcd é]{0,199}") {
             let with = Reference::new(&b);
             proptest::prop_assert!(with.automaton.is_some());
-            let without = Reference { automaton: None, ranks: Vec::new(), ..with.clone() };
+            let without = Reference { automaton: None, ..with.clone() };
             let a: Vec<char> = a.chars().collect();
             let mut m = Matcher::default();
             proptest::prop_assert_eq!(m.ratio(&a, &with).to_bits(), m.ratio(&a, &without).to_bits());
-            // `ratio` sized the scratch rows and mapped `a` to `b`'s slots.
+            // `ratio` sizes the scratch rows, maps `a` to `b`'s slots and walks the automaton.
             let (n, lb) = (a.len() as u32, b.chars().count() as u32);
             for (alo, ahi) in [(0, n), (n / 3, n), (0, n / 2), (n / 4, 3 * n / 4)] {
                 for (blo, bhi) in [(0, lb), (lb / 3, lb), (0, lb / 2), (lb / 4, 3 * lb / 4)] {
+                    m.ratio(&a, &with);
                     let got = m.find_longest_match(&a, &with, alo, ahi, blo, bhi);
+                    m.ratio(&a, &without);
                     let want = m.find_longest_match(&a, &without, alo, ahi, blo, bhi);
                     proptest::prop_assert_eq!(got, want, "a[{}..{}] b[{}..{}]", alo, ahi, blo, bhi);
                 }
