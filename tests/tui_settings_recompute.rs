@@ -60,7 +60,7 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     assert_eq!(s.settings.anchor, AnchorMode::Similarity(0.85));
     let request = fx.group_anchors.expect("a background grouping is asked for");
     // Until it arrives: the exact groups, with every other setting applied; the wait is shown.
-    assert_eq!(s.derived.anchor, AnchorMode::Exact);
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
     assert_eq!(s.grouping_job, Some(AnchorMode::Similarity(0.85)));
     assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
     let grouping = request.job.run();
@@ -69,6 +69,28 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     assert_eq!(s.grouping_job, None);
     assert_eq!(s.derived, built(&s));
     assert_ne!(built(&s).table.anchor_groups.len(), Derived::build(&s.run.episodes, &s.recorded).table.anchor_groups.len());
+}
+
+#[test]
+fn other_changes_while_a_grouping_is_on_its_way_are_applied_at_once() {
+    let mut s = sample_state();
+    to_theta(&mut s);
+    let before = s.derived.clone();
+    let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    // Only the anchor mode changed: the table is the one computed before.
+    assert_eq!(s.derived, before);
+    // ω (five fields up) changes meanwhile: recomputed over the exact groups, then over the new ones.
+    for _ in 0..5 {
+        update(&mut s, Msg::Action(Action::Up));
+    }
+    update(&mut s, Msg::Action(Action::Left));
+    assert_ne!(s.settings.omega, before.settings.omega);
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
+    assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
+    assert_ne!(s.derived.table, before.table);
+    update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() });
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.derived, built(&s));
 }
 
 #[test]
@@ -83,7 +105,7 @@ fn switching_back_to_a_grouped_mode_needs_no_background_work() {
         let fx = update(&mut s, Msg::Action(key));
         assert!(fx.group_anchors.is_none(), "{key:?}");
         assert_eq!(s.grouping_job, None);
-        assert_eq!(s.derived.anchor, s.settings.anchor);
+        assert_eq!(s.derived.settings.anchor, s.settings.anchor);
         assert_eq!(s.derived, built(&s), "{key:?}");
     }
 }
@@ -96,11 +118,11 @@ fn a_grouping_that_is_no_longer_wanted_is_kept_but_not_applied() {
     let second = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
     assert_eq!((first.job.theta(), second.job.theta()), (0.85, 0.8));
     update(&mut s, Msg::Grouped { episodes_version: first.episodes_version, grouping: first.job.run() });
-    assert_eq!(s.derived.anchor, AnchorMode::Exact);
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
     assert_eq!(s.grouping_job, Some(AnchorMode::Similarity(0.8)));
     // Going back up to 0.85 uses the grouping that arrived.
     update(&mut s, Msg::Action(Action::Right));
-    assert_eq!(s.derived.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Similarity(0.85));
     assert_eq!(s.derived, built(&s));
 }
 
@@ -118,7 +140,7 @@ fn a_grouping_of_older_episodes_is_asked_for_again() {
     let again = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
         .group_anchors
         .expect("asked again for the new episodes");
-    assert_eq!(s.derived.anchor, AnchorMode::Exact);
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
     update(&mut s, Msg::Grouped { episodes_version: again.episodes_version, grouping: again.job.run() });
     assert_eq!(s.derived, built(&s));
 }
@@ -130,6 +152,6 @@ fn small_runs_group_by_similarity_at_once() {
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
     assert!(fx.group_anchors.is_none());
-    assert_eq!(s.derived.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.derived.settings.anchor, AnchorMode::Similarity(0.85));
     assert_eq!(s.derived, built(&s));
 }

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use super::settings::{AdvantageSettings, AnchorMode, Estimator, Norm, Pooling};
 use crate::run::{Episode, Step};
-use crate::text::difflib::{Matcher, Reference};
+use crate::text::difflib::{code_points_into, Matcher, Reference};
 use crate::webshop::page::classify_observation;
 
 /// Added to the standard deviation by `mean_std_norm`, as in the reference trainer.
@@ -539,8 +539,7 @@ impl SimilarClusters {
 
     /// The cluster `key` joins (or opens), numbered from 0 in order of opening.
     pub(super) fn assign(&mut self, key: &str, theta: f64) -> u32 {
-        self.chars.clear();
-        self.chars.extend(key.chars());
+        code_points_into(key, &mut self.chars);
         let (matcher, chars) = (&mut self.matcher, &self.chars);
         match self.references.iter().position(|r| matcher.similar(chars, r, theta)) {
             Some(c) => c as u32,

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::engine::{group_episodes, recompute, AdvantageTable, Clusterer, SimilarClusters, EMPTY_ANCHOR_GROUP};
 use super::settings::{AdvantageSettings, AnchorMode};
 use super::{AnchorGroup, RowRef};
-use crate::run::Episode;
+use crate::run::{Episode, Step};
 
 /// Which anchor-state group every row belongs to under one anchor mode.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,24 +97,60 @@ pub fn regroup(table: &mut AdvantageTable, episodes: &[Episode], grouping: &Anch
 pub struct SimilarityJob {
     theta: f64,
     exact: AnchorGrouping,
-    /// `anchors[g][k]`: the anchor of episode group `g`'s `k`-th exact anchor group.
-    anchors: Vec<Vec<String>>,
+    /// Each episode group's distinct anchors, in the exact grouping's numbering.
+    anchors: Vec<GroupAnchors>,
+}
+
+/// One episode group's distinct anchors, one after another in a single string (a large run's anchors are
+/// hundreds of MB: one allocation per group rather than per anchor, copied on every core).
+#[derive(Clone, Debug, PartialEq)]
+struct GroupAnchors {
+    text: String,
+    /// Anchor `k` is `text[ends[k - 1]..ends[k]]` (from 0 for the first).
+    ends: Vec<usize>,
+}
+
+impl GroupAnchors {
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(start, &end)| &self.text[start..end])
+    }
 }
 
 impl SimilarityJob {
     /// `exact` must be the [`AnchorMode::Exact`] grouping of `episodes`.
     pub fn new(episodes: &[Episode], exact: AnchorGrouping, theta: f64) -> SimilarityJob {
-        let groups = exact.episode_group.last().map_or(0, |&g| g as usize + 1);
-        let mut anchors = vec![Vec::new(); groups];
-        let mut seen = vec![false; exact.episode_group.len()];
-        let steps = episodes.iter().flat_map(|e| &e.steps);
-        for (step, &a) in steps.zip(&exact.row_group) {
-            // Rows are in file order and anchor groups numbered in order of first appearance, so each
-            // group's anchors arrive in its numbering order.
-            if !std::mem::replace(&mut seen[a as usize], true) {
-                anchors[exact.episode_group[a as usize] as usize].push(step.anchor_key().to_string());
-            }
+        // Each exact anchor group's first step (rows are in file order), then each episode group's anchors in
+        // its numbering: anchor groups are numbered episode group by episode group.
+        let mut first = vec![None; exact.episode_group.len()];
+        for (step, &a) in episodes.iter().flat_map(|e| &e.steps).zip(&exact.row_group) {
+            first[a as usize].get_or_insert(step);
         }
+        let first: Vec<&Step> = first.into_iter().flatten().collect();
+        assert_eq!(first.len(), exact.episode_group.len(), "SimilarityJob: the grouping was made from other episodes");
+        let groups = exact.episode_group.last().map_or(0, |&g| g as usize + 1);
+        let mut starts = vec![0; groups + 1];
+        for &g in &exact.episode_group {
+            starts[g as usize + 1] += 1;
+        }
+        for g in 0..groups {
+            starts[g + 1] += starts[g];
+        }
+        let anchors = (0..groups)
+            .into_par_iter()
+            .map(|g| {
+                let steps = &first[starts[g]..starts[g + 1]];
+                let mut text = String::with_capacity(steps.iter().map(|s| s.anchor_key().len()).sum());
+                let ends = steps
+                    .iter()
+                    .map(|s| {
+                        text.push_str(s.anchor_key());
+                        text.len()
+                    })
+                    .collect();
+                GroupAnchors { text, ends }
+            })
+            .collect();
         SimilarityJob { theta, exact, anchors }
     }
 
@@ -149,7 +185,7 @@ impl SimilarityJob {
         let counts: Vec<u32> = clusters.iter().map(|c| c.iter().max().map_or(0, |&m| m + 1)).collect();
         let bases = prefix_sums(&counts);
         // Exact anchor group → similarity anchor group; exact groups are numbered group by group too.
-        let exact_bases = prefix_sums(&self.anchors.iter().map(|a| a.len() as u32).collect::<Vec<_>>());
+        let exact_bases = prefix_sums(&self.anchors.iter().map(|a| a.ends.len() as u32).collect::<Vec<_>>());
         let to_similar: Vec<u32> = self
             .exact
             .episode_group

@@ -31,8 +31,20 @@ const ABSENT: u32 = u32::MAX;
 
 /// Python's `SequenceMatcher(None, a, b).ratio()`.
 pub fn ratio(a: &str, b: &str) -> f64 {
-    let a: Vec<char> = a.chars().collect();
-    Matcher::default().ratio(&a, &Reference::new(b))
+    let mut chars = Vec::new();
+    code_points_into(a, &mut chars);
+    Matcher::default().ratio(&chars, &Reference::new(b))
+}
+
+/// The elements Python sees in `s` (its code points) into `out`, replacing what it held; ASCII text, the
+/// common case, is copied byte by byte, which the compiler vectorises.
+pub fn code_points_into(s: &str, out: &mut Vec<char>) {
+    out.clear();
+    if s.is_ascii() {
+        out.extend(s.bytes().map(char::from));
+    } else {
+        out.extend(s.chars());
+    }
 }
 
 /// The `b` side of a comparison, prepared once: its elements, their positions (`b2j` after autojunk) and
@@ -54,7 +66,8 @@ pub struct Reference {
 
 impl Reference {
     pub fn new(b: &str) -> Self {
-        let chars: Vec<char> = b.chars().collect();
+        let mut chars = Vec::with_capacity(b.len());
+        code_points_into(b, &mut chars);
         let mut reference = Reference {
             ascii_slot: [ABSENT; 128],
             other_slot: HashMap::new(),
@@ -151,10 +164,10 @@ pub struct Matcher {
     /// Slot in the current reference of each element of `a`.
     a_slots: Vec<u32>,
     /// With an automaton, filled once per comparison: the longest suffix of `a[..=i]` that occurs in `b`
-    /// (its length and its state), which answers every longest-block query of the comparison (see
+    /// (its length and its state's row), which answers every longest-block query of the comparison (see
     /// [`SuffixAutomaton::longest_block`]).
     suffix_len: Vec<u32>,
-    suffix_state: Vec<u32>,
+    suffix_row: Vec<u32>,
     /// CPython's `j2len` and `newj2len` as two dense rows indexed by `j + 1`, each entry `(length, row)`:
     /// an entry counts only if it was written by the row just before (rows are numbered across calls), so
     /// nothing is ever cleared.
@@ -204,12 +217,15 @@ impl Matcher {
     fn quick_matches(&mut self, b: &Reference) -> usize {
         self.avail.clear();
         self.avail.extend_from_slice(&b.counts);
+        // One spare entry stands for the elements `b` lacks: it starts at 0 and never counts.
+        self.avail.push(0);
+        let absent = b.counts.len();
         let mut matches = 0;
         for &slot in &self.a_slots {
-            if slot != ABSENT && self.avail[slot as usize] > 0 {
-                self.avail[slot as usize] -= 1;
-                matches += 1;
-            }
+            let slot = (slot as usize).min(absent);
+            let left = self.avail[slot];
+            matches += usize::from(left > 0);
+            self.avail[slot] = left.saturating_sub(1);
         }
         matches
     }
@@ -236,7 +252,7 @@ impl Matcher {
             self.new_j2len.resize(lb + 1, (0, 0));
         }
         if let Some(automaton) = &b.automaton {
-            automaton.walk(&self.a_slots, &mut self.suffix_len, &mut self.suffix_state);
+            automaton.walk(&self.a_slots, &mut self.suffix_len, &mut self.suffix_row);
         }
         let bound = |alo: u32, ahi: u32, blo: u32, bhi: u32| (ahi - alo).min(bhi - blo) as usize;
         let mut total = 0;
@@ -287,7 +303,7 @@ impl Matcher {
         // The first longest block between `a[alo..ahi]` and the whole of `b`; when it lies inside
         // `b[blo..bhi]` it is also the range's first longest block (see [`SuffixAutomaton`]).
         let in_range = b.automaton.as_ref().and_then(|automaton| {
-            let (i, j, k) = automaton.longest_block(&self.suffix_len, &self.suffix_state, alo, ahi);
+            let (i, j, k) = automaton.longest_block(&self.suffix_len, &self.suffix_row, alo, ahi);
             match k {
                 0 => Some((alo, blo, 0)),
                 _ if j >= blo && j + k <= bhi => Some((i, j, k)),
@@ -356,15 +372,20 @@ impl Matcher {
 struct SuffixAutomaton {
     /// Number of slots: `next[state * width + slot]`.
     width: usize,
-    next: Vec<u32>,
+    /// Transitions, `NO_STATE` where there is none; once built, each holds its target's row `state * width`
+    /// rather than its number, which takes a multiplication off the walk's chain of dependent loads. Two bytes
+    /// a cell keep a page's table (tens of KB) in the first-level cache.
+    next: Vec<u16>,
     link: Vec<u32>,
     len: Vec<u32>,
     first_end: Vec<u32>,
 }
 
 impl SuffixAutomaton {
-    /// Largest transition table built (cells of 4 bytes); longer or more varied `b`s use the plain loop.
+    /// Largest transition table built; longer or more varied `b`s use the plain loop. The table has fewer
+    /// cells than this, so rows `state * width` stay below `NO_STATE`.
     const MAX_CELLS: usize = 1 << 16;
+    const NO_STATE: u16 = u16::MAX;
 
     fn new(slots: &[u32], width: usize) -> Self {
         let mut automaton = SuffixAutomaton {
@@ -408,11 +429,16 @@ impl SuffixAutomaton {
             }
             last = cur;
         }
+        for to in &mut automaton.next {
+            if *to != Self::NO_STATE {
+                *to = (usize::from(*to) * width) as u16;
+            }
+        }
         automaton
     }
 
     fn add_state(&mut self, len: u32, first_end: u32, link: u32) -> u32 {
-        self.next.resize(self.next.len() + self.width, ABSENT);
+        self.next.resize(self.next.len() + self.width, Self::NO_STATE);
         self.len.push(len);
         self.first_end.push(first_end);
         self.link.push(link);
@@ -420,35 +446,39 @@ impl SuffixAutomaton {
     }
 
     fn next(&self, state: u32, slot: usize) -> u32 {
-        self.next[state as usize * self.width + slot]
+        match self.next[state as usize * self.width + slot] {
+            Self::NO_STATE => ABSENT,
+            to => u32::from(to),
+        }
     }
 
     fn set_next(&mut self, state: u32, slot: usize, to: u32) {
-        self.next[state as usize * self.width + slot] = to;
+        // `MAX_CELLS` keeps state numbers below `NO_STATE`.
+        self.next[state as usize * self.width + slot] = to as u16;
     }
 
     /// The longest suffix of each prefix `a[..=i]` (as slots) that occurs in `b`: its length into `lens[i]`
-    /// and its state into `states[i]`, in one pass over `a`.
-    fn walk(&self, a_slots: &[u32], lens: &mut Vec<u32>, states: &mut Vec<u32>) {
+    /// and its state's row into `rows[i]`, in one pass over `a`.
+    fn walk(&self, a_slots: &[u32], lens: &mut Vec<u32>, rows: &mut Vec<u32>) {
         lens.resize(a_slots.len(), 0);
-        states.resize(a_slots.len(), 0);
-        let (mut state, mut matched) = (0u32, 0u32);
-        for ((&c, len), at) in a_slots.iter().zip(lens.iter_mut()).zip(states.iter_mut()) {
+        rows.resize(a_slots.len(), 0);
+        let (mut row, mut matched) = (0usize, 0u32);
+        for ((&c, len), at) in a_slots.iter().zip(lens.iter_mut()).zip(rows.iter_mut()) {
             if c == ABSENT {
-                (state, matched) = (0, 0);
+                (row, matched) = (0, 0);
             } else {
                 // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
                 loop {
-                    let to = self.next(state, c as usize);
-                    if to != ABSENT {
-                        (state, matched) = (to, matched + 1);
+                    let to = self.next[row + c as usize];
+                    if to != Self::NO_STATE {
+                        (row, matched) = (usize::from(to), matched + 1);
                         break;
                     }
-                    state = self.link[state as usize];
-                    matched = self.len[state as usize];
+                    let state = self.link[row / self.width] as usize;
+                    (row, matched) = (state * self.width, self.len[state]);
                 }
             }
-            (*len, *at) = (matched, state);
+            (*len, *at) = (matched, row as u32);
         }
     }
 
@@ -458,17 +488,16 @@ impl SuffixAutomaton {
     /// A pass over `a[alo..ahi]` alone would match, at each `i`, the longest suffix of `a[alo..=i]` occurring
     /// in `b`: the whole walk's suffix cut to the range, `min(lens[i], i + 1 - alo)`, because every suffix of a
     /// string that occurs in `b` occurs too. Its state is the walk's state or one of its suffix-link ancestors.
-    fn longest_block(&self, lens: &[u32], states: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
+    fn longest_block(&self, lens: &[u32], rows: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
         // The longest first, then where it first ends: two plain passes that the compiler vectorises.
-        let cut = |(k, &len): (usize, &u32)| len.min(k as u32 + 1);
-        let lens = &lens[alo as usize..ahi as usize];
-        let bestsize = lens.iter().enumerate().map(cut).max().unwrap_or(0);
+        let cut = lens[alo as usize..ahi as usize].iter().zip(1u32..).map(|(&len, k)| len.min(k));
+        let bestsize = cut.clone().fold(0, u32::max);
         if bestsize == 0 {
             return (alo, 0, 0);
         }
-        let end = alo + lens.iter().enumerate().map(cut).position(|m| m == bestsize).unwrap_or(0) as u32;
+        let end = alo + cut.take_while(|&m| m != bestsize).count() as u32;
         // The root (length 0) is never reached: `bestsize` is at least 1.
-        let mut state = states[end as usize];
+        let mut state = rows[end as usize] / self.width as u32;
         while self.len[self.link[state as usize] as usize] >= bestsize {
             state = self.link[state as usize];
         }

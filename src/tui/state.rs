@@ -77,9 +77,9 @@ pub struct IterationStats {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Derived {
     pub table: AdvantageTable,
-    /// The anchor mode `table` was computed with: the settings' own, except while a new grouping is being
-    /// computed in the background.
-    pub anchor: AnchorMode,
+    /// The settings `table` was computed with: the user's, except for the anchor mode while a new grouping is
+    /// being computed in the background.
+    pub settings: AdvantageSettings,
     pub iterations: Vec<IterationStats>,
     /// Per entry of `iterations`: episode-group indices whose first episode is in that iteration.
     pub groups_of_iteration: Vec<Vec<u32>>,
@@ -91,7 +91,7 @@ pub struct Derived {
 
 impl Derived {
     pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
-        Derived::from_table(episodes, compute(episodes, settings), settings.anchor)
+        Derived::from_table(episodes, compute(episodes, settings), *settings)
     }
 
     /// After episodes were appended to `episodes` (those from `old_len` on): when every new episode belongs
@@ -106,11 +106,11 @@ impl Derived {
         }
         let mut table = self.table;
         table.append(compute(&episodes[old_len..], settings));
-        Derived::from_table(episodes, table, settings.anchor)
+        Derived::from_table(episodes, table, *settings)
     }
 
     /// The summaries shown beside the table.
-    fn from_table(episodes: &[Episode], table: AdvantageTable, anchor: AnchorMode) -> Derived {
+    fn from_table(episodes: &[Episode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
         let mut size_histogram = BTreeMap::new();
         for g in &table.anchor_groups {
             *size_histogram.entry(g.members.len()).or_insert(0) += 1;
@@ -187,7 +187,7 @@ impl Derived {
             });
             groups_of_iteration.push(a.groups);
         }
-        Derived { table, anchor, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
+        Derived { table, settings, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
     }
 }
 
@@ -379,23 +379,24 @@ impl State {
 
     /// The settings the table is computed with: the user's, with the anchor mode the table has.
     pub fn table_settings(&self) -> AdvantageSettings {
-        AdvantageSettings { anchor: self.derived.anchor, ..self.settings }
+        AdvantageSettings { anchor: self.derived.settings.anchor, ..self.settings }
     }
 
     /// Recompute after a settings change, the episodes unchanged. The anchor grouping is reused when the
     /// anchor mode is unchanged or was grouped before; an exact or page grouping is made at once; a similarity
     /// grouping of a large run is returned as a request for the app to compute in the background, and until it
-    /// arrives the numbers are recomputed over the table's present grouping.
+    /// arrives the numbers are recomputed over the table's present grouping (when anything else changed).
     pub fn apply_settings(&mut self) -> Option<GroupingRequest> {
         let iteration = self.selected_iteration();
         let wanted = self.settings.anchor;
+        let mut anchor = self.derived.settings.anchor;
         let mut table = std::mem::take(&mut self.derived.table);
         let mut request = None;
-        if wanted == self.derived.anchor {
+        if wanted == anchor {
             self.grouping_job = None;
             recompute(&mut table, &self.run.episodes, &self.settings);
         } else {
-            self.keep_grouping(table.grouping(self.derived.anchor));
+            self.keep_grouping(table.grouping(anchor));
             let kept = self.groupings.iter().position(|g| g.mode == wanted).map(|i| self.groupings.remove(i));
             let steps = table.rows.len();
             let grouping = match (kept, wanted) {
@@ -410,8 +411,15 @@ impl State {
                 Some(grouping) => {
                     self.grouping_job = None;
                     regroup(&mut table, &self.run.episodes, &grouping, &self.settings);
-                    self.derived.anchor = wanted;
+                    anchor = wanted;
                     self.keep_grouping(grouping);
+                }
+                None if self.table_settings() == self.derived.settings => {
+                    // Only the anchor mode changed and its grouping is on its way: the table stands as it is
+                    // (on a large run, recomputing it for nothing would hold the frame back).
+                    self.grouping_job = Some(wanted);
+                    self.derived.table = table;
+                    return request;
                 }
                 None => {
                     self.grouping_job = Some(wanted);
@@ -419,7 +427,8 @@ impl State {
                 }
             }
         }
-        self.derived = Derived::from_table(&self.run.episodes, table, self.derived.anchor);
+        let settings = AdvantageSettings { anchor, ..self.settings };
+        self.derived = Derived::from_table(&self.run.episodes, table, settings);
         self.reselect(iteration);
         request
     }
@@ -438,7 +447,7 @@ impl State {
         if self.grouping_job == Some(mode) {
             self.grouping_job = None;
         }
-        if self.settings.anchor == mode && self.derived.anchor != mode {
+        if self.settings.anchor == mode && self.derived.settings.anchor != mode {
             return self.apply_settings();
         }
         None

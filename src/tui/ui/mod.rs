@@ -187,7 +187,7 @@ pub(crate) fn grouping_note(state: &State, pending: crate::advantage::AnchorMode
     format!(
         "⟳ grouping anchors by {} (showing {} until then)",
         super::fields::anchor_label(pending),
-        super::fields::anchor_label(state.derived.anchor)
+        super::fields::anchor_label(state.derived.settings.anchor)
     )
 }
 
