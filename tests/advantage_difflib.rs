@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use gigscope::text::difflib::{ratio, Matcher, Reference};
+use gigscope::text::difflib::{ratio, Candidate, Matcher, Reference};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -128,7 +128,7 @@ fn thresholded_comparison_equals_cpython_difflib() {
     let mut matcher = Matcher::default();
     for ((a, b), want) in pairs.iter().zip(expected) {
         let reference = Reference::new(b);
-        let a: Vec<char> = a.chars().collect();
+        let a = Candidate::new(a);
         // One ULP either side of the true value too: the early exits must stop exactly on the threshold.
         let below = if want > 0.0 { f64::from_bits(want.to_bits() - 1) } else { 0.3 };
         for theta in [0.3, 0.9, want, f64::from_bits(want.to_bits() + 1), below] {

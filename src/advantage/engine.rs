@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use super::settings::{AdvantageSettings, AnchorMode, Estimator, Norm, Pooling};
 use crate::run::{Episode, Step};
-use crate::text::difflib::{code_points_into, Matcher, Reference};
+use crate::text::difflib::{Candidate, Matcher, Reference};
 use crate::webshop::page::classify_observation;
 
 /// Added to the standard deviation by `mean_std_norm`, as in the reference trainer.
@@ -529,7 +529,8 @@ pub(super) struct SimilarClusters {
     /// Each cluster's first member, prepared as difflib's `b`.
     references: Vec<Reference>,
     matcher: Matcher,
-    chars: Vec<char>,
+    /// The string being placed, prepared as difflib's `a`.
+    candidate: Candidate,
 }
 
 impl SimilarClusters {
@@ -539,9 +540,9 @@ impl SimilarClusters {
 
     /// The cluster `key` joins (or opens), numbered from 0 in order of opening.
     pub(super) fn assign(&mut self, key: &str, theta: f64) -> u32 {
-        code_points_into(key, &mut self.chars);
-        let (matcher, chars) = (&mut self.matcher, &self.chars);
-        match self.references.iter().position(|r| matcher.similar(chars, r, theta)) {
+        self.candidate.set(key);
+        let (matcher, candidate) = (&mut self.matcher, &self.candidate);
+        match self.references.iter().position(|r| matcher.similar(candidate, r, theta)) {
             Some(c) => c as u32,
             None => {
                 self.references.push(Reference::new(key));

@@ -38,12 +38,62 @@ pub fn ratio(a: &str, b: &str) -> f64 {
 
 /// The elements Python sees in `s` (its code points) into `out`, replacing what it held; ASCII text, the
 /// common case, is copied byte by byte, which the compiler vectorises.
-pub fn code_points_into(s: &str, out: &mut Vec<char>) {
+fn code_points_into(s: &str, out: &mut Vec<char>) {
     out.clear();
     if s.is_ascii() {
         out.extend(s.bytes().map(char::from));
     } else {
         out.extend(s.chars());
+    }
+}
+
+/// The `a` side of thresholded comparisons, prepared once for all the `b`s it meets: its elements and how
+/// often each occurs, so that `quick_ratio`'s bound costs one step per distinct element of `b` rather than one
+/// per element of `a`.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    chars: Vec<char>,
+    ascii_counts: [u32; 128],
+    other_counts: HashMap<char, u32>,
+}
+
+impl Default for Candidate {
+    fn default() -> Self {
+        Candidate { chars: Vec::new(), ascii_counts: [0; 128], other_counts: HashMap::new() }
+    }
+}
+
+impl Candidate {
+    pub fn new(a: &str) -> Self {
+        let mut candidate = Candidate::default();
+        candidate.set(a);
+        candidate
+    }
+
+    /// Prepare `a`, reusing this candidate's buffers.
+    pub fn set(&mut self, a: &str) {
+        code_points_into(a, &mut self.chars);
+        self.ascii_counts = [0; 128];
+        self.other_counts.clear();
+        for &c in &self.chars {
+            if c.is_ascii() {
+                self.ascii_counts[c as usize] += 1;
+            } else {
+                *self.other_counts.entry(c).or_insert(0) += 1;
+            }
+        }
+    }
+
+    pub fn chars(&self) -> &[char] {
+        &self.chars
+    }
+
+    fn count(&self, c: char) -> u32 {
+        if c.is_ascii() {
+            self.ascii_counts[c as usize]
+        } else {
+            self.other_counts.get(&c).copied().unwrap_or(0)
+        }
     }
 }
 
@@ -55,6 +105,8 @@ pub struct Reference {
     /// Slot of each ASCII element of `b` (`ABSENT` if it does not occur); avoids hashing for ASCII text.
     ascii_slot: [u32; 128],
     other_slot: HashMap<char, u32>,
+    /// Each slot's element.
+    elements: Vec<char>,
     /// Occurrences of each slot's element in `b`, popular or not.
     counts: Vec<u32>,
     /// `positions[starts[s]..starts[s + 1]]`: ascending positions of slot `s` in `b`, empty when popular.
@@ -71,6 +123,7 @@ impl Reference {
         let mut reference = Reference {
             ascii_slot: [ABSENT; 128],
             other_slot: HashMap::new(),
+            elements: Vec::new(),
             counts: Vec::new(),
             starts: Vec::new(),
             positions: Vec::new(),
@@ -83,6 +136,7 @@ impl Reference {
                 ABSENT => {
                     let slot = reference.counts.len() as u32;
                     reference.counts.push(0);
+                    reference.elements.push(c);
                     if c.is_ascii() {
                         reference.ascii_slot[c as usize] = slot;
                     } else {
@@ -174,7 +228,6 @@ pub struct Matcher {
     j2len: Vec<(u32, u32)>,
     new_j2len: Vec<(u32, u32)>,
     row: u32,
-    avail: Vec<u32>,
     queue: Vec<(u32, u32, u32, u32)>,
 }
 
@@ -187,16 +240,18 @@ impl Matcher {
 
     /// Whether `SequenceMatcher(None, a, b).ratio() >= theta`, skipping the full computation when difflib's
     /// upper bounds already fall short (exact: see the module documentation).
-    pub fn similar(&mut self, a: &[char], b: &Reference, theta: f64) -> bool {
-        let length = a.len() + b.len();
-        if calculate_ratio(a.len().min(b.len()), length) < theta {
+    pub fn similar(&mut self, a: &Candidate, b: &Reference, theta: f64) -> bool {
+        let length = a.chars.len() + b.len();
+        if calculate_ratio(a.chars.len().min(b.len()), length) < theta {
             return false;
         }
-        self.map_slots(a, b);
-        let quick = self.quick_matches(b);
+        // `quick_ratio`'s match count: the size of the multiset intersection of `a` and `b`.
+        let quick: usize = b.elements.iter().zip(&b.counts).map(|(&c, &n)| n.min(a.count(c)) as usize).sum();
         if calculate_ratio(quick, length) < theta {
             return false;
         }
+        let a = a.chars();
+        self.map_slots(a, b);
         // The fewest matches that reach θ: at most `quick`, which does.
         let mut needed = ((theta * length as f64 / 2.0).ceil() as usize).min(quick);
         while needed > 0 && calculate_ratio(needed - 1, length) >= theta {
@@ -211,23 +266,6 @@ impl Matcher {
     fn map_slots(&mut self, a: &[char], b: &Reference) {
         self.a_slots.clear();
         self.a_slots.extend(a.iter().map(|&c| b.slot(c)));
-    }
-
-    /// `quick_ratio`'s match count: the size of the multiset intersection of `a` and `b`.
-    fn quick_matches(&mut self, b: &Reference) -> usize {
-        self.avail.clear();
-        self.avail.extend_from_slice(&b.counts);
-        // One spare entry stands for the elements `b` lacks: it starts at 0 and never counts.
-        self.avail.push(0);
-        let absent = b.counts.len();
-        let mut matches = 0;
-        for &slot in &self.a_slots {
-            let slot = (slot as usize).min(absent);
-            let left = self.avail[slot];
-            matches += usize::from(left > 0);
-            self.avail[slot] = left.saturating_sub(1);
-        }
-        matches
     }
 
     /// Total size of `get_matching_blocks()`.
@@ -571,10 +609,10 @@ mod tests {
         let mut m = Matcher::default();
         let b = Reference::new("Search results for red shoes [SEP] Next > [SEP] B07 [SEP] Red Shoe");
         for a in ["Search results for red shoes [SEP] Next > [SEP] B08 [SEP] Red Shoe", "short", ""] {
-            let chars: Vec<char> = a.chars().collect();
-            let r = m.ratio(&chars, &b);
+            let candidate = Candidate::new(a);
+            let r = m.ratio(candidate.chars(), &b);
             for theta in [0.1, 0.5, 0.9, r, r + 1e-12] {
-                assert_eq!(m.similar(&chars, &b, theta), r >= theta, "{a:?} θ={theta}");
+                assert_eq!(m.similar(&candidate, &b, theta), r >= theta, "{a:?} θ={theta}");
             }
         }
     }
