@@ -75,6 +75,12 @@ impl Candidate {
         code_points_into(a, &mut self.chars);
         self.ascii_counts = [0; 128];
         self.other_counts.clear();
+        if a.is_ascii() {
+            for &b in a.as_bytes() {
+                self.ascii_counts[usize::from(b)] += 1;
+            }
+            return;
+        }
         for &c in &self.chars {
             if c.is_ascii() {
                 self.ascii_counts[c as usize] += 1;
@@ -218,10 +224,10 @@ pub struct Matcher {
     /// Slot in the current reference of each element of `a`.
     a_slots: Vec<u32>,
     /// With an automaton, filled once per comparison: the longest suffix of `a[..=i]` that occurs in `b`
-    /// (its length and its state's row), which answers every longest-block query of the comparison (see
-    /// [`SuffixAutomaton::longest_block`]).
+    /// (its length and the first position of `b` where it ends), which answers every longest-block query of
+    /// the comparison (see [`SuffixAutomaton::longest_block`]).
     suffix_len: Vec<u32>,
-    suffix_row: Vec<u32>,
+    suffix_end: Vec<u32>,
     /// CPython's `j2len` and `newj2len` as two dense rows indexed by `j + 1`, each entry `(length, row)`:
     /// an entry counts only if it was written by the row just before (rows are numbered across calls), so
     /// nothing is ever cleared.
@@ -290,7 +296,7 @@ impl Matcher {
             self.new_j2len.resize(lb + 1, (0, 0));
         }
         if let Some(automaton) = &b.automaton {
-            automaton.walk(&self.a_slots, &mut self.suffix_len, &mut self.suffix_row);
+            automaton.walk(&self.a_slots, &mut self.suffix_len, &mut self.suffix_end);
         }
         let bound = |alo: u32, ahi: u32, blo: u32, bhi: u32| (ahi - alo).min(bhi - blo) as usize;
         let mut total = 0;
@@ -341,7 +347,7 @@ impl Matcher {
         // The first longest block between `a[alo..ahi]` and the whole of `b`; when it lies inside
         // `b[blo..bhi]` it is also the range's first longest block (see [`SuffixAutomaton`]).
         let in_range = b.automaton.as_ref().and_then(|automaton| {
-            let (i, j, k) = automaton.longest_block(&self.suffix_len, &self.suffix_row, alo, ahi);
+            let (i, j, k) = automaton.longest_block(&self.suffix_len, &self.suffix_end, alo, ahi);
             match k {
                 0 => Some((alo, blo, 0)),
                 _ if j >= blo && j + k <= bhi => Some((i, j, k)),
@@ -410,18 +416,21 @@ impl Matcher {
 struct SuffixAutomaton {
     /// Number of slots: `next[state * width + slot]`.
     width: usize,
-    /// Transitions, `NO_STATE` where there is none; once built, each holds its target's row `state * width`
-    /// rather than its number, which takes a multiplication off the walk's chain of dependent loads. Two bytes
-    /// a cell keep a page's table (tens of KB) in the first-level cache.
+    /// Transitions, `NO_STATE` where there is none. Two bytes a cell keep a page's table (tens of KB) in the
+    /// first-level cache.
     next: Vec<u16>,
     link: Vec<u32>,
     len: Vec<u32>,
     first_end: Vec<u32>,
+    /// `b` as slots, and the state of each of its prefixes `b[..=e]`: a substring of `b` given by where it
+    /// ends and its length is found from there by following suffix links ([`Self::state_of`]).
+    slots: Vec<u32>,
+    prefix_state: Vec<u32>,
 }
 
 impl SuffixAutomaton {
-    /// Largest transition table built; longer or more varied `b`s use the plain loop. The table has fewer
-    /// cells than this, so rows `state * width` stay below `NO_STATE`.
+    /// Largest transition table built; longer or more varied `b`s use the plain loop. With at least one
+    /// cell per state, state numbers stay below `NO_STATE`.
     const MAX_CELLS: usize = 1 << 16;
     const NO_STATE: u16 = u16::MAX;
 
@@ -432,12 +441,15 @@ impl SuffixAutomaton {
             link: Vec::new(),
             len: Vec::new(),
             first_end: Vec::new(),
+            slots: slots.to_vec(),
+            prefix_state: Vec::with_capacity(slots.len()),
         };
         automaton.add_state(0, 0, ABSENT);
         let mut last = 0u32;
         for (end, &c) in slots.iter().enumerate() {
             let c = c as usize;
             let cur = automaton.add_state(automaton.len[last as usize] + 1, end as u32, ABSENT);
+            automaton.prefix_state.push(cur);
             let mut p = last;
             while p != ABSENT && automaton.next(p, c) == ABSENT {
                 automaton.set_next(p, c, cur);
@@ -467,11 +479,6 @@ impl SuffixAutomaton {
             }
             last = cur;
         }
-        for to in &mut automaton.next {
-            if *to != Self::NO_STATE {
-                *to = (usize::from(*to) * width) as u16;
-            }
-        }
         automaton
     }
 
@@ -495,28 +502,50 @@ impl SuffixAutomaton {
         self.next[state as usize * self.width + slot] = to as u16;
     }
 
+    /// The state of `b[end + 1 - len..=end]`: among the suffixes of the prefix `b[..=end]`, whose states are
+    /// that prefix's state and its suffix-link ancestors, the one whose lengths include `len`.
+    fn state_of(&self, end: u32, len: u32) -> u32 {
+        let mut state = self.prefix_state[end as usize];
+        while self.len[self.link[state as usize] as usize] >= len {
+            state = self.link[state as usize];
+        }
+        state
+    }
+
     /// The longest suffix of each prefix `a[..=i]` (as slots) that occurs in `b`: its length into `lens[i]`
-    /// and its state's row into `rows[i]`, in one pass over `a`.
-    fn walk(&self, a_slots: &[u32], lens: &mut Vec<u32>, rows: &mut Vec<u32>) {
+    /// and the first position of `b` where it ends into `ends[i]`, in one pass over `a`.
+    ///
+    /// While `a` goes on as `b` does after the first end of the current match, the match grows by one and its
+    /// first end moves by one (an occurrence of the longer string ending earlier would put one of the shorter
+    /// string earlier still), so those stretches, most of a page compared with a similar one, take a
+    /// comparison per element; the state is only looked up, from the end and the length, where they stop.
+    fn walk(&self, a_slots: &[u32], lens: &mut Vec<u32>, ends: &mut Vec<u32>) {
         lens.resize(a_slots.len(), 0);
-        rows.resize(a_slots.len(), 0);
-        let (mut row, mut matched) = (0usize, 0u32);
-        for ((&c, len), at) in a_slots.iter().zip(lens.iter_mut()).zip(rows.iter_mut()) {
-            if c == ABSENT {
-                (row, matched) = (0, 0);
+        ends.resize(a_slots.len(), 0);
+        // `state` is the match's state when `known`; `end` is its first end in `b` when `matched > 0`.
+        let (mut state, mut matched, mut end, mut known) = (0u32, 0u32, 0u32, true);
+        for ((&c, len), at) in a_slots.iter().zip(lens.iter_mut()).zip(ends.iter_mut()) {
+            if matched > 0 && self.slots.get(end as usize + 1) == Some(&c) {
+                (matched, end, known) = (matched + 1, end + 1, false);
+            } else if c == ABSENT {
+                (state, matched, known) = (0, 0, true);
             } else {
+                if !known {
+                    (state, known) = (self.state_of(end, matched), true);
+                }
                 // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
                 loop {
-                    let to = self.next[row + c as usize];
-                    if to != Self::NO_STATE {
-                        (row, matched) = (usize::from(to), matched + 1);
+                    let to = self.next(state, c as usize);
+                    if to != ABSENT {
+                        (state, matched) = (to, matched + 1);
                         break;
                     }
-                    let state = self.link[row / self.width] as usize;
-                    (row, matched) = (state * self.width, self.len[state]);
+                    state = self.link[state as usize];
+                    matched = self.len[state as usize];
                 }
+                end = self.first_end[state as usize];
             }
-            (*len, *at) = (matched, row as u32);
+            (*len, *at) = (matched, end);
         }
     }
 
@@ -525,21 +554,21 @@ impl SuffixAutomaton {
     ///
     /// A pass over `a[alo..ahi]` alone would match, at each `i`, the longest suffix of `a[alo..=i]` occurring
     /// in `b`: the whole walk's suffix cut to the range, `min(lens[i], i + 1 - alo)`, because every suffix of a
-    /// string that occurs in `b` occurs too. Its state is the walk's state or one of its suffix-link ancestors.
-    fn longest_block(&self, lens: &[u32], rows: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
-        // The longest first, then where it first ends: two plain passes that the compiler vectorises.
+    /// string that occurs in `b` occurs too. A cut suffix may occur earlier in `b` than the whole one: its first
+    /// end is its state's.
+    fn longest_block(&self, lens: &[u32], ends: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
+        // The longest first, then where it first ends.
         let cut = lens[alo as usize..ahi as usize].iter().zip(1u32..).map(|(&len, k)| len.min(k));
         let bestsize = cut.clone().fold(0, u32::max);
         if bestsize == 0 {
             return (alo, 0, 0);
         }
-        let end = alo + cut.take_while(|&m| m != bestsize).count() as u32;
-        // The root (length 0) is never reached: `bestsize` is at least 1.
-        let mut state = rows[end as usize] / self.width as u32;
-        while self.len[self.link[state as usize] as usize] >= bestsize {
-            state = self.link[state as usize];
-        }
-        (end + 1 - bestsize, self.first_end[state as usize] + 1 - bestsize, bestsize)
+        let i = alo + cut.take_while(|&m| m != bestsize).count() as u32;
+        let j = match lens[i as usize] == bestsize {
+            true => ends[i as usize],
+            false => self.first_end[self.state_of(ends[i as usize], bestsize) as usize],
+        };
+        (i + 1 - bestsize, j + 1 - bestsize, bestsize)
     }
 }
 
