@@ -221,8 +221,6 @@ impl Reference {
 /// Reusable scratch space for comparisons; one per thread.
 #[derive(Clone, Debug, Default)]
 pub struct Matcher {
-    /// Slot in the current reference of each element of `a`.
-    a_slots: Vec<u32>,
     /// With an automaton, filled once per comparison: the longest suffix of `a[..=i]` that occurs in `b`
     /// (its length and the first position of `b` where it ends), which answers every longest-block query of
     /// the comparison (see [`SuffixAutomaton::longest_block`]).
@@ -240,7 +238,6 @@ pub struct Matcher {
 impl Matcher {
     /// `SequenceMatcher(None, a, b).ratio()`.
     pub fn ratio(&mut self, a: &[char], b: &Reference) -> f64 {
-        self.map_slots(a, b);
         calculate_ratio(self.matching_total(a, b), a.len() + b.len())
     }
 
@@ -257,7 +254,6 @@ impl Matcher {
             return false;
         }
         let a = a.chars();
-        self.map_slots(a, b);
         // The fewest matches that reach θ: at most `quick`, which does.
         let mut needed = ((theta * length as f64 / 2.0).ceil() as usize).min(quick);
         while needed > 0 && calculate_ratio(needed - 1, length) >= theta {
@@ -267,11 +263,6 @@ impl Matcher {
             needed += 1;
         }
         self.matching_blocks_reach(a, b, needed)
-    }
-
-    fn map_slots(&mut self, a: &[char], b: &Reference) {
-        self.a_slots.clear();
-        self.a_slots.extend(a.iter().map(|&c| b.slot(c)));
     }
 
     /// Total size of `get_matching_blocks()`.
@@ -296,7 +287,7 @@ impl Matcher {
             self.new_j2len.resize(lb + 1, (0, 0));
         }
         if let Some(automaton) = &b.automaton {
-            automaton.walk(&self.a_slots, &mut self.suffix_len, &mut self.suffix_end);
+            automaton.walk(a, b, &mut self.suffix_len, &mut self.suffix_end);
         }
         let bound = |alo: u32, ahi: u32, blo: u32, bhi: u32| (ahi - alo).min(bhi - blo) as usize;
         let mut total = 0;
@@ -361,7 +352,7 @@ impl Matcher {
             let (mut j2len, mut new_j2len) = (self.j2len.as_mut_slice(), self.new_j2len.as_mut_slice());
             let mut row = self.row;
             for i in alo..ahi {
-                let slot = self.a_slots[i as usize];
+                let slot = b.slot(a[i as usize]);
                 let positions = if whole { b.positions(slot) } else { b.positions_in(slot, blo, bhi) };
                 for &j in positions {
                     // `k = newj2len[j] = j2len.get(j - 1, 0) + 1`, with index `j + 1` standing for `j`.
@@ -422,9 +413,8 @@ struct SuffixAutomaton {
     link: Vec<u32>,
     len: Vec<u32>,
     first_end: Vec<u32>,
-    /// `b` as slots, and the state of each of its prefixes `b[..=e]`: a substring of `b` given by where it
-    /// ends and its length is found from there by following suffix links ([`Self::state_of`]).
-    slots: Vec<u32>,
+    /// The state of each prefix `b[..=e]`: a substring of `b` given by where it ends and its length is found
+    /// from there by following suffix links ([`Self::state_of`]).
     prefix_state: Vec<u32>,
 }
 
@@ -441,7 +431,6 @@ impl SuffixAutomaton {
             link: Vec::new(),
             len: Vec::new(),
             first_end: Vec::new(),
-            slots: slots.to_vec(),
             prefix_state: Vec::with_capacity(slots.len()),
         };
         automaton.add_state(0, 0, ABSENT);
@@ -512,22 +501,26 @@ impl SuffixAutomaton {
         state
     }
 
-    /// The longest suffix of each prefix `a[..=i]` (as slots) that occurs in `b`: its length into `lens[i]`
+    /// The longest suffix of each prefix `a[..=i]` that occurs in `b`: its length into `lens[i]`
     /// and the first position of `b` where it ends into `ends[i]`, in one pass over `a`.
     ///
     /// While `a` goes on as `b` does after the first end of the current match, the match grows by one and its
     /// first end moves by one (an occurrence of the longer string ending earlier would put one of the shorter
     /// string earlier still), so those stretches, most of a page compared with a similar one, take a
     /// comparison per element; the state is only looked up, from the end and the length, where they stop.
-    fn walk(&self, a_slots: &[u32], lens: &mut Vec<u32>, ends: &mut Vec<u32>) {
-        lens.resize(a_slots.len(), 0);
-        ends.resize(a_slots.len(), 0);
+    fn walk(&self, a: &[char], b: &Reference, lens: &mut Vec<u32>, ends: &mut Vec<u32>) {
+        lens.resize(a.len(), 0);
+        ends.resize(a.len(), 0);
         // `state` is the match's state when `known`; `end` is its first end in `b` when `matched > 0`.
         let (mut state, mut matched, mut end, mut known) = (0u32, 0u32, 0u32, true);
-        for ((&c, len), at) in a_slots.iter().zip(lens.iter_mut()).zip(ends.iter_mut()) {
-            if matched > 0 && self.slots.get(end as usize + 1) == Some(&c) {
+        for ((&x, len), at) in a.iter().zip(lens.iter_mut()).zip(ends.iter_mut()) {
+            if matched > 0 && b.chars.get(end as usize + 1) == Some(&x) {
                 (matched, end, known) = (matched + 1, end + 1, false);
-            } else if c == ABSENT {
+                (*len, *at) = (matched, end);
+                continue;
+            }
+            let c = b.slot(x);
+            if c == ABSENT {
                 (state, matched, known) = (0, 0, true);
             } else {
                 if !known {
@@ -619,7 +612,7 @@ mod tests {
             let a: Vec<char> = a.chars().collect();
             let mut m = Matcher::default();
             proptest::prop_assert_eq!(m.ratio(&a, &with).to_bits(), m.ratio(&a, &without).to_bits());
-            // `ratio` sizes the scratch rows, maps `a` to `b`'s slots and walks the automaton.
+            // `ratio` sizes the scratch rows and walks the automaton.
             let (n, lb) = (a.len() as u32, b.chars().count() as u32);
             for (alo, ahi) in [(0, n), (n / 3, n), (0, n / 2), (n / 4, 3 * n / 4)] {
                 for (blo, bhi) in [(0, lb), (lb / 3, lb), (0, lb / 2), (lb / 4, 3 * lb / 4)] {
