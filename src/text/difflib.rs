@@ -221,11 +221,8 @@ impl Reference {
 /// Reusable scratch space for comparisons; one per thread.
 #[derive(Clone, Debug, Default)]
 pub struct Matcher {
-    /// With an automaton, filled once per comparison: the longest suffix of `a[..=i]` that occurs in `b`
-    /// (its length and the first position of `b` where it ends), which answers every longest-block query of
-    /// the comparison (see [`SuffixAutomaton::longest_block`]).
-    suffix_len: Vec<u32>,
-    suffix_end: Vec<u32>,
+    /// With an automaton, made once per comparison: answers every longest-block query of the comparison.
+    walk: Walk,
     /// CPython's `j2len` and `newj2len` as two dense rows indexed by `j + 1`, each entry `(length, row)`:
     /// an entry counts only if it was written by the row just before (rows are numbered across calls), so
     /// nothing is ever cleared.
@@ -287,7 +284,7 @@ impl Matcher {
             self.new_j2len.resize(lb + 1, (0, 0));
         }
         if let Some(automaton) = &b.automaton {
-            automaton.walk(a, b, &mut self.suffix_len, &mut self.suffix_end);
+            automaton.walk(a, b, &mut self.walk);
         }
         let bound = |alo: u32, ahi: u32, blo: u32, bhi: u32| (ahi - alo).min(bhi - blo) as usize;
         let mut total = 0;
@@ -338,7 +335,7 @@ impl Matcher {
         // The first longest block between `a[alo..ahi]` and the whole of `b`; when it lies inside
         // `b[blo..bhi]` it is also the range's first longest block (see [`SuffixAutomaton`]).
         let in_range = b.automaton.as_ref().and_then(|automaton| {
-            let (i, j, k) = automaton.longest_block(&self.suffix_len, &self.suffix_end, alo, ahi);
+            let (i, j, k) = automaton.longest_block(&self.walk, alo, ahi);
             match k {
                 0 => Some((alo, blo, 0)),
                 _ if j >= blo && j + k <= bhi => Some((i, j, k)),
@@ -387,6 +384,19 @@ impl Matcher {
         }
         (besti, bestj, bestsize)
     }
+}
+
+/// One walk of `a` through `b`'s suffix automaton ([`SuffixAutomaton::walk`]).
+#[derive(Clone, Debug, Default)]
+struct Walk {
+    /// The longest suffix of `a[..=i]` that occurs in `b`: its length, and the first position of `b` where it
+    /// ends.
+    lens: Vec<u32>,
+    ends: Vec<u32>,
+    /// Ascending, the `i` where a run of `lens` growing by one stops (the next is not one more) and the last
+    /// `i`: within a run the length only grows, so a range's longest match ends at one of these or at the
+    /// range's own end.
+    stops: Vec<u32>,
 }
 
 /// The suffix automaton of `b` (over its slots), used for `find_longest_match` over the whole of `b`.
@@ -501,45 +511,50 @@ impl SuffixAutomaton {
         state
     }
 
-    /// The longest suffix of each prefix `a[..=i]` that occurs in `b`: its length into `lens[i]`
-    /// and the first position of `b` where it ends into `ends[i]`, in one pass over `a`.
+    /// The longest suffix of each prefix `a[..=i]` that occurs in `b`, in one pass over `a`, into `walk`.
     ///
     /// While `a` goes on as `b` does after the first end of the current match, the match grows by one and its
     /// first end moves by one (an occurrence of the longer string ending earlier would put one of the shorter
     /// string earlier still), so those stretches, most of a page compared with a similar one, take a
     /// comparison per element; the state is only looked up, from the end and the length, where they stop.
-    fn walk(&self, a: &[char], b: &Reference, lens: &mut Vec<u32>, ends: &mut Vec<u32>) {
+    fn walk(&self, a: &[char], b: &Reference, walk: &mut Walk) {
+        let Walk { lens, ends, stops } = walk;
         lens.resize(a.len(), 0);
         ends.resize(a.len(), 0);
+        stops.clear();
         // `state` is the match's state when `known`; `end` is its first end in `b` when `matched > 0`.
         let (mut state, mut matched, mut end, mut known) = (0u32, 0u32, 0u32, true);
-        for ((&x, len), at) in a.iter().zip(lens.iter_mut()).zip(ends.iter_mut()) {
+        for (i, &x) in a.iter().enumerate() {
             if matched > 0 && b.chars.get(end as usize + 1) == Some(&x) {
                 (matched, end, known) = (matched + 1, end + 1, false);
-                (*len, *at) = (matched, end);
-                continue;
-            }
-            let c = b.slot(x);
-            if c == ABSENT {
-                (state, matched, known) = (0, 0, true);
             } else {
-                if !known {
-                    (state, known) = (self.state_of(end, matched), true);
-                }
-                // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
-                loop {
-                    let to = self.next(state, c as usize);
-                    if to != ABSENT {
-                        (state, matched) = (to, matched + 1);
-                        break;
+                let before = matched;
+                let c = b.slot(x);
+                if c == ABSENT {
+                    (state, matched, known) = (0, 0, true);
+                } else {
+                    if !known {
+                        (state, known) = (self.state_of(end, matched), true);
                     }
-                    state = self.link[state as usize];
-                    matched = self.len[state as usize];
+                    // Every slot occurs in `b`, so the root has a transition for it: the walk always ends.
+                    loop {
+                        let to = self.next(state, c as usize);
+                        if to != ABSENT {
+                            (state, matched) = (to, matched + 1);
+                            break;
+                        }
+                        state = self.link[state as usize];
+                        matched = self.len[state as usize];
+                    }
+                    end = self.first_end[state as usize];
                 }
-                end = self.first_end[state as usize];
+                if i > 0 && matched != before + 1 {
+                    stops.push(i as u32 - 1);
+                }
             }
-            (*len, *at) = (matched, end);
+            (lens[i], ends[i]) = (matched, end);
         }
+        stops.extend(a.len().checked_sub(1).map(|last| last as u32));
     }
 
     /// `(i, j, k)` of the first longest block between `a[alo..ahi]` and the whole of `b`, as CPython's loop
@@ -547,21 +562,42 @@ impl SuffixAutomaton {
     ///
     /// A pass over `a[alo..ahi]` alone would match, at each `i`, the longest suffix of `a[alo..=i]` occurring
     /// in `b`: the whole walk's suffix cut to the range, `min(lens[i], i + 1 - alo)`, because every suffix of a
-    /// string that occurs in `b` occurs too. A cut suffix may occur earlier in `b` than the whole one: its first
-    /// end is its state's.
-    fn longest_block(&self, lens: &[u32], ends: &[u32], alo: u32, ahi: u32) -> (u32, u32, u32) {
-        // The longest first, then where it first ends.
-        let cut = lens[alo as usize..ahi as usize].iter().zip(1u32..).map(|(&len, k)| len.min(k));
-        let bestsize = cut.clone().fold(0, u32::max);
+    /// string that occurs in `b` occurs too. The walk's matches start at `i + 1 - lens[i]`, which never
+    /// decreases; so the cut ones, those that start before `alo`, come first, each one longer than the last,
+    /// and after them the lengths are the walk's own, longest at the stops. A cut suffix may occur earlier in
+    /// `b` than the whole one: its first end is its state's.
+    fn longest_block(&self, walk: &Walk, alo: u32, ahi: u32) -> (u32, u32, u32) {
+        let lens = &walk.lens;
+        // `cut_end`: the first `i` whose match starts at `alo` or later.
+        let (mut cut_end, mut hi) = (alo, ahi);
+        while cut_end < hi {
+            let mid = cut_end + (hi - cut_end) / 2;
+            if mid + 1 < alo + lens[mid as usize] {
+                cut_end = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        // The first longest: among the cut matches, the last; then the stops inside the range; then its end.
+        let first = walk.stops.partition_point(|&i| i < cut_end);
+        let stops = walk.stops[first..].iter().copied().take_while(|&i| i + 1 < ahi);
+        let candidates = (cut_end > alo).then(|| (cut_end - 1, cut_end - alo)).into_iter().chain(
+            stops.chain((cut_end < ahi).then_some(ahi - 1)).map(|i| (i, lens[i as usize])),
+        );
+        let (mut end, mut bestsize) = (alo, 0);
+        for (i, len) in candidates {
+            if len > bestsize {
+                (end, bestsize) = (i, len);
+            }
+        }
         if bestsize == 0 {
             return (alo, 0, 0);
         }
-        let i = alo + cut.take_while(|&m| m != bestsize).count() as u32;
-        let j = match lens[i as usize] == bestsize {
-            true => ends[i as usize],
-            false => self.first_end[self.state_of(ends[i as usize], bestsize) as usize],
+        let j = match lens[end as usize] == bestsize {
+            true => walk.ends[end as usize],
+            false => self.first_end[self.state_of(walk.ends[end as usize], bestsize) as usize],
         };
-        (i + 1 - bestsize, j + 1 - bestsize, bestsize)
+        (end + 1 - bestsize, j + 1 - bestsize, bestsize)
     }
 }
 
