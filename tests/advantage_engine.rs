@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 fn step(anchor: &str, reward: f64) -> Step {
     let mut s = Step::new(format!("observation of {anchor}"), "click[x]", reward);
-    s.anchor = Some(anchor.to_string());
+    s.anchor = Some(anchor.into());
     s
 }
 
@@ -136,7 +136,7 @@ fn page_mode_groups_by_page_field_else_classified_observation() {
     let mut a = Step::new("WebShop [SEP] Instruction: [SEP] i need shoes [SEP] Search", "search[shoes]", 0.0);
     let mut b = Step::new("anything", "search[boots]", 0.0);
     b.page = Some("search".to_string());
-    a.anchor = Some("distinct anchor".to_string());
+    a.anchor = Some("distinct anchor".into());
     let c = Step::new(
         "Instruction: [SEP] i need shoes [SEP] Back to Search [SEP] Page 1 (Total results: 50) [SEP] Next >",
         "click[b01]",

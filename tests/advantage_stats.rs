@@ -10,7 +10,7 @@ fn episode(id: &str, group: &str, rewards: &[f64], anchors: &[&str]) -> Episode 
         .zip(anchors)
         .map(|(&r, a)| {
             let mut s = Step::new(format!("obs {a}"), "act", r);
-            s.anchor = Some(a.to_string());
+            s.anchor = Some((*a).into());
             s
         })
         .collect();

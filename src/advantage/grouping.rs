@@ -7,6 +7,7 @@
 //! first appearance (identical strings always land in the same cluster, see the engine's `Clusterer`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -97,37 +98,23 @@ pub fn regroup(table: &mut AdvantageTable, episodes: &[Episode], grouping: &Anch
 pub struct SimilarityJob {
     theta: f64,
     exact: AnchorGrouping,
-    /// Each episode group's distinct anchors, in the exact grouping's numbering.
-    anchors: Vec<GroupAnchors>,
-}
-
-/// One episode group's distinct anchors, one after another in a single string (a large run's anchors are
-/// hundreds of MB: one allocation per group rather than per anchor, copied on every core).
-#[derive(Clone, Debug, PartialEq)]
-struct GroupAnchors {
-    text: String,
-    /// Anchor `k` is `text[ends[k - 1]..ends[k]]` (from 0 for the first).
-    ends: Vec<usize>,
-}
-
-impl GroupAnchors {
-    fn iter(&self) -> impl Iterator<Item = &str> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(&self.ends).map(|(start, &end)| &self.text[start..end])
-    }
+    /// The distinct anchors (shared with the episodes: a large run's are hundreds of MB), in the exact
+    /// grouping's numbering; episode group `g`'s are `anchors[starts[g]..starts[g + 1]]`.
+    anchors: Vec<Arc<str>>,
+    starts: Vec<usize>,
 }
 
 impl SimilarityJob {
     /// `exact` must be the [`AnchorMode::Exact`] grouping of `episodes`.
     pub fn new(episodes: &[Episode], exact: AnchorGrouping, theta: f64) -> SimilarityJob {
-        // Each exact anchor group's first step (rows are in file order), then each episode group's anchors in
-        // its numbering: anchor groups are numbered episode group by episode group.
+        // Each exact anchor group's first step (rows are in file order); anchor groups are numbered episode
+        // group by episode group.
         let mut first = vec![None; exact.episode_group.len()];
         for (step, &a) in episodes.iter().flat_map(|e| &e.steps).zip(&exact.row_group) {
             first[a as usize].get_or_insert(step);
         }
-        let first: Vec<&Step> = first.into_iter().flatten().collect();
-        assert_eq!(first.len(), exact.episode_group.len(), "SimilarityJob: the grouping was made from other episodes");
+        let anchors: Vec<Arc<str>> = first.into_iter().flatten().map(Step::anchor_arc).collect();
+        assert_eq!(anchors.len(), exact.episode_group.len(), "SimilarityJob: the grouping was made from other episodes");
         let groups = exact.episode_group.last().map_or(0, |&g| g as usize + 1);
         let mut starts = vec![0; groups + 1];
         for &g in &exact.episode_group {
@@ -136,22 +123,7 @@ impl SimilarityJob {
         for g in 0..groups {
             starts[g + 1] += starts[g];
         }
-        let anchors = (0..groups)
-            .into_par_iter()
-            .map(|g| {
-                let steps = &first[starts[g]..starts[g + 1]];
-                let mut text = String::with_capacity(steps.iter().map(|s| s.anchor_key().len()).sum());
-                let ends = steps
-                    .iter()
-                    .map(|s| {
-                        text.push_str(s.anchor_key());
-                        text.len()
-                    })
-                    .collect();
-                GroupAnchors { text, ends }
-            })
-            .collect();
-        SimilarityJob { theta, exact, anchors }
+        SimilarityJob { theta, exact, anchors, starts }
     }
 
     pub fn theta(&self) -> f64 {
@@ -169,14 +141,14 @@ impl SimilarityJob {
     pub fn run_unless(self, cancelled: &AtomicBool) -> Option<AnchorGrouping> {
         let theta = self.theta;
         let clusters: Vec<Vec<u32>> = self
-            .anchors
-            .par_iter()
-            .map_init(SimilarClusters::default, |similar, anchors| {
+            .starts
+            .par_windows(2)
+            .map_init(SimilarClusters::default, |similar, range| {
                 if cancelled.load(Ordering::Relaxed) {
                     return Vec::new();
                 }
                 similar.reset();
-                anchors.iter().map(|a| similar.assign(a, theta)).collect()
+                self.anchors[range[0]..range[1]].iter().map(|a| similar.assign(a, theta)).collect()
             })
             .collect();
         if cancelled.load(Ordering::Relaxed) {
@@ -185,7 +157,6 @@ impl SimilarityJob {
         let counts: Vec<u32> = clusters.iter().map(|c| c.iter().max().map_or(0, |&m| m + 1)).collect();
         let bases = prefix_sums(&counts);
         // Exact anchor group → similarity anchor group; exact groups are numbered group by group too.
-        let exact_bases = prefix_sums(&self.anchors.iter().map(|a| a.ends.len() as u32).collect::<Vec<_>>());
         let to_similar: Vec<u32> = self
             .exact
             .episode_group
@@ -193,7 +164,7 @@ impl SimilarityJob {
             .enumerate()
             .map(|(a, &g)| {
                 let g = g as usize;
-                bases[g] + clusters[g][a - exact_bases[g] as usize]
+                bases[g] + clusters[g][a - self.starts[g]]
             })
             .collect();
         Some(AnchorGrouping {

@@ -165,7 +165,7 @@ pub fn play<E: Environment, R: Rng>(
             };
             let action = &actions[choice];
             let mut step = Step::new(slot.env.observation(), action.clone(), 0.0);
-            step.anchor = Some(anchor);
+            step.anchor = Some(anchor.into());
             step.page = Some(slot.env.page().to_string());
             step.tokens = Some(features::token_count(action));
             step.logprob = logprob.map(f64::from);

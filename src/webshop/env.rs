@@ -398,7 +398,7 @@ impl EpisodeRecorder {
     /// Steps `env` with `action` and records the step.
     pub fn step(&mut self, env: &mut WebShopEnv, action: &str) -> StepOutcome {
         let mut step = Step::new(env.observation(), action, 0.0);
-        step.anchor = Some(env.anchor());
+        step.anchor = Some(env.anchor().into());
         step.available_actions = Some(env.available_actions());
         step.page = Some(env.page().as_str().to_owned());
         let out = env.step(action);

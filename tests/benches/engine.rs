@@ -70,7 +70,7 @@ fn difflib(c: &mut Criterion) {
         .iter()
         .flat_map(|e| &e.steps)
         .filter(|s| s.page.as_deref() == Some("item"))
-        .map(|s| s.observation.as_str())
+        .map(|s| &*s.observation)
         .collect();
     let a = items.first().copied().unwrap_or_default();
     let b = items.iter().copied().find(|&s| s != a).unwrap_or(a);
