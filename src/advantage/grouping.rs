@@ -116,13 +116,11 @@ impl SimilarityJob {
         let anchors: Vec<Arc<str>> = first.into_iter().flatten().map(Step::anchor_arc).collect();
         assert_eq!(anchors.len(), exact.episode_group.len(), "SimilarityJob: the grouping was made from other episodes");
         let groups = exact.episode_group.last().map_or(0, |&g| g as usize + 1);
-        let mut starts = vec![0; groups + 1];
+        let mut counts = vec![0; groups];
         for &g in &exact.episode_group {
-            starts[g as usize + 1] += 1;
+            counts[g as usize] += 1;
         }
-        for g in 0..groups {
-            starts[g + 1] += starts[g];
-        }
+        let starts = prefix_sums(&counts).into_iter().chain([anchors.len() as u32]).map(|s| s as usize).collect();
         SimilarityJob { theta, exact, anchors, starts }
     }
 

@@ -83,10 +83,9 @@ pub struct Outcome {
 pub struct Step {
     /// Shared (`Arc`), like the anchor: a background similarity grouping takes the run's distinct anchors
     /// without copying hundreds of MB of text.
-    #[serde(deserialize_with = "shared_str")]
     pub observation: Arc<str>,
     /// The anchor state used for step grouping; `None` means "the observation itself".
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "shared_str_opt")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anchor: Option<Arc<str>>,
     pub action: String,
     pub reward: f64,
@@ -109,27 +108,6 @@ pub struct Step {
 
 fn default_valid() -> bool {
     true
-}
-
-/// A string read straight into its shared allocation: serde's own `Arc<str>` goes through a `String` and a
-/// `Box<str>` first, which made opening a large run a third slower.
-fn shared_str<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
-    struct Shared;
-    impl serde::de::Visitor<'_> for Shared {
-        type Value = Arc<str>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Arc<str>, E> {
-            Ok(Arc::from(text))
-        }
-    }
-    deserializer.deserialize_str(Shared)
-}
-
-/// An optional anchor: `null` is none, as for any optional field.
-fn shared_str_opt<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Arc<str>>, D::Error> {
-    Ok(Option::<String>::deserialize(deserializer)?.map(Arc::from))
 }
 
 impl Step {
