@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use gigscope::live::{self, apply, LiveEvent, LiveFile, LiveStatus, Tails, WatchOptions, Watcher};
-use gigscope::run::{Episode, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+use gigscope::run::{Episode, Layout, Run, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -226,7 +226,7 @@ fn a_fresh_watcher_delivers_the_whole_run() {
     append(&dir.path().join(EPISODES_FILE), &(line("a") + &line("b")));
     append(&dir.path().join(METRICS_FILE), &metrics_line(0));
     let (_watcher, rx) = Watcher::spawn(dir.path(), Tails::from_start(dir.path()), options(true)).unwrap();
-    let mut run = live::empty_run(dir.path());
+    let mut run = Run::empty(dir.path(), Layout::Gigscope);
     let events = wait_until(&rx, |seen| episode_ids(seen).len() >= 2 && has_metrics(seen, 0));
     for event in events {
         apply(&mut run, event);

@@ -181,7 +181,7 @@ fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode
     act(&mut s, Action::Open);
     act(&mut s, Action::Down);
     let t0 = Instant::now();
-    let broken = |line| LineError { line, reason: "bad json".into() };
+    let broken = |line| LineError::new(line, "bad json");
     let events = vec![LiveEvent::BrokenLines(LiveFile::Episodes, vec![broken(13), broken(14)])];
     update(&mut s, Msg::Live(events, t0));
     assert_eq!(s.live.broken_lines, 2);

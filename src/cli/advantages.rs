@@ -1,7 +1,7 @@
 //! `gigscope advantages RUN`: recompute every step's advantages and print them (jsonl, csv or a table).
 
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::advantage::{
     compute, AdvantageOverrides, AdvantageSettings, AdvantageTable, AnchorKind, Estimator, Norm, Pooling,
 };
+use super::source::SourceFlags;
 use crate::run::{Episode, Run};
 
 /// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to
@@ -92,8 +93,10 @@ pub enum Format {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run directory.
+    /// Run directory (gigscope-run/1, a verl rollout dump or a TRL completions log).
     pub run: PathBuf,
+    #[command(flatten)]
+    pub source: SourceFlags,
     #[command(flatten)]
     pub settings: SettingsFlags,
     /// Output format: one JSON object per step, CSV, or a readable table.
@@ -101,22 +104,8 @@ pub struct Args {
     pub format: Format,
 }
 
-/// Open a run for a subcommand: a missing directory or episodes file is an error naming the path; broken lines
-/// are left to `validate` but counted on stderr so they are not silently dropped.
-pub(crate) fn open_run(dir: &Path) -> anyhow::Result<Run> {
-    let run = Run::open(dir)?;
-    if !run.errors.is_empty() {
-        eprintln!(
-            "warning: {}: skipped {} broken line(s) of episodes.jsonl (see `gigscope validate`)",
-            dir.display(),
-            run.errors.len()
-        );
-    }
-    Ok(run)
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = open_run(&args.run)?;
+    let run = args.source.open(&args.run)?;
     let settings = args.settings.resolve(&run)?;
     let table = compute(&run.episodes, &settings);
     let stdout = io::stdout().lock();

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod advantages;
 mod search;
+mod source;
 mod stats;
 #[cfg(feature = "train")]
 mod train;

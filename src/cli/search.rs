@@ -7,12 +7,14 @@ use serde::Serialize;
 
 use crate::advantage::{compute, AdvantageSettings};
 use crate::index::{default_cache_dir, TrajectoryIndex};
-use crate::run::Run;
+use super::source::SourceFlags;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run directory.
+    /// Run directory (gigscope-run/1, a verl rollout dump or a TRL completions log).
     pub run: PathBuf,
+    #[command(flatten)]
+    pub source: SourceFlags,
     /// Query, e.g. `action:"buy now" AND success:false AND adv:<-1`. Text fields: instruction, observation,
     /// action, thought; exact fields: id, group, page; numbers: success, valid, reward, return, adv, adv_e,
     /// adv_s, iteration, step, step_group_size, episode (ranges `[a TO b]`, comparisons `<`, `<=`, `>`, `>=`).
@@ -40,14 +42,7 @@ struct JsonHit<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = Run::open(&args.run)?;
-    if !run.errors.is_empty() {
-        eprintln!(
-            "warning: skipped {} broken line(s) in the episodes file (see `gigscope validate {}`)",
-            run.errors.len(),
-            args.run.display()
-        );
-    }
+    let run = args.source.open(&args.run)?;
     // The run's recorded settings, as the advantages it is searched by should be the ones it trained with.
     let settings = run.meta.as_ref().and_then(|m| m.advantage.as_ref()).map_or_else(AdvantageSettings::default, |o| {
         o.apply(AdvantageSettings::default())

@@ -6,12 +6,15 @@ use std::process::ExitCode;
 
 use crate::advantage::{compute, run_stats, RunStats};
 
-use super::advantages::{clip, open_run, SettingsFlags};
+use super::advantages::{clip, SettingsFlags};
+use super::source::SourceFlags;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run directory.
+    /// Run directory (gigscope-run/1, a verl rollout dump or a TRL completions log).
     pub run: PathBuf,
+    #[command(flatten)]
+    pub source: SourceFlags,
     #[command(flatten)]
     pub settings: SettingsFlags,
     /// Print the statistics as one JSON object.
@@ -20,7 +23,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = open_run(&args.run)?;
+    let run = args.source.open(&args.run)?;
     let settings = args.settings.resolve(&run)?;
     let table = compute(&run.episodes, &settings);
     let stats = run_stats(&run.episodes, &table);

@@ -28,6 +28,8 @@ pub struct ViewArgs {
     /// WebShop catalog directory for live play and training bursts (default: the embedded demo catalog).
     #[arg(long, value_name = "DIR")]
     pub catalog: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: super::source::SourceFlags,
 }
 
 fn watch_options(rescan_ms: u64) -> crate::live::WatchOptions {
@@ -42,6 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         follow: view.follow,
         watch: watch_options(view.rescan_ms),
         catalog: view.catalog,
+        from: view.source.from,
+        source: view.source.options(),
     };
     crate::tui::run(opts).with_context(|| format!("gigscope tui {}", run.display()))?;
     Ok(ExitCode::SUCCESS)

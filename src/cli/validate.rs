@@ -3,30 +3,39 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::source::SourceFlags;
 use crate::run::{Run, EPISODES_FILE, METRICS_FILE};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run directory.
+    /// Run directory (gigscope-run/1, a verl rollout dump or a TRL completions log).
     pub run: PathBuf,
+    #[command(flatten)]
+    pub source: SourceFlags,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A missing directory, a missing episodes file or a bad run.json is an error (exit status 1 as well).
-    let run = Run::open(&args.run)?;
-    // Broken lines and duplicate ids of episodes.jsonl, reported together in line order.
-    let mut problems: Vec<(u64, String)> = run.errors.iter().map(|e| (e.line, e.reason.clone())).collect();
+    let run = Run::open_as(&args.run, args.source.from, &args.source.options())?;
+    // Broken lines and duplicate ids of the episodes, reported together in file and line order.
+    let episodes = args.run.join(EPISODES_FILE);
+    let file_of = |file: Option<&str>| file.map_or_else(|| episodes.clone(), |f| args.run.join(f));
+    let mut problems: Vec<(PathBuf, u64, String)> =
+        run.errors.iter().map(|e| (file_of(e.file.as_deref()), e.line, e.reason.clone())).collect();
     let mut seen = std::collections::HashMap::new();
     for (episode, &line) in run.episodes.iter().zip(&run.episode_lines) {
         if let Some(first) = seen.insert(episode.id.as_str(), line) {
-            problems.push((line, format!("duplicate episode id {:?} (first on line {first})", episode.id)));
+            let reason = format!("duplicate episode id {:?} (first on line {first})", episode.id);
+            problems.push((file_of(episode.source_file()), line, reason));
         }
     }
-    let episodes = args.run.join(EPISODES_FILE);
     let metrics = args.run.join(METRICS_FILE);
-    problems.sort_by_key(|(line, _)| *line);
-    for (line, reason) in &problems {
-        println!("{}:{line}: {reason}", episodes.display());
+    problems.sort();
+    for (file, line, reason) in &problems {
+        println!("{}:{line}: {reason}", file.display());
+    }
+    for notice in &run.notices {
+        println!("{}: {notice}", args.run.display());
     }
     for e in &run.metrics_errors {
         println!("{}:{}: {}", metrics.display(), e.line, e.reason);

@@ -7,7 +7,6 @@
 //! also re-scans periodically. What it finds is sent as [`LiveEvent`]s; [`apply`] merges them into the
 //! consumer's `Run` and [`LiveStatus`] keeps the time of the last update and the count of broken lines.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -16,175 +15,45 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::run::{
-    check_run_dir, read_meta, Episode, JsonlTail, LineError, MetricsRecord, Run, RunError, RunMeta, EPISODES_FILE,
-    METRICS_FILE, RUN_META_FILE,
-};
+use crate::run::source::{open_source, resolve_layout, GigscopeSource, RunSource};
+use crate::run::{check_run_dir, Layout, Run, RunError, SourceOptions};
 
-/// Which of the run's line files an event is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LiveFile {
-    Episodes,
-    Metrics,
-}
+pub use crate::run::source::{apply, Applied, LiveEvent, LiveFile};
 
-/// What the watcher found. Events of one file arrive in file order; a `Reset` comes before the records
-/// read from the new content.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LiveEvent {
-    /// The file was truncated or replaced: everything read from it before is void.
-    Reset(LiveFile),
-    /// New episodes with their 1-based line numbers.
-    Episodes(Vec<(u64, Episode)>),
-    /// New metrics records with their 1-based line numbers.
-    Metrics(Vec<(u64, MetricsRecord)>),
-    /// Lines that could not be read (skipped; every good line is still delivered).
-    BrokenLines(LiveFile, Vec<LineError>),
-    /// `run.json` changed (or appeared, or was removed: `None`); boxed, as it is far larger than the rest.
-    Meta(Option<Box<RunMeta>>),
-    /// A file could not be read (e.g. a malformed `run.json`, permissions). Reported once per distinct
-    /// problem; watching goes on.
-    Error(String),
-}
-
-/// Where the readers of a run stand, handed from [`open`] to [`Watcher::spawn`].
+/// Where the reader of a run stands, handed from [`open`] to [`Watcher::spawn`].
 #[derive(Debug)]
 pub struct Tails {
-    episodes: JsonlTail<Episode>,
-    metrics: JsonlTail<MetricsRecord>,
-    /// The bytes of `run.json` last seen (`None`: absent), to notice changes by content rather than mtime,
-    /// whose resolution can hide a quick rewrite.
-    meta_bytes: Option<Vec<u8>>,
+    source: Box<dyn RunSource>,
 }
 
 impl Tails {
-    /// Readers at the start of every file: the watcher's first scan delivers the whole run as events.
+    /// A gigscope-run/1 reader at the start of every file: the watcher's first scan delivers the whole run
+    /// as events.
     pub fn from_start(dir: &Path) -> Self {
-        Tails {
-            episodes: JsonlTail::new(dir.join(EPISODES_FILE)),
-            metrics: JsonlTail::new(dir.join(METRICS_FILE)),
-            meta_bytes: None,
-        }
+        Tails { source: Box::new(GigscopeSource::new(dir)) }
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.source.layout()
     }
 }
 
-/// A run with nothing read yet, for a consumer that takes everything from a [`Tails::from_start`] watcher.
-pub fn empty_run(dir: &Path) -> Run {
-    Run {
-        dir: dir.to_path_buf(),
-        meta: None,
-        episodes: Vec::new(),
-        episode_lines: Vec::new(),
-        errors: Vec::new(),
-        metrics: Vec::new(),
-        metrics_errors: Vec::new(),
-    }
-}
-
-/// Read the run as it is now, keeping the readers' positions for [`Watcher::spawn`]. Unlike
-/// [`Run::open`], a missing `episodes.jsonl` is not an error: a trainer may not have written it yet.
+/// Read the run in `dir` as it is now, in the layout detected from its files, keeping the reader's position
+/// for [`Watcher::spawn`]. Unlike [`Run::open_as`], a directory with nothing in it yet is not an error: it is
+/// followed as a gigscope run a trainer has not started writing.
 pub fn open(dir: &Path) -> Result<(Run, Tails), RunError> {
-    check_run_dir(dir)?;
-    // Bytes first, then parse: if run.json changes in between, the watcher sees a difference and reports
-    // the new content, rather than the change being missed.
-    let meta_bytes = std::fs::read(dir.join(RUN_META_FILE)).ok();
-    let meta = read_meta(dir)?;
-    let mut tails = Tails { meta_bytes, ..Tails::from_start(dir) };
-    let mut run = empty_run(dir);
-    run.meta = meta;
-    let episodes = tails.episodes.poll()?;
-    let metrics = tails.metrics.poll()?;
-    apply(&mut run, LiveEvent::Episodes(episodes.records));
-    apply(&mut run, LiveEvent::BrokenLines(LiveFile::Episodes, episodes.errors));
-    apply(&mut run, LiveEvent::Metrics(metrics.records));
-    apply(&mut run, LiveEvent::BrokenLines(LiveFile::Metrics, metrics.errors));
-    Ok((run, tails))
+    open_as(dir, None, &SourceOptions::default())
 }
 
-/// What applying events changed, for the consumer to decide what to recompute and redraw.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Applied {
-    /// The episodes were reset (file truncated or replaced): indices from before are void; find the
-    /// selected episode again by id.
-    pub episodes_reset: bool,
-    /// Indices in `run.episodes` of the episodes added.
-    pub new_episodes: Range<usize>,
-    pub metrics_changed: bool,
-    pub meta_changed: bool,
-    /// Broken lines reported.
-    pub broken_lines: usize,
-    pub errors: Vec<String>,
-}
-
-impl Applied {
-    /// Anything the consumer shows changed.
-    pub fn changed(&self) -> bool {
-        self.episodes_reset
-            || !self.new_episodes.is_empty()
-            || self.metrics_changed
-            || self.meta_changed
-            || self.broken_lines > 0
-            || !self.errors.is_empty()
+/// [`open`], reading the run as `from` (else the detected layout) with the layout's `options`.
+pub fn open_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Result<(Run, Tails), RunError> {
+    let layout = resolve_layout(dir, from, true)?;
+    let mut source = open_source(dir, layout, options)?;
+    let mut run = Run::empty(dir, layout);
+    for event in source.poll().events {
+        apply(&mut run, event);
     }
-
-    /// Combine with the summary of a later event.
-    pub fn absorb(&mut self, later: Applied) {
-        // A later reset voids the episodes added before it.
-        if later.episodes_reset || self.new_episodes.is_empty() {
-            self.new_episodes = later.new_episodes;
-        } else if !later.new_episodes.is_empty() {
-            self.new_episodes.end = later.new_episodes.end;
-        }
-        self.episodes_reset |= later.episodes_reset;
-        self.metrics_changed |= later.metrics_changed;
-        self.meta_changed |= later.meta_changed;
-        self.broken_lines += later.broken_lines;
-        self.errors.extend(later.errors);
-    }
-}
-
-/// Merge one event into `run`. Pure: no I/O, so the consumer's state stays testable.
-pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
-    let mut applied = Applied { new_episodes: run.episodes.len()..run.episodes.len(), ..Applied::default() };
-    match event {
-        LiveEvent::Reset(LiveFile::Episodes) => {
-            run.episodes.clear();
-            run.episode_lines.clear();
-            run.errors.clear();
-            applied.episodes_reset = true;
-            applied.new_episodes = 0..0;
-        }
-        LiveEvent::Reset(LiveFile::Metrics) => {
-            run.metrics.clear();
-            run.metrics_errors.clear();
-            applied.metrics_changed = true;
-        }
-        LiveEvent::Episodes(records) => {
-            let start = run.episodes.len();
-            for (line, episode) in records {
-                run.episode_lines.push(line);
-                run.episodes.push(episode);
-            }
-            applied.new_episodes = start..run.episodes.len();
-        }
-        LiveEvent::Metrics(records) => {
-            applied.metrics_changed = !records.is_empty();
-            run.metrics.extend(records.into_iter().map(|(_, m)| m));
-        }
-        LiveEvent::BrokenLines(file, errors) => {
-            applied.broken_lines = errors.len();
-            match file {
-                LiveFile::Episodes => run.errors.extend(errors),
-                LiveFile::Metrics => run.metrics_errors.extend(errors),
-            }
-        }
-        LiveEvent::Meta(meta) => {
-            run.meta = meta.map(|m| *m);
-            applied.meta_changed = true;
-        }
-        LiveEvent::Error(message) => applied.errors.push(message),
-    }
-    applied
+    Ok((run, Tails { source }))
 }
 
 /// For the status bar: when the run last changed and how many lines were skipped as broken.
@@ -250,7 +119,8 @@ pub enum LiveError {
 }
 
 enum Wake {
-    Changed,
+    /// Something changed at these paths (none: unknown, read to be sure).
+    Changed(Vec<PathBuf>),
     Stop,
 }
 
@@ -268,8 +138,10 @@ impl Watcher {
         check_run_dir(dir)?;
         let (events_tx, events_rx) = mpsc::channel();
         let (wake_tx, wake_rx) = mpsc::channel();
+        let watch_dirs: Vec<PathBuf> =
+            std::iter::once(dir.to_path_buf()).chain(tails.source.watch_dirs()).collect();
         let notify = if options.notify {
-            match start_notify(dir, wake_tx.clone()) {
+            match start_notify(&watch_dirs, wake_tx.clone()) {
                 Ok(watcher) => Some(watcher),
                 Err(err) => {
                     let message = format!("not watching {} for changes ({err}); re-reading it every {:?}", dir.display(), options.rescan);
@@ -280,7 +152,7 @@ impl Watcher {
         } else {
             None
         };
-        let mut scanner = Scanner { dir: dir.to_path_buf(), tails, events: events_tx, last_errors: [None, None, None] };
+        let mut scanner = Scanner { source: tails.source, events: events_tx };
         let thread = std::thread::Builder::new()
             .name("gigscope-live".to_string())
             .spawn(move || scanner.run(wake_rx, options))
@@ -300,43 +172,42 @@ impl Drop for Watcher {
     }
 }
 
-fn start_notify(dir: &Path, wake: Sender<Wake>) -> notify::Result<RecommendedWatcher> {
+/// A notify watcher of `dirs` (the run directory first) that wakes the scanner on any change; the scanner
+/// asks its source which changes matter.
+fn start_notify(dirs: &[PathBuf], wake: Sender<Wake>) -> notify::Result<RecommendedWatcher> {
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let relevant = match &event {
-            Ok(event) => is_relevant(event),
+        let wake_up = match event {
+            Ok(event) => is_change(&event).then_some(Wake::Changed(event.paths)),
             // An overflowed or failed event stream may have lost changes: read to be sure.
-            Err(_) => true,
+            Err(_) => Some(Wake::Changed(Vec::new())),
         };
-        if relevant {
-            let _ = wake.send(Wake::Changed);
+        if let Some(wake_up) = wake_up {
+            let _ = wake.send(wake_up);
         }
     })?;
-    // The directory, not the files: a file replaced by rename, or created later, is still seen.
-    watcher.watch(dir, RecursiveMode::NonRecursive)?;
+    // Directories, not files: a file replaced by rename, or created later, is still seen.
+    for dir in dirs {
+        // A directory that does not exist yet (TRL's completions/) is found by the periodic re-scan.
+        if dir.is_dir() {
+            watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        }
+    }
     Ok(watcher)
 }
 
-/// Changes to the files the watcher reads. Opens and reads are ignored: the watcher's own reads would
-/// otherwise wake it again and again.
-fn is_relevant(event: &notify::Event) -> bool {
-    let kind_matters = match event.kind {
+/// Changes, not reads: the watcher's own reads would otherwise wake it again and again.
+fn is_change(event: &notify::Event) -> bool {
+    match event.kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
         EventKind::Access(_) => false,
         _ => true,
-    };
-    let names = [EPISODES_FILE, METRICS_FILE, RUN_META_FILE];
-    kind_matters
-        && (event.paths.is_empty()
-            || event.paths.iter().any(|p| p.file_name().is_some_and(|n| names.iter().any(|name| n == *name))))
+    }
 }
 
 /// The watcher thread's state.
 struct Scanner {
-    dir: PathBuf,
-    tails: Tails,
+    source: Box<dyn RunSource>,
     events: Sender<LiveEvent>,
-    /// Last error reported per source (episodes, metrics, run.json), so a lasting problem is reported once.
-    last_errors: [Option<String>; 3],
 }
 
 /// The consumer dropped the receiver: nothing left to do.
@@ -345,16 +216,19 @@ struct Disconnected;
 impl Scanner {
     fn run(&mut self, wake: Receiver<Wake>, options: WatchOptions) {
         loop {
-            if self.scan().is_err() {
-                return;
-            }
-            match wake.recv_timeout(options.rescan) {
-                Ok(Wake::Changed) => {
+            let Ok(pending) = self.scan() else { return };
+            // Data still being written is looked at again after the debounce, not at the next re-scan.
+            let wait = if pending { options.debounce } else { options.rescan };
+            match wake.recv_timeout(wait) {
+                Ok(Wake::Changed(paths)) => {
+                    if !self.concerns(&paths) {
+                        continue;
+                    }
                     // Debounce: collect the rest of the burst, but never wait longer than `debounce`.
                     let deadline = Instant::now() + options.debounce;
                     loop {
                         match wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                            Ok(Wake::Changed) => {}
+                            Ok(Wake::Changed(_)) => {}
                             Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                             Err(RecvTimeoutError::Timeout) => break,
                         }
@@ -366,68 +240,17 @@ impl Scanner {
         }
     }
 
-    fn send(&self, event: LiveEvent) -> Result<(), Disconnected> {
-        self.events.send(event).map_err(|_| Disconnected)
+    /// An event without paths may concern anything.
+    fn concerns(&self, paths: &[PathBuf]) -> bool {
+        paths.is_empty() || paths.iter().any(|p| self.source.watches(p))
     }
 
-    /// Report `error` from `source` unless it is the one reported last; clear it on success.
-    fn report(&mut self, source: usize, error: Option<String>) -> Result<(), Disconnected> {
-        if error != self.last_errors[source] {
-            self.last_errors[source] = error.clone();
-            if let Some(message) = error {
-                self.send(LiveEvent::Error(message))?;
-            }
+    /// Poll the source and send what it found; whether data is pending.
+    fn scan(&mut self) -> Result<bool, Disconnected> {
+        let poll = self.source.poll();
+        for event in poll.events {
+            self.events.send(event).map_err(|_| Disconnected)?;
         }
-        Ok(())
-    }
-
-    fn scan(&mut self) -> Result<(), Disconnected> {
-        self.scan_meta()?;
-        match self.tails.episodes.poll() {
-            Ok(batch) => {
-                self.report(0, None)?;
-                if batch.reset {
-                    self.send(LiveEvent::Reset(LiveFile::Episodes))?;
-                }
-                if !batch.records.is_empty() {
-                    self.send(LiveEvent::Episodes(batch.records))?;
-                }
-                if !batch.errors.is_empty() {
-                    self.send(LiveEvent::BrokenLines(LiveFile::Episodes, batch.errors))?;
-                }
-            }
-            Err(err) => self.report(0, Some(err.to_string()))?,
-        }
-        match self.tails.metrics.poll() {
-            Ok(batch) => {
-                self.report(1, None)?;
-                if batch.reset {
-                    self.send(LiveEvent::Reset(LiveFile::Metrics))?;
-                }
-                if !batch.records.is_empty() {
-                    self.send(LiveEvent::Metrics(batch.records))?;
-                }
-                if !batch.errors.is_empty() {
-                    self.send(LiveEvent::BrokenLines(LiveFile::Metrics, batch.errors))?;
-                }
-            }
-            Err(err) => self.report(1, Some(err.to_string()))?,
-        }
-        Ok(())
-    }
-
-    fn scan_meta(&mut self) -> Result<(), Disconnected> {
-        let bytes = std::fs::read(self.dir.join(RUN_META_FILE)).ok();
-        if bytes == self.tails.meta_bytes {
-            return Ok(());
-        }
-        self.tails.meta_bytes = bytes;
-        match read_meta(&self.dir) {
-            Ok(meta) => {
-                self.report(2, None)?;
-                self.send(LiveEvent::Meta(meta.map(Box::new)))
-            }
-            Err(err) => self.report(2, Some(err.to_string())),
-        }
+        Ok(poll.pending)
     }
 }

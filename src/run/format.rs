@@ -12,6 +12,8 @@ use crate::advantage::AdvantageOverrides;
 
 /// The value of `run.json`'s `format` key for this version.
 pub const FORMAT_V1: &str = "gigscope-run/1";
+/// Key of `Episode::extra` where readers of multi-file layouts record `{"file": …, "line": …}`.
+pub const SOURCE_KEY: &str = "source";
 /// File names inside a run directory.
 pub const RUN_META_FILE: &str = "run.json";
 pub const EPISODES_FILE: &str = "episodes.jsonl";
@@ -161,6 +163,12 @@ impl Episode {
     /// Undiscounted sum of the step rewards.
     pub fn total_reward(&self) -> f64 {
         self.steps.iter().map(|s| s.reward).sum()
+    }
+
+    /// For runs read from several files (verl, TRL): the file this episode was read from, relative to the
+    /// run directory, as the reader records it in `extra.source.file`.
+    pub fn source_file(&self) -> Option<&str> {
+        self.extra.get(SOURCE_KEY)?.get("file")?.as_str()
     }
 
     pub fn instruction(&self) -> &str {

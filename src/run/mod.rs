@@ -3,10 +3,12 @@
 mod error;
 mod format;
 mod reader;
+pub mod source;
 pub mod synth;
 mod writer;
 
 pub use error::RunError;
 pub use format::*;
 pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch};
+pub use source::{Layout, SourceOptions};
 pub use writer::{write_atomic, RunWriter};

@@ -12,18 +12,30 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use super::error::RunError;
-use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+use super::format::{Episode, MetricsRecord, RunMeta, RUN_META_FILE};
+use super::source::Layout;
 
 /// A line that could not be read as a record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineError {
-    /// 1-based line number in the file.
+    /// The file, for runs read from several files (`None`: the stream's one file).
+    pub file: Option<String>,
+    /// 1-based line (or row) number in the file.
     pub line: u64,
     pub reason: String,
 }
 
+impl LineError {
+    pub fn new(line: u64, reason: impl Into<String>) -> Self {
+        LineError { file: None, line, reason: reason.into() }
+    }
+}
+
 impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}: ")?;
+        }
         write!(f, "line {}: {}", self.line, self.reason)
     }
 }
@@ -138,7 +150,7 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             match parse_line::<T>(&buf) {
                 Ok(Some(record)) => sink(self.lines, record),
                 Ok(None) => {}
-                Err(reason) => batch.errors.push(LineError { line: self.lines, reason }),
+                Err(reason) => batch.errors.push(LineError::new(self.lines, reason)),
             }
             std::mem::swap(&mut self.last_line, &mut buf);
         }
@@ -192,45 +204,23 @@ fn parse_line<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, String> {
     })
 }
 
-/// A whole run directory, read once.
+/// A whole run, read once or followed live (see [`super::source`]).
 #[derive(Debug)]
 pub struct Run {
     pub dir: PathBuf,
+    /// The layout the run was read from.
+    pub layout: Layout,
     pub meta: Option<RunMeta>,
     pub episodes: Vec<Episode>,
-    /// 1-based line of each episode in `episodes.jsonl`.
+    /// 1-based line (or row) of each episode's first record in its file.
     pub episode_lines: Vec<u64>,
-    /// Broken lines of `episodes.jsonl`.
+    /// Broken lines of the episodes.
     pub errors: Vec<LineError>,
     pub metrics: Vec<MetricsRecord>,
     /// Broken lines of `metrics.jsonl`.
     pub metrics_errors: Vec<LineError>,
-}
-
-impl Run {
-    /// Read `run.json` (optional), `episodes.jsonl` (required) and `metrics.jsonl` (optional).
-    pub fn open(dir: &Path) -> Result<Run, RunError> {
-        check_run_dir(dir)?;
-        let episodes_path = dir.join(EPISODES_FILE);
-        if !episodes_path.is_file() {
-            return Err(RunError::NoEpisodes(dir.to_path_buf()));
-        }
-        let meta = read_meta(dir)?;
-        let mut tail = JsonlTail::<Episode>::new(episodes_path);
-        let batch = tail.poll()?;
-        let (episode_lines, episodes) = batch.records.into_iter().unzip();
-        let mut metrics_tail = JsonlTail::<MetricsRecord>::new(dir.join(METRICS_FILE));
-        let metrics_batch = metrics_tail.poll()?;
-        Ok(Run {
-            dir: dir.to_path_buf(),
-            meta,
-            episodes,
-            episode_lines,
-            errors: batch.errors,
-            metrics: metrics_batch.records.into_iter().map(|(_, m)| m).collect(),
-            metrics_errors: metrics_batch.errors,
-        })
-    }
+    /// Problems reading a file, and quirks of the trainer's output the source noticed, in order.
+    pub notices: Vec<String>,
 }
 
 /// The directory exists and is a directory.

@@ -19,7 +19,7 @@ use super::action::Action;
 use super::config::{Config, ConfigError};
 use super::state::{GroupingRequest, State};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
-use crate::run::{Episode, RunError, RunWriter};
+use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
 use crate::webshop::shop::Shop;
 use super::theme::color_enabled;
 use super::burst::{BurstRequest, BurstUpdate};
@@ -38,6 +38,9 @@ pub struct Options {
     pub watch: WatchOptions,
     /// WebShop catalog directory for live play and training bursts (`None`: the embedded demo catalog).
     pub catalog: Option<PathBuf>,
+    /// Read the run as this layout instead of detecting it.
+    pub from: Option<Layout>,
+    pub source: SourceOptions,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -418,7 +421,18 @@ fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, String> {
 /// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The readers'
 /// positions are returned for [`Watcher::spawn`], which continues from exactly there.
 pub fn open(dir: &Path, config: Config, size: (u16, u16)) -> Result<(State, Tails), AppError> {
-    let (run, tails) = live::open(dir)?;
+    open_as(dir, None, &SourceOptions::default(), config, size)
+}
+
+/// [`open`], reading the run as `from` (else the detected layout) with the layout's `options`.
+pub fn open_as(
+    dir: &Path,
+    from: Option<Layout>,
+    options: &SourceOptions,
+    config: Config,
+    size: (u16, u16),
+) -> Result<(State, Tails), AppError> {
+    let (run, tails) = live::open_as(dir, from, options)?;
     Ok((State::new(run, config, size), tails))
 }
 
@@ -437,7 +451,7 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
     let config = Config::load(opts.config.as_deref(), color)?;
     // Open and read before touching the terminal, so errors print normally.
-    let (mut state, tails) = open(&opts.run, config, (80, 24))?;
+    let (mut state, tails) = open_as(&opts.run, opts.from, &opts.source, config, (80, 24))?;
     let (tx, rx) = mpsc::channel::<Incoming>();
     let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;
     let live_tx = tx.clone();

@@ -1,0 +1,42 @@
+//! How every command opens a run: any layout gigscope reads, detected from the directory or forced.
+
+use std::path::Path;
+
+use crate::run::{Layout, Run, SourceOptions};
+
+/// The flags that choose how a run directory is read; shared by every command that opens a run.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SourceFlags {
+    /// Read the directory as this layout instead of detecting it (gigscope: episodes.jsonl; verl: a rollout
+    /// dump of {step}.jsonl files; trl: a GRPOTrainer completions log).
+    #[arg(long, value_enum, value_name = "LAYOUT")]
+    pub from: Option<Layout>,
+    /// TRL logs: rows per group (the trainer's num_generations), instead of groups inferred from
+    /// consecutive equal prompts.
+    #[arg(long, value_name = "N")]
+    pub group_size: Option<usize>,
+}
+
+impl SourceFlags {
+    pub fn options(&self) -> SourceOptions {
+        SourceOptions { group_size: self.group_size }
+    }
+
+    /// Open a run for a subcommand: a missing directory, or one holding no run, is an error naming what was
+    /// looked for; broken lines and the reader's notices are left to `validate` but counted on stderr so they
+    /// are not silently dropped.
+    pub fn open(&self, dir: &Path) -> anyhow::Result<Run> {
+        let run = Run::open_as(dir, self.from, &self.options())?;
+        if !run.errors.is_empty() {
+            eprintln!(
+                "warning: {}: skipped {} broken line(s) of the episodes (see `gigscope validate`)",
+                dir.display(),
+                run.errors.len()
+            );
+        }
+        for notice in &run.notices {
+            eprintln!("warning: {notice}");
+        }
+        Ok(run)
+    }
+}

@@ -1,0 +1,99 @@
+//! gigscope-run/1: `episodes.jsonl` and `metrics.jsonl` tailed line by line, `run.json` compared by content.
+
+use std::path::{Path, PathBuf};
+
+use super::{ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourcePoll};
+use crate::run::format::{Episode, MetricsRecord, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+use crate::run::reader::{read_meta, JsonlTail, TailBatch};
+
+/// Where the readers of a gigscope run directory stand.
+#[derive(Debug)]
+pub struct GigscopeSource {
+    dir: PathBuf,
+    episodes: JsonlTail<Episode>,
+    metrics: JsonlTail<MetricsRecord>,
+    /// The bytes of `run.json` last seen (`None`: absent, or not read yet), to notice changes by content
+    /// rather than mtime, whose resolution can hide a quick rewrite.
+    meta_bytes: Option<Vec<u8>>,
+    meta_read: bool,
+    /// Lasting problems of episodes, metrics and run.json, each reported once.
+    errors: [ErrorOnce; 3],
+}
+
+impl GigscopeSource {
+    /// Readers at the start of every file: the first poll delivers the whole run.
+    pub fn new(dir: &Path) -> Self {
+        GigscopeSource {
+            dir: dir.to_path_buf(),
+            episodes: JsonlTail::new(dir.join(EPISODES_FILE)),
+            metrics: JsonlTail::new(dir.join(METRICS_FILE)),
+            meta_bytes: None,
+            meta_read: false,
+            errors: Default::default(),
+        }
+    }
+
+    fn poll_meta(&mut self, events: &mut Vec<LiveEvent>) {
+        let bytes = std::fs::read(self.dir.join(RUN_META_FILE)).ok();
+        if self.meta_read && bytes == self.meta_bytes {
+            return;
+        }
+        // Bytes first, then parse: if run.json changes in between, the next poll sees a difference and
+        // reports the new content, rather than the change being missed.
+        self.meta_bytes = bytes;
+        self.meta_read = true;
+        match read_meta(&self.dir) {
+            Ok(meta) => {
+                events.extend(self.errors[2].report(None));
+                events.push(LiveEvent::Meta(meta.map(Box::new)));
+            }
+            Err(err) => events.extend(self.errors[2].report(Some(err.to_string()))),
+        }
+    }
+}
+
+/// The events of one tail's batch, in order.
+fn batch_events<T>(
+    batch: Result<TailBatch<T>, crate::run::RunError>,
+    file: LiveFile,
+    wrap: fn(Vec<(u64, T)>) -> LiveEvent,
+    errors: &mut ErrorOnce,
+    events: &mut Vec<LiveEvent>,
+) {
+    match batch {
+        Ok(batch) => {
+            events.extend(errors.report(None));
+            if batch.reset {
+                events.push(LiveEvent::Reset(file));
+            }
+            if !batch.records.is_empty() {
+                events.push(wrap(batch.records));
+            }
+            if !batch.errors.is_empty() {
+                events.push(LiveEvent::BrokenLines(file, batch.errors));
+            }
+        }
+        Err(err) => events.extend(errors.report(Some(err.to_string()))),
+    }
+}
+
+impl RunSource for GigscopeSource {
+    fn layout(&self) -> Layout {
+        Layout::Gigscope
+    }
+
+    fn poll(&mut self) -> SourcePoll {
+        let mut events = Vec::new();
+        self.poll_meta(&mut events);
+        let [episode_errors, metric_errors, _] = &mut self.errors;
+        batch_events(self.episodes.poll(), LiveFile::Episodes, LiveEvent::Episodes, episode_errors, &mut events);
+        batch_events(self.metrics.poll(), LiveFile::Metrics, LiveEvent::Metrics, metric_errors, &mut events);
+        // A torn last line is picked up when its newline arrives, which the writer's next event announces.
+        SourcePoll { events, pending: false }
+    }
+
+    fn watches(&self, path: &Path) -> bool {
+        let names = [EPISODES_FILE, METRICS_FILE, RUN_META_FILE];
+        path.file_name().is_some_and(|n| names.iter().any(|name| n == *name))
+    }
+}
