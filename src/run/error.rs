@@ -15,8 +15,6 @@ pub enum RunError {
     BadMeta { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{dir}: no run found; looked for {looked_for}")]
     NoRun { dir: PathBuf, looked_for: &'static str },
-    #[error("{dir}: reading a {layout} is not supported by this build")]
-    Unsupported { dir: PathBuf, layout: &'static str },
     #[error("{path}: could not encode a record: {source}")]
     Encode { path: PathBuf, source: serde_json::Error },
 }

@@ -13,6 +13,8 @@
 //! read (a `Reset` event, then the run from the start).
 
 mod gigscope;
+mod trl;
+mod verl;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,8 @@ use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE, RUN_META_FIL
 use super::reader::{check_run_dir, LineError, Run};
 
 pub use gigscope::GigscopeSource;
+pub use trl::TrlSource;
+pub use verl::VerlSource;
 
 /// The directory layouts gigscope reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -85,13 +89,11 @@ pub fn resolve_layout(dir: &Path, from: Option<Layout>, allow_empty: bool) -> Re
 /// A reader of `dir` in `layout`, positioned at the start.
 pub fn open_source(dir: &Path, layout: Layout, options: &SourceOptions) -> Result<Box<dyn RunSource>, RunError> {
     check_run_dir(dir)?;
-    let _ = options;
-    match layout {
-        Layout::Gigscope => Ok(Box::new(GigscopeSource::new(dir))),
-        Layout::Verl | Layout::Trl => {
-            Err(RunError::Unsupported { dir: dir.to_path_buf(), layout: layout.name() })
-        }
-    }
+    Ok(match layout {
+        Layout::Gigscope => Box::new(GigscopeSource::new(dir)),
+        Layout::Verl => Box::new(VerlSource::new(dir, options)),
+        Layout::Trl => Box::new(TrlSource::new(dir, options)),
+    })
 }
 
 /// Options some layouts take.
