@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod advantages;
+mod convert;
 mod search;
 mod source;
 mod stats;
@@ -35,6 +36,8 @@ pub enum Command {
     Advantages(advantages::Args),
     /// Group statistics of a run.
     Stats(stats::Args),
+    /// Write any run gigscope reads (verl dump, TRL log, ...) as a gigscope-run/1 directory.
+    Convert(convert::Args),
     /// Report every broken line of a run; exit 1 if any.
     Validate(validate::Args),
     /// Search a run's trajectories (fielded terms, numeric ranges).
@@ -55,6 +58,7 @@ pub fn main() -> ExitCode {
         Some(Command::Advantages(args)) => advantages::run(args),
         Some(Command::Stats(args)) => stats::run(args),
         Some(Command::Validate(args)) => validate::run(args),
+        Some(Command::Convert(args)) => convert::run(args),
         Some(Command::Search(args)) => search::run(args),
         Some(Command::Webshop(cmd)) => webshop::run(cmd),
         #[cfg(feature = "train")]

@@ -208,6 +208,8 @@ pub struct Selection {
     pub compare_scroll: usize,
     /// Observation scroll in lines.
     pub obs_scroll: usize,
+    /// Long plain-text observations show whole instead of folded (kept while moving between steps).
+    pub unfolded: bool,
 }
 
 /// The last search: its hits and which one is current.
@@ -316,6 +318,16 @@ impl State {
         };
         state.rebuild();
         state
+    }
+
+    /// Whether the run is a WebShop run, so that live play (and WebShop's page anchors) apply: its recorded
+    /// `env`, else a gigscope run without one (gigscope's own trainer and play write WebShop runs), never a
+    /// foreign layout that does not say so.
+    pub fn is_webshop(&self) -> bool {
+        match self.run.meta.as_ref().and_then(|m| m.env.as_deref()) {
+            Some(env) => env.eq_ignore_ascii_case("webshop"),
+            None => self.run.layout == crate::run::Layout::Gigscope,
+        }
     }
 
     pub fn settings_modified(&self) -> bool {

@@ -338,6 +338,10 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::NextItem => item(state, 1),
         Action::ScrollUp => state.sel.obs_scroll = state.sel.obs_scroll.saturating_sub(3),
         Action::ScrollDown => state.sel.obs_scroll = state.sel.obs_scroll.saturating_add(3),
+        Action::Fold => {
+            state.sel.unfolded = !state.sel.unfolded;
+            state.sel.obs_scroll = 0;
+        }
         Action::Overview => state.view = View::Overview,
         Action::Groups => state.view = View::Groups,
         Action::Episode => state.view = View::Episode,
@@ -379,6 +383,14 @@ fn on_action(state: &mut State, a: Action) -> Effects {
 }
 
 fn open_play(state: &mut State) -> Effects {
+    if !state.is_webshop() {
+        let env = state.run.meta.as_ref().and_then(|m| m.env.clone()).unwrap_or_else(|| "not recorded".into());
+        state.message = Some(format!(
+            "live play is WebShop's, and this run is not a WebShop run (env: {env}, {})",
+            state.run.layout.name()
+        ));
+        return Effects::redraw();
+    }
     state.view = View::Play;
     if state.play.is_some() {
         return Effects::redraw();

@@ -50,12 +50,16 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     let rows_adv = t.episode_rows(e);
     let body = layout::table_body(area);
     let start = layout::window_start(state.sel.step, ep.steps.len(), body.height as usize);
+    // The page column is WebShop's: runs of other environments record none and get the room for actions.
+    let pages = ep.steps.iter().any(|s| s.page.is_some());
     let rows = ep.steps.iter().zip(rows_adv).enumerate().skip(start).take(body.height as usize).map(|(i, (s, r))| {
         let size = t.anchor_groups[r.step_group as usize].members.len();
         let action = if s.valid { s.action.clone() } else { format!("⚠ {}", s.action) };
-        let row = Row::new(vec![
-            Cell::from(i.to_string()),
-            Cell::from(trunc(s.page.as_deref().unwrap_or("—"), 8)),
+        let mut cells = vec![Cell::from(i.to_string())];
+        if pages {
+            cells.push(Cell::from(trunc(s.page.as_deref().unwrap_or("—"), 8)));
+        }
+        cells.extend([
             Cell::from(action),
             Cell::from(format!("{:.2}", r.reward)),
             Cell::from(format!("{:.3}", r.ret)),
@@ -64,24 +68,27 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
             Cell::from(adv_span(state, r.advantage)),
             Cell::from(size.to_string()),
         ]);
+        let row = Row::new(cells);
         if i == state.sel.step { row.style(theme.selected()) } else { row }
     });
-    let header = Row::new(["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"]).style(theme.title());
-    Table::new(
-        rows,
-        [
-            Constraint::Length(2),
-            Constraint::Length(8),
-            Constraint::Min(12),
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(3),
-        ],
-    )
-    .header(header)
+    let mut names = vec!["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"];
+    let mut widths = vec![
+        Constraint::Length(2),
+        Constraint::Length(8),
+        Constraint::Min(12),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(3),
+    ];
+    if !pages {
+        names.remove(1);
+        widths.remove(1);
+    }
+    Table::new(rows, widths)
+    .header(Row::new(names).style(theme.title()))
     .block(block(state, "Steps"))
     .render(area, buf);
 }
@@ -123,19 +130,58 @@ fn wrap(text: &str, width: usize, out: &mut dyn FnMut(&str)) {
     }
 }
 
+/// Source lines kept at the start and at the end of a folded plain-text observation.
+pub const FOLD_HEAD: usize = 6;
+pub const FOLD_TAIL: usize = 30;
+
 /// The lines of the observation pane from `skip` on, at most `take` of them, and the total line count. Only
 /// the visible lines are built, so a long observation costs one cheap scan, not a full layout.
-pub fn observation_lines(obs: &str, width: usize, skip: usize, take: usize) -> (Vec<String>, usize) {
+///
+/// With `pages` (a WebShop run), the text between `[SEP]` markers shows one page element per item; any
+/// other text (ALFWorld, Sokoban, a chat prompt with its history) shows its own lines, wrapped. With `fold`, a plain text longer than
+/// [`FOLD_HEAD`] + [`FOLD_TAIL`] lines shows its start and its end, the middle folded into one line: long
+/// prompts repeat the whole history, and what the policy saw last is at the end.
+pub fn observation_lines(
+    obs: &str,
+    width: usize,
+    skip: usize,
+    take: usize,
+    pages: bool,
+    fold: bool,
+) -> (Vec<String>, usize) {
     let mut lines = Vec::with_capacity(take);
     let mut n = 0usize;
-    for seg in segments(obs) {
-        hanging("▪ ", seg, width, &mut |marker, l| {
-            // Only the visible lines are built: a long observation is counted, not laid out.
-            if n >= skip && lines.len() < take {
-                lines.push(format!("{marker}{l}"));
+    let mut emit = |marker: &str, l: &str| {
+        // Only the visible lines are built: a long observation is counted, not laid out.
+        if n >= skip && lines.len() < take {
+            lines.push(format!("{marker}{l}"));
+        }
+        n += 1;
+    };
+    if pages {
+        for seg in segments(obs) {
+            hanging("▪ ", seg, width, &mut emit);
+        }
+        return (lines, n);
+    }
+    let source_lines = obs.lines().count();
+    let folded = if fold && source_lines > FOLD_HEAD + FOLD_TAIL + 1 {
+        FOLD_HEAD..source_lines - FOLD_TAIL
+    } else {
+        0..0
+    };
+    for (i, line) in obs.lines().enumerate() {
+        if folded.contains(&i) {
+            if i == folded.start {
+                emit("", &format!("⋯ {} lines folded (z unfolds) ⋯", folded.len()));
             }
-            n += 1;
-        });
+            continue;
+        }
+        if line.trim().is_empty() {
+            emit("", "");
+        } else {
+            wrap(line.trim_end(), width, &mut |l| emit("", l));
+        }
     }
     (lines, n)
 }
@@ -152,7 +198,8 @@ fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(&str, &st
 }
 
 fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
-    observation_pane(state, &step.observation, &format!(" · {}", step.page.as_deref().unwrap_or("—")), area, buf);
+    let label = step.page.as_deref().map(|p| format!(" · {p}")).unwrap_or_default();
+    observation_pane(state, &step.observation, &label, area, buf);
 }
 
 /// An observation as page elements, scrolled by the user's observation scroll; `label` follows "Observation"
@@ -160,9 +207,10 @@ fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
 pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: &mut Buffer) {
     let inner = layout::inner(area);
     let (w, h) = (inner.width as usize, inner.height as usize);
-    let (_, total) = observation_lines(obs, w, 0, 0);
+    let (pages, fold) = (state.is_webshop() || obs.contains("[SEP]"), !state.sel.unfolded);
+    let (_, total) = observation_lines(obs, w, 0, 0, pages, fold);
     let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
-    let (lines, _) = observation_lines(obs, w, skip, h);
+    let (lines, _) = observation_lines(obs, w, skip, h, pages, fold);
     let title = format!("Observation{label} · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total));
     Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
         .block(block(state, title))
@@ -227,10 +275,10 @@ mod tests {
 
     #[test]
     fn wrapping_breaks_at_spaces_and_windows() {
-        let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 0, 10);
+        let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 0, 10, true, true);
         assert_eq!(lines, ["▪ aaa bbb", "  ccc", "▪ dd"]);
         assert_eq!(total, 3);
-        let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 1, 1);
+        let (lines, total) = observation_lines("aaa bbb ccc [SEP] dd", 9, 1, 1, true, true);
         assert_eq!(lines, ["  ccc"]);
         assert_eq!(total, 3);
     }
@@ -252,16 +300,31 @@ mod tests {
     #[test]
     fn a_huge_observation_only_builds_the_visible_lines() {
         let obs = "word ".repeat(200_000) + "[SEP] end";
-        let (lines, total) = observation_lines(&obs, 80, 1000, 5);
+        let (lines, total) = observation_lines(&obs, 80, 1000, 5, true, true);
         assert_eq!(lines.len(), 5);
         assert_eq!(total, 13_335, "200,000 words at 15 per 78-column line, then the last segment");
-        let (last, _) = observation_lines(&obs, 80, total - 1, 5);
+        let (last, _) = observation_lines(&obs, 80, total - 1, 5, true, true);
         assert_eq!(last, ["▪ end"]);
     }
 
     #[test]
+    fn plain_text_keeps_its_lines_and_folds_the_middle_of_a_long_prompt() {
+        let (lines, total) = observation_lines("You are in a room.\n\nYour task is: put a mug in the sink.", 20, 0, 10, false, true);
+        assert_eq!(lines, ["You are in a room.", "", "Your task is: put a", "mug in the sink."]);
+        assert_eq!(total, 4);
+        let prompt: String = (0..100).map(|i| format!("turn {i}\n")).collect();
+        let (lines, total) = observation_lines(&prompt, 40, 0, 100, false, true);
+        assert_eq!(total, FOLD_HEAD + 1 + FOLD_TAIL);
+        assert_eq!(lines[FOLD_HEAD - 1], format!("turn {}", FOLD_HEAD - 1));
+        assert_eq!(lines[FOLD_HEAD], format!("⋯ {} lines folded (z unfolds) ⋯", 100 - FOLD_HEAD - FOLD_TAIL));
+        assert_eq!(lines.last().map(String::as_str), Some("turn 99"));
+        let (_, total) = observation_lines(&prompt, 40, 0, 0, false, false);
+        assert_eq!(total, 100, "unfolded, every line shows");
+    }
+
+    #[test]
     fn long_word_is_cut_hard() {
-        let (lines, _) = observation_lines("abcdefghij", 6, 0, 10);
+        let (lines, _) = observation_lines("abcdefghij", 6, 0, 10, true, true);
         assert_eq!(lines, ["▪ abcd", "  efgh", "  ij"]);
     }
 }

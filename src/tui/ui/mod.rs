@@ -163,6 +163,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         let at = state.run.errors.last().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
         spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.live.broken_lines), theme.warn()));
     }
+    if !state.run.notices.is_empty() {
+        spans.push(Span::styled(format!("⚠ {} reader note(s), last in the overview · ", state.run.notices.len()), theme.warn()));
+    }
     if let Some(age) = state.now.and_then(|now| state.live.since_update(now)) {
         let secs = age.as_secs();
         spans.push(Span::raw(format!("updated {} · ", ago(secs))));

@@ -44,7 +44,13 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     });
     let header = Row::new(["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"])
         .style(theme.title());
-    let title = format!("Iterations ({})", its.len());
+    let mut title = format!("Iterations ({})", its.len());
+    if state.run.layout != crate::run::Layout::Gigscope {
+        title.push_str(&format!(" · {}", state.run.layout.name()));
+    }
+    if let Some(note) = state.run.notices.last() {
+        title.push_str(&format!(" · note: {note}"));
+    }
     Table::new(
         rows,
         [

@@ -1,0 +1,75 @@
+//! `gigscope convert SRC --out DIR`: any run gigscope reads, written as gigscope-run/1 (to share it, to index
+//! it, or to open it with tools that only read gigscope's own layout).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use super::source::SourceFlags;
+use crate::run::{RunMeta, RunWriter, FORMAT_V1};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Run directory to read (gigscope-run/1, a verl rollout dump or a TRL completions log).
+    pub run: PathBuf,
+    #[command(flatten)]
+    pub source: SourceFlags,
+    /// Directory to write the gigscope-run/1 copy to; it must not exist yet (nothing is overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.out.exists() {
+        bail!("{}: already exists (convert writes a new directory and never overwrites one)", args.out.display());
+    }
+    let run = args.source.open(&args.run)?;
+    // Written beside the target and renamed into place at the end, so an interrupted conversion never leaves
+    // a directory that looks like a complete run.
+    let parent = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = args.out.file_name().context("--out needs a directory name")?.to_string_lossy();
+    let staging = parent.join(format!(".{name}.converting{}", std::process::id()));
+    let result = write_copy(&staging, &run);
+    if let Err(err) = result.and_then(|()| std::fs::rename(&staging, &args.out).map_err(Into::into)) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(err.context(format!("writing {}", args.out.display())));
+    }
+    eprintln!(
+        "{}: {} episode(s), {} metrics record(s) from the {} in {}",
+        args.out.display(),
+        run.episodes.len(),
+        run.metrics.len(),
+        run.layout.name(),
+        args.run.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_copy(dir: &Path, run: &crate::run::Run) -> anyhow::Result<()> {
+    let mut writer = RunWriter::create(dir)?;
+    let mut meta = run.meta.clone().unwrap_or_default();
+    if meta.format.as_deref() != Some(FORMAT_V1) {
+        // Where the run came from is kept: the source layout and its own format tag.
+        let origin = serde_json::json!({
+            "layout": run.layout.name(),
+            "format": meta.format,
+            "path": run.dir.display().to_string(),
+        });
+        meta.extra.insert("converted_from".to_string(), origin);
+    }
+    meta = RunMeta { format: Some(FORMAT_V1.to_string()), ..meta };
+    if !run.notices.is_empty() {
+        let notices = run.notices.iter().cloned().map(Value::String).collect();
+        meta.extra.insert("reader_notices".to_string(), Value::Array(notices));
+    }
+    writer.write_meta(&meta)?;
+    for episode in &run.episodes {
+        writer.append_episode(episode)?;
+    }
+    for record in &run.metrics {
+        writer.append_metrics(record)?;
+    }
+    Ok(())
+}
