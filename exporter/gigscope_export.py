@@ -152,18 +152,17 @@ def _json_safe(value, _depth=0):
 
 
 def _plain_config(config):
-    """The trainer's config as plain JSON-safe data (OmegaConf resolved when possible, else read as is)."""
+    """The trainer's config as plain JSON-safe data, interpolations resolved. With an interpolation that
+    cannot be resolved, the config is read key by key: every other value is still resolved, that one is
+    noted as unreadable."""
     if config is None:
         return {}
     omegaconf = sys.modules.get("omegaconf")
     if omegaconf is not None:
         try:
             if isinstance(config, (omegaconf.DictConfig, omegaconf.ListConfig)):
-                try:
-                    config = omegaconf.OmegaConf.to_container(config, resolve=True)
-                except Exception:  # noqa: BLE001 - an unresolvable interpolation: keep it as written
-                    config = omegaconf.OmegaConf.to_container(config, resolve=False)
-        except Exception:  # noqa: BLE001
+                config = omegaconf.OmegaConf.to_container(config, resolve=True)
+        except Exception:  # noqa: BLE001 - read it key by key below
             pass
     plain = _json_safe(config)
     return plain if isinstance(plain, dict) else {"config": plain}
