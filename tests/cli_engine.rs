@@ -168,6 +168,13 @@ fn validate_lists_every_broken_line_and_fails() {
     assert_eq!(lines, [2, 3, 4, 5], "{text}");
     assert!(text.contains("reward"), "the missing field is named: {text}");
     assert!(text.contains("duplicate episode id \"a\""), "{text}");
+    // stats reads the same run as validate: the duplicate is a skipped broken line there too, so one
+    // episode (a) is counted, not two.
+    let stats = gigscope(&["stats", "--json", path(dir.path())]);
+    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    let json: Value = serde_json::from_slice(&stats.stdout).expect("stats json");
+    assert_eq!(json["episodes"], 1, "{json}");
+    assert!(String::from_utf8_lossy(&stats.stderr).contains("skipped 4 broken line(s)"));
 
     let ok = gigscope(&["validate", path(&worked_example())]);
     assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stdout));

@@ -17,18 +17,12 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A missing directory, a missing episodes file or a bad run.json is an error (exit status 1 as well).
     let run = Run::open_as(&args.run, args.source.from, &args.source.options())?;
-    // Broken lines and duplicate ids of the episodes, reported together in file and line order.
+    // Broken lines of the episodes (duplicate ids among them: the reader skips those as every reader does),
+    // in file and line order.
     let episodes = args.run.join(EPISODES_FILE);
     let file_of = |file: Option<&str>| file.map_or_else(|| episodes.clone(), |f| args.run.join(f));
     let mut problems: Vec<(PathBuf, u64, String)> =
         run.errors.iter().map(|e| (file_of(e.file.as_deref()), e.line, e.reason.clone())).collect();
-    let mut seen = std::collections::HashMap::new();
-    for (episode, &line) in run.episodes.iter().zip(&run.episode_lines) {
-        if let Some(first) = seen.insert(episode.id.as_str(), line) {
-            let reason = format!("duplicate episode id {:?} (first on line {first})", episode.id);
-            problems.push((file_of(episode.source_file()), line, reason));
-        }
-    }
     let metrics = args.run.join(METRICS_FILE);
     problems.sort();
     for (file, line, reason) in &problems {

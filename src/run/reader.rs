@@ -214,6 +214,8 @@ pub struct Run {
     pub episodes: Vec<Episode>,
     /// 1-based line (or row) of each episode's first record in its file.
     pub episode_lines: Vec<u64>,
+    /// Each episode's id → its line: a later episode with the same id is a broken line.
+    pub episode_ids: std::collections::HashMap<String, u64>,
     /// Broken lines of the episodes.
     pub errors: Vec<LineError>,
     pub metrics: Vec<MetricsRecord>,

@@ -229,6 +229,7 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
         LiveEvent::Reset(LiveFile::Episodes) => {
             run.episodes.clear();
             run.episode_lines.clear();
+            run.episode_ids.clear();
             run.errors.clear();
             applied.episodes_reset = true;
             applied.new_episodes = 0..0;
@@ -241,6 +242,16 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
         LiveEvent::Episodes(records) => {
             let start = run.episodes.len();
             for (line, episode) in records {
+                // An id met before is a broken line, for every reader alike (validate, stats, the TUI): the
+                // first episode with the id is kept, as the one any reference to the id meant first.
+                if let Some(&first) = run.episode_ids.get(&episode.id) {
+                    let reason = format!("duplicate episode id {:?} (first on line {first})", episode.id);
+                    let error = LineError { file: episode.source_file().map(str::to_owned), line, reason };
+                    run.errors.push(error);
+                    applied.broken_lines += 1;
+                    continue;
+                }
+                run.episode_ids.insert(episode.id.clone(), line);
                 run.episode_lines.push(line);
                 run.episodes.push(episode);
             }
@@ -321,6 +332,7 @@ impl Run {
             meta: None,
             episodes: Vec::new(),
             episode_lines: Vec::new(),
+            episode_ids: Default::default(),
             errors: Vec::new(),
             metrics: Vec::new(),
             metrics_errors: Vec::new(),
