@@ -1,0 +1,77 @@
+//! One way in for every layout: detection, `--from`, the error when nothing matches, and `gigscope convert`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gigscope::run::{Layout, Run, SourceOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
+
+fn gigscope(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("the gigscope binary runs")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn path(dir: &Path) -> &str {
+    dir.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn a_directory_without_a_run_is_an_error_naming_what_was_looked_for() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("notes.txt"), "not a run").expect("write");
+    for command in ["advantages", "stats", "validate", "search"] {
+        let mut args = vec![command, path(dir.path())];
+        if command == "search" {
+            args.push("hat");
+        }
+        let out = gigscope(&args);
+        assert!(!out.status.success(), "{command} succeeded on a directory without a run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for looked_for in ["episodes.jsonl", "{step}.jsonl", "completions_{step}.parquet"] {
+            assert!(err.contains(looked_for), "{command}: {err}");
+        }
+        assert!(err.contains(path(dir.path())), "{command}: the directory is named: {err}");
+    }
+}
+
+#[test]
+fn detection_and_from_agree_on_a_gigscope_run() {
+    let dir = fixture("engine/worked_example");
+    let detected = Run::open_as(&dir, None, &SourceOptions::default()).expect("open");
+    assert_eq!(detected.layout, Layout::Gigscope);
+    let forced = Run::open_as(&dir, Some(Layout::Gigscope), &SourceOptions::default()).expect("open");
+    assert_eq!(forced.episodes, detected.episodes);
+    let out = gigscope(&["advantages", "--from", "gigscope", "--format", "jsonl", path(&dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plain = gigscope(&["advantages", "--format", "jsonl", path(&dir)]);
+    assert_eq!(out.stdout, plain.stdout);
+}
+
+#[test]
+fn convert_writes_a_gigscope_run_that_reads_back_the_same_and_never_overwrites() {
+    let src = fixture("tui/basic");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tmp.path().join("copy");
+    let out = gigscope(&["convert", path(&src), "--out", path(&out_dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let original = Run::open(&src).expect("original");
+    let copy = Run::open(&out_dir).expect("copy");
+    assert_eq!(copy.episodes, original.episodes);
+    assert_eq!(copy.metrics, original.metrics);
+    assert_eq!(copy.meta.as_ref().and_then(|m| m.format.as_deref()), Some("gigscope-run/1"));
+    let same_advantages = |dir: &Path| gigscope(&["advantages", "--format", "jsonl", path(dir)]).stdout;
+    assert_eq!(same_advantages(&out_dir), same_advantages(&src));
+    // Nothing staged is left beside it.
+    let names: Vec<String> =
+        std::fs::read_dir(tmp.path()).expect("list").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["copy"]);
+
+    let again = gigscope(&["convert", path(&src), "--out", path(&out_dir)]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    assert_eq!(Run::open(&out_dir).expect("still there").episodes, original.episodes);
+}
