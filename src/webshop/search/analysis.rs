@@ -1,16 +1,15 @@
-//! The text analysis of WebShop's search engine (pyserini's default English analyzer on Lucene):
-//! standard tokenizer → English possessive filter → lower case → Lucene's 33 English stop words →
-//! classic Porter stemmer, and the same chain as a tantivy tokenizer for indexing.
+//! The text analysis of WebShop's search engine (pyserini 0.17's default English analyzer on Lucene
+//! 8.11): standard tokenizer ([`super::tokenizer`], Lucene's own grammar) → English possessive
+//! filter → lower case → Lucene's 33 English stop words → classic Porter stemmer, and the same
+//! chain as a tantivy tokenizer for indexing. `tests/webshop_search_lucene.rs` compares the terms
+//! with Lucene's own for every real product and query.
 //!
-//! Known differences from Lucene's `StandardTokenizer`: words are split by Unicode's UAX #29 rules
-//! as `unicode-segmentation` implements them (Lucene implements the same annex, possibly of another
-//! Unicode version); segments without a letter or digit are dropped, so emoji, which Lucene keeps
-//! as tokens, are dropped here; Lucene splits tokens longer than 255 chars, we keep them whole.
+//! Lower-casing is Java's `Character.toLowerCase`, one code point at a time (simple case mapping,
+//! no final sigma); the stemmer works on UTF-16 code units, as Lucene's does.
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
-use unicode_segmentation::UnicodeSegmentation;
-
 use super::porter::Stemmer;
+use super::tokenizer;
 
 /// Lucene's `EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`.
 pub const STOP_WORDS: [&str; 33] = [
@@ -27,14 +26,16 @@ pub struct Analyzer {
 impl Analyzer {
     /// Calls `f(term, byte_offset_from, byte_offset_to)` for every indexed term of `text`, in order.
     pub fn for_each_term(&mut self, text: &str, mut f: impl FnMut(String, usize, usize)) {
-        for (offset, word) in text.unicode_word_indices() {
-            let word = strip_possessive(word);
-            let lower = word.to_lowercase();
+        let mut lower = String::new();
+        tokenizer::for_each_token(text, |from, to| {
+            let word = strip_possessive(&text[from..to]);
+            lower.clear();
+            lower.extend(word.chars().map(java_lower_case));
             if STOP_WORDS.contains(&lower.as_str()) {
-                continue;
+                return;
             }
-            f(self.stemmer.stem(&lower), offset, offset + word.len());
-        }
+            f(self.stemmer.stem(&lower), from, from + word.len());
+        });
     }
 
     /// The terms of `text`, in order, with repeats.
@@ -42,6 +43,22 @@ impl Analyzer {
         let mut out = Vec::new();
         self.for_each_term(text, |term, _, _| out.push(term));
         out
+    }
+}
+
+/// Java's `Character.toLowerCase(int)`: the simple lower-case mapping of one code point. Rust's
+/// mapping is the full one, which differs only where the lower case is several characters
+/// (U+0130 `İ` → `i̇`); its simple mapping is `i`.
+#[inline]
+fn java_lower_case(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_lowercase();
+    }
+    let mut lower = c.to_lowercase();
+    match (lower.next(), lower.next()) {
+        (Some(l), None) => l,
+        _ if c == '\u{130}' => 'i',
+        _ => c,
     }
 }
 
@@ -111,6 +128,8 @@ mod tests {
             a.terms("The Women's Running Shoes, size 7.5 and Wi-Fi; it's 1,299 dollars"),
             ["women", "run", "shoe", "size", "7.5", "wi", "fi", "1,299", "dollar"]
         );
+        // Emoji are terms; `İ` lower-cases to `i` as in Java; a final sigma stays `σ`.
+        assert_eq!(a.terms("Great 👍🏽 İSTANBUL ΟΔΟΣ"), ["great", "👍🏽", "istanbul", "οδοσ"]);
         assert_eq!(a.terms("a the of"), Vec::<String>::new());
     }
 

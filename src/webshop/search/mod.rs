@@ -5,13 +5,15 @@
 //! itself: document frequencies from the term dictionary, term frequencies from the postings and
 //! field lengths from the fieldnorms, combined with Lucene's formula
 //! `boost · idf · (1 − 1 / (1 + tf / (k1 · (1 − b + b · dl / avgdl))))`, `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`,
-//! all in `f32` as Lucene does. `dl` is the fieldnorm, quantised to one byte per document; tantivy's
+//! each term's in `f32` as Lucene does, a document's terms added in `f64` and rounded once to
+//! `f32` (Lucene's disjunction sum). `dl` is the fieldnorm, quantised to one byte per document; tantivy's
 //! fieldnorm table is Lucene's `SmallFloat.intToByte4` table, so it is the same lossy length
 //! Lucene scores with (exact up to 40 terms, then within 1/8). `avgdl` is exact in both. A repeated
-//! query term counts as a boost (Anserini's bag-of-words query). The remaining differences from
-//! the original are those of the analysis (see [`analysis`]) and of float summation order; the
-//! exact reference in [`reference`] (exact lengths, `f64`) measures how much all this moves the
-//! ranking (see `tests/webshop_search_agreement.rs`).
+//! query term counts as a boost (Anserini's bag-of-words query); ties go by asin, as Anserini
+//! breaks them by document id. The analysis is Lucene's own (see [`analysis`], [`tokenizer`]).
+//! `tests/webshop_search_lucene.rs` compares hits, scores and terms with pyserini 0.17 itself on
+//! every real human query; the exact reference in [`reference`] (exact lengths, `f64`) measures
+//! how much Lucene's length quantisation moves the ranking (`tests/webshop_search_agreement.rs`).
 //!
 //! Only the top [`TOP_K`] are kept, and most documents are never scored: [`score`] prunes with
 //! per-term and per-block score bounds (block-max MaxScore) and reads whole posting lists, term
@@ -22,6 +24,8 @@ pub mod analysis;
 pub mod porter;
 pub mod reference;
 mod score;
+pub mod tokenizer;
+mod unicode_tables;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +48,7 @@ pub const TOP_K: usize = 50;
 pub const PAGE_SIZE: usize = 10;
 
 /// Bumped whenever the analysis or the index layout changes, so old cached indexes are not reused.
-const INDEX_FORMAT: &str = "gigscope-webshop-search-v1";
+const INDEX_FORMAT: &str = "gigscope-webshop-search-v2";
 /// Written last into a finished index directory; its absence means a build died half-way.
 const COMPLETE_MARKER: &str = "gigscope-complete";
 

@@ -4,13 +4,14 @@
 //! are left alone. It is not Porter2 ("English" Snowball), which tantivy ships and which stems
 //! many words differently (e.g. `generously`, `dying`), hence this module.
 //!
-//! Letters are Unicode scalar values; everything but `a e i o u` (and `y` after a consonant)
+//! The word is held as UTF-16 code units, as Lucene's `char[]` (lengths and positions count units,
+//! so a supplementary character is two); everything but `a e i o u` (and `y` after a consonant)
 //! counts as a consonant, as in Lucene where non-ASCII letters are consonants too.
 
 /// A reusable stemmer (keeps its buffer between words).
 #[derive(Default, Clone)]
 pub struct Stemmer {
-    b: Vec<char>,
+    b: Vec<u16>,
     /// Index of the last letter of the word being stemmed (the word is `b[..=k]`).
     k: usize,
     /// Last index of the stem under test, set by a successful [`Stemmer::ends`]; -1 when the
@@ -22,7 +23,7 @@ impl Stemmer {
     /// Stems `word` (already lower-cased) and returns the stem.
     pub fn stem(&mut self, word: &str) -> String {
         self.b.clear();
-        self.b.extend(word.chars());
+        self.b.extend(word.encode_utf16());
         if self.b.len() > 2 {
             self.k = self.b.len() - 1;
             self.j = self.k as isize;
@@ -34,11 +35,18 @@ impl Stemmer {
             self.step5();
             self.b.truncate(self.k + 1);
         }
-        self.b.iter().collect()
+        // Only ASCII suffixes are removed or replaced, so no surrogate pair is split.
+        String::from_utf16_lossy(&self.b)
+    }
+
+    /// The unit at `i` as a character (U+FFFD for a surrogate, which no rule tests for).
+    #[inline]
+    fn ch(&self, i: usize) -> char {
+        char::from_u32(u32::from(self.b[i])).unwrap_or('\u{FFFD}')
     }
 
     fn cons(&self, i: usize) -> bool {
-        match self.b[i] {
+        match self.ch(i) {
             'a' | 'e' | 'i' | 'o' | 'u' => false,
             'y' => i == 0 || !self.cons(i - 1),
             _ => true,
@@ -74,7 +82,7 @@ impl Stemmer {
 
     /// consonant-vowel-consonant ending at `i`, the last consonant not w, x or y.
     fn cvc(&self, i: usize) -> bool {
-        i >= 2 && self.cons(i) && !self.cons(i - 1) && self.cons(i - 2) && !matches!(self.b[i], 'w' | 'x' | 'y')
+        i >= 2 && self.cons(i) && !self.cons(i - 1) && self.cons(i - 2) && !matches!(self.ch(i), 'w' | 'x' | 'y')
     }
 
     /// Whether `b[..=k]` ends with `s` (suffixes are ASCII); if so sets `j` to the index before it.
@@ -84,7 +92,7 @@ impl Stemmer {
             return false;
         }
         let start = self.k + 1 - len;
-        if !self.b[start..=self.k].iter().copied().eq(s.chars()) {
+        if !self.b[start..=self.k].iter().copied().eq(s.bytes().map(u16::from)) {
             return false;
         }
         self.j = start as isize - 1;
@@ -94,7 +102,7 @@ impl Stemmer {
     /// Replaces `b[j+1..=k]` by `s`.
     fn set_to(&mut self, s: &str) {
         self.b.truncate((self.j + 1) as usize);
-        self.b.extend(s.chars());
+        self.b.extend(s.bytes().map(u16::from));
         self.k = self.b.len() - 1;
     }
 
@@ -106,12 +114,12 @@ impl Stemmer {
 
     /// Plurals and -ed / -ing.
     fn step1ab(&mut self) {
-        if self.b[self.k] == 's' {
+        if self.ch(self.k) == 's' {
             if self.ends("sses") {
                 self.k -= 2;
             } else if self.ends("ies") {
                 self.set_to("i");
-            } else if self.b[self.k - 1] != 's' {
+            } else if self.ch(self.k - 1) != 's' {
                 self.k -= 1;
             }
         }
@@ -130,7 +138,7 @@ impl Stemmer {
             } else if self.ends("iz") {
                 self.set_to("ize");
             } else if self.double_c(self.k) {
-                if !matches!(self.b[self.k], 'l' | 's' | 'z') {
+                if !matches!(self.ch(self.k), 'l' | 's' | 'z') {
                     self.k -= 1;
                 }
             } else {
@@ -138,7 +146,7 @@ impl Stemmer {
                 self.j = self.k as isize;
                 if self.m() == 1 && self.cvc(self.k) {
                     self.b.truncate(self.k + 1);
-                    self.b.push('e');
+                    self.b.push(u16::from(b'e'));
                     self.k += 1;
                 }
             }
@@ -148,7 +156,7 @@ impl Stemmer {
     /// Terminal y → i when there is another vowel in the stem.
     fn step1c(&mut self) {
         if self.ends("y") && self.vowel_in_stem() {
-            self.b[self.k] = 'i';
+            self.b[self.k] = u16::from(b'i');
         }
     }
 
@@ -158,7 +166,7 @@ impl Stemmer {
         if self.k == 0 {
             return;
         }
-        let rules: &[(&str, &str)] = match self.b[self.k - 1] {
+        let rules: &[(&str, &str)] = match self.ch(self.k - 1) {
             'a' => &[("ational", "ate"), ("tional", "tion")],
             'c' => &[("enci", "ence"), ("anci", "ance")],
             'e' => &[("izer", "ize")],
@@ -174,7 +182,7 @@ impl Stemmer {
 
     /// -ic-, -full, -ness etc.
     fn step3(&mut self) {
-        let rules: &[(&str, &str)] = match self.b[self.k] {
+        let rules: &[(&str, &str)] = match self.ch(self.k) {
             'e' => &[("icate", "ic"), ("ative", ""), ("alize", "al")],
             'i' => &[("iciti", "ic")],
             'l' => &[("ical", "ic"), ("ful", "")],
@@ -198,7 +206,7 @@ impl Stemmer {
         if self.k == 0 {
             return;
         }
-        let suffixes: &[&str] = match self.b[self.k - 1] {
+        let suffixes: &[&str] = match self.ch(self.k - 1) {
             'a' => &["al"],
             'c' => &["ance", "ence"],
             'e' => &["er"],
@@ -217,7 +225,7 @@ impl Stemmer {
         for suffix in suffixes {
             if self.ends(suffix) {
                 // -ion only after s or t (and so never as the whole word).
-                if *suffix == "ion" && (self.j < 0 || !matches!(self.b[self.j as usize], 's' | 't')) {
+                if *suffix == "ion" && (self.j < 0 || !matches!(self.ch(self.j as usize), 's' | 't')) {
                     continue;
                 }
                 matched = true;
@@ -233,14 +241,14 @@ impl Stemmer {
     /// Final -e, and -ll → -l when m > 1.
     fn step5(&mut self) {
         self.j = self.k as isize;
-        if self.b[self.k] == 'e' {
+        if self.ch(self.k) == 'e' {
             let a = self.m();
             if a > 1 || (a == 1 && !self.cvc(self.k - 1)) {
                 self.k -= 1;
             }
         }
         // `j` still covers the removed `e`, as in the reference implementation.
-        if self.b[self.k] == 'l' && self.double_c(self.k) && self.m() > 1 {
+        if self.ch(self.k) == 'l' && self.double_c(self.k) && self.m() > 1 {
             self.k -= 1;
         }
     }
@@ -340,6 +348,9 @@ mod tests {
             ("generously", "gener"),
             ("dying", "dy"),
             ("café", "café"),
+            // Lengths count UTF-16 units: `𝐚s` is three, so its `s` goes.
+            ("𝐚s", "𝐚"),
+            ("ís", "ís"),
             ("ies", "i"),
             ("sses", "ss"),
         ];

@@ -1,9 +1,12 @@
 //! Scoring one segment of the index for one query, three ways that give the same top [`TOP_K`]
 //! bit for bit.
 //!
-//! A document's score is the `f32` sum, in query-term order (ascending term text) and starting
-//! from 0, of one [`contribution`] per query term it contains. Every scorer here computes exactly
-//! that sum for every document it offers, and the top [`TOP_K`] by (score, asin) is unique
+//! A document's score is the sum of one `f32` [`contribution`] per query term it contains, added
+//! in `f64` in query-term order (ascending term text) from 0 and rounded once to `f32`, as Lucene's
+//! disjunction scorers add (`double score += scorer.score(); return (float) score;`). A few `f32`
+//! values add exactly in `f64` unless their magnitudes are more than 2²⁹ apart, so the order
+//! Lucene happens to visit the terms in does not change the bits. Every scorer here computes
+//! exactly that sum for every document it offers, and the top [`TOP_K`] by (score, asin) is unique
 //! whatever order documents are offered in, so the scorers agree exactly as long as no document
 //! that belongs in the top [`TOP_K`] is left out. The pruning in [`document_at_a_time`] leaves out
 //! only documents whose `f32` score is provably below the worst kept one.
@@ -73,20 +76,21 @@ pub(super) enum Handover {
 /// The original scorer: every posting of every term, in query-term order, into one accumulator per
 /// document of the segment; then every matching document is offered.
 pub(super) fn exhaustive(seg: &Segment, terms: &[(Term, f32)], best: &mut TopK) -> tantivy::Result<()> {
-    let mut scores = vec![0f32; seg.max_doc as usize];
+    let mut scores = vec![0f64; seg.max_doc as usize];
     for (term, weight) in terms {
         let Some(mut postings) = seg.inverted.read_postings(term, IndexRecordOption::WithFreqs)? else { continue };
         let mut doc = postings.doc();
         while doc != TERMINATED {
             let inv = seg.norm_inverse[seg.norms.fieldnorm_id(doc) as usize];
-            scores[doc as usize] += contribution(*weight, postings.term_freq(), inv);
+            scores[doc as usize] += f64::from(contribution(*weight, postings.term_freq(), inv));
             doc = postings.advance();
         }
     }
     // A match scores > 0 (idf > 0, tf ≥ 1) unless its contributions all round to 0; only
     // positive scores are offered. Documents are never deleted from these write-once indexes,
     // so every doc id is live.
-    for (doc, &score) in scores.iter().enumerate() {
+    for (doc, &sum) in scores.iter().enumerate() {
+        let score = sum as f32;
         if score > 0.0 {
             best.offer(seg.hit(doc as DocId, score));
         }
@@ -98,13 +102,14 @@ pub(super) fn exhaustive(seg: &Segment, terms: &[(Term, f32)], best: &mut TopK) 
 const TABLE_MIN_DF: u32 = 8192;
 /// Term frequencies 1..=TABLE_TF are looked up in that table.
 const TABLE_TF: usize = 8;
-/// Documents per window of [`term_at_a_time`] (64 KiB of accumulators).
+/// Documents per window of [`term_at_a_time`] (128 KiB of `f64` accumulators).
 const WINDOW: DocId = 16384;
 
 /// Term at a time over documents `from..`, one window of [`WINDOW`] documents at a time so that
 /// the window's accumulators stay in cache: within a window, every posting of every term, in
-/// query-term order, is added into the document's accumulator (so each document's sum is in
-/// query-term order); then the window's matches are offered and its accumulators zeroed.
+/// query-term order, is added into the document's `f64` accumulator (so each document's sum is in
+/// query-term order); then the window's matches are offered, rounded to `f32`, and its
+/// accumulators zeroed.
 /// Contributions for small term frequencies come from a per-term table over (tf, fieldnorm id)
 /// filled by [`contribution`] itself, so they are the same bits.
 pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, best: &mut TopK) -> tantivy::Result<()> {
@@ -137,7 +142,7 @@ pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, 
     if runs.is_empty() {
         return Ok(());
     }
-    let mut scores = vec![0f32; WINDOW.min(seg.max_doc - from) as usize];
+    let mut scores = vec![0f64; WINDOW.min(seg.max_doc - from) as usize];
     // Only positive scores are offered (as by `exhaustive`): the smallest positive f32 is the bar
     // until TOP_K hits are kept, then the worst kept score (a tie may still get in by its asin).
     let mut theta = best.threshold_f32().max(f32::from_bits(1));
@@ -161,12 +166,14 @@ pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, 
                 run.pos = 0;
             }
         }
-        // Chunks whose largest score cannot get in are only zeroed.
+        // Chunks whose largest score cannot get in are only zeroed (rounding is monotone, so the
+        // largest sum rounds to the largest score).
         const CHUNK: usize = 16;
         for (c, chunk) in window.chunks_mut(CHUNK).enumerate() {
-            let top = chunk.iter().fold(0f32, |m, &x| if x > m { x } else { m });
-            if top >= theta {
-                for (i, &score) in chunk.iter().enumerate() {
+            let top = chunk.iter().fold(0f64, |m, &x| if x > m { x } else { m });
+            if top as f32 >= theta {
+                for (i, &sum) in chunk.iter().enumerate() {
+                    let score = sum as f32;
                     if score >= theta && best.offer(seg.hit(start + (c * CHUNK + i) as DocId, score)) {
                         theta = best.threshold_f32().max(f32::from_bits(1));
                     }
@@ -182,14 +189,14 @@ pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, 
 /// Adds one term's contributions for `docs` (all in `start..start + acc.len()`) into `acc`.
 /// `table[(tf − 1) · 256 + id]`, where present, is `contribution(weight, tf, norm_inverse[id])`.
 #[inline]
-fn accumulate(acc: &mut [f32], start: DocId, docs: &[DocId], freqs: &[u32], seg: &Segment, table: &[f32], weight: f32) {
+fn accumulate(acc: &mut [f64], start: DocId, docs: &[DocId], freqs: &[u32], seg: &Segment, table: &[f32], weight: f32) {
     for (&doc, &tf) in docs.iter().zip(freqs) {
         let id = seg.norm_ids[doc as usize] as usize;
         let x = match table.get((tf as usize).wrapping_sub(1).wrapping_mul(256).wrapping_add(id)) {
             Some(&x) if tf >= 1 => x,
             _ => contribution(weight, tf, seg.norm_inverse[id]),
         };
-        acc[(doc - start) as usize] += x;
+        acc[(doc - start) as usize] += f64::from(x);
     }
 }
 
@@ -214,11 +221,11 @@ const SCAN_COST: f64 = 0.3;
 /// essential terms are scored and the non-essential ones looked up (skip-list seeks) while the
 /// block bounds say the document can still reach θ.
 ///
-/// Bounds are summed in `f64` and widened by more than the worst relative rounding error of an
-/// `f32` sum of that many non-negative terms, so a document is dropped only when its `f32` score
-/// is strictly below θ (a score equal to θ may still get in by a smaller asin). A surviving
-/// candidate's score is summed as every scorer sums it: each term's contribution, in query-term
-/// order.
+/// Bounds are summed in `f64` and widened by more than the worst relative rounding error of the
+/// score (an `f64` sum of that many non-negative terms, then one rounding to `f32`), so a document
+/// is dropped only when its `f32` score is strictly below θ (a score equal to θ may still get in
+/// by a smaller asin). A surviving candidate's score is summed as every scorer sums it: each
+/// term's contribution, in query-term order, in `f64`, rounded once.
 pub(super) fn document_at_a_time(seg: &Segment, terms: &[(Term, f32)], handover: Handover, best: &mut TopK) -> tantivy::Result<()> {
     if matches!(handover, Handover::Auto) && seg.max_doc <= WINDOW {
         // One window: nothing to gain from skipping (the demo catalog has 1,000 products).
@@ -235,8 +242,10 @@ pub(super) fn document_at_a_time(seg: &Segment, terms: &[(Term, f32)], handover:
         return Ok(());
     }
     cursors.sort_by(|a, b| a.bound.total_cmp(&b.bound).then(a.slot.cmp(&b.slot)));
-    // An f32 sum of n non-negative values exceeds the real sum by a factor of at most
-    // (1 + 2⁻²⁴)ⁿ⁻¹; the f64 sums here are off by far less. 2⁻²³ per term covers both.
+    // A score (the f64 sum of n non-negative f32 values, rounded once to f32) exceeds the real sum
+    // by a factor of at most (1 + 2⁻⁵³)ⁿ⁻¹ · (1 + 2⁻²⁴), and the f64 sums of bounds here are off by
+    // as little; 2⁻²³ per term, plus one, covers both with room to spare (and would still cover an
+    // f32 sum, (1 + 2⁻²⁴)ⁿ⁻¹).
     let widen = 1.0 + (cursors.len() as f64 + 1.0) * f64::from(f32::EPSILON);
     let can_reach = |bound: f64, theta: f64| bound * widen >= theta;
     // `prefix[j]`: bound on the score of a document that contains only terms `cursors[..j]`.
@@ -334,7 +343,7 @@ pub(super) fn document_at_a_time(seg: &Segment, terms: &[(Term, f32)], handover:
         if !alive || !can_reach(partial, theta) {
             continue;
         }
-        let score = contributions.iter().fold(0f32, |sum, &x| sum + x);
+        let score = contributions.iter().fold(0f64, |sum, &x| sum + f64::from(x)) as f32;
         // Like the exhaustive scorer, offer only positive scores (a contribution can round to 0
         // for a vanishingly small tf · inv).
         if score > 0.0 && best.offer(seg.hit(doc, score)) {
