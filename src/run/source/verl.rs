@@ -1,18 +1,305 @@
-//! Placeholder: the Verl reader is being written.
+//! verl's rollout dumps: the directory of `trainer.rollout_data_dir` (or `validation_data_dir`), read
+//! directly.
+//!
+//! # What verl writes (verl 0.9.1)
+//!
+//! Both trainers write `{global_step}.jsonl` (no zero padding, the first step is 1) with
+//! `_write_generations`: `open(filename, "w")`, then one `json.dumps(row) + "\n"` per sample, from a
+//! background thread, so a file is written whole, in one go, but the reader can see it half-written. Python's
+//! `json.dumps` writes NaN and infinite floats as bare `NaN`, `Infinity` and `-Infinity`, and the legacy
+//! trainer's `default=str` writes numpy scalars it cannot encode as strings (`"acc": "1.0"`).
+//!
+//! - The v1 trainer (`trainer.use_v1=true`, verl's default; `verl/trainer/ppo/v1/trainer_base.py`,
+//!   `_log_rollout_data`) writes `input`, `output`, `gts`, `score`, `step` and
+//!   `uid = {prompt_uid}_{session}_{output_index}`, the rows sorted by (prompt uid, session, output index).
+//!   A session with several outputs is one multi-turn rollout whose later rows' `input` holds the earlier turns.
+//!   Every output of a session carries the session's final score (`agent_loop_tq.py` copies it onto the
+//!   earlier outputs), and verl's GRPO takes each session's final output only, grouped by prompt uid, and
+//!   gives the session's other outputs the same advantage (`v1/utils.py`,
+//!   `compute_advantage_for_multi_trajectories`). Its validation dumps add the reward extra infos.
+//! - The legacy trainer (`use_v1=false`; `verl/trainer/ppo/ray_trainer.py`, `_log_rollout_data`) writes
+//!   `input`, `output`, `gts`, `score`, `step`, every reward extra info with one value per row and
+//!   `request_id` when present, but no group id, and its rows are in the order of the batch balancer
+//!   (`_balance_batch`): a prompt's samples are not contiguous.
+//!
+//! verl dumps no advantages. [`RunMeta::advantage`] gives the settings that reproduce verl's default GRPO
+//! (`compute_grpo_outcome_advantage`: (score − group mean) / (sample std + 1e-6), a group of one
+//! scored as is): estimator `grpo`, `mean_std_norm`, pooling `trajectories` (one sample per session, its
+//! score), γ 1 (every output's return is the session's score) and no invalid-action penalty. The engine's
+//! group of one gives the raw score where verl divides it by 1 + 1e-6.
+//!
+//! # How a dump reads
+//!
+//! - Episodes: one per v1 session, its outputs as steps in output-index order; one per row without a v1
+//!   `uid`. Episode id `s{step}-{prompt_uid}_{session}`, else `s{step}-r{line}` (`{step}` as the file name
+//!   writes it, so that ids stay unique in the directory).
+//! - Groups: `s{step}-{prompt_uid}` from the uid; a `uid` that is not verl's three-part key is itself the
+//!   group (`s{step}-{uid}`); without a uid (legacy), rows with equal `input` in the same step file, named
+//!   after the first such row's line (`s{step}-r{line}`), which a notice says once per run. Prompts with the
+//!   same text in one batch then share a group, which verl's own uid kept apart.
+//! - Steps: `observation` = the row's whole `input` (for later outputs it repeats the earlier turns: that
+//!   is what the policy saw; verl decodes prompt and response separately, so the earlier text is not always
+//!   an exact prefix), `action` = `output`, `valid` true. The session's score is the last step's reward
+//!   and the earlier steps get 0, so that the episode's total is the session's score once (as verl scores
+//!   the final output), not once per output.
+//! - `score` (and `step`) may be numbers or strings of numbers. A score that is not a finite number (NaN,
+//!   ±Infinity, missing, text) reads as reward 0; the step keeps the raw value in `extra.unread_score` and a
+//!   notice names the file and lines (verl's own GRPO would make that group's advantages NaN).
+//! - `iteration` = the file's step number; `task` = {id: prompt uid or group, instruction: the first row's
+//!   input}; `outcome` = {score, success: `acc` when the row has it, else score > 0}.
+//! - Nothing is dropped: the episode's `extra` holds `source` = {file, line (of the first row), lines (every
+//!   row, for sessions of several)} and every column of the session's final row but `input` and `output`
+//!   (`gts`, `score`, `uid`, reward extras, unknown columns; `step` only when it differs from the file's
+//!   number); an earlier step's `extra` holds its row's columns whose value differs from the final row's
+//!   (its `uid`, usually). Bare `NaN`/`Infinity`/`-Infinity` outside strings read as the strings `"NaN"`,
+//!   `"Infinity"`, `"-Infinity"`.
+//!
+//! # Following a dump
+//!
+//! Each poll lists the directory and stats the step files (nothing is read twice). A file is read once
+//! complete: on the first poll when it ends with a newline; later, when it ends with a newline and its size,
+//! time and inode are those of the previous poll; or, in either case, once it has not been modified for
+//! [`SETTLE`] (a writer killed mid-line: its complete rows are read, the torn line is reported). Until then
+//! the poll is `pending`, so the watcher looks again soon. Episodes go out in step order. A file read before
+//! that is removed, or whose new content is complete after it shrank, grew, was rewritten or replaced, and a
+//! complete file numbered below one already read, void the episodes: a notice names the file, a
+//! [`LiveEvent::Reset`] follows and every complete file is read again in step order (a file is read only
+//! once its replacement is complete, so what was shown stays until then). Broken rows (bad JSON, a row that
+//! is not an object, invalid UTF-8) are reported with file and line and skipped. verl writes no metrics
+//! file: none are read.
 
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{File, Metadata};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
-use super::{Layout, LiveEvent, RunSource, SourceOptions, SourcePoll};
+use serde_json::{Map, Value};
 
+use super::{list_dir, step_file_number, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
+use crate::advantage::{AdvantageOverrides, Estimator, Norm, Pooling};
+use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
+use crate::run::reader::LineError;
+
+/// The `format` of the [`RunMeta`] a verl dump reads with.
+pub const VERL_FORMAT: &str = "verl-rollout-dump";
+
+/// A step file not modified for this long is read as it is, even without a newline at its end (a writer
+/// stopped mid-line, or a file written by hand).
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// The step extra holding a score that could not be read as a finite number.
+pub const UNREAD_SCORE_KEY: &str = "unread_score";
+
+/// Size, time and identity of a step file, to notice growth, rewrites and replacement without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    dev: u64,
+    ino: u64,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Stamp { len: meta.len(), modified: meta.modified().ok(), dev: meta.dev(), ino: meta.ino() }
+    }
+
+    #[cfg(not(unix))]
+    fn of(meta: &Metadata) -> Self {
+        Stamp { len: meta.len(), modified: meta.modified().ok(), dev: 0, ino: 0 }
+    }
+
+    /// How the file changed from `self` to `now`, for the notice.
+    fn change(self, now: Stamp) -> &'static str {
+        if (self.dev, self.ino) != (now.dev, now.ino) {
+            "was replaced"
+        } else if now.len < self.len {
+            "shrank"
+        } else if now.len > self.len {
+            "grew"
+        } else {
+            "was rewritten"
+        }
+    }
+}
+
+/// What the source knows of one step file.
+#[derive(Debug)]
+struct StepFile {
+    /// Its stamp at the previous poll.
+    seen: Stamp,
+    /// The stamp of the content whose episodes were delivered (`None`: not delivered since the last reset).
+    delivered: Option<Stamp>,
+}
+
+/// Step files by (step number, file name): step order.
+type Key = (u64, String);
+
+/// Reader of a verl rollout dump directory.
 #[derive(Debug)]
 pub struct VerlSource {
     dir: PathBuf,
+    /// The first poll is done (it sends the meta and reads complete files without waiting for a second look).
+    polled: bool,
+    files: BTreeMap<Key, StepFile>,
+    /// Notices already sent, each sent once.
+    sent: HashSet<String>,
+    legacy_noticed: bool,
+    dir_error: ErrorOnce,
 }
 
 impl VerlSource {
     pub fn new(dir: &Path, _options: &SourceOptions) -> Self {
-        VerlSource { dir: dir.to_path_buf() }
+        VerlSource {
+            dir: dir.to_path_buf(),
+            polled: false,
+            files: BTreeMap::new(),
+            sent: HashSet::new(),
+            legacy_noticed: false,
+            dir_error: ErrorOnce::default(),
+        }
     }
+
+    fn meta(&self) -> RunMeta {
+        RunMeta {
+            format: Some(VERL_FORMAT.to_string()),
+            name: self.dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+            advantage: Some(AdvantageOverrides {
+                estimator: Some(Estimator::Grpo),
+                gamma: Some(1.0),
+                norm: Some(Norm::MeanStdNorm),
+                pooling: Some(Pooling::Trajectories),
+                invalid_penalty: Some(0.0),
+                success_reward: Some(false),
+                ..AdvantageOverrides::default()
+            }),
+            notes: Some(
+                "verl rollout dump (trainer.rollout_data_dir): verl writes no advantages; these are recomputed \
+                 with verl's default GRPO (std normalisation, epsilon 1e-6, one sample per session)"
+                    .to_string(),
+            ),
+            ..RunMeta::default()
+        }
+    }
+
+    fn notice(&mut self, events: &mut Vec<LiveEvent>, message: String) {
+        if self.sent.insert(message.clone()) {
+            events.push(LiveEvent::Error(message));
+        }
+    }
+
+    /// The step files present now, with their stamps.
+    fn scan(&mut self, names: Vec<String>, events: &mut Vec<LiveEvent>) -> BTreeMap<Key, Stamp> {
+        let mut current = BTreeMap::new();
+        for name in names {
+            let Some(number) = step_file_number(&name) else { continue };
+            match std::fs::metadata(self.dir.join(&name)) {
+                Ok(meta) if meta.is_file() => {
+                    current.insert((number, name), Stamp::of(&meta));
+                }
+                Ok(_) => {}
+                // Removed between the listing and now.
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => self.notice(events, format!("{name}: {err}")),
+            }
+        }
+        current
+    }
+
+    /// Read one complete step file into events. `false` when it changed since it was stat-ed (or could not
+    /// be read): it is not delivered and is looked at again.
+    fn deliver(&mut self, key: &Key, stamp: Stamp, events: &mut Vec<LiveEvent>) -> bool {
+        let (number, name) = key;
+        let bytes = match read_whole(&self.dir.join(name), stamp) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return false,
+            Err(err) => {
+                self.notice(events, format!("{name}: {err}"));
+                return false;
+            }
+        };
+        let (rows, errors, unterminated) = parse_rows(name, &bytes);
+        if let Some(line) = unterminated {
+            self.notice(events, format!("{name}: line {line} has no newline at its end; read as it is"));
+        }
+        let built = build(name, *number, rows);
+        if built.rows_without_uid > 0 {
+            if built.rows_with_uid == 0 {
+                if !self.legacy_noticed {
+                    self.legacy_noticed = true;
+                    let message = format!(
+                        "{name}: no uid column (verl's legacy trainer): groups are rows with equal input in their \
+                         step file"
+                    );
+                    self.notice(events, message);
+                }
+            } else {
+                let message = format!(
+                    "{name}: {} rows without uid: grouped with the rows of equal input",
+                    built.rows_without_uid
+                );
+                self.notice(events, message);
+            }
+        }
+        for message in built.notices {
+            self.notice(events, message);
+        }
+        if !built.episodes.is_empty() {
+            events.push(LiveEvent::Episodes(built.episodes));
+        }
+        if !errors.is_empty() {
+            events.push(LiveEvent::BrokenLines(LiveFile::Episodes, errors));
+        }
+        true
+    }
+}
+
+/// Whether a step file not delivered yet can be read now.
+fn is_ready(path: &Path, stamp: Stamp, previous: Option<Stamp>, first: bool, now: SystemTime) -> bool {
+    let settled = stamp.modified.and_then(|m| now.duration_since(m).ok()).is_some_and(|age| age >= SETTLE);
+    if settled {
+        return true;
+    }
+    let stable = first || previous == Some(stamp);
+    stable && stamp.len > 0 && last_byte(path, stamp.len).is_ok_and(|b| b == b'\n')
+}
+
+#[cfg(unix)]
+fn last_byte(path: &Path, len: u64) -> std::io::Result<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut byte = [0u8];
+    File::open(path)?.read_exact_at(&mut byte, len - 1)?;
+    Ok(byte[0])
+}
+
+#[cfg(not(unix))]
+fn last_byte(path: &Path, len: u64) -> std::io::Result<u8> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(len - 1))?;
+    let mut byte = [0u8];
+    file.read_exact(&mut byte)?;
+    Ok(byte[0])
+}
+
+/// The bytes of the file, if it is still the one `expected` describes.
+fn read_whole(path: &Path, expected: Stamp) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    if Stamp::of(&file.metadata()?) != expected {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(expected.len as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 == expected.len).then_some(bytes))
 }
 
 impl RunSource for VerlSource {
@@ -21,11 +308,457 @@ impl RunSource for VerlSource {
     }
 
     fn poll(&mut self) -> SourcePoll {
-        let message = format!("{}: reading a {} is not written yet", self.dir.display(), Layout::Verl.name());
-        SourcePoll { events: vec![LiveEvent::Error(message)], pending: false }
+        let mut events = Vec::new();
+        let first = !self.polled;
+        if first {
+            self.polled = true;
+            events.push(LiveEvent::Meta(Some(Box::new(self.meta()))));
+        }
+        let names = match list_dir(&self.dir) {
+            Ok(names) => {
+                events.extend(self.dir_error.report(None));
+                names
+            }
+            Err(err) => {
+                events.extend(self.dir_error.report(Some(err.to_string())));
+                return SourcePoll { events, pending: false };
+            }
+        };
+        let current = self.scan(names, &mut events);
+        let now = SystemTime::now();
+        let mut pending = false;
+
+        // Which files can be read now: new ones, and changed ones whose new content is complete.
+        let mut ready: HashSet<&Key> = HashSet::new();
+        let mut reset: Option<String> = None;
+        for (key, stamp) in &current {
+            let known = self.files.get(key);
+            if known.and_then(|f| f.delivered) == Some(*stamp) {
+                continue;
+            }
+            let path = self.dir.join(&key.1);
+            if is_ready(&path, *stamp, known.map(|f| f.seen), first, now) {
+                ready.insert(key);
+                if let Some(delivered) = known.and_then(|f| f.delivered) {
+                    let why = delivered.change(*stamp);
+                    reset.get_or_insert_with(|| format!("{}: {why} after it was read", key.1));
+                }
+            } else {
+                pending = true;
+                if first {
+                    let message =
+                        format!("{}: still being written (no newline at its end yet); read when complete", key.1);
+                    self.notice(&mut events, message);
+                }
+            }
+        }
+        for (key, file) in &self.files {
+            if file.delivered.is_some() && !current.contains_key(key) {
+                reset.get_or_insert_with(|| format!("{}: removed after it was read", key.1));
+            }
+        }
+        let last_delivered = self.files.iter().rev().find(|(k, f)| f.delivered.is_some() && current.contains_key(*k));
+        if let Some((last, _)) = last_delivered {
+            if let Some(late) = ready.iter().copied().filter(|k| *k < last).min() {
+                let message = format!("{}: appeared after step files numbered above it were read", late.1);
+                reset.get_or_insert(message);
+            }
+        }
+
+        // What to deliver, in step order: after a reset, every complete file again.
+        let mut deliver: Vec<(Key, Stamp)> = Vec::new();
+        if let Some(why) = reset {
+            // Not deduplicated: a file replaced twice resets twice.
+            events.push(LiveEvent::Error(format!("{why}: reading the run again")));
+            events.push(LiveEvent::Reset(LiveFile::Episodes));
+            for (key, stamp) in &current {
+                let unchanged = self.files.get(key).and_then(|f| f.delivered) == Some(*stamp);
+                if unchanged || ready.contains(key) {
+                    deliver.push((key.clone(), *stamp));
+                }
+            }
+            for file in self.files.values_mut() {
+                file.delivered = None;
+            }
+        } else {
+            deliver.extend(current.iter().filter(|(k, _)| ready.contains(k)).map(|(k, s)| (k.clone(), *s)));
+        }
+
+        // Remember what is there now.
+        self.files.retain(|key, _| current.contains_key(key));
+        for (key, stamp) in &current {
+            self.files.entry(key.clone()).or_insert(StepFile { seen: *stamp, delivered: None }).seen = *stamp;
+        }
+        for (key, stamp) in deliver {
+            if self.deliver(&key, stamp, &mut events) {
+                if let Some(file) = self.files.get_mut(&key) {
+                    file.delivered = Some(stamp);
+                }
+            } else {
+                pending = true;
+            }
+        }
+        SourcePoll { events, pending }
     }
 
-    fn watches(&self, _path: &Path) -> bool {
-        false
+    fn watches(&self, path: &Path) -> bool {
+        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| step_file_number(n).is_some())
+    }
+}
+
+/// One row of a step file with its 1-based line.
+struct Row {
+    line: u64,
+    columns: Map<String, Value>,
+}
+
+/// The rows of a step file, its broken lines, and the line of an unterminated last line that was read as
+/// it is (a file not modified for [`SETTLE`]).
+fn parse_rows(name: &str, bytes: &[u8]) -> (Vec<Row>, Vec<LineError>, Option<u64>) {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    let mut unterminated = None;
+    let error = |line, reason: String| LineError { file: Some(name.to_string()), line, reason };
+    for (index, chunk) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        let line = index as u64 + 1;
+        let complete = chunk.last() == Some(&b'\n');
+        let text = match std::str::from_utf8(chunk) {
+            Ok(text) => text.trim_end_matches(['\n', '\r']),
+            Err(err) => {
+                errors.push(error(line, format!("invalid UTF-8 at byte {}", err.valid_up_to())));
+                continue;
+            }
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        match parse_row(text) {
+            Ok(columns) => {
+                if !complete {
+                    unterminated = Some(line);
+                }
+                rows.push(Row { line, columns });
+            }
+            Err(_) if !complete => errors.push(error(
+                line,
+                "incomplete last line (no newline at its end): the writer stopped mid-write".to_string(),
+            )),
+            Err(reason) => errors.push(error(line, reason)),
+        }
+    }
+    (rows, errors, unterminated)
+}
+
+/// One row: a JSON object, Python's bare NaN and infinities allowed.
+fn parse_row(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(&quote_non_finite(text)) {
+        Ok(Value::Object(columns)) => Ok(columns),
+        Ok(other) => Err(format!("a row must be a JSON object, found {}", kind(&other))),
+        Err(err) => Err(err.to_string().replace(" at line 1 column ", " at column ")),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Python's `json.dumps` writes non-finite floats as the bare tokens `NaN`, `Infinity` and `-Infinity`,
+/// which JSON (and serde_json) rejects: outside strings they become the strings `"NaN"`, `"Infinity"` and
+/// `"-Infinity"`.
+fn quote_non_finite(text: &str) -> Cow<'_, str> {
+    if !text.contains("NaN") && !text.contains("Infinity") {
+        return Cow::Borrowed(text);
+    }
+    const TOKENS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 8);
+    let (mut in_string, mut escaped) = (false, false);
+    let (mut copied, mut i) = (0, 0);
+    'scan: while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else {
+            for token in TOKENS {
+                // Tokens start with an ASCII byte, so `i` is a character boundary when one matches.
+                if bytes[i..].starts_with(token.as_bytes()) {
+                    out.push_str(&text[copied..i]);
+                    out.push('"');
+                    out.push_str(token);
+                    out.push('"');
+                    i += token.len();
+                    copied = i;
+                    continue 'scan;
+                }
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// A number, or a string holding one (`"0.5"`, `"NaN"`).
+fn number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A column's text: strings as they are, other values as JSON, nothing for null or missing.
+fn text(value: Option<Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s,
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// verl's uid key `{prompt_uid}_{session}_{output_index}`: (prompt uid, session, output index).
+fn split_uid(uid: &str) -> Option<(&str, &str, u64)> {
+    let mut parts = uid.rsplitn(3, '_');
+    let index = parts.next()?.parse().ok()?;
+    let session = parts.next()?;
+    let prompt = parts.next()?;
+    (session.parse::<u64>().is_ok() && !prompt.is_empty()).then_some((prompt, session, index))
+}
+
+/// An episode being put together from its rows.
+struct Draft {
+    id: String,
+    group: String,
+    task_id: String,
+    /// (output index, row).
+    rows: Vec<(u64, Row)>,
+}
+
+/// The episodes of one step file and what is worth a notice.
+struct Built {
+    episodes: Vec<(u64, Episode)>,
+    notices: Vec<String>,
+    rows_with_uid: usize,
+    rows_without_uid: usize,
+}
+
+fn build(name: &str, step: u64, rows: Vec<Row>) -> Built {
+    // Ids and groups are named after the file's stem (the step number as written), unique in the directory.
+    let stem = name.strip_suffix(".jsonl").unwrap_or(name);
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut sessions: HashMap<String, usize> = HashMap::new();
+    let mut by_input: HashMap<String, String> = HashMap::new();
+    let (mut rows_with_uid, mut rows_without_uid) = (0, 0);
+    for row in rows {
+        let uid = match row.columns.get("uid") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        let Some(uid) = uid else {
+            rows_without_uid += 1;
+            let input = match row.columns.get("input") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let group = by_input.entry(input).or_insert_with(|| format!("s{stem}-r{}", row.line)).clone();
+            let id = format!("s{stem}-r{}", row.line);
+            drafts.push(Draft { id, task_id: group.clone(), group, rows: vec![(0, row)] });
+            continue;
+        };
+        rows_with_uid += 1;
+        match split_uid(&uid) {
+            Some((prompt, session, index)) => {
+                let key = format!("{prompt}_{session}");
+                if let Some(&at) = sessions.get(&key) {
+                    drafts[at].rows.push((index, row));
+                } else {
+                    sessions.insert(key.clone(), drafts.len());
+                    drafts.push(Draft {
+                        id: format!("s{stem}-{key}"),
+                        group: format!("s{stem}-{prompt}"),
+                        task_id: prompt.to_string(),
+                        rows: vec![(index, row)],
+                    });
+                }
+            }
+            None => {
+                let id = format!("s{stem}-r{}", row.line);
+                drafts.push(Draft { id, group: format!("s{stem}-{uid}"), task_id: uid, rows: vec![(0, row)] });
+            }
+        }
+    }
+
+    let mut episodes = Vec::with_capacity(drafts.len());
+    let mut unread_scores: Vec<(u64, String)> = Vec::new();
+    for draft in drafts {
+        episodes.push(episode(name, step, draft, &mut unread_scores));
+    }
+
+    let mut notices = Vec::new();
+    if !unread_scores.is_empty() {
+        let shown: Vec<String> =
+            unread_scores.iter().take(5).map(|(line, raw)| format!("line {line} ({raw})")).collect();
+        let more = unread_scores.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        notices.push(format!(
+            "{name}: score not a finite number on {}{more}: read as reward 0 (verl's own GRPO would make the \
+             advantages of those groups NaN)",
+            shown.join(", ")
+        ));
+    }
+    if let Some(sizes) = unequal_groups(&episodes) {
+        notices.push(format!("{name}: groups of unequal size: {sizes}"));
+    }
+    Built { episodes, notices, rows_with_uid, rows_without_uid }
+}
+
+/// "3 groups of 4 episodes, 1 of 2 (s2-…)" when the groups' sizes differ.
+fn unequal_groups(episodes: &[(u64, Episode)]) -> Option<String> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut sizes: HashMap<&str, usize> = HashMap::new();
+    for (_, episode) in episodes {
+        let count = sizes.entry(episode.group.as_str()).or_insert(0);
+        if *count == 0 {
+            order.push(episode.group.as_str());
+        }
+        *count += 1;
+    }
+    let mut by_size: BTreeMap<std::cmp::Reverse<usize>, Vec<&str>> = BTreeMap::new();
+    for group in order {
+        by_size.entry(std::cmp::Reverse(sizes[group])).or_default().push(group);
+    }
+    if by_size.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = by_size
+        .iter()
+        .enumerate()
+        .map(|(i, (size, groups))| {
+            let what = if i == 0 { " episodes" } else { "" };
+            let plural = if groups.len() == 1 { "group" } else { "groups" };
+            let named = if i == 0 { String::new() } else { format!(" ({})", groups.join(", ")) };
+            format!("{} {plural} of {}{what}{named}", groups.len(), size.0)
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
+/// Whether a row counts as a success: its `acc` reward extra when it has one, else a positive score.
+fn success(columns: &Map<String, Value>, score: Option<f64>) -> bool {
+    match columns.get("acc") {
+        Some(Value::Bool(b)) => *b,
+        Some(acc) if number(acc).is_some() => number(acc).is_some_and(|a| a > 0.0),
+        _ => score.is_some_and(|s| s > 0.0),
+    }
+}
+
+fn episode(name: &str, step: u64, draft: Draft, unread_scores: &mut Vec<(u64, String)>) -> (u64, Episode) {
+    let Draft { id, group, task_id, mut rows } = draft;
+    rows.sort_by_key(|(index, _)| *index);
+    let lines: Vec<u64> = rows.iter().map(|(_, row)| row.line).collect();
+    let first_line = lines.iter().copied().min().unwrap_or(0);
+    let Some((_, last)) = rows.pop() else {
+        // Drafts are made with a row; an empty one would be a bug, not bad input: an empty episode.
+        return (first_line, Episode::new(id, group, Vec::new()));
+    };
+    let Row { line: last_line, columns: mut last_columns } = last;
+    let drop_step = |columns: &mut Map<String, Value>| {
+        if columns.get("step").and_then(number) == Some(step as f64) {
+            columns.shift_remove("step");
+        }
+    };
+
+    let mut steps = Vec::with_capacity(rows.len() + 1);
+    let mut instruction = None;
+    for (_, row) in rows {
+        let mut columns = row.columns;
+        let observation = text(columns.shift_remove("input"));
+        let action = text(columns.shift_remove("output"));
+        drop_step(&mut columns);
+        instruction.get_or_insert_with(|| observation.clone());
+        let mut step = Step::new(observation, action, 0.0);
+        // Only what differs from the final row, which the episode keeps whole.
+        step.extra = columns.into_iter().filter(|(k, v)| last_columns.get(k) != Some(v)).collect();
+        steps.push(step);
+    }
+    let observation = text(last_columns.shift_remove("input"));
+    let action = text(last_columns.shift_remove("output"));
+    drop_step(&mut last_columns);
+    let instruction = instruction.unwrap_or_else(|| observation.clone());
+    let raw_score = last_columns.get("score");
+    let score = raw_score.and_then(number).filter(|s| s.is_finite());
+    let mut final_step = Step::new(Arc::<str>::from(observation), action, score.unwrap_or(0.0));
+    if score.is_none() {
+        let raw = raw_score.cloned().unwrap_or(Value::Null);
+        unread_scores.push((last_line, if raw.is_null() { "missing".to_string() } else { raw.to_string() }));
+        final_step.extra.insert(UNREAD_SCORE_KEY.to_string(), raw);
+    }
+    steps.push(final_step);
+
+    let mut source = Map::new();
+    source.insert("file".to_string(), Value::from(name));
+    source.insert("line".to_string(), Value::from(first_line));
+    if lines.len() > 1 {
+        source.insert("lines".to_string(), Value::from(lines));
+    }
+    let mut extra = Map::new();
+    extra.insert(SOURCE_KEY.to_string(), Value::Object(source));
+    let outcome = Outcome { success: success(&last_columns, score), score: score.unwrap_or(0.0), extra: Map::new() };
+    extra.extend(last_columns);
+
+    let episode = Episode {
+        id,
+        group,
+        iteration: i64::try_from(step).unwrap_or(i64::MAX),
+        task: Some(Task { id: task_id, instruction, extra: Map::new() }),
+        steps,
+        outcome: Some(outcome),
+        advantages: None,
+        extra,
+    };
+    (first_line, episode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_non_finite_tokens_are_quoted_outside_strings_only() {
+        let line = r#"{"a": NaN, "b": -Infinity, "c": [Infinity, 1], "s": "NaN \"Infinity\" -Infinity", "é": NaN}"#;
+        let value: Value = serde_json::from_str(&quote_non_finite(line)).unwrap();
+        assert_eq!(value["a"], "NaN");
+        assert_eq!(value["b"], "-Infinity");
+        assert_eq!(value["c"][0], "Infinity");
+        assert_eq!(value["s"], "NaN \"Infinity\" -Infinity");
+        assert_eq!(value["é"], "NaN");
+        assert!(matches!(quote_non_finite(r#"{"a": 1}"#), Cow::Borrowed(_)));
+        assert!(number(&value["a"]).is_some_and(f64::is_nan));
+        assert_eq!(number(&Value::from("0.5")), Some(0.5));
+    }
+
+    #[test]
+    fn uids_split_like_verl() {
+        assert_eq!(split_uid("a_b-c_3_1"), Some(("a_b-c", "3", 1)));
+        assert_eq!(split_uid("abc_3"), None);
+        assert_eq!(split_uid("abc_x_1"), None);
+        assert_eq!(split_uid("_3_1"), None);
     }
 }
