@@ -137,6 +137,15 @@ struct StepFile {
     delivered: Option<Stamp>,
 }
 
+/// What became of a step file to be read.
+enum Delivery {
+    Done,
+    /// It changed since it was stat-ed: not read, looked at again soon.
+    Changed,
+    /// It could not be read (said in a notice): not read, tried again at the next re-scan.
+    Failed,
+}
+
 /// Step files by (step number, file name): step order.
 type Key = (u64, String);
 
@@ -211,16 +220,15 @@ impl VerlSource {
         current
     }
 
-    /// Read one complete step file into events. `false` when it changed since it was stat-ed (or could not
-    /// be read): it is not delivered and is looked at again.
-    fn deliver(&mut self, key: &Key, stamp: Stamp, events: &mut Vec<LiveEvent>) -> bool {
+    /// Read one complete step file into events.
+    fn deliver(&mut self, key: &Key, stamp: Stamp, events: &mut Vec<LiveEvent>) -> Delivery {
         let (number, name) = key;
         let bytes = match read_whole(&self.dir.join(name), stamp) {
             Ok(Some(bytes)) => bytes,
-            Ok(None) => return false,
+            Ok(None) => return Delivery::Changed,
             Err(err) => {
                 self.notice(events, format!("{name}: {err}"));
-                return false;
+                return Delivery::Failed;
             }
         };
         let (rows, errors, unterminated) = parse_rows(name, &bytes);
@@ -255,18 +263,26 @@ impl VerlSource {
         if !errors.is_empty() {
             events.push(LiveEvent::BrokenLines(LiveFile::Episodes, errors));
         }
-        true
+        Delivery::Done
     }
 }
 
-/// Whether a step file not delivered yet can be read now.
-fn is_ready(path: &Path, stamp: Stamp, previous: Option<Stamp>, first: bool, now: SystemTime) -> bool {
+/// Whether a step file not delivered yet can be read now (an error: it cannot be read at all).
+fn is_ready(path: &Path, stamp: Stamp, previous: Option<Stamp>, first: bool, now: SystemTime) -> std::io::Result<bool> {
     let settled = stamp.modified.and_then(|m| now.duration_since(m).ok()).is_some_and(|age| age >= SETTLE);
     if settled {
-        return true;
+        return Ok(true);
     }
     let stable = first || previous == Some(stamp);
-    stable && stamp.len > 0 && last_byte(path, stamp.len).is_ok_and(|b| b == b'\n')
+    if !stable || stamp.len == 0 {
+        return Ok(false);
+    }
+    match last_byte(path, stamp.len) {
+        Ok(byte) => Ok(byte == b'\n'),
+        // Removed or shortened since it was stat-ed: the next poll sees what it is now.
+        Err(err) if matches!(err.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::UnexpectedEof) => Ok(false),
+        Err(err) => Err(err),
+    }
 }
 
 #[cfg(unix)]
@@ -337,19 +353,24 @@ impl RunSource for VerlSource {
                 continue;
             }
             let path = self.dir.join(&key.1);
-            if is_ready(&path, *stamp, known.map(|f| f.seen), first, now) {
-                ready.insert(key);
-                if let Some(delivered) = known.and_then(|f| f.delivered) {
-                    let why = delivered.change(*stamp);
-                    reset.get_or_insert_with(|| format!("{}: {why} after it was read", key.1));
+            match is_ready(&path, *stamp, known.map(|f| f.seen), first, now) {
+                Ok(true) => {
+                    ready.insert(key);
+                    if let Some(delivered) = known.and_then(|f| f.delivered) {
+                        let why = delivered.change(*stamp);
+                        reset.get_or_insert_with(|| format!("{}: {why} after it was read", key.1));
+                    }
                 }
-            } else {
-                pending = true;
-                if first {
-                    let message =
-                        format!("{}: still being written (no newline at its end yet); read when complete", key.1);
-                    self.notice(&mut events, message);
+                Ok(false) => {
+                    pending = true;
+                    if first {
+                        let message =
+                            format!("{}: still being written (no newline at its end yet); read when complete", key.1);
+                        self.notice(&mut events, message);
+                    }
                 }
+                // Unreadable (permissions): said once; the periodic re-scan tries again.
+                Err(err) => self.notice(&mut events, format!("{}: {err}", key.1)),
             }
         }
         for (key, file) in &self.files {
@@ -390,12 +411,14 @@ impl RunSource for VerlSource {
             self.files.entry(key.clone()).or_insert(StepFile { seen: *stamp, delivered: None }).seen = *stamp;
         }
         for (key, stamp) in deliver {
-            if self.deliver(&key, stamp, &mut events) {
-                if let Some(file) = self.files.get_mut(&key) {
-                    file.delivered = Some(stamp);
+            match self.deliver(&key, stamp, &mut events) {
+                Delivery::Done => {
+                    if let Some(file) = self.files.get_mut(&key) {
+                        file.delivered = Some(stamp);
+                    }
                 }
-            } else {
-                pending = true;
+                Delivery::Changed => pending = true,
+                Delivery::Failed => {}
             }
         }
         SourcePoll { events, pending }
@@ -618,8 +641,8 @@ fn build(name: &str, step: u64, rows: Vec<Row>) -> Built {
         let more = unread_scores.len().saturating_sub(shown.len());
         let more = if more > 0 { format!(" and {more} more") } else { String::new() };
         notices.push(format!(
-            "{name}: score not a finite number on {}{more}: read as reward 0 (verl's own GRPO would make the \
-             advantages of those groups NaN)",
+            "{name}: score not a finite number on {}{more}: read as reward 0 (verl's own GRPO would give the group \
+             NaN advantages)",
             shown.join(", ")
         ));
     }
