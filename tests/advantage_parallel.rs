@@ -192,6 +192,7 @@ fn arb_settings() -> impl Strategy<Value = AdvantageSettings> {
             success_reward,
             efficiency_alpha1: alpha,
             efficiency_alpha2: alpha / 3.0,
+            ..AdvantageSettings::default()
         })
 }
 

@@ -17,6 +17,9 @@
 //! components, whatever the estimator, so that views can show them side by side; the estimator only decides
 //! [`RowAdvantage::advantage`]: A_E + ω·A_S (`gigpo`), A_E (`grpo`), A_S (`step`), or
 //! n/(n−1)·(s − mean) over the same pool (`rloo`, 0 for a pool of one: no other sample to leave in).
+//!
+//! With `scale_rewards` set, A_E is TRL GRPOTrainer's advantage instead (see [`super::trl`]): computed after
+//! the rest, as it takes statistics over a whole batch (an iteration) rather than one episode group.
 
 use foldhash::{HashMap, HashMapExt};
 use rayon::prelude::*;
@@ -124,7 +127,8 @@ impl AdvantageTable {
     /// Append `extra`, the table [`compute`]d alone for episodes that follow this table's episodes in the input
     /// and belong only to episode groups this table does not have: its episodes, rows, anchor groups and
     /// episode groups are renumbered to follow this table's. Episode groups never influence each other, so
-    /// the result equals the table of all the episodes computed at once.
+    /// the result equals the table of all the episodes computed at once (with TRL's `scale_rewards = batch` or
+    /// `normalize_then_sum`, only if `extra` holds whole iterations: those take statistics over an iteration).
     pub fn append(&mut self, extra: AdvantageTable) {
         if self.row_offsets.is_empty() {
             self.row_offsets.push(0);
@@ -202,7 +206,9 @@ pub fn compute(episodes: &[Episode], settings: &AdvantageSettings) -> AdvantageT
         },
     );
     drop(parts);
-    AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of }
+    let mut table = AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of };
+    super::trl::apply(&mut table, episodes, settings);
+    table
 }
 
 /// Recompute `table`, which [`compute`] made from these `episodes` under settings with the same
@@ -228,6 +234,8 @@ pub fn recompute(table: &mut AdvantageTable, episodes: &[Episode], settings: &Ad
     parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).for_each(
         |((rows, group), anchors)| fill_group(rows, group, anchors, episodes, settings),
     );
+    drop(parts);
+    super::trl::apply(table, episodes, settings);
 }
 
 pub(super) const EMPTY_ANCHOR_GROUP: AnchorGroup =
@@ -371,6 +379,10 @@ fn fill_rows(rows: &mut [RowAdvantage], episode: &Episode, settings: &AdvantageS
             true => 0.0,
             false => step.reward,
         };
+        // TRL's computation: a sample's reward under the settings' weights.
+        if let Some(weighted) = settings.scale_rewards.and_then(|_| super::trl::row_reward(episode, settings)) {
+            reward = weighted;
+        }
         if last {
             reward += bonus;
         }

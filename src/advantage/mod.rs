@@ -4,6 +4,7 @@ mod engine;
 mod grouping;
 mod settings;
 pub mod stats;
+pub mod trl;
 
 pub use engine::{
     compute, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef,
@@ -11,7 +12,7 @@ pub use engine::{
 };
 pub use grouping::{group_anchors, regroup, AnchorGrouping, SimilarityJob};
 pub use settings::{
-    AdvantageOverrides, AdvantageSettings, AnchorKind, AnchorMode, Estimator, Norm, Pooling, SettingsError,
-    DEFAULT_SIMILARITY,
+    AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,
+    RewardWeights, ScaleRewards, SettingsError, DEFAULT_SIMILARITY, MAX_REWARD_WEIGHTS,
 };
 pub use stats::{run_stats, RunStats};

@@ -2,6 +2,11 @@
 //!
 //! Settings come from CLI flags, else the run's `run.json` (`advantage` object, same keys as the flags), else
 //! the defaults of GiGPO's reference trainer.
+//!
+//! TRL's GRPOTrainer normalises differently (see `super::trl`): its options keep TRL's names
+//! (`scale_rewards`, `reward_weights`, `multi_objective_aggregation` as `aggregation`), and setting
+//! `scale_rewards` selects TRL's computation of A_E. A TRL completions log records TRL's defaults as its
+//! settings, so it is recomputed the TRL way without flags.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +41,85 @@ pub enum Pooling {
     Steps,
     /// One sample per trajectory, its first row's score (the paper's equation).
     Trajectories,
+}
+
+/// TRL GRPOTrainer's `scale_rewards`: what the group-relative reward r − mean(group) is divided by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ScaleRewards {
+    /// The group's sample standard deviation + 1e-4 (TRL's default).
+    Group,
+    /// The sample standard deviation of the whole batch (here: every episode of the same iteration) + 1e-4.
+    Batch,
+    /// Nothing: A = r − mean(group) (Dr. GRPO).
+    None,
+}
+
+/// TRL GRPOTrainer's `multi_objective_aggregation`: how several reward functions become one advantage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// Weighted sum of the rewards, then `scale_rewards` (TRL's default).
+    #[default]
+    #[value(name = "sum_then_normalize")]
+    SumThenNormalize,
+    /// Each reward normalised in its group, then weighted, summed and normalised over the batch (GDPO).
+    #[value(name = "normalize_then_sum")]
+    NormalizeThenSum,
+}
+
+/// The most reward functions `reward_weights` can weigh (settings stay `Copy`, so the weights live inline).
+pub const MAX_REWARD_WEIGHTS: usize = 16;
+
+/// TRL GRPOTrainer's `reward_weights`: one weight per reward function, in the order of the reward columns.
+/// Written and read as a plain list of numbers.
+#[derive(Clone, Copy, PartialEq)]
+pub struct RewardWeights {
+    len: u8,
+    values: [f64; MAX_REWARD_WEIGHTS],
+}
+
+impl RewardWeights {
+    /// At most [`MAX_REWARD_WEIGHTS`] weights.
+    pub fn new(weights: &[f64]) -> Result<Self, SettingsError> {
+        if weights.len() > MAX_REWARD_WEIGHTS {
+            return Err(SettingsError::TooManyWeights(weights.len()));
+        }
+        let mut values = [0.0; MAX_REWARD_WEIGHTS];
+        values[..weights.len()].copy_from_slice(weights);
+        Ok(RewardWeights { len: weights.len() as u8, values })
+    }
+
+    pub fn as_slice(&self) -> &[f64] {
+        &self.values[..self.len as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for RewardWeights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl Serialize for RewardWeights {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RewardWeights {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let weights = Vec::<f64>::deserialize(deserializer)?;
+        RewardWeights::new(&weights).map_err(serde::de::Error::custom)
+    }
 }
 
 /// How steps are put into anchor-state groups inside an episode group.
@@ -74,6 +158,12 @@ pub struct AdvantageSettings {
     /// Dual-efficiency bonus for successful episodes: α₁/(mean tokens per step) + α₂/(number of steps).
     pub efficiency_alpha1: f64,
     pub efficiency_alpha2: f64,
+    /// TRL's GRPO normalisation of A_E instead of GiGPO's (`None`: GiGPO's, with `norm` and `pooling`).
+    pub scale_rewards: Option<ScaleRewards>,
+    /// TRL: weights of the reward functions (`None`: 1.0 each). Used only with `scale_rewards`.
+    pub reward_weights: Option<RewardWeights>,
+    /// TRL: how several reward functions are combined. Used only with `scale_rewards`.
+    pub aggregation: Aggregation,
 }
 
 /// A setting outside its domain.
@@ -85,6 +175,10 @@ pub enum SettingsError {
     Similarity(f64),
     #[error("{0} must be a finite number, got {1}")]
     NotFinite(&'static str, f64),
+    #[error("at most {MAX_REWARD_WEIGHTS} reward weights are supported, got {0}")]
+    TooManyWeights(usize),
+    #[error("reward weight {0} must be a finite number, got {1}")]
+    Weight(usize, f64),
 }
 
 impl AdvantageSettings {
@@ -108,6 +202,11 @@ impl AdvantageSettings {
                 return Err(SettingsError::NotFinite(name, value));
             }
         }
+        for (i, &w) in self.reward_weights.iter().flat_map(|w| w.as_slice()).enumerate() {
+            if !w.is_finite() {
+                return Err(SettingsError::Weight(i + 1, w));
+            }
+        }
         Ok(())
     }
 }
@@ -125,6 +224,9 @@ impl Default for AdvantageSettings {
             success_reward: false,
             efficiency_alpha1: 0.0,
             efficiency_alpha2: 0.0,
+            scale_rewards: None,
+            reward_weights: None,
+            aggregation: Aggregation::SumThenNormalize,
         }
     }
 }
@@ -156,11 +258,25 @@ pub struct AdvantageOverrides {
     pub efficiency_alpha1: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efficiency_alpha2: Option<f64>,
+    /// TRL: `group`, `batch` or `none`; selects TRL's GRPO normalisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_rewards: Option<ScaleRewards>,
+    /// TRL: one weight per reward function, in column order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_weights: Option<RewardWeights>,
+    /// TRL: `sum_then_normalize` or `normalize_then_sum`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<Aggregation>,
 }
 
 impl AdvantageOverrides {
-    /// Layer these overrides on top of `base`. A `similarity` value alone selects similarity mode.
+    /// Layer these overrides on top of `base`. A `similarity` value alone selects similarity mode; a TRL
+    /// option (`reward_weights`, `aggregation`) alone selects TRL's computation with its default
+    /// `scale_rewards` (`group`).
     pub fn apply(&self, base: AdvantageSettings) -> AdvantageSettings {
+        let trl_option = self.reward_weights.is_some() || self.aggregation.is_some();
+        let scale_rewards =
+            self.scale_rewards.or(base.scale_rewards).or_else(|| trl_option.then_some(ScaleRewards::Group));
         let anchor = match (self.anchor, self.similarity) {
             (Some(AnchorKind::Exact), _) => AnchorMode::Exact,
             (Some(AnchorKind::Page), _) => AnchorMode::Page,
@@ -182,10 +298,14 @@ impl AdvantageOverrides {
             success_reward: self.success_reward.unwrap_or(base.success_reward),
             efficiency_alpha1: self.efficiency_alpha1.unwrap_or(base.efficiency_alpha1),
             efficiency_alpha2: self.efficiency_alpha2.unwrap_or(base.efficiency_alpha2),
+            scale_rewards,
+            reward_weights: self.reward_weights.or(base.reward_weights),
+            aggregation: self.aggregation.unwrap_or(base.aggregation),
         }
     }
 
-    /// Every key set, so that `run.json` records the full settings a trainer used.
+    /// Every key set, so that `run.json` records the full settings a trainer used (the TRL keys only when
+    /// TRL's computation is selected).
     pub fn from_settings(s: &AdvantageSettings) -> Self {
         let (anchor, similarity) = match s.anchor {
             AnchorMode::Exact => (AnchorKind::Exact, None),
@@ -204,6 +324,9 @@ impl AdvantageOverrides {
             success_reward: Some(s.success_reward),
             efficiency_alpha1: Some(s.efficiency_alpha1),
             efficiency_alpha2: Some(s.efficiency_alpha2),
+            scale_rewards: s.scale_rewards,
+            reward_weights: s.scale_rewards.and(s.reward_weights),
+            aggregation: s.scale_rewards.map(|_| s.aggregation),
         }
     }
 }

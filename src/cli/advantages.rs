@@ -8,13 +8,15 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use crate::advantage::{
-    compute, AdvantageOverrides, AdvantageSettings, AdvantageTable, AnchorKind, Estimator, Norm, Pooling,
+    compute, trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm,
+    Pooling, RewardWeights, ScaleRewards,
 };
 use super::source::SourceFlags;
 use crate::run::{Episode, Run};
 
 /// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to
-/// the defaults (gigpo, γ 0.95, ω 1.0, mean_norm, steps, penalty 0.1, exact anchors, no shaping).
+/// the defaults (gigpo, γ 0.95, ω 1.0, mean_norm, steps, penalty 0.1, exact anchors, no shaping). A TRL log
+/// records TRL's defaults instead (grpo, scale_rewards group, weights 1.0, sum_then_normalize).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SettingsFlags {
     /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, or GiGPO's step component alone.
@@ -51,6 +53,19 @@ pub struct SettingsFlags {
     /// Efficiency bonus α₂/(number of steps) for successful episodes.
     #[arg(long, value_name = "A")]
     pub efficiency_alpha2: Option<f64>,
+    /// TRL GRPO normalisation of A_E (TRL's `scale_rewards`): r − group mean, divided by the group's std + 1e-4
+    /// (group), the step's whole batch's std + 1e-4 (batch), or nothing (none). The default for a TRL log.
+    #[arg(long, value_enum)]
+    pub scale_rewards: Option<ScaleRewards>,
+    /// TRL GRPO: one weight per reward function, in the order of the log's reward columns (TRL's
+    /// `reward_weights`; default 1.0 each).
+    #[arg(long, value_name = "W1,W2,...", value_delimiter = ',', allow_hyphen_values = true)]
+    pub reward_weights: Option<Vec<f64>>,
+    /// TRL GRPO: combine several reward functions by weighted sum then scale_rewards (sum_then_normalize), or
+    /// normalise each in its group, sum, then normalise over the batch (normalize_then_sum). TRL's
+    /// `multi_objective_aggregation`.
+    #[arg(long, value_enum)]
+    pub aggregation: Option<Aggregation>,
 }
 
 impl SettingsFlags {
@@ -71,6 +86,12 @@ impl SettingsFlags {
             success_reward: self.success_reward,
             efficiency_alpha1: self.efficiency_alpha1,
             efficiency_alpha2: self.efficiency_alpha2,
+            scale_rewards: self.scale_rewards,
+            reward_weights: match &self.reward_weights {
+                Some(weights) => Some(RewardWeights::new(weights).context("--reward-weights")?),
+                None => None,
+            },
+            aggregation: self.aggregation,
         })
     }
 
@@ -80,8 +101,25 @@ impl SettingsFlags {
         let base = recorded.map_or_else(AdvantageSettings::default, |r| r.apply(AdvantageSettings::default()));
         let settings = self.overrides()?.apply(base);
         settings.validate().with_context(|| format!("advantage settings for {}", run.dir.display()))?;
+        check_reward_weights(&settings, run)?;
         Ok(settings)
     }
+}
+
+/// TRL refuses reward weights whose number differs from the number of reward functions; so does gigscope,
+/// against the reward functions the run's first episode records (one reward where none are recorded).
+fn check_reward_weights(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
+    let (Some(weights), Some(_)) = (settings.reward_weights, settings.scale_rewards) else { return Ok(()) };
+    let names = run.episodes.iter().find_map(trl::reward_names);
+    let expected = names.as_ref().map_or(1, Vec::len);
+    if weights.len() != expected && !run.episodes.is_empty() {
+        let what = match &names {
+            Some(names) => format!("{} reward functions ({})", names.len(), names.join(", ")),
+            None => "one reward per episode (no per-function rewards recorded)".to_string(),
+        };
+        bail!("{} reward weight(s) given, but {} has {what}", weights.len(), run.dir.display());
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,18 +1,330 @@
-//! Placeholder: the Trl reader is being written.
+//! TRL GRPOTrainer's completion logs: with `log_completions=True`, `GRPOTrainer.log` writes
+//! `OUTPUT_DIR/completions/completions_{global_step:05d}.parquet` (pandas `DataFrame.to_parquet`: pyarrow,
+//! snappy) at every logging step. Read with the Arrow project's `parquet` crate (its record API).
+//!
+//! Columns (TRL 1.16): `step`, `prompt` and `completion` (strings, or for chat datasets lists of
+//! `{role, content}` messages), one float column per reward function named after it (NaN where the function
+//! returned None), the columns reward functions logged through `log_extra`, and `advantage`. The reward columns
+//! are the float columns right after `completion` (TRL puts the extra columns after them; an extra float column
+//! logged right after the rewards cannot be told from a reward function). Unknown columns are kept; `step`,
+//! `advantage` and the reward columns may be missing.
+//!
+//! Every row is an episode of one step:
+//!
+//! - `id` `s{step}-r{row}`, `group` `s{step}-g{k}`, `iteration` the step of the file name (rows and groups
+//!   numbered from 1, rows as in `extra.source.line`: pandas' index + 1);
+//! - the step's `observation` is the prompt, its `action` the completion; chat messages are rendered as
+//!   `role: content` blocks separated by blank lines, and kept as they are in `extra.messages`;
+//!   `task.instruction` is the prompt (for chat, its last user message);
+//! - the step's `reward` (and `outcome.score`) is TRL's reward under its default weights: the sum of the
+//!   rewards that are not NaN (0 when all are, TRL's "unscorable" row); `outcome.success` is false;
+//! - `outcome.extra.rewards` is `{function: reward or null}` in column order, which the advantage engine
+//!   reads for `--reward-weights` and `--aggregation normalize_then_sum` (see `crate::advantage::trl`);
+//! - `advantages` is `[advantage]`, the value TRL logged, so `gigscope stats` compares it with the recomputation;
+//! - `extra.columns` holds the other columns, `extra.source` `{file, line}` (file relative to the run directory).
+//!
+//! The file records neither the groups, nor the trainer's settings. Groups are the runs of consecutive rows
+//! with equal prompts, cut into blocks of the shortest run's length (TRL's `RepeatSampler` puts a group's
+//! `num_generations` rows together, and the same prompt may be drawn twice in a row); runs of unequal length
+//! are kept as they are with a notice. `--group-size N` makes the groups consecutive blocks of N rows instead.
+//! The run's [`RunMeta`] records TRL's defaults (estimator `grpo`, `scale_rewards` `group`, weights 1.0,
+//! `sum_then_normalize`); a run trained otherwise needs `--scale-rewards`, `--reward-weights` and
+//! `--aggregation` to be recomputed as it was trained.
+//!
+//! Live reading. A parquet file is only readable once its footer is written, which pandas does last: a file
+//! that cannot be read is taken for one still being written (the poll says `pending`) until it has not
+//! changed for [`STALE_AFTER`] (by its mtime, or since first seen so), and only then reported, once, naming it.
+//! Files are delivered in step order; a new file appends its episodes. A file already delivered that changes
+//! (size, mtime or inode) is read again once readable: a notice names it (TRL writes evaluation completions
+//! over the training file of the same step, with nothing marking them), then `Reset` and the whole run again,
+//! in order. So is a file that appears before one already delivered, or a delivered file that is removed.
+//! Until a rewritten file can be read, the rows read from it before are kept.
+//!
+//! Quirk: with `num_iterations > 1` (or `steps_per_generation > 1`) TRL reuses a generation batch for several
+//! steps and logs it again at each: consecutive files hold the same prompts and completions under a new
+//! `step`. Such files are kept (they are what the log says) and their episodes marked with
+//! `extra.repeat_of` (the file they repeat), with a notice.
 
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{File, Metadata};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
-use super::{Layout, LiveEvent, RunSource, SourceOptions, SourcePoll};
+use parquet::basic::Type as PhysicalType;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use serde_json::{json, Map, Value};
+
+use super::{list_dir, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
+use crate::advantage::trl::{weighted_nansum, REWARDS_KEY};
+use crate::advantage::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
+use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
+use crate::run::reader::LineError;
+
+/// The directory TRL writes the files into, under its `output_dir`.
+pub const COMPLETIONS_DIR: &str = "completions";
+/// `RunMeta::format` of a TRL log.
+pub const FORMAT: &str = "trl-completions";
+/// An unreadable file that has not changed for this long is not being written: it is reported.
+pub const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// What identifies a file's content without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    dev: u64,
+    ino: u64,
+}
+
+impl Stamp {
+    fn of(meta: &Metadata) -> Self {
+        #[cfg(unix)]
+        let (dev, ino) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (dev, ino) = (0, 0);
+        Stamp { len: meta.len(), modified: meta.modified().ok(), dev, ino }
+    }
+}
+
+/// A file read whole.
+#[derive(Debug)]
+struct Parsed {
+    episodes: Vec<(u64, Episode)>,
+    broken: Vec<LineError>,
+    /// Quirks of this file worth a notice (unequal groups, columns missing).
+    notices: Vec<String>,
+    reward_names: Vec<String>,
+    /// Row count and a hash of every row's prompt and completion, to notice a file repeating the previous one.
+    fingerprint: (usize, u64),
+}
+
+/// A file that could not be read as it is now.
+#[derive(Debug)]
+struct Unreadable {
+    stamp: Stamp,
+    since: Instant,
+    reported: bool,
+}
 
 #[derive(Debug)]
+struct StepFile {
+    name: String,
+    /// The last good content and the stamp it was read at.
+    content: Option<(Stamp, Parsed)>,
+    /// The file as it is now cannot be read.
+    unreadable: Option<Unreadable>,
+    present: bool,
+}
+
+/// Where the reader of a TRL completions log stands.
+#[derive(Debug)]
 pub struct TrlSource {
+    /// The run directory as given: TRL's `output_dir`, or its `completions/` directory itself.
     dir: PathBuf,
+    group_size: Option<usize>,
+    /// Step files by step.
+    files: BTreeMap<u64, StepFile>,
+    /// Steps delivered since the last reset, in order, with the stamp of the content delivered.
+    delivered: Vec<(u64, Stamp)>,
+    /// The description last sent.
+    meta: Option<RunMeta>,
+    listing: ErrorOnce,
+    /// Notices sent (each is sent once: the run keeps them).
+    said: HashSet<String>,
 }
 
 impl TrlSource {
-    pub fn new(dir: &Path, _options: &SourceOptions) -> Self {
-        TrlSource { dir: dir.to_path_buf() }
+    /// A reader at the start: the first poll delivers the whole log.
+    pub fn new(dir: &Path, options: &SourceOptions) -> Self {
+        TrlSource {
+            dir: dir.to_path_buf(),
+            group_size: options.group_size,
+            files: BTreeMap::new(),
+            delivered: Vec::new(),
+            meta: None,
+            listing: ErrorOnce::default(),
+            said: HashSet::new(),
+        }
     }
+
+    /// `dir/completions` when it exists, else `dir` (the `completions/` directory given itself), and the prefix
+    /// of the files' names relative to the run directory.
+    fn completions_dir(&self) -> (PathBuf, &'static str) {
+        let sub = self.dir.join(COMPLETIONS_DIR);
+        if sub.is_dir() {
+            (sub, "completions/")
+        } else {
+            (self.dir.clone(), "")
+        }
+    }
+
+    fn say(&mut self, message: String, events: &mut Vec<LiveEvent>) {
+        if self.said.insert(message.clone()) {
+            events.push(LiveEvent::Error(message));
+        }
+    }
+
+    /// The run's description: TRL's defaults as its advantage settings, and the reward functions seen.
+    fn run_meta(&self) -> RunMeta {
+        let name = match self.dir.file_name().and_then(|n| n.to_str()) {
+            Some(COMPLETIONS_DIR) => self.dir.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()),
+            other => other,
+        };
+        let mut extra = Map::new();
+        let names = self.files.values().find_map(|f| f.content.as_ref().map(|(_, p)| &p.reward_names));
+        if let Some(names) = names {
+            extra.insert("reward_functions".into(), json!(names));
+        }
+        RunMeta {
+            format: Some(FORMAT.into()),
+            name: name.map(str::to_owned),
+            advantage: Some(AdvantageOverrides {
+                estimator: Some(Estimator::Grpo),
+                scale_rewards: Some(ScaleRewards::Group),
+                aggregation: Some(Aggregation::SumThenNormalize),
+                ..AdvantageOverrides::default()
+            }),
+            notes: Some(
+                "TRL GRPOTrainer completions log. Not recorded in it, so TRL's defaults are assumed: reward_weights \
+                 (1.0 each; give --reward-weights W1,W2,...), scale_rewards (group; --scale-rewards batch|none), \
+                 multi_objective_aggregation (sum_then_normalize; --aggregation normalize_then_sum) and \
+                 num_generations (groups are runs of equal prompts; --group-size N)."
+                    .into(),
+            ),
+            extra,
+            ..RunMeta::default()
+        }
+    }
+
+    /// Look at one step file: read it if it is new or changed. Whether it is still pending.
+    fn refresh(&mut self, step: u64, path: &Path, rel: &str, events: &mut Vec<LiveEvent>) -> bool {
+        let group_size = self.group_size;
+        let Some(file) = self.files.get_mut(&step) else { return false };
+        let (pending, report) = refresh_file(file, path, rel, step, group_size);
+        if let Some(message) = report {
+            self.say(message, events);
+        }
+        pending
+    }
+
+    /// The events delivering step file `step`, which follows step file `previous` in step order.
+    fn deliver(&mut self, step: u64, previous: Option<u64>, prefix: &str, events: &mut Vec<LiveEvent>) {
+        let Some(file) = self.files.get(&step) else { return };
+        let Some((stamp, parsed)) = file.content.as_ref() else { return };
+        let rel = format!("{prefix}{}", file.name);
+        let repeat_of = previous.and_then(|p| self.files.get(&p)).and_then(|prev| {
+            let (_, before) = prev.content.as_ref()?;
+            let same = before.fingerprint == parsed.fingerprint && parsed.fingerprint.0 > 0;
+            same.then(|| format!("{prefix}{}", prev.name))
+        });
+        let mut episodes = parsed.episodes.clone();
+        if let Some(of) = &repeat_of {
+            for (_, episode) in &mut episodes {
+                episode.extra.insert("repeat_of".into(), Value::String(of.clone()));
+            }
+        }
+        let broken = parsed.broken.clone();
+        let mut notices = parsed.notices.clone();
+        if let Some(of) = repeat_of {
+            notices.push(format!(
+                "{rel} repeats the {} rows of {of} (same prompts and completions, new step): TRL logs a generation \
+                 batch again at every step that reuses it (num_iterations > 1 or steps_per_generation > 1); kept, \
+                 marked with extra.repeat_of",
+                parsed.fingerprint.0
+            ));
+        }
+        self.delivered.push((step, *stamp));
+        if !episodes.is_empty() {
+            events.push(LiveEvent::Episodes(episodes));
+        }
+        if !broken.is_empty() {
+            events.push(LiveEvent::BrokenLines(LiveFile::Episodes, broken));
+        }
+        for notice in notices {
+            self.say(notice, events);
+        }
+    }
+}
+
+/// Look at one step file: read it if it is new or changed. Whether it is still pending, and the report of a
+/// file that stays unreadable.
+fn refresh_file(
+    file: &mut StepFile,
+    path: &Path,
+    rel: &str,
+    step: u64,
+    group_size: Option<usize>,
+) -> (bool, Option<String>) {
+    let now = Instant::now();
+    let stamp = match std::fs::metadata(path) {
+        Ok(meta) => Stamp::of(&meta),
+        // Removed between listing and now: the next listing sees it gone.
+        Err(_) => return (false, None),
+    };
+    if file.content.as_ref().is_some_and(|(read, _)| *read == stamp) {
+        file.unreadable = None;
+        return (false, None);
+    }
+    let error = match file.unreadable.as_ref() {
+        // Unchanged since it failed: look at it again only to decide whether it is stale.
+        Some(u) if u.stamp == stamp => {
+            if u.reported {
+                return (false, None);
+            }
+            None
+        }
+        _ => match read_file(path, rel, step, group_size) {
+            Ok((read, parsed)) => {
+                file.content = Some((read, parsed));
+                file.unreadable = None;
+                return (false, None);
+            }
+            Err(error) => {
+                file.unreadable = Some(Unreadable { stamp, since: now, reported: false });
+                Some(error)
+            }
+        },
+    };
+    let Some(unreadable) = file.unreadable.as_mut() else { return (false, None) };
+    let age = stamp.modified.and_then(|m| SystemTime::now().duration_since(m).ok());
+    let settled = now.duration_since(unreadable.since) >= STALE_AFTER || age.is_some_and(|age| age >= STALE_AFTER);
+    if !settled {
+        return (true, None);
+    }
+    unreadable.reported = true;
+    let kept = if file.content.is_some() { "; the rows read from it before are kept" } else { "" };
+    let error = match error {
+        Some(error) => error,
+        None => match read_file(path, rel, step, group_size) {
+            Err(error) => error,
+            // Readable after all (it changed while looked at): the next poll reads it.
+            Ok(_) => {
+                file.unreadable = None;
+                return (true, None);
+            }
+        },
+    };
+    let message = format!(
+        "{rel}: cannot be read ({error}); it has not changed for {}s, so it is not being written: skipped until it \
+         changes{kept}",
+        STALE_AFTER.as_secs()
+    );
+    (false, Some(message))
+}
+
+/// The step of a TRL completions file name (`completions_{step:05d}.parquet`).
+fn file_step(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("completions_")?.strip_suffix(".parquet")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 impl RunSource for TrlSource {
@@ -21,11 +333,460 @@ impl RunSource for TrlSource {
     }
 
     fn poll(&mut self) -> SourcePoll {
-        let message = format!("{}: reading a {} is not written yet", self.dir.display(), Layout::Trl.name());
-        SourcePoll { events: vec![LiveEvent::Error(message)], pending: false }
+        let mut events = Vec::new();
+        let mut pending = false;
+        let (dir, prefix) = self.completions_dir();
+        let names = if dir.is_dir() {
+            match list_dir(&dir) {
+                Ok(names) => {
+                    events.extend(self.listing.report(None));
+                    names
+                }
+                Err(err) => {
+                    events.extend(self.listing.report(Some(err.to_string())));
+                    return SourcePoll { events, pending: false };
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        for file in self.files.values_mut() {
+            file.present = false;
+        }
+        for name in names {
+            let Some(step) = file_step(&name) else { continue };
+            let rel = format!("{prefix}{name}");
+            let file = self.files.entry(step).or_insert_with(|| StepFile {
+                name: name.clone(),
+                content: None,
+                unreadable: None,
+                present: false,
+            });
+            if file.name != name {
+                // Two names for one step (`completions_3.parquet` beside `completions_00003.parquet`): the first
+                // in name order is read.
+                continue;
+            }
+            file.present = true;
+            pending |= self.refresh(step, &dir.join(&name), &rel, &mut events);
+        }
+        let removed: Vec<u64> = self.files.iter().filter(|(_, f)| !f.present).map(|(&s, _)| s).collect();
+        for step in removed {
+            if let Some(file) = self.files.remove(&step) {
+                if self.delivered.iter().any(|(s, _)| *s == step) {
+                    let message = format!("{prefix}{} was removed: the run is read again without it", file.name);
+                    self.say(message, &mut events);
+                }
+            }
+        }
+
+        // Deliver in step order: new files after the ones delivered, or everything again after a change.
+        let desired: Vec<(u64, Stamp)> =
+            self.files.iter().filter_map(|(&s, f)| f.content.as_ref().map(|(stamp, _)| (s, *stamp))).collect();
+        let appends = self.delivered.len() <= desired.len() && self.delivered.iter().zip(&desired).all(|(d, w)| d == w);
+        if !appends {
+            let changed: Vec<(String, usize)> = self
+                .delivered
+                .iter()
+                .filter_map(|(step, stamp)| {
+                    let file = self.files.get(step)?;
+                    let (now, parsed) = file.content.as_ref()?;
+                    (now != stamp).then(|| (format!("{prefix}{}", file.name), parsed.episodes.len()))
+                })
+                .collect();
+            for (rel, rows) in changed {
+                let message = format!(
+                    "{rel} was rewritten after it was read (now {rows} rows): TRL writes evaluation completions over \
+                     the training file of the same step, with nothing marking them; the run is read again"
+                );
+                self.say(message, &mut events);
+            }
+            events.push(LiveEvent::Reset(LiveFile::Episodes));
+            self.delivered.clear();
+        }
+        for i in self.delivered.len()..desired.len() {
+            let previous = i.checked_sub(1).map(|p| desired[p].0);
+            self.deliver(desired[i].0, previous, prefix, &mut events);
+        }
+
+        let meta = self.run_meta();
+        if self.meta.as_ref() != Some(&meta) {
+            events.insert(0, LiveEvent::Meta(Some(Box::new(meta.clone()))));
+            self.meta = Some(meta);
+        }
+        SourcePoll { events, pending }
     }
 
-    fn watches(&self, _path: &Path) -> bool {
-        false
+    fn watches(&self, path: &Path) -> bool {
+        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == COMPLETIONS_DIR || file_step(n).is_some())
+    }
+
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        vec![self.dir.join(COMPLETIONS_DIR)]
+    }
+}
+
+/// One row's values, before grouping.
+struct RowData {
+    row: u64,
+    prompt: Rendered,
+    completion: Rendered,
+    rewards: Vec<f64>,
+    advantage: Option<f64>,
+    step: Option<i64>,
+    columns: Map<String, Value>,
+}
+
+/// A prompt or completion as text, with the messages it was rendered from (chat) kept.
+struct Rendered {
+    text: String,
+    /// The instruction: the prompt itself, or a chat's last user message.
+    instruction: String,
+    messages: Option<Value>,
+}
+
+/// What the columns of a file are.
+struct Columns {
+    prompt: Option<usize>,
+    completion: Option<usize>,
+    step: Option<usize>,
+    advantage: Option<usize>,
+    /// Reward columns: index and name, in order.
+    rewards: Vec<(usize, String)>,
+}
+
+fn classify_columns(fields: &[parquet::schema::types::TypePtr]) -> Columns {
+    let find = |name: &str| fields.iter().position(|f| f.name() == name);
+    let is_float = |f: &parquet::schema::types::TypePtr| {
+        f.is_primitive() && matches!(f.get_physical_type(), PhysicalType::DOUBLE | PhysicalType::FLOAT)
+    };
+    let (prompt, completion, step) = (find("prompt"), find("completion"), find("step"));
+    let advantage = find("advantage").filter(|&i| is_float(&fields[i]));
+    let start = completion.or(prompt).or(step).map_or(0, |i| i + 1);
+    let rewards = fields
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take_while(|(i, f)| Some(*i) != advantage && is_float(f))
+        .map(|(i, f)| (i, f.name().to_string()))
+        .collect();
+    Columns { prompt, completion, step, advantage, rewards }
+}
+
+/// Read a whole step file: its episodes, broken rows and quirks, and the stamp of what was read. An error
+/// means the file is not (yet) a readable parquet file.
+fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Result<(Stamp, Parsed), String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let stamp = Stamp::of(&file.metadata().map_err(|e| e.to_string())?);
+    let reader = SerializedFileReader::new(file).map_err(|e| e.to_string())?;
+    let total = reader.metadata().file_metadata().num_rows().max(0) as u64;
+    let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
+    let columns = classify_columns(&fields);
+    let mut notices = Vec::new();
+    for (name, at) in [("prompt", columns.prompt), ("completion", columns.completion)] {
+        if at.is_none() {
+            notices.push(format!("{rel}: no `{name}` column; its rows have an empty {name}"));
+        }
+    }
+    if columns.advantage.is_none() {
+        notices.push(format!("{rel}: no numeric `advantage` column; its rows have no trainer advantage to compare"));
+    }
+    let mut rows = Vec::new();
+    let mut broken = Vec::new();
+    let iter = reader.get_row_iter(None).map_err(|e| e.to_string())?;
+    for (i, row) in iter.enumerate() {
+        let number = i as u64 + 1;
+        let row = match row {
+            Ok(row) => row,
+            Err(err) => {
+                // The row reader cannot go on after a bad page: the rest of the file is lost.
+                let reason = format!("rows {number} to {} could not be read: {err}", total.max(number));
+                broken.push(LineError { file: Some(rel.to_string()), line: number, reason });
+                break;
+            }
+        };
+        let values: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
+        let at = |i: Option<usize>| i.and_then(|i| values.get(i).copied());
+        let mut data = RowData {
+            row: number,
+            prompt: render(at(columns.prompt), true),
+            completion: render(at(columns.completion), false),
+            rewards: columns.rewards.iter().map(|(i, _)| number_of(values.get(*i).copied())).collect(),
+            advantage: Some(number_of(at(columns.advantage))).filter(|a| !a.is_nan()),
+            step: at(columns.step).and_then(integer_of),
+            columns: Map::new(),
+        };
+        let known: Vec<usize> = [columns.prompt, columns.completion, columns.step, columns.advantage]
+            .into_iter()
+            .flatten()
+            .chain(columns.rewards.iter().map(|(i, _)| *i))
+            .collect();
+        for (i, (name, field)) in row.get_column_iter().enumerate() {
+            if !known.contains(&i) {
+                data.columns.insert(name.clone(), to_json(field));
+            }
+        }
+        rows.push(data);
+    }
+    if let Some(other) = rows.iter().find_map(|r| r.step.filter(|&s| s != step as i64)) {
+        notices.push(format!("{rel}: its step column says {other}, its name {step}; the name is used"));
+    }
+    let keys: Vec<&str> = rows.iter().map(|r| r.prompt.text.as_str()).collect();
+    let (group_of, group_notices) = assign_groups(&keys, group_size, rel);
+    notices.extend(group_notices);
+
+    let mut hasher = DefaultHasher::new();
+    for r in &rows {
+        (&r.prompt.text, &r.completion.text).hash(&mut hasher);
+    }
+    let fingerprint = (rows.len(), hasher.finish());
+    let reward_names: Vec<String> = columns.rewards.iter().map(|(_, n)| n.clone()).collect();
+    let episodes =
+        rows.into_iter().zip(group_of).map(|(r, g)| (r.row, episode(r, g, step, rel, &reward_names))).collect();
+    Ok((stamp, Parsed { episodes, broken, notices, reward_names, fingerprint }))
+}
+
+fn episode(r: RowData, group: usize, step: u64, rel: &str, reward_names: &[String]) -> Episode {
+    let reward = weighted_nansum(&r.rewards, |_| 1.0);
+    let reward = if reward.is_nan() { 0.0 } else { reward };
+    let rewards: Map<String, Value> =
+        reward_names.iter().zip(&r.rewards).map(|(name, &v)| (name.clone(), json_number(v))).collect();
+    let mut outcome_extra = Map::new();
+    outcome_extra.insert(REWARDS_KEY.into(), Value::Object(rewards));
+    let mut extra = Map::new();
+    extra.insert(SOURCE_KEY.into(), json!({"file": rel, "line": r.row}));
+    if !r.columns.is_empty() {
+        extra.insert("columns".into(), Value::Object(r.columns));
+    }
+    if r.prompt.messages.is_some() || r.completion.messages.is_some() {
+        let mut messages = Map::new();
+        for (key, m) in [("prompt", r.prompt.messages), ("completion", r.completion.messages)] {
+            if let Some(m) = m {
+                messages.insert(key.into(), m);
+            }
+        }
+        extra.insert("messages".into(), Value::Object(messages));
+    }
+    Episode {
+        id: format!("s{step}-r{}", r.row),
+        group: format!("s{step}-g{}", group + 1),
+        iteration: i64::try_from(step).unwrap_or(i64::MAX),
+        task: Some(Task { id: String::new(), instruction: r.prompt.instruction, extra: Map::new() }),
+        steps: vec![Step::new(r.prompt.text, r.completion.text, reward)],
+        outcome: Some(Outcome { success: false, score: reward, extra: outcome_extra }),
+        advantages: r.advantage.map(|a| vec![a]),
+        extra,
+    }
+}
+
+/// Each row's group (numbered from 0), and notices about the grouping.
+fn assign_groups(prompts: &[&str], group_size: Option<usize>, rel: &str) -> (Vec<usize>, Vec<String>) {
+    let n = prompts.len();
+    let mut notices = Vec::new();
+    if let Some(size) = group_size {
+        let size = size.max(1);
+        if !n.is_multiple_of(size) {
+            notices.push(format!(
+                "{rel}: {n} rows are not a multiple of --group-size {size}: its last group has {} rows",
+                n % size
+            ));
+        }
+        let mixed: Vec<usize> = (0..n.div_ceil(size))
+            .filter(|&g| prompts[g * size..n.min((g + 1) * size)].windows(2).any(|w| w[0] != w[1]))
+            .collect();
+        if let Some(&g) = mixed.first() {
+            notices.push(format!(
+                "{rel}: rows {} to {} form a group of --group-size {size} but hold different prompts ({} such group(s))",
+                g * size + 1,
+                n.min((g + 1) * size),
+                mixed.len()
+            ));
+        }
+        return ((0..n).map(|i| i / size).collect(), notices);
+    }
+    // Runs of equal consecutive prompts: (start, length).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, p) in prompts.iter().enumerate() {
+        match runs.last_mut() {
+            Some((start, len)) if prompts[*start] == *p => *len += 1,
+            _ => runs.push((i, 1)),
+        }
+    }
+    let Some(shortest) = runs.iter().map(|&(_, len)| len).min() else { return (Vec::new(), notices) };
+    let mut group_of = Vec::with_capacity(n);
+    if runs.iter().all(|&(_, len)| len.is_multiple_of(shortest)) {
+        for i in 0..n {
+            group_of.push(i / shortest);
+        }
+        // Blocks of `shortest` rows, counted across runs: every run is a whole number of blocks.
+        return (group_of, notices);
+    }
+    let sizes: Vec<String> =
+        runs.iter().take(6).map(|&(start, len)| format!("rows {} to {}: {len}", start + 1, start + len)).collect();
+    notices.push(format!(
+        "{rel}: groups of unequal size ({}{}) inferred from consecutive equal prompts; TRL's groups are blocks of \
+         num_generations rows: give --group-size N if equal prompts do not mark them",
+        sizes.join(", "),
+        if runs.len() > 6 { ", …" } else { "" }
+    ));
+    for (g, &(_, len)) in runs.iter().enumerate() {
+        group_of.extend(std::iter::repeat_n(g, len));
+    }
+    (group_of, notices)
+}
+
+/// A reward or advantage cell: a number, NaN for null or anything else.
+fn number_of(field: Option<&Field>) -> f64 {
+    match field {
+        Some(Field::Double(x)) => *x,
+        Some(Field::Float(x)) => f64::from(*x),
+        Some(Field::Float16(x)) => f64::from(x.to_f32()),
+        Some(other) => integer_of(other).map_or(f64::NAN, |i| i as f64),
+        None => f64::NAN,
+    }
+}
+
+fn integer_of(field: &Field) -> Option<i64> {
+    Some(match *field {
+        Field::Byte(x) => x.into(),
+        Field::Short(x) => x.into(),
+        Field::Int(x) => x.into(),
+        Field::Long(x) => x,
+        Field::UByte(x) => x.into(),
+        Field::UShort(x) => x.into(),
+        Field::UInt(x) => x.into(),
+        Field::ULong(x) => i64::try_from(x).ok()?,
+        _ => return None,
+    })
+}
+
+/// A finite number, else null (JSON has no NaN).
+fn json_number(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+}
+
+/// A parquet value as JSON: structs as objects, lists as arrays, maps as objects (keys as text).
+fn to_json(field: &Field) -> Value {
+    match field {
+        Field::Null => Value::Null,
+        Field::Bool(b) => Value::Bool(*b),
+        Field::Float16(_) | Field::Float(_) | Field::Double(_) => json_number(number_of(Some(field))),
+        Field::Str(s) => Value::String(s.clone()),
+        Field::Bytes(b) => Value::String(String::from_utf8_lossy(b.data()).into_owned()),
+        Field::Group(row) => Value::Object(row.get_column_iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+        Field::ListInternal(list) => Value::Array(list.elements().iter().map(to_json).collect()),
+        Field::MapInternal(map) => Value::Object(
+            map.entries()
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Field::Str(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+        // Integers; dates, times, decimals and integers past i64 as their text.
+        other => integer_of(other).map_or_else(|| Value::String(other.to_string()), Value::from),
+    }
+}
+
+/// A prompt or completion cell as text: a string as it is; chat messages as `role: content` blocks.
+fn render(field: Option<&Field>, prompt: bool) -> Rendered {
+    let value = field.map_or(Value::Null, to_json);
+    match value {
+        Value::String(text) => Rendered { instruction: text.trim().to_string(), text, messages: None },
+        Value::Null => Rendered { text: String::new(), instruction: String::new(), messages: None },
+        Value::Array(messages) => {
+            let blocks: Vec<String> = messages.iter().map(render_message).collect();
+            let last_user = messages
+                .iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)));
+            let text = blocks.join("\n\n");
+            let instruction = match (prompt, last_user) {
+                (true, Some(user)) => user.trim().to_string(),
+                _ => text.trim().to_string(),
+            };
+            Rendered { text, instruction, messages: Some(Value::Array(messages)) }
+        }
+        other => {
+            let text = other.to_string();
+            Rendered { instruction: text.clone(), text, messages: Some(other) }
+        }
+    }
+}
+
+/// `role: content`, then any other non-null key of the message (tool calls, say) as JSON.
+fn render_message(message: &Value) -> String {
+    let Some(object) = message.as_object() else { return content_text(message) };
+    let role = object.get("role").and_then(Value::as_str).unwrap_or("?");
+    let mut text = format!("{role}: {}", content_text(object.get("content").unwrap_or(&Value::Null)));
+    for (key, value) in object {
+        if key != "role" && key != "content" && !value.is_null() {
+            text.push_str(&format!("\n[{key}] {value}"));
+        }
+    }
+    text
+}
+
+/// A message's content: a string, or the text of its parts (`{type: text, text}`; others as `[type]`).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|part| match (part.get("type").and_then(Value::as_str), part.get("text").and_then(Value::as_str)) {
+                (_, Some(text)) => text.to_string(),
+                (Some(kind), None) => format!("[{kind}]"),
+                (None, None) => part.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_give_steps() {
+        assert_eq!(file_step("completions_00003.parquet"), Some(3));
+        assert_eq!(file_step("completions_123456.parquet"), Some(123456));
+        for bad in ["completions_.parquet", "completions_3a.parquet", "completions_00003.parquet.tmp", "x.parquet"] {
+            assert_eq!(file_step(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn groups_come_from_runs_of_equal_prompts() {
+        let (groups, notices) = assign_groups(&["a", "a", "b", "b", "b", "b", "c", "c"], None, "f");
+        // The same prompt drawn twice in a row is two groups of the shortest run's size.
+        assert_eq!(groups, [0, 0, 1, 1, 2, 2, 3, 3]);
+        assert!(notices.is_empty());
+        let (groups, notices) = assign_groups(&["a", "a", "a", "b", "b"], None, "f");
+        assert_eq!(groups, [0, 0, 0, 1, 1]);
+        assert!(notices[0].contains("unequal size") && notices[0].contains("rows 1 to 3: 3"), "{notices:?}");
+        let (groups, notices) = assign_groups(&["a", "a", "b", "b", "c"], Some(2), "f");
+        assert_eq!(groups, [0, 0, 1, 1, 2]);
+        assert!(notices[0].contains("not a multiple of --group-size 2"), "{notices:?}");
+        let (_, notices) = assign_groups(&["a", "b", "b", "b"], Some(2), "f");
+        assert!(notices[0].contains("rows 1 to 2 form a group"), "{notices:?}");
+    }
+
+    #[test]
+    fn chat_messages_render_as_role_blocks() {
+        let messages = json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]);
+        let texts: Vec<String> = messages.as_array().unwrap().iter().map(render_message).collect();
+        assert_eq!(texts.join("\n\n"), "system: be brief\n\nuser: hi");
+        let parts = json!([{"type": "image"}, {"type": "text", "text": "what is it?"}]);
+        assert_eq!(content_text(&parts), "[image]\nwhat is it?");
+        let tool = json!({"role": "assistant", "content": null, "tool_calls": [{"name": "f"}]});
+        assert_eq!(render_message(&tool), "assistant: \n[tool_calls] [{\"name\":\"f\"}]");
     }
 }
