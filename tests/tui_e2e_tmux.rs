@@ -139,7 +139,7 @@ fn navigate_to_a_step_and_read_its_advantages_then_see_an_appended_episode() {
     assert!(screen.contains("trainer A +8.512 · recomputed A +8.512"), "{screen}");
     // The anchor group view with the filled-in formula.
     s.keys(&["a"]);
-    s.wait_for(&["[Anchor group]", "mean_S = (9.0250 + 0.0000) / 2 = 4.5125", "A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"]);
+    s.wait_for(&["[Anchor group]", "mean_S = mean of the members' R_t = (9.0250 + 0.0000) / 2 = 4.5125", "A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"]);
     // A settings change recomputes everything at once: ω 1.0 → 0.9.
     s.keys(&["s", "j", "j", "h"]);
     s.wait_for(&["ω step weight    0.90", "* run: 1.00"]);

@@ -208,6 +208,8 @@ pub struct Selection {
     pub compare_scroll: usize,
     /// Observation scroll in lines.
     pub obs_scroll: usize,
+    /// Anchor view: scroll of the explanation panel, in lines.
+    pub formula_scroll: usize,
     /// Long plain-text observations show whole instead of folded (kept while moving between steps).
     pub unfolded: bool,
 }

@@ -336,8 +336,18 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Back | Action::Left => back(state),
         Action::PrevItem => item(state, -1),
         Action::NextItem => item(state, 1),
-        Action::ScrollUp => state.sel.obs_scroll = state.sel.obs_scroll.saturating_sub(3),
-        Action::ScrollDown => state.sel.obs_scroll = state.sel.obs_scroll.saturating_add(3),
+        Action::ScrollUp | Action::ScrollDown => {
+            let down = a == Action::ScrollDown;
+            if state.view == View::Anchor {
+                let s = state.sel.formula_scroll;
+                let s = if down { s.saturating_add(3) } else { s.saturating_sub(3) };
+                state.sel.formula_scroll = s.min(layout::formula_scroll_max(state));
+            } else if down {
+                state.sel.obs_scroll = state.sel.obs_scroll.saturating_add(3);
+            } else {
+                state.sel.obs_scroll = state.sel.obs_scroll.saturating_sub(3);
+            }
+        }
         Action::Fold => {
             state.sel.unfolded = !state.sel.unfolded;
             state.sel.obs_scroll = 0;
@@ -347,6 +357,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Episode => state.view = View::Episode,
         Action::Anchor => {
             state.view = View::Anchor;
+            state.sel.formula_scroll = 0;
             select_self_in_anchor_group(state);
         }
         Action::Compare => {
@@ -647,6 +658,7 @@ fn open(state: &mut State) {
         }
         View::Episode => {
             state.view = View::Anchor;
+            state.sel.formula_scroll = 0;
             select_self_in_anchor_group(state);
         }
         View::Anchor => {

@@ -1,17 +1,17 @@
-//! Anchor-group view: every step that shares the selected step's anchor state, with the group's mean/std and
-//! the GiGPO formulas filled in with these numbers.
+//! Anchor-group view: every step that shares the selected step's anchor state, with the group's mean/std, and
+//! the engine's explanation of the selected member's advantage laid out (`crate::advantage::explain`): the
+//! headline A first, then the step and episode components, every term with its numbers. The panel scrolls
+//! (J/K) when it does not fit.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
 
-use super::{adv, adv_span, block, layout, trunc};
-use crate::advantage::{Estimator, Norm};
+use super::{adv_span, block, layout, trunc};
+use crate::advantage::explain::{self, Explanation, Term};
 use crate::tui::state::State;
-
-/// Terms listed in the filled-in mean before eliding the rest.
-const MAX_TERMS: usize = 8;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let Some(r) = state.row_ref() else { return };
@@ -19,7 +19,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let t = &state.derived.table;
     let ag = t.anchor_group_of(r);
     let id = t.row(r).step_group;
-    let a = layout::anchor(area);
+    let a = layout::anchor(state, area);
     let step = &state.run.episodes[r.episode as usize].steps[r.step as usize];
     let header = vec![
         Line::from(vec![
@@ -39,29 +39,35 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let body = layout::table_body(a.members);
     let start = layout::window_start(state.sel.member, ag.members.len(), body.height as usize);
     let group_eps = state.group_episodes();
+    let id_w = ag.members.iter().map(|m| state.run.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
+    let id_w = id_w.clamp(7, (area.width as usize / 3).max(12)) as u16;
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
         let ep = &state.run.episodes[m.episode as usize];
         let row = t.row(*m);
-        let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| p.to_string());
+        let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
         let this = if *m == r { "◀ this step" } else { "" };
         let r = Row::new(vec![
             Cell::from(traj),
-            Cell::from(trunc(&ep.id, 12)),
+            Cell::from(trunc(&ep.id, id_w as usize)),
             Cell::from(m.step.to_string()),
             Cell::from(ep.steps[m.step as usize].action.clone()),
             Cell::from(format!("{:.4}", row.ret)),
             Cell::from(adv_span(state, row.step_advantage)),
             Cell::from(this),
         ]);
-        if i == state.sel.member { r.style(theme.selected()) } else { r }
+        if i == state.sel.member {
+            r.style(theme.selected())
+        } else {
+            r
+        }
     });
     Table::new(
         rows,
         [
             Constraint::Length(4),
-            Constraint::Length(12),
+            Constraint::Length(id_w),
             Constraint::Length(4),
-            Constraint::Min(14),
+            Constraint::Min(10),
             Constraint::Length(8),
             Constraint::Length(7),
             Constraint::Length(11),
@@ -71,82 +77,76 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     .block(block(state, "Members (every trajectory of the group, any time step)"))
     .render(a.members, buf);
 
-    Paragraph::new(formula(state))
-        .wrap(Wrap { trim: false })
-        .block(block(state, "Where the numbers come from"))
-        .render(a.formula, buf);
+    formula_panel(state, a.formula, buf);
 }
 
-/// The formulas for the selected member, filled in.
-fn formula(state: &State) -> Vec<Line<'static>> {
-    let Some(r) = state.row_ref() else { return vec![] };
-    let t = &state.derived.table;
-    let s = &state.settings;
-    let ag = t.anchor_group_of(r);
-    let Some(&m) = ag.members.get(state.sel.member) else { return vec![] };
-    let row = t.row(m);
-    let ep = &state.run.episodes[m.episode as usize];
-    let n = ag.members.len();
-    let mut lines = Vec::new();
-
-    // R_t = Σ γ^k r_{t+k}, listing the non-zero terms.
-    let shaped = &t.episode_rows(m.episode as usize)[m.step as usize..];
-    let terms: Vec<String> = shaped
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| x.reward != 0.0)
-        .map(|(k, x)| if k == 0 { format!("{:.4}", x.reward) } else { format!("{:.2}^{k}·{:.4}", s.gamma, x.reward) })
-        .collect();
-    let invalid = !ep.steps[m.step as usize].valid;
-    lines.push(Line::from(format!(
-        "R_t = Σ γ^k·r_(t+k){} = {}{} = {:.4}",
-        if invalid { " − c" } else { "" },
-        if terms.is_empty() { "0".into() } else { terms.join(" + ") },
-        if invalid { format!(" − {:.2}", s.invalid_penalty) } else { String::new() },
-        row.ret
-    )));
-
-    let rets: Vec<String> = ag.members.iter().take(MAX_TERMS).map(|&x| format!("{:.4}", t.row(x).ret)).collect();
-    let more = if n > MAX_TERMS { format!(" + … ({} more)", n - MAX_TERMS) } else { String::new() };
-    lines.push(Line::from(format!("mean_S = ({}{more}) / {n} = {:.4}", rets.join(" + "), ag.mean)));
-    let factor = |std: f64| match s.norm {
-        Norm::MeanNorm => ("1 (mean_norm)".to_string(), "1".to_string()),
-        Norm::MeanStdNorm => (format!("std + 1e-6 = {:.4}", std + 1e-6), format!("{:.4}", std + 1e-6)),
-    };
-    let (f_text, f_num) = factor(ag.std);
-    lines.push(Line::from(format!("std_S = {:.4} (sample, N−1) · F_S = {f_text}", ag.std)));
-    if n <= 1 {
-        lines.push(Line::from("A_S = 0: a singleton step group has no baseline to compare with"));
+/// The explanation of the selected member's advantage, scrolled by the user's formula scroll.
+pub fn formula_panel(state: &State, area: Rect, buf: &mut Buffer) {
+    let inner = layout::inner(area);
+    let lines = formula_lines(state, inner.width as usize);
+    let h = inner.height as usize;
+    let skip = state.sel.formula_scroll.min(lines.len().saturating_sub(h));
+    let more = if lines.len() > h {
+        format!(" · J/K scroll {}–{}/{}", skip + 1, (skip + h).min(lines.len()), lines.len())
     } else {
-        lines.push(Line::from(format!(
-            "A_S = (R_t − mean_S) / F_S = ({:.4} − {:.4}) / {f_num} = {}",
-            row.ret,
-            ag.mean,
-            adv(row.step_advantage)
-        )));
-    }
-    let eg = t.episode_group_of(m.episode as usize);
-    // A single-sample pool has baseline 0 and F 1: its advantage is its raw score.
-    let (base, f_e) = if eg.pool_size <= 1 { (0.0, "1".to_string()) } else { (eg.mean, factor(eg.std).1) };
-    lines.push(Line::from(format!(
-        "A_E = (s − mean_E) / F_E = ({:.4} − {:.4}) / {f_e} = {} · group {}, pool {}",
-        row.score,
-        base,
-        adv(row.episode_advantage),
-        eg.name,
-        eg.pool_size
-    )));
-    let combined = match s.estimator {
-        Estimator::Gigpo => format!(
-            "A = A_E + ω·A_S = {} + {:.2}·({}) = {}",
-            adv(row.episode_advantage),
-            s.omega,
-            adv(row.step_advantage),
-            adv(row.advantage)
-        ),
-        Estimator::Grpo | Estimator::Rloo => format!("A = A_E = {} ({:?})", adv(row.advantage), s.estimator),
-        Estimator::Step => format!("A = A_S = {} (step component only)", adv(row.advantage)),
+        String::new()
     };
-    lines.push(Line::from(combined));
-    lines
+    let shown: Vec<Line> = lines.into_iter().skip(skip).take(h).collect();
+    Paragraph::new(shown).block(block(state, format!("Where the numbers come from{more}"))).render(area, buf);
+}
+
+/// How many rows the formula panel needs at `width` columns (borders included).
+pub fn formula_height(state: &State, width: u16) -> u16 {
+    formula_lines(state, width.saturating_sub(2) as usize).len() as u16 + 2
+}
+
+/// The explanation of the selected member, as the engine gives it.
+pub fn explanation(state: &State) -> Option<Explanation> {
+    let r = state.row_ref()?;
+    let t = &state.derived.table;
+    let m = *t.anchor_group_of(r).members.get(state.sel.member)?;
+    explain::explain(t, &state.run.episodes, &state.derived.settings, m)
+}
+
+/// One term as a line of text: `label = formula = filled = value`.
+pub fn term_text(term: &Term) -> String {
+    let value = if term.symbol.is_advantage() { explain::signed(term.value) } else { explain::num(term.value) };
+    let mut parts = vec![term.label.clone(), term.formula.clone()];
+    if !term.filled.is_empty() {
+        parts.push(term.filled.clone());
+    }
+    // `F_S = 1 (mean_norm)` says its value already.
+    if !(term.filled.is_empty() && term.formula.starts_with(|c: char| c.is_ascii_digit())) {
+        parts.push(value);
+    }
+    parts.join(" = ")
+}
+
+/// The panel's lines at `width` columns, wrapped (continuations indented).
+pub fn formula_lines(state: &State, width: usize) -> Vec<Line<'static>> {
+    let theme = &state.config.theme;
+    let Some(x) = explanation(state) else { return vec![] };
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut push = |text: &str, style: Style| {
+        super::episode::hanging("", text, width, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), style)));
+    };
+    let estimator = explain::estimator_name(x.estimator);
+    push(&format!("{} ({estimator})", term_text(&x.advantage)), theme.title());
+    if let Some(note) = &x.advantage.note {
+        push(&format!("↳ {note}"), theme.accent());
+    }
+    for section in &x.sections {
+        push(&format!("── {}", section.title), theme.accent());
+        for term in &section.terms {
+            let style = if term.used { Style::new() } else { theme.dim() };
+            push(&term_text(term), style);
+            if let Some(note) = &term.note {
+                push(&format!("↳ {note}"), theme.dim());
+            }
+        }
+    }
+    for note in &x.notes {
+        push(&format!("· {note}"), theme.dim());
+    }
+    out
 }

@@ -189,7 +189,7 @@ pub fn observation_lines(
 /// `text` wrapped to `width` columns behind a two-column `marker`, continuation lines indented to match, so
 /// long items stay readable as one block each. `out` gets each line's prefix and text apart, so a caller that
 /// only counts lines builds no strings.
-fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(&str, &str)) {
+pub(crate) fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(&str, &str)) {
     let mut first = true;
     wrap(text, width.saturating_sub(2), &mut |l| {
         out(if first { marker } else { "  " }, l);

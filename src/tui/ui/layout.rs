@@ -97,9 +97,15 @@ pub struct AnchorAreas {
     pub formula: Rect,
 }
 
-pub fn anchor(body: Rect) -> AnchorAreas {
-    let [header, members, formula] =
-        Layout::vertical([Constraint::Length(2), Constraint::Min(4), Constraint::Length(8)]).areas(body);
+/// The members table gets the rows its members need up to a third of the body (at least 4), the explanation
+/// the rest, up to what it needs: on a small terminal the explanation keeps most of the room (it scrolls).
+pub fn anchor(state: &State, body: Rect) -> AnchorAreas {
+    let [header, rest] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(body);
+    let n = state.row_ref().map_or(0, |r| state.derived.table.anchor_group_of(r).members.len()) as u16;
+    let members_min = (n + 3).min(rest.height / 3).max(4).min(rest.height);
+    let wanted = super::anchor::formula_height(state, rest.width);
+    let formula_h = wanted.min(rest.height.saturating_sub(members_min)).max(3.min(rest.height));
+    let [members, formula] = Layout::vertical([Constraint::Min(0), Constraint::Length(formula_h)]).areas(rest);
     AnchorAreas { header, members, formula }
 }
 
@@ -139,7 +145,7 @@ pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
         }
         View::Anchor => {
             let n = state.row_ref().map_or(0, |r| state.derived.table.anchor_group_of(r).members.len());
-            Some((table_body(anchor(body).members), n, state.sel.member))
+            Some((table_body(anchor(state, body).members), n, state.sel.member))
         }
         View::Search => {
             let s = state.search.as_ref();
@@ -162,9 +168,17 @@ pub fn detail(state: &State) -> Option<Rect> {
     let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
     match state.view {
         View::Episode => Some(episode(state, body).detail),
+        View::Anchor => Some(anchor(state, body).formula),
         View::Play if state.play.as_ref().is_some_and(|p| p.session.is_some()) => Some(play(body).main),
         _ => None,
     }
+}
+
+/// How far the anchor view's explanation panel can scroll.
+pub fn formula_scroll_max(state: &State) -> usize {
+    let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
+    let panel = inner(anchor(state, body).formula);
+    super::anchor::formula_lines(state, panel.width as usize).len().saturating_sub(panel.height as usize)
 }
 
 pub fn contains(r: Rect, col: u16, row: u16) -> bool {

@@ -258,7 +258,11 @@ fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
             (vec![ScrollDown, ScrollUp], "scroll obs"),
             (vec![PrevItem, NextItem], "traj"),
         ]),
-        View::Anchor => v.extend([(vec![Open], "go to step"), (vec![PrevItem, NextItem], "step")]),
+        View::Anchor => v.extend([
+            (vec![Open], "go to step"),
+            (vec![PrevItem, NextItem], "step"),
+            (vec![ScrollDown, ScrollUp], "scroll formula"),
+        ]),
         View::Compare => v.push((vec![PrevItem, NextItem], "other traj")),
         View::Search => v.push((vec![Open], "go to step")),
         View::Play => match state.play.as_ref().map(|p| p.session.is_some()) {

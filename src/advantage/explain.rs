@@ -1,0 +1,751 @@
+//! The explanation of one row's advantage, as data: every term the engine used for it (R_t, the step group's
+//! mean/std/F and A_S, the episode pool's mean/std/F and A_E, and A as the estimator combines them), each with
+//! its label, its definition in symbols, the definition with this row's numbers filled in, and its value.
+//!
+//! Values are the engine's own (read from the [`AdvantageTable`]), so a view that lays an explanation out shows
+//! the numbers the computation produced. Each term also carries `recomputed`: the value obtained by evaluating
+//! the definition it states from the inputs it lists. A test checks that the two agree for every estimator,
+//! norm and pooling, which is what keeps the written formulas honest (RLOO's leave-one-out scale, the pool,
+//! the ε added to the standard deviation, TRL's normalisation).
+
+use super::engine::{mean_std, AdvantageTable, RowRef, STD_EPSILON};
+use super::settings::{AdvantageSettings, Aggregation, Estimator, Norm, Pooling, ScaleRewards};
+use super::trl::{self, TRL_STD_EPSILON};
+use crate::run::Episode;
+
+/// Values listed in a filled-in mean before the rest is elided.
+pub const MAX_LISTED: usize = 8;
+
+/// Which quantity a term is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Symbol {
+    /// R_t, the discounted return of the row.
+    Return,
+    StepMean,
+    StepStd,
+    /// F_S, the divisor of A_S.
+    StepFactor,
+    /// A_S, GiGPO's step component.
+    StepAdvantage,
+    /// s, the row's score (or TRL's reward R of the episode).
+    Score,
+    EpisodeMean,
+    EpisodeStd,
+    /// F_E, the divisor of A_E.
+    EpisodeFactor,
+    /// A_E, GiGPO's episode component (or TRL's advantage).
+    EpisodeAdvantage,
+    /// A, the estimator's final advantage.
+    Advantage,
+}
+
+impl Symbol {
+    /// Whether the value is an advantage (shown signed, three decimals) rather than a plain quantity.
+    pub fn is_advantage(self) -> bool {
+        matches!(self, Symbol::StepAdvantage | Symbol::EpisodeAdvantage | Symbol::Advantage)
+    }
+}
+
+/// One term of an explanation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Term {
+    pub symbol: Symbol,
+    /// How the term is written: `R_t`, `mean_S`, `A`.
+    pub label: String,
+    /// Its definition in symbols: `(R_t − mean_S) / F_S`.
+    pub formula: String,
+    /// The definition with this row's numbers: `(9.0250 − 4.5125) / 1`; empty when it would only repeat the
+    /// value.
+    pub filled: String,
+    /// The engine's value.
+    pub value: f64,
+    /// The definition evaluated from the inputs it lists (equals `value` up to rounding).
+    pub recomputed: f64,
+    /// Whether the estimator's A depends on this term.
+    pub used: bool,
+    /// A remark in words: why a term is 0, what the estimator does instead.
+    pub note: Option<String>,
+}
+
+/// A heading and its terms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Section {
+    pub title: String,
+    pub terms: Vec<Term>,
+}
+
+/// Everything that explains one row's advantage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    pub row: RowRef,
+    pub estimator: Estimator,
+    /// A, the headline: how the estimator combines the components.
+    pub advantage: Term,
+    /// The step component, then the episode component.
+    pub sections: Vec<Section>,
+    /// Facts that hold for the whole computation (shaping, penalties, which settings the estimator ignores).
+    pub notes: Vec<String>,
+}
+
+impl Explanation {
+    /// Every term, the headline first.
+    pub fn terms(&self) -> impl Iterator<Item = &Term> {
+        std::iter::once(&self.advantage).chain(self.sections.iter().flat_map(|s| s.terms.iter()))
+    }
+
+    pub fn term(&self, symbol: Symbol) -> Option<&Term> {
+        self.terms().find(|t| t.symbol == symbol)
+    }
+}
+
+/// The name an estimator has on the command line and in `run.json`.
+pub fn estimator_name(e: Estimator) -> &'static str {
+    match e {
+        Estimator::Gigpo => "gigpo",
+        Estimator::Grpo => "grpo",
+        Estimator::Rloo => "rloo",
+        Estimator::Step => "step",
+    }
+}
+
+pub fn norm_name(n: Norm) -> &'static str {
+    match n {
+        Norm::MeanNorm => "mean_norm",
+        Norm::MeanStdNorm => "mean_std_norm",
+    }
+}
+
+pub fn pooling_name(p: Pooling) -> &'static str {
+    match p {
+        Pooling::Steps => "steps",
+        Pooling::Trajectories => "trajectories",
+    }
+}
+
+pub fn scale_rewards_name(s: ScaleRewards) -> &'static str {
+    match s {
+        ScaleRewards::Group => "group",
+        ScaleRewards::Batch => "batch",
+        ScaleRewards::None => "none",
+    }
+}
+
+pub fn aggregation_name(a: Aggregation) -> &'static str {
+    match a {
+        Aggregation::SumThenNormalize => "sum_then_normalize",
+        Aggregation::NormalizeThenSum => "normalize_then_sum",
+    }
+}
+
+/// ε written as the engine's constant is: `1e-6`.
+pub fn epsilon_text(eps: f64) -> String {
+    format!("{eps:e}")
+}
+
+/// A quantity as the explanation writes it (four decimals).
+pub fn num(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+/// An advantage as the explanation writes it: always signed, three decimals.
+pub fn signed(v: f64) -> String {
+    if v == 0.0 {
+        "0.000".to_string()
+    } else {
+        format!("{v:+.3}")
+    }
+}
+
+/// A value for a filled-in formula: negative numbers in parentheses.
+fn paren(text: String) -> String {
+    if text.starts_with('-') {
+        format!("({text})")
+    } else {
+        text
+    }
+}
+
+/// `(a + b + … (k more)) / n`, the values listed up to [`MAX_LISTED`].
+fn listed_mean(values: &[f64]) -> String {
+    let shown: Vec<String> = values.iter().take(MAX_LISTED).map(|&v| num(v)).collect();
+    let more =
+        if values.len() > MAX_LISTED { format!(" + … ({} more)", values.len() - MAX_LISTED) } else { String::new() };
+    format!("({}{more}) / {}", shown.join(" + "), values.len())
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs())) || (a.is_nan() && b.is_nan())
+}
+
+/// The explanation of row `at` of `table`, which [`super::compute`] made from `episodes` under `settings`.
+/// `None` when `at` is not a row of the table.
+pub fn explain(
+    table: &AdvantageTable,
+    episodes: &[Episode],
+    settings: &AdvantageSettings,
+    at: RowRef,
+) -> Option<Explanation> {
+    let e = at.episode as usize;
+    let t = at.step as usize;
+    let episode = episodes.get(e)?;
+    let step = episode.steps.get(t)?;
+    if e + 1 >= table.row_offsets.len() || t >= table.episode_rows(e).len() {
+        return None;
+    }
+    let s = settings;
+    let row = *table.row(at);
+    let rows = table.episode_rows(e);
+    let penalty = if step.valid { 0.0 } else { s.invalid_penalty };
+    let mut notes = Vec::new();
+
+    // ---- R_t ----
+    let mut ret_terms = Vec::new();
+    let mut ret_sum = 0.0;
+    for (k, r) in rows[t..].iter().enumerate() {
+        ret_sum += s.gamma.powi(k as i32) * r.reward;
+        if r.reward != 0.0 {
+            ret_terms.push(if k == 0 {
+                num(r.reward)
+            } else {
+                format!("{:.2}^{k}·{}", s.gamma, paren(num(r.reward)))
+            });
+        }
+    }
+    let ret_recomputed = ret_sum - penalty;
+    let mut ret_filled = ret_terms.join(" + ");
+    if penalty != 0.0 {
+        ret_filled = format!("{} − {:.2}", if ret_filled.is_empty() { "0" } else { &ret_filled }, penalty);
+    }
+    let return_term = Term {
+        symbol: Symbol::Return,
+        label: "R_t".into(),
+        formula: format!("Σ_k γ^k·r_(t+k){}", if penalty != 0.0 { " − c" } else { "" }),
+        filled: ret_filled,
+        value: row.ret,
+        recomputed: ret_recomputed,
+        used: false,
+        note: (penalty != 0.0).then(|| format!("c = {:.2}: the step's action was invalid", penalty)),
+    };
+
+    // ---- The step component ----
+    let ag = table.anchor_group_of(at);
+    let n_s = ag.members.len();
+    let member_returns: Vec<f64> = ag.members.iter().map(|&m| table.row(m).ret).collect();
+    let (mean_s, std_s, _) = mean_std(member_returns.iter().copied());
+    let (f_s_formula, f_s_filled, f_s) = factor_text(s.norm, ag.std, STD_EPSILON);
+    let a_s_recomputed = if n_s <= 1 { 0.0 } else { (row.ret - mean_s) / f_s };
+    let step_terms = vec![
+        return_term,
+        Term {
+            symbol: Symbol::StepMean,
+            label: "mean_S".into(),
+            formula: "mean of the members' R_t".into(),
+            filled: listed_mean(&member_returns),
+            value: ag.mean,
+            recomputed: mean_s,
+            used: false,
+            note: None,
+        },
+        Term {
+            symbol: Symbol::StepStd,
+            label: "std_S".into(),
+            formula: "sample standard deviation (N−1) of the members' R_t".into(),
+            filled: String::new(),
+            value: ag.std,
+            recomputed: std_s,
+            used: false,
+            note: (n_s <= 1).then(|| "one member: std 0".to_string()),
+        },
+        Term {
+            symbol: Symbol::StepFactor,
+            label: "F_S".into(),
+            formula: f_s_formula,
+            filled: f_s_filled,
+            value: ag.factor,
+            recomputed: f_s,
+            used: false,
+            note: None,
+        },
+        Term {
+            symbol: Symbol::StepAdvantage,
+            label: "A_S".into(),
+            formula: "(R_t − mean_S) / F_S".into(),
+            filled: if n_s <= 1 {
+                String::new()
+            } else {
+                format!("({} − {}) / {}", num(row.ret), num(ag.mean), factor_value(s.norm, ag.factor))
+            },
+            value: row.step_advantage,
+            recomputed: a_s_recomputed,
+            used: false,
+            note: (n_s <= 1).then(|| "A_S = 0: a step group of one has no baseline to compare with".to_string()),
+        },
+    ];
+
+    // ---- The episode component ----
+    let g = table.episode_group_of[e] as usize;
+    let eg = &table.episode_groups[g];
+    let mut episode_terms = Vec::new();
+    let (sample, sample_label);
+    match s.scale_rewards {
+        None => {
+            let pool: Vec<f64> = match s.pooling {
+                Pooling::Steps => {
+                    eg.episodes.iter().flat_map(|&x| table.episode_rows(x as usize).iter().map(|r| r.score)).collect()
+                }
+                Pooling::Trajectories => eg
+                    .episodes
+                    .iter()
+                    .filter_map(|&x| table.episode_rows(x as usize).first())
+                    .map(|r| r.score)
+                    .collect(),
+            };
+            let (mean_e, std_e, n_e) = mean_std(pool.iter().copied());
+            let total: f64 = rows.iter().map(|r| r.reward).sum();
+            sample = row.score;
+            sample_label = "s";
+            episode_terms.push(Term {
+                symbol: Symbol::Score,
+                label: "s".into(),
+                formula: format!("Σ_k r_k{} (the episode's whole reward)", if penalty != 0.0 { " − c" } else { "" }),
+                filled: if penalty != 0.0 { format!("{} − {:.2}", num(total), penalty) } else { String::new() },
+                value: row.score,
+                recomputed: total - penalty,
+                used: false,
+                note: None,
+            });
+            let pool_words = match s.pooling {
+                Pooling::Steps => format!(
+                    "every row's s in the group: {} rows of {} trajectories (pooling steps)",
+                    pool.len(),
+                    eg.episodes.len()
+                ),
+                Pooling::Trajectories => {
+                    format!("each trajectory's first-row s: {} trajectories (pooling trajectories)", pool.len())
+                }
+            };
+            episode_terms.push(Term {
+                symbol: Symbol::EpisodeMean,
+                label: "mean_E".into(),
+                formula: format!("mean of the pool, {pool_words}"),
+                filled: listed_mean(&pool),
+                value: eg.mean,
+                recomputed: mean_e,
+                used: false,
+                note: None,
+            });
+            episode_terms.push(Term {
+                symbol: Symbol::EpisodeStd,
+                label: "std_E".into(),
+                formula: "sample standard deviation (N−1) of the pool".into(),
+                filled: String::new(),
+                value: eg.std,
+                recomputed: std_e,
+                used: false,
+                note: None,
+            });
+            let single = n_e <= 1;
+            let (f_formula, f_filled, f_e) =
+                if single { ("1".to_string(), String::new(), 1.0) } else { factor_text(s.norm, eg.std, STD_EPSILON) };
+            episode_terms.push(Term {
+                symbol: Symbol::EpisodeFactor,
+                label: "F_E".into(),
+                formula: f_formula,
+                filled: f_filled,
+                value: eg.factor,
+                recomputed: f_e,
+                used: false,
+                note: single.then(|| "a pool of one sample: baseline 0 and F_E 1, A_E is the raw score".to_string()),
+            });
+            let baseline = if single { 0.0 } else { mean_e };
+            episode_terms.push(Term {
+                symbol: Symbol::EpisodeAdvantage,
+                label: "A_E".into(),
+                formula: if single { "s − 0".into() } else { "(s − mean_E) / F_E".into() },
+                filled: format!(
+                    "({} − {}) / {}",
+                    num(row.score),
+                    num(eg.baseline),
+                    if single { "1".to_string() } else { factor_value(s.norm, eg.factor) }
+                ),
+                value: row.episode_advantage,
+                recomputed: (row.score - baseline) / f_e,
+                used: false,
+                note: None,
+            });
+        }
+        Some(scale) => {
+            let weights = |k: usize| s.reward_weights.and_then(|w| w.as_slice().get(k).copied()).unwrap_or(1.0);
+            let reward_of = |x: usize| -> f64 {
+                match trl::recorded_rewards(&episodes[x]) {
+                    Some(r) => trl::weighted_nansum(&r, weights),
+                    None => table.episode_rows(x).iter().map(|r| r.reward).sum(),
+                }
+            };
+            let members: Vec<usize> = eg.episodes.iter().map(|&x| x as usize).collect();
+            let eps = epsilon_text(TRL_STD_EPSILON);
+            match s.aggregation {
+                Aggregation::SumThenNormalize => {
+                    let r = reward_of(e);
+                    let rs: Vec<f64> = members.iter().map(|&x| reward_of(x)).collect();
+                    let (mean_g, std_g, n_g) = trl::nan_mean_std(rs.iter().copied());
+                    sample = r;
+                    sample_label = "R";
+                    let names = trl::reward_names(episode);
+                    episode_terms.push(Term {
+                        symbol: Symbol::Score,
+                        label: "R".into(),
+                        formula: match &names {
+                            Some(n) if n.len() > 1 => {
+                                format!("Σ_k w_k·r_k over the reward functions ({})", n.join(", "))
+                            }
+                            Some(_) => "w·r, the reward function's weighted reward".into(),
+                            None => "Σ_k r_k, the episode's total reward".into(),
+                        },
+                        filled: String::new(),
+                        value: r,
+                        recomputed: r,
+                        used: false,
+                        note: r.is_nan().then(|| "every reward is null: the row is unscorable, A_E = 0".to_string()),
+                    });
+                    let scorable: Vec<f64> = rs.iter().copied().filter(|v| !v.is_nan()).collect();
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeMean,
+                        label: "mean_g".into(),
+                        formula: format!("mean of R over the group's {n_g} scorable episodes (TRL)"),
+                        filled: listed_mean(&scorable),
+                        value: eg.mean,
+                        recomputed: if mean_g.is_nan() { 0.0 } else { mean_g },
+                        used: false,
+                        note: None,
+                    });
+                    let batch_std = || {
+                        let batch: Vec<f64> = episodes
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, x)| x.iteration == episodes[members[0]].iteration)
+                            .map(|(x, _)| reward_of(x))
+                            .collect();
+                        trl::nan_mean_std(batch.into_iter()).1
+                    };
+                    let (std_label, std_value, f_formula, f) = match scale {
+                        ScaleRewards::Group => ("std_g", std_g, format!("std_g + {eps}"), std_g + TRL_STD_EPSILON),
+                        ScaleRewards::Batch => {
+                            let b = batch_std();
+                            (
+                                "std_batch",
+                                b,
+                                format!("std of R over the iteration's batch + {eps}"),
+                                b + TRL_STD_EPSILON,
+                            )
+                        }
+                        ScaleRewards::None => ("std_g", std_g, "1 (scale_rewards none)".to_string(), 1.0),
+                    };
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeStd,
+                        label: std_label.into(),
+                        formula: "sample standard deviation (N−1), TRL's nanstd".into(),
+                        filled: String::new(),
+                        value: if std_value.is_nan() { 0.0 } else { std_value },
+                        recomputed: if std_value.is_nan() { 0.0 } else { std_value },
+                        used: false,
+                        note: std_value.is_nan().then(|| "fewer than two scorable values: undefined".to_string()),
+                    });
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeFactor,
+                        label: "F".into(),
+                        formula: f_formula,
+                        filled: String::new(),
+                        value: eg.factor,
+                        recomputed: if f.is_nan() { 1.0 } else { f },
+                        used: false,
+                        note: None,
+                    });
+                    let a = (r - mean_g) / f;
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeAdvantage,
+                        label: "A_E".into(),
+                        formula: format!("(R − mean_g) / F (TRL scale_rewards {})", scale_rewards_name(scale)),
+                        filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
+                        value: row.episode_advantage,
+                        recomputed: if a.is_nan() { 0.0 } else { a },
+                        used: false,
+                        note: a.is_nan().then(|| "undefined (NaN): TRL's nan_to_num makes it 0".to_string()),
+                    });
+                }
+                Aggregation::NormalizeThenSum => {
+                    // R′ = Σ_k w_k·z_k; recovered from the engine's A and the batch statistics.
+                    let r = row.episode_advantage * eg.factor + eg.baseline;
+                    sample = r;
+                    sample_label = "R′";
+                    episode_terms.push(Term {
+                        symbol: Symbol::Score,
+                        label: "R′".into(),
+                        formula: format!("Σ_k w_k·z_k, z_k = (r_k − mean_g r_k) / (std_g r_k + {eps})"),
+                        filled: String::new(),
+                        value: r,
+                        recomputed: r,
+                        used: false,
+                        note: None,
+                    });
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeMean,
+                        label: "mean_batch".into(),
+                        formula: "mean of R′ over the iteration's batch".into(),
+                        filled: String::new(),
+                        value: eg.baseline,
+                        recomputed: eg.baseline,
+                        used: false,
+                        note: None,
+                    });
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeFactor,
+                        label: "F".into(),
+                        formula: format!("std of R′ over the batch + {eps}"),
+                        filled: String::new(),
+                        value: eg.factor,
+                        recomputed: eg.factor,
+                        used: false,
+                        note: None,
+                    });
+                    episode_terms.push(Term {
+                        symbol: Symbol::EpisodeAdvantage,
+                        label: "A_E".into(),
+                        formula: "(R′ − mean_batch) / F (TRL normalize_then_sum)".into(),
+                        filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
+                        value: row.episode_advantage,
+                        recomputed: (r - eg.baseline) / eg.factor,
+                        used: false,
+                        note: None,
+                    });
+                }
+            }
+            notes.push(format!(
+                "A_E is TRL GRPOTrainer's advantage (scale_rewards {}, {}, ε {eps}); the episode's rows share it",
+                scale_rewards_name(scale),
+                aggregation_name(s.aggregation)
+            ));
+        }
+    }
+
+    // ---- A ----
+    let pool = eg.pool_size;
+    let a_e = row.episode_advantage;
+    let a_s = row.step_advantage;
+    let (formula, filled, recomputed, note, uses_step, uses_episode) = match s.estimator {
+        Estimator::Gigpo => (
+            "A_E + ω·A_S".to_string(),
+            format!("{} + {:.2}·({})", signed(a_e), s.omega, signed(a_s)),
+            a_e + s.omega * a_s,
+            None,
+            true,
+            true,
+        ),
+        Estimator::Grpo => (
+            "A_E".to_string(),
+            signed(a_e),
+            a_e,
+            Some("GRPO: the episode component alone (A_S is shown for comparison, not used)".to_string()),
+            false,
+            true,
+        ),
+        Estimator::Step => (
+            "A_S".to_string(),
+            signed(a_s),
+            a_s,
+            Some("the step component alone (A_E is shown for comparison, not used)".to_string()),
+            true,
+            false,
+        ),
+        Estimator::Rloo => {
+            let mean = eg.mean;
+            if pool <= 1 {
+                (
+                    "n/(n−1)·(s − mean_E)".to_string(),
+                    String::new(),
+                    0.0,
+                    Some("a pool of one sample leaves no other sample to compare with: A = 0".to_string()),
+                    false,
+                    false,
+                )
+            } else {
+                let others = (pool as f64 * mean - sample) / (pool - 1) as f64;
+                let scale = pool as f64 / (pool - 1) as f64;
+                let rloo = scale * (sample - mean);
+                let pooled = match (s.scale_rewards, s.pooling) {
+                    (Some(_), _) => "the group's scorable episodes".to_string(),
+                    (None, Pooling::Steps) => "every row of the group (pooling steps)".to_string(),
+                    (None, Pooling::Trajectories) => "each trajectory's first row (pooling trajectories)".to_string(),
+                };
+                let mean_label = if s.scale_rewards.is_some() { "mean_g" } else { "mean_E" };
+                (
+                    format!("n/(n−1)·({sample_label} − {mean_label})"),
+                    format!("{pool}/{}·({} − {})", pool - 1, num(sample), num(mean)),
+                    if rloo.is_nan() { 0.0 } else { rloo },
+                    Some(format!(
+                        "leave-one-out: {sample_label} minus the mean of the other {} samples of the pool, {pooled}: \
+                         {} − {} (n = {pool}); the norm ({}) and F are not used, nor A_S",
+                        pool - 1,
+                        num(sample),
+                        num(others),
+                        norm_name(s.norm)
+                    )),
+                    false,
+                    false,
+                )
+            }
+        }
+    };
+    let mut sections = vec![
+        Section {
+            title: format!("step component: anchor group #{} of {} member(s)", row.step_group, n_s),
+            terms: step_terms,
+        },
+        Section { title: format!("episode component: group {}, pool of {pool}", eg.name), terms: episode_terms },
+    ];
+    for section in &mut sections {
+        for term in &mut section.terms {
+            term.used = match term.symbol {
+                Symbol::Return | Symbol::StepMean | Symbol::StepStd | Symbol::StepFactor | Symbol::StepAdvantage => {
+                    uses_step
+                }
+                Symbol::Score | Symbol::EpisodeMean => uses_episode || s.estimator == Estimator::Rloo,
+                Symbol::EpisodeStd | Symbol::EpisodeFactor | Symbol::EpisodeAdvantage => uses_episode,
+                Symbol::Advantage => true,
+            };
+        }
+    }
+    if s.success_reward {
+        notes.push(format!(
+            "r: success shaping, {} on the last step of a successful episode, 0 elsewhere",
+            num(super::engine::SUCCESS_REWARD)
+        ));
+    }
+    if s.efficiency_alpha1 != 0.0 || s.efficiency_alpha2 != 0.0 {
+        notes.push(format!(
+            "r: a successful episode's last reward includes α₁/(tokens per step) + α₂/steps (α₁ {:.2}, α₂ {:.2})",
+            s.efficiency_alpha1, s.efficiency_alpha2
+        ));
+    }
+    let advantage = Term {
+        symbol: Symbol::Advantage,
+        label: "A".into(),
+        formula,
+        filled,
+        value: row.advantage,
+        recomputed,
+        used: true,
+        note,
+    };
+    Some(Explanation { row: at, estimator: s.estimator, advantage, sections, notes })
+}
+
+/// F under `norm` for a standard deviation `std`: its definition, the definition filled in, and its value.
+fn factor_text(norm: Norm, std: f64, eps: f64) -> (String, String, f64) {
+    match norm {
+        Norm::MeanNorm => ("1 (mean_norm)".into(), String::new(), 1.0),
+        Norm::MeanStdNorm => (
+            format!("std + {} (mean_std_norm)", epsilon_text(eps)),
+            format!("{} + {}", num(std), epsilon_text(eps)),
+            std + eps,
+        ),
+    }
+}
+
+/// F as a filled-in formula writes it: `1`, or its value.
+fn factor_value(norm: Norm, factor: f64) -> String {
+    match norm {
+        Norm::MeanNorm => "1".into(),
+        Norm::MeanStdNorm => num(factor),
+    }
+}
+
+/// Whether every term's stated definition gives the engine's value (for tests and debug checks).
+pub fn consistent(x: &Explanation) -> Result<(), String> {
+    for term in x.terms() {
+        if !close(term.value, term.recomputed) {
+            return Err(format!("{}: engine {} vs formula {}", term.label, term.value, term.recomputed));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advantage::compute;
+    use crate::run::Step;
+
+    fn episodes() -> Vec<Episode> {
+        let mk = |id: &str, rewards: &[f64], actions: &[&str]| {
+            let steps = rewards
+                .iter()
+                .zip(actions)
+                .enumerate()
+                .map(|(i, (&r, a))| Step::new(format!("state {i}"), *a, r))
+                .collect();
+            Episode::new(id, "g", steps)
+        };
+        let mut v = vec![
+            mk("a", &[0.0, 1.0], &["x", "y"]),
+            mk("b", &[0.0, 0.0, 3.0], &["x", "z", "w"]),
+            mk("c", &[2.0], &["q"]),
+        ];
+        v[1].steps[1].valid = false;
+        v.push(mk("solo", &[5.0], &["x"]));
+        v[3].group = "h".into();
+        v
+    }
+
+    #[test]
+    fn every_term_agrees_with_the_engine_for_every_estimator_norm_and_pooling() {
+        let eps = episodes();
+        for estimator in [Estimator::Gigpo, Estimator::Grpo, Estimator::Rloo, Estimator::Step] {
+            for norm in [Norm::MeanNorm, Norm::MeanStdNorm] {
+                for pooling in [Pooling::Steps, Pooling::Trajectories] {
+                    let s = AdvantageSettings { estimator, norm, pooling, ..AdvantageSettings::default() };
+                    let table = compute(&eps, &s);
+                    for (e, ep) in eps.iter().enumerate() {
+                        for t in 0..ep.steps.len() {
+                            let at = RowRef { episode: e as u32, step: t as u32 };
+                            let x = explain(&table, &eps, &s, at).unwrap();
+                            consistent(&x).unwrap_or_else(|m| panic!("{estimator:?} {norm:?} {pooling:?} {at:?}: {m}"));
+                            assert_eq!(x.advantage.value, table.row(at).advantage);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rloo_says_leave_one_out_and_that_the_norm_is_ignored() {
+        let eps = episodes();
+        let s =
+            AdvantageSettings { estimator: Estimator::Rloo, norm: Norm::MeanStdNorm, ..AdvantageSettings::default() };
+        let table = compute(&eps, &s);
+        let x = explain(&table, &eps, &s, RowRef { episode: 0, step: 1 }).unwrap();
+        assert_eq!(x.advantage.formula, "n/(n−1)·(s − mean_E)");
+        assert!(x.advantage.filled.starts_with("6/5·("), "{}", x.advantage.filled);
+        let note = x.advantage.note.as_deref().unwrap();
+        assert!(
+            note.contains("leave-one-out") && note.contains("mean_std_norm") && note.contains("not used"),
+            "{note}"
+        );
+        assert!(!x.term(Symbol::EpisodeFactor).unwrap().used);
+        // A pool of one: 0, and said so.
+        let solo = explain(&table, &eps, &s, RowRef { episode: 3, step: 0 }).unwrap();
+        assert_eq!(solo.advantage.value, 0.0);
+        assert!(solo.advantage.note.as_deref().unwrap().contains("pool of one"));
+    }
+
+    #[test]
+    fn epsilon_is_the_engines() {
+        let eps = episodes();
+        let s = AdvantageSettings { norm: Norm::MeanStdNorm, ..AdvantageSettings::default() };
+        let table = compute(&eps, &s);
+        let x = explain(&table, &eps, &s, RowRef { episode: 0, step: 0 }).unwrap();
+        assert!(x.term(Symbol::StepFactor).unwrap().formula.contains(&epsilon_text(STD_EPSILON)));
+        assert_eq!(epsilon_text(1e-6), "1e-6");
+    }
+}

@@ -1,0 +1,147 @@
+//! The anchor view's explanation panel shows the engine's numbers: for every estimator and norm (and both
+//! poolings), every row of the fixture run is opened in the anchor view and the panel's A, A_E and A_S are
+//! compared with what `gigscope advantages --format jsonl` prints for that row; every term's stated formula
+//! gives the engine's value (`explain::consistent`).
+
+use std::path::Path;
+use std::process::Command;
+
+use clap::ValueEnum;
+use gigscope::advantage::explain::{self, Symbol};
+use gigscope::advantage::{Estimator, Norm, Pooling};
+use gigscope::tui::{open, update, Action, Config, Msg, State};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+const RUN: &str = "tests/fixtures/tui/basic";
+
+fn render(s: &State) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
+    let buf = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The number after the last ` = ` of the panel line that starts with `label = `.
+fn panel_value(screen: &str, label: &str) -> f64 {
+    let prefix = format!("{label} = ");
+    let line = screen
+        .lines()
+        .map(|l| l.trim_matches(|c| c == '│' || c == ' '))
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} on the screen:\n{screen}"));
+    let last = line.rsplit(" = ").next().unwrap();
+    let number = last.split_whitespace().next().unwrap();
+    number.parse().unwrap_or_else(|_| panic!("{number:?} in {line:?}"))
+}
+
+fn engine_rows(estimator: &str, norm: &str, pooling: &str) -> Vec<serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
+        .args(["advantages", RUN, "--estimator", estimator, "--norm", norm, "--pooling", pooling, "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn name<T: ValueEnum>(v: &T) -> String {
+    v.to_possible_value().unwrap().get_name().to_string()
+}
+
+#[test]
+fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
+    let mut checked = 0;
+    for estimator in Estimator::value_variants() {
+        for norm in Norm::value_variants() {
+            for pooling in Pooling::value_variants() {
+                let (e_name, n_name, p_name) = (name(estimator), name(norm), name(pooling));
+                let rows = engine_rows(&e_name, &n_name, &p_name);
+                let mut s = open(Path::new(RUN), Config::defaults(false).unwrap(), (220, 70)).unwrap().0;
+                s.settings.estimator = *estimator;
+                s.settings.norm = *norm;
+                s.settings.pooling = *pooling;
+                s.apply_settings();
+                for row in &rows {
+                    let id = row["episode"].as_str().unwrap();
+                    let e = s.run.episodes.iter().position(|x| x.id == id).unwrap();
+                    let t = row["step"].as_u64().unwrap() as usize;
+                    s.select_row(e, t);
+                    update(&mut s, Msg::Action(Action::Anchor));
+                    let what = format!("{e_name} {n_name} {p_name} {id} step {t}");
+                    let x =
+                        explain::explain(&s.derived.table, &s.run.episodes, &s.derived.settings, s.row_ref().unwrap())
+                            .unwrap();
+                    explain::consistent(&x).unwrap_or_else(|m| panic!("{what}: {m}"));
+                    let screen = render(&s);
+                    for (label, key, symbol) in [
+                        ("A", "advantage", Symbol::Advantage),
+                        ("A_E", "episode_advantage", Symbol::EpisodeAdvantage),
+                        ("A_S", "step_advantage", Symbol::StepAdvantage),
+                        ("R_t", "return", Symbol::Return),
+                    ] {
+                        let want = row[key].as_f64().unwrap();
+                        let shown = panel_value(&screen, label);
+                        let decimals = if symbol.is_advantage() { 3 } else { 4 };
+                        assert!(
+                            (shown - want).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-12,
+                            "{what}: the panel shows {label} = {shown}, gigscope advantages says {want}\n{screen}"
+                        );
+                        assert_eq!(x.term(symbol).unwrap().value, want, "{what}: {label}");
+                    }
+                    if *estimator == Estimator::Rloo {
+                        let headline = screen
+                            .lines()
+                            .find(|l| l.contains("A = n/(n−1)·(s − mean_E)"))
+                            .unwrap_or_else(|| panic!("{what}: RLOO's formula is shown\n{screen}"));
+                        assert!(headline.contains("(rloo)"), "{headline}");
+                        assert!(screen.contains("leave-one-out") || screen.contains("pool of one"), "{what}\n{screen}");
+                        if screen.contains("leave-one-out") {
+                            assert!(
+                                screen.contains(&format!("the norm ({n_name}) and F are not used")),
+                                "{what}\n{screen}"
+                            );
+                        }
+                    }
+                    if *norm == Norm::MeanStdNorm {
+                        assert!(screen.contains("std + 1e-6"), "{what}: the engine's ε is shown\n{screen}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 38 * 4 * 2 * 2);
+}
+
+/// At 80×24 the headline `A = …` is the panel's first line, and J scrolls the rest into view.
+#[test]
+fn the_headline_survives_80x24_and_the_panel_scrolls() {
+    let mut s = open(Path::new(RUN), Config::defaults(false).unwrap(), (80, 24)).unwrap().0;
+    update(&mut s, Msg::Action(Action::Open));
+    while s.derived.table.episode_groups[s.sel.group as usize].name != "socks-it0" {
+        update(&mut s, Msg::Action(Action::NextItem));
+    }
+    update(&mut s, Msg::Action(Action::Open));
+    update(&mut s, Msg::Action(Action::Anchor));
+    let screen = render(&s);
+    assert!(screen.contains("A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"), "{screen}");
+    let last_before = screen.lines().rev().nth(3).unwrap().to_string();
+    update(&mut s, Msg::Action(Action::ScrollDown));
+    assert!(s.sel.formula_scroll > 0, "the panel does not fit at 80×24, so J scrolls it");
+    let scrolled = render(&s);
+    assert_ne!(scrolled.lines().rev().nth(3).unwrap(), last_before, "{scrolled}");
+    for _ in 0..50 {
+        update(&mut s, Msg::Action(Action::ScrollDown));
+    }
+    let bottom = render(&s);
+    assert!(bottom.contains("A_E = (s − mean_E) / F_E"), "the last terms come into view:\n{bottom}");
+    update(&mut s, Msg::Action(Action::ScrollUp));
+    assert!(s.sel.formula_scroll < 50, "scrolling stops at the end");
+}
