@@ -5,6 +5,9 @@
 //! Queries: the real ones people typed (`../shared/webshop/goal_query_map.json`, when present)
 //! and the generated products' own `query` fields.
 //!
+//! `GIGSCOPE_BENCH_ROUNDS=R` measures each query set R times over (default 1) and prints every
+//! round's p50 and their median, for side-by-side comparisons on a shared machine.
+//!
 //! Each size works in a fresh temporary directory, so every run generates and indexes from
 //! scratch. With `GIGSCOPE_BENCH_DIR=DIR` the generated catalogs (`DIR/catalog-N`) and their index
 //! cache (`DIR/cache`) are kept and reused by later runs; the build time printed is then that of
@@ -81,12 +84,21 @@ fn main() {
             gen_time, load_time, build_time, reopen_time
         );
         let own: Vec<String> = catalog.products.iter().step_by((n / 2000).max(1)).map(|p| p.query.clone()).collect();
+        let rounds: usize =
+            std::env::var("GIGSCOPE_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
         for (name, queries) in [("real WebShop queries", &real), ("catalog queries", &own)] {
             if queries.is_empty() {
                 continue;
             }
             let (p50, p99, mean) = measure(&index, queries);
             println!("  {name} ({}): p50 {:.3?}, p99 {:.3?}, mean {:.3?}", queries.len(), p50, p99, mean);
+            if rounds > 1 {
+                let mut p50s = vec![p50];
+                p50s.extend((1..rounds).map(|_| measure(&index, queries).0));
+                let text: Vec<String> = p50s.iter().map(|d| format!("{d:.1?}")).collect();
+                p50s.sort();
+                println!("    p50 of {rounds} rounds: {}; median {:.1?}", text.join(" "), p50s[rounds / 2]);
+            }
         }
     }
 }

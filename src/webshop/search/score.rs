@@ -166,16 +166,18 @@ pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, 
                 run.pos = 0;
             }
         }
-        // Chunks whose largest score cannot get in are only zeroed (rounding is monotone, so the
-        // largest sum rounds to the largest score).
+        // Chunks where no sum rounds to θ or more are only zeroed. A sum below `bar`, the midpoint
+        // between θ and the f32 below it (exact in f64), rounds below θ; the test is a branch-free
+        // comparison of every sum with `bar`, which vectorises.
         const CHUNK: usize = 16;
+        let mut bar = rounding_bar(theta);
         for (c, chunk) in window.chunks_mut(CHUNK).enumerate() {
-            let top = chunk.iter().fold(0f64, |m, &x| if x > m { x } else { m });
-            if top as f32 >= theta {
+            if chunk.iter().fold(false, |any, &x| any | (x >= bar)) {
                 for (i, &sum) in chunk.iter().enumerate() {
                     let score = sum as f32;
                     if score >= theta && best.offer(seg.hit(start + (c * CHUNK + i) as DocId, score)) {
                         theta = best.threshold_f32().max(f32::from_bits(1));
+                        bar = rounding_bar(theta);
                     }
                 }
             }
@@ -184,6 +186,13 @@ pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, 
         start = end;
     }
     Ok(())
+}
+
+/// The least `f64` that can round to the positive `f32` `theta`: the midpoint between `theta` and
+/// the `f32` below it (a tie rounds to even, so the midpoint itself may or may not get there).
+#[inline]
+fn rounding_bar(theta: f32) -> f64 {
+    (f64::from(f32::from_bits(theta.to_bits() - 1)) + f64::from(theta)) / 2.0
 }
 
 /// Adds one term's contributions for `docs` (all in `start..start + acc.len()`) into `acc`.
@@ -591,6 +600,18 @@ mod tests {
         assert_eq!(kept.len(), TOP_K);
         assert_eq!(kept[0].0, 1000);
         assert!(kept.iter().all(|&(p, _)| p != 999 && p != TOP_K - 1));
+    }
+
+    #[test]
+    fn sums_below_the_bar_round_below_theta() {
+        for theta in [f32::from_bits(1), 1e-30, 0.5, 1.0, 3.7, 17.25, 1e30] {
+            let bar = rounding_bar(theta);
+            let below = f64::from_bits(bar.to_bits() - 1);
+            assert!((below as f32) < theta, "{theta}");
+            let above = f64::from_bits(bar.to_bits() + 1);
+            assert!((above as f32) >= theta, "{theta}");
+            assert!(f64::from(theta) >= bar);
+        }
     }
 
     #[test]
