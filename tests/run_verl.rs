@@ -356,6 +356,31 @@ fn a_writer_killed_mid_line_leaves_its_complete_rows_and_a_reported_line() {
     assert_eq!((error.file.as_deref(), error.line), (Some("7.jsonl"), 3));
     assert!(error.reason.contains("incomplete last line"), "{error}");
     assert_eq!(error.to_string(), format!("7.jsonl: line 3: {}", error.reason));
+
+    // A whole row that only lacks its newline (a file written by hand) is read, with a notice.
+    let path = dir.path().join("8.jsonl");
+    fs::write(&path, row("b_0_0", "q", "a", "1.0").trim_end()).unwrap();
+    set_mtime(&path, SystemTime::now() - Duration::from_secs(3600));
+    let run = open(dir.path());
+    assert_eq!(run.episodes.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["s7-a_0", "s7-a_1", "s8-b_0"]);
+    assert!(run.notices.iter().any(|n| n == "8.jsonl: line 1 has no newline at its end; read as it is"));
+}
+
+#[test]
+fn a_step_file_that_grows_after_it_was_read_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("1.jsonl");
+    fs::write(&path, group_rows("a", ["1.0", "0.0"])).unwrap();
+    let mut source = verl_source(dir.path());
+    assert_eq!(ids(&poll(&mut source).episodes), ["s1-a_0", "s1-a_1"]);
+    // More outputs of the last session: the session is read again whole, after a reset.
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(row("a_1_1", "what is a? 4 tool: 4", "4", "0.0").as_bytes()).unwrap();
+    drop(file);
+    let polled = poll_until_delivered(&mut source);
+    assert_eq!((polled.resets, ids(&polled.episodes)), (1, vec!["s1-a_0", "s1-a_1"]));
+    assert_eq!(polled.episodes[1].1.steps.len(), 2);
+    assert!(polled.notices.iter().any(|n| n == "1.jsonl: grew after it was read: reading the run again"));
 }
 
 #[test]

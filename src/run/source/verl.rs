@@ -56,17 +56,19 @@
 //!
 //! # Following a dump
 //!
-//! Each poll lists the directory and stats the step files (nothing is read twice). A file is read once
-//! complete: on the first poll when it ends with a newline; later, when it ends with a newline and its size,
-//! time and inode are those of the previous poll; or, in either case, once it has not been modified for
-//! [`SETTLE`] (a writer killed mid-line: its complete rows are read, the torn line is reported). Until then
-//! the poll is `pending`, so the watcher looks again soon. Episodes go out in step order. A file read before
-//! that is removed, or whose new content is complete after it shrank, grew, was rewritten or replaced, and a
-//! complete file numbered below one already read, void the episodes: a notice names the file, a
-//! [`LiveEvent::Reset`] follows and every complete file is read again in step order (a file is read only
-//! once its replacement is complete, so what was shown stays until then). Broken rows (bad JSON, a row that
-//! is not an object, invalid UTF-8) are reported with file and line and skipped. verl writes no metrics
-//! file: none are read.
+//! Each poll lists the directory and stats the step files; a file is read when it is complete, and not again
+//! unless a reset voids it. Complete means: on the first poll, ending with a newline (a file still torn gets
+//! a "still being written" notice); later, ending with a newline with the size, time and inode of the
+//! previous poll; or, in either case, not modified for [`SETTLE`] (a writer killed mid-line: its complete
+//! rows are read and the torn line is reported, or read with a notice if it is a whole row without its
+//! newline). Until then the poll is `pending`, so the watcher looks again soon. Episodes go out in step
+//! order. A file read before that is removed, or whose new content is complete after it shrank, grew, was
+//! rewritten or replaced, and a complete file numbered below one already read, void the episodes: a notice
+//! names the file, a [`LiveEvent::Reset`] follows and every complete file is read again in step order (a
+//! file is read only once its replacement is complete, so what was shown stays until then). Broken rows
+//! (bad JSON, a row that is not an object, invalid UTF-8) are reported with file and line and skipped. A
+//! rewrite in place to the same size within the filesystem's time resolution is not noticed (no stamp
+//! changes). verl writes no metrics file: none are read.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
