@@ -650,8 +650,7 @@ class RunExporter:
             self._warn_once(
                 "copies",
                 "adjust_batch copied rows of the batch (they took part in the trainer's group statistics): "
-                "each step is exported once with 'copies' set; gigscope counts it once, so its groups show a "
-                "stored-vs-recomputed difference",
+                "each step is exported once with 'copies' set, which gigscope counts as the trainer did",
             )
         return order, copies
 

@@ -94,6 +94,28 @@ fn mean_std_norm_and_single_sample_groups() {
 }
 
 #[test]
+fn a_step_the_trainer_counted_twice_counts_twice_in_every_pool() {
+    // verl-agent pads its batch with copies of rows (`adjust_batch`); the exporter records `copies`. Scores and
+    // returns [1, 0, 0] (b's step twice): mean 1/3, sample std √(1/3) over N = 3.
+    let mut copied = step("o", 0.0);
+    copied.extra.insert("copies".into(), 2.into());
+    let episodes = vec![episode("a", "g", vec![step("o", 1.0)]), episode("b", "g", vec![copied])];
+    assert_eq!(episodes[1].steps[0].copies(), 2);
+    let t = compute(&episodes, &AdvantageSettings::default());
+    let (a, b) = (t.episode_rows(0)[0], t.episode_rows(1)[0]);
+    assert!(close(a.episode_advantage, 2.0 / 3.0) && close(b.episode_advantage, -1.0 / 3.0), "{a:?} {b:?}");
+    assert!(close(a.step_advantage, 2.0 / 3.0) && close(b.step_advantage, -1.0 / 3.0), "{a:?} {b:?}");
+    assert_eq!(t.episode_groups[0].pool_size, 3);
+    let std = compute(&episodes, &AdvantageSettings { norm: Norm::MeanStdNorm, ..AdvantageSettings::default() });
+    assert!(close(std.episode_groups[0].std, (1.0f64 / 3.0).sqrt()));
+    let rloo = compute(&episodes, &AdvantageSettings { estimator: Estimator::Rloo, ..AdvantageSettings::default() });
+    assert!(close(rloo.episode_rows(0)[0].advantage, 1.5 * (1.0 - 1.0 / 3.0)), "RLOO's n counts the copy too");
+    // Without the record every row counts once, as before.
+    let once = compute(&[episode("a", "g", vec![step("o", 1.0)]), episode("b", "g", vec![step("o", 0.0)])], &AdvantageSettings::default());
+    assert_eq!(once.episode_rows(0)[0].episode_advantage, 0.5);
+}
+
+#[test]
 fn rloo_and_component_estimators() {
     let episodes = worked_example();
     let base = AdvantageSettings::default();

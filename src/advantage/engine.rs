@@ -53,6 +53,9 @@ pub struct RowAdvantage {
     pub advantage: f64,
     /// Index into [`AdvantageTable::anchor_groups`].
     pub step_group: u32,
+    /// How many times the trainer counted this row in its statistics ([`Step::copies`]: verl-agent's
+    /// `adjust_batch` copies rows to pad its batch); 1 for every row of gigscope's own runs.
+    pub copies: u32,
 }
 
 /// A row is addressed by its episode's index in the input and its step index.
@@ -249,6 +252,7 @@ const EMPTY_ROW: RowAdvantage = RowAdvantage {
     step_advantage: 0.0,
     advantage: 0.0,
     step_group: 0,
+    copies: 1,
 };
 
 /// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
@@ -391,6 +395,7 @@ fn fill_rows(rows: &mut [RowAdvantage], episode: &Episode, settings: &AdvantageS
     }
     let mut running = 0.0;
     for (row, step) in rows.iter_mut().zip(&episode.steps).rev() {
+        row.copies = step.copies();
         running = row.reward + settings.gamma * running;
         let penalty = if step.valid { 0.0 } else { settings.invalid_penalty };
         row.ret = running - penalty;
@@ -419,7 +424,14 @@ fn efficiency_bonus(episode: &Episode, settings: &AdvantageSettings) -> f64 {
 
 /// Mean and sample standard deviation (N−1) of `values`; one sample has std 0, none has mean 0.
 pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, usize) {
-    let (n, sum) = values.clone().fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+    mean_std_counted(values.map(|v| (v, 1)))
+}
+
+/// [`mean_std`] of samples that each stand for `count` equal samples (a row the trainer counted several
+/// times): the same figures as the samples repeated, N = Σ count. A count of 1 everywhere gives
+/// [`mean_std`]'s figures bit for bit.
+pub fn mean_std_counted(samples: impl Iterator<Item = (f64, u32)> + Clone) -> (f64, f64, usize) {
+    let (n, sum) = samples.clone().fold((0usize, 0.0), |(n, s), (v, c)| (n + c as usize, s + v * f64::from(c)));
     if n == 0 {
         return (0.0, 0.0, 0);
     }
@@ -427,7 +439,7 @@ pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, usize) 
     if n == 1 {
         return (mean, 0.0, 1);
     }
-    let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
+    let ss: f64 = samples.map(|(v, c)| (v - mean) * (v - mean) * f64::from(c)).sum();
     (mean, (ss / (n - 1) as f64).sqrt(), n)
 }
 
@@ -442,8 +454,10 @@ pub fn norm_factor(norm: Norm, std: f64) -> f64 {
 /// A_E of a group's rows (`rows[i]` are the rows of its `i`-th episode) and the group's statistics.
 fn episode_level(rows: &mut [&mut [RowAdvantage]], group: &mut EpisodeGroup, settings: &AdvantageSettings) {
     let (mean, std, pool) = match settings.pooling {
-        Pooling::Steps => mean_std(rows.iter().flat_map(|r| r.iter().map(|row| row.score))),
-        Pooling::Trajectories => mean_std(rows.iter().filter_map(|r| r.first()).map(|row| row.score)),
+        Pooling::Steps => mean_std_counted(rows.iter().flat_map(|r| r.iter().map(|row| (row.score, row.copies)))),
+        Pooling::Trajectories => {
+            mean_std_counted(rows.iter().filter_map(|r| r.first()).map(|row| (row.score, row.copies)))
+        }
     };
     let total = |r: &[RowAdvantage]| r.iter().map(|row| row.reward).sum::<f64>();
     let first_total = rows.first().map(|r| total(r));
@@ -470,9 +484,9 @@ fn step_level(
     let pool = group.pool_size;
     let rloo_scale = if pool > 1 { pool as f64 / (pool - 1) as f64 } else { 0.0 };
     for anchor in anchors {
-        let (mean, std, n) = mean_std(anchor.members.iter().map(|m| {
+        let (mean, std, n) = mean_std_counted(anchor.members.iter().map(|m| {
             let (i, t) = at(m);
-            rows[i][t].ret
+            (rows[i][t].ret, rows[i][t].copies)
         }));
         let factor = norm_factor(settings.norm, std);
         (anchor.mean, anchor.std, anchor.factor) = (mean, std, factor);

@@ -14,6 +14,8 @@ use crate::advantage::AdvantageOverrides;
 pub const FORMAT_V1: &str = "gigscope-run/1";
 /// Key of `Episode::extra` where readers of multi-file layouts record `{"file": …, "line": …}`.
 pub const SOURCE_KEY: &str = "source";
+/// Key of `Step::extra` where a trainer records how many times it counted the step ([`Step::copies`]).
+pub const COPIES_KEY: &str = "copies";
 /// File names inside a run directory.
 pub const RUN_META_FILE: &str = "run.json";
 pub const EPISODES_FILE: &str = "episodes.jsonl";
@@ -133,6 +135,18 @@ impl Step {
     /// The string that identifies this step's anchor state: the anchor, else the observation.
     pub fn anchor_key(&self) -> &str {
         self.anchor.as_deref().unwrap_or(&self.observation)
+    }
+
+    /// How many times the trainer counted this step in its advantage statistics: `extra.copies` when a
+    /// trainer recorded it (verl-agent's `adjust_batch` pads its batch with copies of random rows, which join
+    /// their groups' means and standard deviations; the exporter writes the step once with `copies`), else 1.
+    pub fn copies(&self) -> u32 {
+        self.extra
+            .get(COPIES_KEY)
+            .and_then(Value::as_u64)
+            .and_then(|c| u32::try_from(c).ok())
+            .filter(|&c| c >= 1)
+            .unwrap_or(1)
     }
 
     /// [`Self::anchor_key`], shared.
