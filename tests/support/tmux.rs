@@ -1,0 +1,79 @@
+//! The real binary in a detached tmux session, driven with send-keys and read with capture-pane: shared by
+//! the end-to-end test files (`mod support;` in each).
+//!
+//! Needs tmux. Without it a test is skipped locally, but fails when `CI` is set: CI must install tmux.
+//! Waiting for text polls the screen until it appears (or a generous deadline passes); nothing asserts on how
+//! long anything took.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Whether tmux is there; panics in CI when it is not.
+pub fn tmux_available() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (apt-get install -y tmux)");
+        eprintln!("tmux not found: skipping the end-to-end test");
+    }
+    ok
+}
+
+pub struct Session {
+    pub name: String,
+    _home: tempfile::TempDir,
+}
+
+impl Session {
+    /// Start `gigscope COMMAND_LINE` in a detached `width`×`height` session. The shell prints
+    /// `EXITED:<code>` when the binary ends and then stays, so a crash is visible on screen instead of
+    /// closing the session. An empty config home, so a developer's own keymap cannot change what keys do.
+    pub fn launch(test: &str, command_line: &str, (width, height): (u16, u16)) -> Session {
+        let name = format!("gigscope-e2e-{}-{test}", std::process::id());
+        let home = tempfile::tempdir().expect("tempdir");
+        let cmd = format!(
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} {command_line}; echo EXITED:$?; sleep 600",
+            home.path().display(),
+            env!("CARGO_BIN_EXE_gigscope"),
+        );
+        let (w, h) = (width.to_string(), height.to_string());
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", &w, "-y", &h, "sh", "-c", &cmd])
+            .status()
+            .expect("tmux runs");
+        assert!(status.success(), "tmux new-session failed");
+        Session { name, _home: home }
+    }
+
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().expect("capture");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Poll the screen until it contains every one of `texts`; fail with the screen if it never does.
+    pub fn wait_for(&self, texts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "waited for {texts:?}; the screen is:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Press keys, one per call: tmux would otherwise pass Escape plus the next key as one Alt-chord.
+    pub fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().expect("send-keys");
+            assert!(status.success());
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
