@@ -220,3 +220,31 @@ fn help_everywhere() {
         assert!(out.contains(flag), "missing {flag}");
     }
 }
+
+#[test]
+fn successor_estimators_from_the_command_line() {
+    use gigscope::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
+    use gigscope::advantage::AdvantageSettings;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui/basic");
+    let run = gigscope::run::Run::open(&dir).expect("fixture");
+    let family = EstimatorSettings { hgpo_history: 1, ..EstimatorSettings::default() };
+    let expected = estimators::compute(EstimatorKind::Hgpo, &run.episodes, &AdvantageSettings::default(), &family, &EnvInputs::default())
+        .expect("hgpo");
+    let rows = jsonl(&gigscope(&["advantages", "--format", "jsonl", "--estimator", "hgpo", "--hgpo-history", "1", path(&dir)]));
+    assert_eq!(rows.len(), expected.advantages.len());
+    for (row, want) in rows.iter().zip(&expected.advantages) {
+        let got = row["advantage"].as_f64().expect("number");
+        assert!((got - want).abs() <= 1e-12, "{row:?} vs {want}");
+    }
+    // GiGPO's components stay beside the successor's advantage.
+    let gigpo = jsonl(&gigscope(&["advantages", "--format", "jsonl", path(&dir)]));
+    assert_eq!(rows[0]["episode_advantage"], gigpo[0]["episode_advantage"]);
+    // soft-page reads WebShop page types: a run of another environment is refused with the reason.
+    let verl = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verl/v1");
+    let out = gigscope(&["advantages", "--estimator", "soft-page", path(&verl)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("soft-page") && err.contains("page"), "{err}");
+    // The other estimators keep working on it.
+    assert!(gigscope(&["stats", "--estimator", "proxmo", path(&verl)]).status.success());
+}

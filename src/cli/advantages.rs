@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use serde::Serialize;
 
+use crate::advantage::estimators::EstimatorKind;
 use crate::advantage::{
-    compute, trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm,
+    trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm,
     Pooling, RewardWeights, ScaleRewards,
 };
+use super::estimate::{estimate, FamilyFlags};
 use super::source::SourceFlags;
 use crate::run::{Episode, Run};
 
@@ -19,9 +21,10 @@ use crate::run::{Episode, Run};
 /// records TRL's defaults instead (grpo, scale_rewards group, weights 1.0, sum_then_normalize).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SettingsFlags {
-    /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, or GiGPO's step component alone.
+    /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, GiGPO's step component alone, or (from a
+    /// recorded run, not for training) one of GiGPO's successors: hgpo, graphgpo, proxmo, soft-page, q-minus-v.
     #[arg(long, value_enum)]
-    pub estimator: Option<Estimator>,
+    pub estimator: Option<EstimatorKind>,
     /// Discount factor γ of the step returns.
     #[arg(long, value_name = "G")]
     pub gamma: Option<f64>,
@@ -75,7 +78,8 @@ impl SettingsFlags {
             bail!("--similarity selects similarity anchors; it cannot be combined with --anchor {kind:?}");
         }
         Ok(AdvantageOverrides {
-            estimator: self.estimator,
+            // A successor estimator is computed beside GiGPO's components (`super::estimate`).
+            estimator: self.estimator.map(|k| k.engine().unwrap_or(Estimator::Gigpo)),
             gamma: self.gamma,
             omega: self.omega,
             norm: self.norm,
@@ -93,6 +97,17 @@ impl SettingsFlags {
             },
             aggregation: self.aggregation,
         })
+    }
+
+    /// [`Self::overrides`] for training, which only the engine's estimators can drive.
+    pub(crate) fn training_overrides(&self) -> anyhow::Result<AdvantageOverrides> {
+        if let Some(kind) = self.estimator.filter(|k| k.engine().is_none()) {
+            bail!(
+                "--estimator {} is computed from a recorded run (advantages, stats); training uses gigpo, grpo, rloo or step",
+                kind.name()
+            );
+        }
+        self.overrides()
     }
 
     /// Flags over the run's recorded settings over the defaults, checked.
@@ -137,6 +152,8 @@ pub struct Args {
     pub source: SourceFlags,
     #[command(flatten)]
     pub settings: SettingsFlags,
+    #[command(flatten)]
+    pub family: FamilyFlags,
     /// Output format: one JSON object per step, CSV, or a readable table.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -144,8 +161,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.source.open(&args.run)?;
-    let settings = args.settings.resolve(&run)?;
-    let table = compute(&run.episodes, &settings);
+    let (_, table) = estimate(&run, &args.settings, &args.family)?;
     let stdout = io::stdout().lock();
     let result = write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format);
     match result {

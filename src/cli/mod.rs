@@ -7,10 +7,10 @@ use clap::{Parser, Subcommand};
 
 mod advantages;
 mod convert;
+mod estimate;
 mod search;
 mod source;
 mod stats;
-#[cfg(feature = "train")]
 mod train;
 mod tui;
 mod validate;
@@ -45,8 +45,7 @@ pub enum Command {
     /// The in-process WebShop environment.
     #[command(subcommand)]
     Webshop(webshop::Command),
-    /// Train a policy with GiGPO on WebShop, writing a run directory.
-    #[cfg(feature = "train")]
+    /// Train a policy with GiGPO on WebShop, writing a run directory (loads the training plugin).
     Train(train::Args),
 }
 
@@ -61,7 +60,6 @@ pub fn main() -> ExitCode {
         Some(Command::Convert(args)) => convert::run(args),
         Some(Command::Search(args)) => search::run(args),
         Some(Command::Webshop(cmd)) => webshop::run(cmd),
-        #[cfg(feature = "train")]
         Some(Command::Train(args)) => train::run(args),
         None => match cli.run {
             Some(run) => tui::run(tui::Args { run, view: cli.view }),

@@ -4,9 +4,10 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::advantage::{compute, run_stats, RunStats};
+use crate::advantage::{run_stats, RunStats};
 
 use super::advantages::{clip, SettingsFlags};
+use super::estimate::{estimate, FamilyFlags};
 use super::source::SourceFlags;
 
 #[derive(clap::Args, Debug)]
@@ -17,6 +18,8 @@ pub struct Args {
     pub source: SourceFlags,
     #[command(flatten)]
     pub settings: SettingsFlags,
+    #[command(flatten)]
+    pub family: FamilyFlags,
     /// Print the statistics as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -24,8 +27,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.source.open(&args.run)?;
-    let settings = args.settings.resolve(&run)?;
-    let table = compute(&run.episodes, &settings);
+    let (_, table) = estimate(&run, &args.settings, &args.family)?;
     let stats = run_stats(&run.episodes, &table);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&stats)?);
