@@ -123,8 +123,8 @@ fn help_follows_a_remapped_key() {
     assert!(screen.contains("x quit"), "the hint bar shows the remapped key:\n{screen}");
     keys(&mut s, &[Action::Help]);
     let screen = render(&s);
-    assert!(screen.contains("x             quit"), "{screen}");
-    assert!(screen.contains("F1            this help"), "{screen}");
+    assert!(screen.contains("x              quit"), "{screen}");
+    assert!(screen.contains("F1             every key, the glyphs and the formula"), "{screen}");
 }
 
 #[test]
@@ -218,4 +218,109 @@ fn settings_panel_while_similarity_groups_in_the_background_120x40() {
     // Closed, the status bar still says the grouping is on its way.
     keys(&mut s, &[Action::Back]);
     insta::assert_snapshot!("status_bar_while_grouping", render(&s).lines().rev().nth(1).unwrap_or_default().to_string());
+}
+
+/// The socks group's first step in the anchor view.
+fn socks_anchor(size: (u16, u16)) -> State {
+    let mut s = state(size, true);
+    socks(&mut s);
+    keys(&mut s, &[Action::Open, Action::Anchor]);
+    s
+}
+
+/// Estimator rloo under mean_std_norm: the panel says leave-one-out and that the norm is not used (issue 16,
+/// item 1).
+#[test]
+fn anchor_rloo_mean_std_norm_80x24() {
+    let mut s = socks_anchor((80, 24));
+    keys(&mut s, &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right]);
+    keys(&mut s, &[Action::Back]);
+    assert_eq!(s.settings.estimator, gigscope::advantage::Estimator::Rloo);
+    insta::assert_snapshot!(render(&s));
+}
+
+#[test]
+fn anchor_rloo_mean_std_norm_160x45() {
+    let mut s = socks_anchor((160, 45));
+    keys(&mut s, &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right]);
+    keys(&mut s, &[Action::Back]);
+    let screen = render(&s);
+    assert!(screen.contains("A = n/(n−1)·(s − mean_E) = 5/4·(10.0000 − 6.0000) = +5.000 (rloo)"), "{screen}");
+    assert!(screen.contains("(mean_std_norm) and F are not used"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+/// The settings panel over the anchor view leaves the explanation in view (160×45) or summarises the selected
+/// step's A (80×24), live as settings change (issue 16, item 2).
+#[test]
+fn settings_over_the_anchor_view_160x45() {
+    let mut s = socks_anchor((160, 45));
+    keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Left]);
+    let screen = render(&s);
+    assert!(screen.contains("A = A_E + ω·A_S = +4.000 + 0.90·(+4.513) = +8.061"), "{screen}");
+    assert!(screen.contains("A_E = (s − mean_E) / F_E"), "the explanation stays in view:\n{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn settings_over_the_anchor_view_80x24() {
+    let mut s = socks_anchor((80, 24));
+    keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Left]);
+    let screen = render(&s);
+    assert!(screen.contains("selected step: A = A_E + ω·A_S = +4.000 + 0.90·(+4.513) = +8.061"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+/// The status bar names the norm and the anchor mode and marks each changed setting alone; page anchors are
+/// not a θ difference; no internal names (issue 16, item 4).
+#[test]
+fn status_bar_marks_each_changed_setting() {
+    let mut s = state((120, 40), true);
+    let status = |s: &State| render(s).lines().rev().nth(1).unwrap_or_default().to_string();
+    assert!(status(&s).contains("gigpo γ0.95 ω1.00 mean_norm exact"), "{}", status(&s));
+    keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Down, Action::Right, Action::Back]);
+    let line = status(&s);
+    assert!(line.contains("ω1.00 mean_std_norm*"), "only the norm is marked: {line}");
+    assert!(!line.contains("ω1.00*"), "{line}");
+    // Page anchors: the anchor differs, θ does not.
+    keys(&mut s, &[Action::ResetSettings, Action::Settings]);
+    for _ in 0..6 {
+        keys(&mut s, &[Action::Down]);
+    }
+    keys(&mut s, &[Action::Left]);
+    assert_eq!(s.settings.anchor, gigscope::advantage::AnchorMode::Page);
+    let screen = render(&s);
+    assert!(screen.contains("anchor           page                 * run: exact"), "{screen}");
+    assert!(!screen.contains("* run: —"), "θ is no difference between page and exact:\n{screen}");
+    keys(&mut s, &[Action::Back]);
+    assert!(status(&s).contains("mean_norm page*"), "{}", status(&s));
+    for internal in ["(Grpo)", "(Rloo)", "Gigpo", "MeanNorm"] {
+        assert!(!render(&s).contains(internal), "{internal}");
+    }
+}
+
+/// Help explains the glyphs (the heatmap's 00 cells among them) and the formula, with the engine's ε (issue 16,
+/// item 5); trajectories are numbered from 1 in every view.
+#[test]
+fn help_explains_glyphs_and_the_formula() {
+    let mut s = state((100, 36), true);
+    keys(&mut s, &[Action::Help]);
+    for _ in 0..200 {
+        keys(&mut s, &[Action::Down]);
+    }
+    let bottom = render(&s);
+    assert!(bottom.contains("A rloo") && bottom.contains("leave-one-out"), "{bottom}");
+    assert!(bottom.contains("std + 1e-6") || bottom.contains("(N−1) + 1e-6"), "{bottom}");
+    keys(&mut s, &[Action::Top]);
+    for _ in 0..45 {
+        keys(&mut s, &[Action::Down]);
+    }
+    let glyphs = render(&s);
+    assert!(glyphs.contains("00") && glyphs.contains("A is exactly 0"), "{glyphs}");
+    assert!(glyphs.contains("∅") && glyphs.contains("zero-variance group"), "{glyphs}");
+    let mut g = state((120, 40), true);
+    keys(&mut g, &[Action::Open, Action::Open]);
+    assert!(render(&g).contains("traj 1/4"));
+    keys(&mut g, &[Action::Back, Action::Compare]);
+    assert!(render(&g).contains("(traj 1, return 10.000, ✓)"), "{}", render(&g));
 }

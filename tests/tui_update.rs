@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use gigscope::advantage::Estimator;
 use gigscope::run::{Episode, LineError};
 use gigscope::live::{LiveEvent, LiveFile};
+use gigscope::tui::fields::Field;
 use gigscope::tui::state::Popup;
 use gigscope::index::{Hit, SearchResults};
 use gigscope::tui::update::InputKey;
@@ -93,7 +94,7 @@ fn settings_change_recomputes_and_marks_modified_and_reset_restores() {
     let mut s = state();
     goto_socks(&mut s);
     act(&mut s, Action::Settings);
-    assert_eq!(s.popup, Some(Popup::Settings { field: 0 }));
+    assert_eq!(s.popup, Some(Popup::Settings { field: Field::Estimator }));
     act(&mut s, Action::Right); // estimator gigpo → grpo
     assert_eq!(s.settings.estimator, Estimator::Grpo);
     assert!(s.settings_modified());

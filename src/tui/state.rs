@@ -43,7 +43,7 @@ impl View {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Popup {
     Help { scroll: u16 },
-    Settings { field: usize },
+    Settings { field: super::fields::Field },
     Burst { field: usize },
 }
 
@@ -358,6 +358,22 @@ impl State {
 
     pub fn other_index(&self) -> Option<usize> {
         self.group_episodes().get(self.sel.other).map(|&e| e as usize)
+    }
+
+    /// The row whose advantage is explained: the selected member in the anchor view, else the selected step.
+    pub fn explained_row(&self) -> Option<RowRef> {
+        let r = self.row_ref()?;
+        match self.view {
+            View::Anchor => self.derived.table.anchor_group_of(r).members.get(self.sel.member).copied(),
+            _ => Some(r),
+        }
+    }
+
+    /// The engine's explanation of [`State::explained_row`]'s advantage, under the settings the table was
+    /// computed with.
+    pub fn explanation(&self) -> Option<crate::advantage::explain::Explanation> {
+        let r = self.explained_row()?;
+        crate::advantage::explain::explain(&self.derived.table, &self.run.episodes, &self.derived.settings, r)
     }
 
     pub fn row_ref(&self) -> Option<RowRef> {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::action::Action;
 use super::burst::{BurstRequest, BurstStatus, BurstUpdate};
-use super::fields;
+use super::fields::Field;
 use super::play::{self, Play, Played, MAX_GROUP_SIZE};
 use super::state::{GroupingRequest, Popup, Prompt, SearchState, State, View};
 use crate::advantage::AnchorGrouping;
@@ -285,12 +285,14 @@ fn on_action(state: &mut State, a: Action) -> Effects {
     }
     match state.popup {
         Some(Popup::Help { scroll }) => {
+            let max = crate::tui::ui::help_scroll_max(state) as u16;
             let scroll = match a {
                 Action::Up | Action::ScrollUp => scroll.saturating_sub(1),
-                Action::Down | Action::ScrollDown => scroll.saturating_add(1).min(Action::ALL.len() as u16),
+                Action::Down | Action::ScrollDown => scroll.saturating_add(1).min(max),
                 Action::PageUp => scroll.saturating_sub(10),
-                Action::PageDown => scroll.saturating_add(10).min(Action::ALL.len() as u16),
+                Action::PageDown => scroll.saturating_add(10).min(max),
                 Action::Top => 0,
+                Action::Bottom => max,
                 Action::Help | Action::Back | Action::Open | Action::Left => {
                     state.popup = None;
                     return Effects::redraw();
@@ -368,7 +370,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
                 state.sel.other = if n > 1 { (state.sel.traj + 1) % n } else { state.sel.traj };
             }
         }
-        Action::Settings => state.popup = Some(Popup::Settings { field: 0 }),
+        Action::Settings => state.popup = Some(Popup::Settings { field: Field::Estimator }),
         Action::Help => state.popup = Some(Popup::Help { scroll: 0 }),
         Action::ResetSettings => {
             let group_anchors = reset_settings(state);
@@ -550,16 +552,15 @@ fn reset_settings(state: &mut State) -> Option<GroupingRequest> {
     state.apply_settings()
 }
 
-fn on_settings(state: &mut State, field: usize, a: Action) -> Effects {
-    let n = fields::FIELDS.len();
+fn on_settings(state: &mut State, field: Field, a: Action) -> Effects {
     let mut group_anchors = None;
     let field = match a {
-        Action::Up => (field + n - 1) % n,
-        Action::Down => (field + 1) % n,
-        Action::Top => 0,
-        Action::Bottom => n - 1,
+        Action::Up => field.moved(-1),
+        Action::Down => field.moved(1),
+        Action::Top => Field::all().next().unwrap_or(field),
+        Action::Bottom => Field::all().last().unwrap_or(field),
         Action::Left | Action::Right => {
-            state.settings = fields::adjust(state.settings, field, a == Action::Right);
+            state.settings = field.adjust(state.settings, a == Action::Right);
             group_anchors = state.apply_settings();
             field
         }

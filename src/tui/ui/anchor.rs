@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
 
 use super::{adv_span, block, layout, trunc};
-use crate::advantage::explain::{self, Explanation, Term};
+use crate::advantage::explain::{self, Term};
 use crate::tui::state::State;
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
@@ -100,14 +100,6 @@ pub fn formula_height(state: &State, width: u16) -> u16 {
     formula_lines(state, width.saturating_sub(2) as usize).len() as u16 + 2
 }
 
-/// The explanation of the selected member, as the engine gives it.
-pub fn explanation(state: &State) -> Option<Explanation> {
-    let r = state.row_ref()?;
-    let t = &state.derived.table;
-    let m = *t.anchor_group_of(r).members.get(state.sel.member)?;
-    explain::explain(t, &state.run.episodes, &state.derived.settings, m)
-}
-
 /// One term as a line of text: `label = formula = filled = value`.
 pub fn term_text(term: &Term) -> String {
     let value = if term.symbol.is_advantage() { explain::signed(term.value) } else { explain::num(term.value) };
@@ -125,7 +117,7 @@ pub fn term_text(term: &Term) -> String {
 /// The panel's lines at `width` columns, wrapped (continuations indented).
 pub fn formula_lines(state: &State, width: usize) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
-    let Some(x) = explanation(state) else { return vec![] };
+    let Some(x) = state.explanation() else { return vec![] };
     let mut out: Vec<Line<'static>> = Vec::new();
     let mut push = |text: &str, style: Style| {
         super::episode::hanging("", text, width, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), style)));

@@ -31,9 +31,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let head_lines = vec![
         Line::from(vec![
             Span::styled("A ", theme.title()),
-            Span::raw(describe(a, state.sel.traj)),
+            Span::raw(describe(a, state.sel.traj + 1)),
             Span::styled("   B ", theme.title()),
-            Span::raw(describe(b, state.sel.other)),
+            Span::raw(describe(b, state.sel.other + 1)),
         ]),
         Line::styled(
             if d == 0 {

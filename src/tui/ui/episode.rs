@@ -256,7 +256,7 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
         let d = rec - r.advantage;
         lines.push(Line::from(vec![
             Span::raw(format!("trainer A {} · recomputed A {} · Δ ", adv(rec), adv(r.advantage))),
-            Span::styled(format!("{d:+.2e}"), if d.abs() > 1e-6 { theme.warn() } else { theme.dim() }),
+            Span::styled(super::diff_text(d), if d.abs() > 1e-6 { theme.warn() } else { theme.dim() }),
         ]));
     }
     let title = format!("Actions ({}) · chosen highlighted", actions.len());

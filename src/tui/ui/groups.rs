@@ -110,7 +110,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
             heat.push(Span::raw("…"));
         }
         let row = Row::new(vec![
-            Cell::from(i.to_string()),
+            Cell::from((i + 1).to_string()),
             Cell::from(trunc(&ep.id, 12)),
             Cell::from(format!("{:.3}", ep.total_reward())),
             Cell::from(if ep.success() { "✓" } else { "✗" }),

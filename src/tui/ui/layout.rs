@@ -11,6 +11,42 @@ pub fn root(area: Rect) -> [Rect; 4] {
         .areas(area)
 }
 
+/// The most rows a message takes (status and hint bar together, then up to two more from the body).
+pub const MESSAGE_ROWS: usize = 4;
+
+/// The lines of the one-line message wrapped to `width`, at most [`MESSAGE_ROWS`].
+pub fn message_lines(state: &State, width: u16) -> Vec<String> {
+    let Some(msg) = state.message.as_deref().filter(|_| state.input.is_none()) else { return vec![] };
+    let mut lines = Vec::new();
+    super::episode::hanging("", msg, width as usize, &mut |m, l| lines.push(format!("{m}{l}")));
+    if lines.len() > MESSAGE_ROWS {
+        lines.truncate(MESSAGE_ROWS);
+        if let Some(last) = lines.last_mut() {
+            *last = super::trunc(&format!("{last} …"), width as usize);
+        }
+    }
+    lines
+}
+
+/// Breadcrumb, body, status bar, hint bar of the state's screen: a message longer than the status bar wraps
+/// into the hint bar's row (it goes with the next key) and, if it must, a little of the body.
+pub fn frame(state: &State, area: Rect) -> [Rect; 4] {
+    let [crumb, body, status, hints] = root(area);
+    let n = message_lines(state, area.width).len() as u16;
+    if n <= 1 {
+        return [crumb, body, status, hints];
+    }
+    let footer = n.max(2).min(body.height + 2);
+    let body = Rect { height: body.height + 2 - footer, ..body };
+    let status = Rect { y: body.y + body.height, height: footer, ..status };
+    [crumb, body, status, Rect { y: status.y + footer, height: 0, ..hints }]
+}
+
+/// The state's screen.
+pub fn screen(state: &State) -> Rect {
+    Rect::new(0, 0, state.size.0, state.size.1)
+}
+
 /// First visible row of a list of `len` rows showing `height` rows with row `sel` selected: the selection is
 /// kept in the middle once the list scrolls, so the result depends only on these three numbers.
 pub fn window_start(sel: usize, len: usize, height: usize) -> usize {
@@ -132,7 +168,7 @@ pub fn play(body: Rect) -> PlayAreas {
 
 /// The clickable list of the current view: its row rectangle, length, and selected row.
 pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
-    let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
+    let [_, body, _, _] = frame(state, screen(state));
     match state.view {
         View::Overview => {
             let a = overview(state, body);
@@ -165,7 +201,7 @@ pub fn list(state: &State) -> Option<(Rect, usize, usize)> {
 
 /// The episode view's detail pane (observation), where the mouse wheel scrolls the text.
 pub fn detail(state: &State) -> Option<Rect> {
-    let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
+    let [_, body, _, _] = frame(state, screen(state));
     match state.view {
         View::Episode => Some(episode(state, body).detail),
         View::Anchor => Some(anchor(state, body).formula),
@@ -176,7 +212,7 @@ pub fn detail(state: &State) -> Option<Rect> {
 
 /// How far the anchor view's explanation panel can scroll.
 pub fn formula_scroll_max(state: &State) -> usize {
-    let [_, body, _, _] = root(Rect::new(0, 0, state.size.0, state.size.1));
+    let [_, body, _, _] = frame(state, screen(state));
     let panel = inner(anchor(state, body).formula);
     super::anchor::formula_lines(state, panel.width as usize).len().saturating_sub(panel.height as usize)
 }

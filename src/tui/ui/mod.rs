@@ -8,6 +8,8 @@ mod groups;
 mod overview;
 mod play;
 mod popups;
+
+pub use popups::help_scroll_max;
 mod search;
 
 use ratatui::buffer::Buffer;
@@ -17,12 +19,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::action::Action;
+use super::fields::Field;
 use super::burst::BurstStatus;
 use super::state::{Popup, Prompt, State, View};
 
 impl Widget for &State {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let [crumb, body, status, hints] = layout::root(area);
+        let [crumb, body, status, hints] = layout::frame(self, area);
         breadcrumb(self, crumb, buf);
         if self.view == View::Play {
             play::render(self, body, buf);
@@ -79,6 +82,22 @@ pub(crate) fn adv(v: f64) -> String {
 
 pub(crate) fn adv_span(state: &State, v: f64) -> Span<'static> {
     Span::styled(adv(v), state.config.theme.signed(v))
+}
+
+/// A difference as plain decimals (`-2.260`), in scientific notation only when tiny (`+3.1e-9`), never `e0`.
+pub(crate) fn diff_text(d: f64) -> String {
+    if d == 0.0 {
+        "0".into()
+    } else if d.abs() >= 1e-3 {
+        format!("{d:+.3}")
+    } else {
+        format!("{d:+.1e}")
+    }
+}
+
+/// A device as libtorch names it (`Cpu`, `Cuda(0)`) in the words of the CLI (`cpu`, `cuda:0`).
+pub(crate) fn device_label(device: &str) -> String {
+    device.to_lowercase().replace('(', ":").replace(')', "")
 }
 
 /// Cut `s` to `width` characters, marking the cut with `…`.
@@ -145,8 +164,10 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         Paragraph::new(line).render(area, buf);
         return;
     }
-    if let Some(msg) = &state.message {
-        Paragraph::new(Span::styled(msg.clone(), theme.warn())).render(area, buf);
+    if state.message.is_some() {
+        let lines: Vec<Line> =
+            layout::message_lines(state, area.width).into_iter().map(|l| Line::styled(l, theme.warn())).collect();
+        Paragraph::new(lines).render(area, buf);
         return;
     }
     let t = &state.derived.table;
@@ -154,7 +175,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
     if let Some(pending) = state.grouping_job {
-        spans.push(Span::styled(format!("{} · ", grouping_note(state, pending)), theme.warn()));
+        let short = |m| Field::Anchor.short(&crate::advantage::AdvantageSettings { anchor: m, ..*s });
+        let note = format!("⟳ grouping by {} ({} shown) · ", short(pending), short(state.derived.settings.anchor));
+        spans.push(Span::styled(note, theme.warn()));
     }
     if let Some(b) = &state.burst {
         spans.push(Span::styled(format!("{} · ", burst_summary(b)), theme.accent()));
@@ -170,25 +193,38 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         let secs = age.as_secs();
         spans.push(Span::raw(format!("updated {} · ", ago(secs))));
     }
-    spans.push(Span::raw(format!(
-        "{} ep · {} steps · {} groups · {} γ{:.2} ω{:.2}",
-        state.run.episodes.len(),
-        t.rows.len(),
-        t.episode_groups.len(),
-        super::fields::value(s, 0),
-        s.gamma,
-        s.omega
-    )));
-    if state.settings_modified() {
-        spans.push(Span::styled("*", theme.warn()));
+    spans.push(Span::raw(format!("{} ep · {} steps · {} groups ·", state.run.episodes.len(), t.rows.len(), t.episode_groups.len())));
+    for field in status_fields(state) {
+        spans.push(Span::raw(" "));
+        if field.differs(s, &state.recorded) {
+            spans.push(Span::styled(format!("{}*", field.short(s)), theme.warn()));
+        } else {
+            spans.push(Span::raw(field.short(s)));
+        }
     }
     Paragraph::new(Line::from(spans)).style(theme.dim()).render(area, buf);
+}
+
+/// The settings the status bar names: the ones that shape every number, then any other that differs from the
+/// run's recorded settings (each changed one is marked `*` on its own).
+pub(crate) fn status_fields(state: &State) -> Vec<Field> {
+    let mut shown = vec![Field::Estimator, Field::Gamma, Field::Omega, Field::Norm, Field::Anchor];
+    if state.settings.scale_rewards.is_some() {
+        shown.push(Field::ScaleRewards);
+    }
+    for f in super::fields::changed(&state.settings, &state.recorded) {
+        // A changed θ shows in the anchor label.
+        if !shown.contains(&f) && f != Field::Similarity {
+            shown.push(f);
+        }
+    }
+    shown
 }
 
 /// What the views show while an anchor grouping is computed in the background.
 pub(crate) fn grouping_note(state: &State, pending: crate::advantage::AnchorMode) -> String {
     format!(
-        "⟳ grouping anchors by {} (showing {} until then)",
+        "⟳ grouping by {} ({} shown meanwhile)",
         super::fields::anchor_label(pending),
         super::fields::anchor_label(state.derived.settings.anchor)
     )
@@ -220,71 +256,132 @@ fn ago(secs: u64) -> String {
     }
 }
 
-/// The actions worth advertising in the current context, each shown with its first bound key.
-fn hints(state: &State) -> Vec<(Vec<Action>, &'static str)> {
+/// A key the hint bar advertises and the help lists: the actions (each shown by its first bound key), a word
+/// or two for the bar, and a line for the help. One list drives both.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hint {
+    pub actions: Vec<Action>,
+    pub label: &'static str,
+    pub help: &'static str,
+    /// Kept on the bar however narrow the terminal (help, quit, back).
+    pub essential: bool,
+}
+
+fn hint(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
+    Hint { actions: actions.to_vec(), label, help, essential: false }
+}
+
+fn essential(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
+    Hint { essential: true, ..hint(actions, label, help) }
+}
+
+/// The keys worth advertising in the current context, most useful first.
+pub fn hints(state: &State) -> Vec<Hint> {
     use Action::*;
     if state.input.is_some() {
         return vec![];
     }
     match state.popup {
-        Some(Popup::Help { .. }) => return vec![(vec![Up, Down], "scroll"), (vec![Back], "close")],
+        Some(Popup::Help { .. }) => {
+            return vec![hint(&[Up, Down], "scroll", "scroll the help"), essential(&[Back], "close", "close the help")]
+        }
         Some(Popup::Settings { .. }) => {
             return vec![
-                (vec![Up, Down], "field"),
-                (vec![Left, Right], "change"),
-                (vec![ResetSettings], "reset"),
-                (vec![Back], "close"),
+                hint(&[Up, Down], "field", "choose a setting"),
+                hint(&[Left, Right], "change", "change it: everything is recomputed at once"),
+                hint(&[ResetSettings], "reset", "back to the run's recorded settings"),
+                essential(&[Back], "close", "close the panel (the settings stay)"),
             ]
         }
         Some(Popup::Burst { .. }) => {
             return vec![
-                (vec![Up, Down], "field"),
-                (vec![Left, Right], "change"),
-                (vec![Open], "start"),
-                (vec![CancelBurst], "cancel"),
-                (vec![Back], "close"),
+                hint(&[Up, Down], "field", "choose a field"),
+                hint(&[Left, Right], "change", "change it"),
+                hint(&[Open], "start", "start the burst"),
+                hint(&[CancelBurst], "cancel", "cancel the running burst after its iteration"),
+                essential(&[Back], "close", "close the dialog (the burst goes on)"),
             ]
         }
         None => {}
     }
-    let mut v: Vec<(Vec<Action>, &'static str)> = vec![(vec![Up, Down], "move")];
+    view_hints(state)
+}
+
+/// The keys of the current view (whatever popup is open).
+pub fn view_hints(state: &State) -> Vec<Hint> {
+    use Action::*;
+    let mut v = vec![hint(&[Up, Down], "move", "move the selection")];
     match state.view {
-        View::Overview => v.push((vec![Open], "groups")),
-        View::Groups => {
-            v.extend([(vec![Open], "episode"), (vec![PrevItem, NextItem], "group"), (vec![Compare], "compare")])
-        }
+        View::Overview => v.push(hint(&[Open], "groups", "the groups of the selected iteration")),
+        View::Groups => v.extend([
+            hint(&[Open], "episode", "the selected trajectory's steps"),
+            hint(&[PrevItem, NextItem], "group", "previous / next group of the iteration"),
+            hint(&[Compare], "compare", "the selected trajectory beside another of the group"),
+        ]),
         View::Episode => v.extend([
-            (vec![Open], "anchor grp"),
-            (vec![ScrollDown, ScrollUp], "scroll obs"),
-            (vec![PrevItem, NextItem], "traj"),
+            hint(&[Open], "anchor grp", "the selected step's anchor group and where its numbers come from"),
+            hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
+            hint(&[PrevItem, NextItem], "traj", "previous / next trajectory of the group"),
         ]),
         View::Anchor => v.extend([
-            (vec![Open], "go to step"),
-            (vec![PrevItem, NextItem], "step"),
-            (vec![ScrollDown, ScrollUp], "scroll formula"),
+            hint(&[Open], "go to step", "the selected member's step in its own trajectory"),
+            hint(&[ScrollDown, ScrollUp], "scroll formula", "scroll the explanation panel"),
+            hint(&[PrevItem, NextItem], "step", "previous / next step of the trajectory"),
         ]),
-        View::Compare => v.push((vec![PrevItem, NextItem], "other traj")),
-        View::Search => v.push((vec![Open], "go to step")),
+        View::Compare => v.push(hint(&[PrevItem, NextItem], "other traj", "compare with another trajectory")),
+        View::Search => v.push(hint(&[Open], "go to step", "the selected hit in the episode view")),
         View::Play => match state.play.as_ref().map(|p| p.session.is_some()) {
-            Some(false) => v.extend([(vec![Open], "start group"), (vec![Left, Right], "group size")]),
+            Some(false) => v.extend([
+                hint(&[Open], "start group", "play a group of the selected goal"),
+                hint(&[Left, Right], "group size", "fewer / more episodes in the group"),
+            ]),
             Some(true) => v.extend([
-                (vec![Open], "act"),
-                (vec![Autoplay], "policy plays rest"),
-                (vec![Left], "abandon"),
-                (vec![ScrollDown, ScrollUp], "scroll obs"),
+                hint(&[Open], "act", "take the selected action (on search[…]: type a query)"),
+                hint(&[Autoplay], "policy plays rest", "the run's policy plays the rest of the group"),
+                hint(&[Left], "abandon", "abandon the group (nothing is written)"),
+                hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
             ]),
             None => {}
         },
     }
-    v.push((vec![Search], "search"));
+    v.push(hint(&[Search], "search", "search the run's steps"));
     if state.search.is_some() {
-        v.push((vec![SearchNext, SearchPrev], "hits"));
+        v.push(hint(&[SearchNext, SearchPrev], "hits", "next / previous search hit"));
     }
     if state.view != View::Overview {
-        v.push((vec![Back], "back"));
+        v.push(essential(&[Back], "back", "the previous view"));
     }
-    // Help and quit before the rest: what is cut on a narrow terminal is still listed in the help.
-    v.extend([(vec![Help], "help"), (vec![Quit], "quit"), (vec![Settings], "settings"), (vec![Follow], "follow")]);
+    v.extend([
+        essential(&[Help], "help", "every key, the glyphs and the formula"),
+        essential(&[Quit], "quit", "quit"),
+        hint(&[Settings], "settings", "the advantage settings"),
+        hint(&[Follow], "follow", "jump to the newest episodes as they arrive"),
+    ]);
+    v
+}
+
+/// A hint's keys as the bar shows them (`k/j`); empty when the user unbound them all.
+pub(crate) fn hint_keys(state: &State, h: &Hint) -> String {
+    h.actions.iter().filter_map(|a| state.config.keymap.first_label(*a)).collect::<Vec<_>>().join("/")
+}
+
+/// The hints that fit in `width` columns, in order: the least useful non-essential ones are left out first,
+/// so help and quit are never cut (everything left out is in the help).
+pub fn fitted_hints(state: &State, width: usize) -> Vec<(String, Hint)> {
+    let mut v: Vec<(String, Hint)> = hints(state)
+        .into_iter()
+        .map(|h| (hint_keys(state, &h), h))
+        .filter(|(k, _)| !k.is_empty())
+        .collect();
+    let len = |v: &[(String, Hint)]| v.iter().map(|(k, h)| k.chars().count() + h.label.chars().count() + 3).sum::<usize>();
+    while len(&v) > width {
+        match v.iter().rposition(|(_, h)| !h.essential) {
+            Some(i) => {
+                v.remove(i);
+            }
+            None => break,
+        }
+    }
     v
 }
 
@@ -292,22 +389,16 @@ fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     if state.input.is_some() {
         let text = match state.prompt {
-            Prompt::Search => {
-                "search: words, field:word, action:\"buy now\", success:false, adv:<-1, AND/OR/NOT · Enter run · Esc cancel"
-            }
+            Prompt::Search => "words, action:\"buy now\", success:false, adv:<0, adv_s:>1, AND OR NOT · Enter · Esc",
             Prompt::PlayQuery => "type a WebShop search query · Enter searches · Esc cancels",
         };
         Paragraph::new(Span::styled(text, theme.dim())).render(area, buf);
         return;
     }
     let mut spans = Vec::new();
-    for (actions, label) in hints(state) {
-        let keys: Vec<String> = actions.iter().filter_map(|a| state.config.keymap.first_label(*a)).collect();
-        if keys.is_empty() {
-            continue; // unbound by the user: nothing to advertise
-        }
-        spans.push(Span::styled(keys.join("/"), theme.accent().add_modifier(ratatui::style::Modifier::BOLD)));
-        spans.push(Span::raw(format!(" {label}  ")));
+    for (keys, h) in fitted_hints(state, area.width as usize) {
+        spans.push(Span::styled(keys, theme.accent().add_modifier(ratatui::style::Modifier::BOLD)));
+        spans.push(Span::raw(format!(" {}  ", h.label)));
     }
     Paragraph::new(Line::from(spans)).style(Style::new()).render(area, buf);
 }

@@ -8,8 +8,9 @@ use ratatui::widgets::{Clear, Gauge, Paragraph, Widget};
 use super::block;
 use crate::tui::action::Action;
 use crate::tui::burst::{self, BurstStatus};
-use crate::tui::fields;
-use crate::tui::state::State;
+use crate::advantage::explain::{self, Symbol};
+use crate::tui::fields::{Field, FIELDS};
+use crate::tui::state::{State, View};
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Length(h.min(area.height))]).flex(Flex::Center).areas(area);
@@ -17,58 +18,164 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     r
 }
 
-pub fn help(state: &State, scroll: u16, area: Rect, buf: &mut Buffer) {
-    let theme = &state.config.theme;
-    let km = &state.config.keymap;
-    let lines: Vec<Line> = Action::ALL
-        .iter()
-        .map(|&a| {
-            let keys = km.labels(a);
-            Line::from(vec![
-                Span::styled(format!("{:<14}", if keys.is_empty() { "(unbound)".into() } else { keys }), theme.accent()),
-                Span::raw(a.describe()),
-            ])
-        })
-        .collect();
-    let r = centered(area, 84, Action::ALL.len() as u16 + 2);
-    Clear.render(r, buf);
-    Paragraph::new(lines)
-        .scroll((scroll, 0))
-        .block(block(state, "Keys (from the keymap; edit in ~/.config/gigscope/config.toml)"))
-        .render(r, buf);
+/// The help popup's size on a screen of `area`.
+pub fn help_area(area: Rect) -> Rect {
+    centered(area, 96, area.height.saturating_sub(2).max(3))
 }
 
-pub fn settings(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
+/// The help: the keys of the current view (the list the hint bar shows), every key, the glyphs, and the formula.
+pub fn help_lines(state: &State, width: usize) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
-    let mut lines: Vec<Line> = fields::FIELDS
+    let km = &state.config.keymap;
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let entry = |out: &mut Vec<Line<'static>>, keys: &str, text: &str| {
+        let keys = format!("{keys:<14}");
+        let mut first = true;
+        super::episode::hanging("", text, width.saturating_sub(15), &mut |m, l| {
+            let key = if first { keys.clone() } else { " ".repeat(14) };
+            first = false;
+            out.push(Line::from(vec![Span::styled(key, theme.accent()), Span::raw(format!(" {m}{l}"))]));
+        });
+    };
+    let heading = |out: &mut Vec<Line<'static>>, text: String| {
+        out.push(Line::styled(text, theme.title()));
+    };
+    heading(&mut out, format!("In this view ({})", state.view.title()));
+    for h in super::view_hints(state) {
+        let keys: Vec<String> = h.actions.iter().map(|&a| km.labels(a)).filter(|k| !k.is_empty()).collect();
+        entry(&mut out, &keys.join(" / "), h.help);
+    }
+    out.push(Line::raw(""));
+    heading(&mut out, "Every key (from the keymap; edit in ~/.config/gigscope/config.toml)".into());
+    for &a in Action::ALL {
+        let keys = km.labels(a);
+        entry(&mut out, if keys.is_empty() { "(unbound)" } else { &keys }, a.describe());
+    }
+    out.push(Line::raw(""));
+    heading(&mut out, "Glyphs".into());
+    for (glyph, meaning) in GLYPHS {
+        entry(&mut out, glyph, meaning);
+    }
+    out.push(Line::raw(""));
+    heading(&mut out, "The formula (the anchor view fills it in with the selected step's numbers)".into());
+    for (term, meaning) in formula_help() {
+        entry(&mut out, &term, &meaning);
+    }
+    out
+}
+
+/// What each glyph on the screens means.
+pub const GLYPHS: &[(&str, &str)] = &[
+    ("+4 −2", "heatmap cell: the sign of the step's A and |A| in ninths (1–9) of the group's largest |A|"),
+    ("00", "heatmap cell: A is exactly 0 (a zero-variance group under grpo, a singleton step group under step, or A_E and ω·A_S cancelling)"),
+    ("!", "heatmap cell: A_E and ω·A_S have opposite signs (the episode and the step disagree)"),
+    ("∅", "zero-variance group: every trajectory has the same return, so A_E = 0"),
+    ("✓ ✗", "the episode succeeded / failed"),
+    ("⚠", "in a step list: the action was invalid (its s and R_t lose the penalty c); in the status bar: broken lines or reader notes"),
+    ("◀ this step", "the selected step among the members of its anchor group"),
+    ("▶", "the chosen action, the first divergent step (compare), the selected field"),
+    ("=", "compare: the steps before the divergence are identical"),
+    ("* ✎", "a setting differs from the run's recorded one (run.json); R resets"),
+    ("⇣ follow", "follow mode: the newest episodes are selected as they arrive"),
+    ("⟳", "an anchor grouping is being computed in the background"),
+    ("traj 1…", "trajectories are numbered from 1 in their group; steps from 0, as gigscope advantages numbers them"),
+    ("sg", "the size of the step's anchor (step) group; 1 means A_S = 0"),
+];
+
+/// The formula's terms in words, ε from the engine.
+fn formula_help() -> Vec<(String, String)> {
+    use crate::advantage::explain::epsilon_text;
+    use crate::advantage::STD_EPSILON;
+    vec![
+        ("R_t".into(), "Σ_k γ^k·r_(t+k) − c·[invalid]: the discounted return from step t".into()),
+        ("s".into(), "Σ_k r_k − c·[invalid]: the episode's whole reward, the row's score".into()),
+        ("A_S".into(), "(R_t − mean_S) / F_S over the step's anchor group (same state, any trajectory of the group); 0 for a group of one".into()),
+        ("A_E".into(), "(s − mean_E) / F_E over the episode group's pool: every row (pooling steps) or each trajectory's first row (trajectories)".into()),
+        ("F".into(), format!("1 (mean_norm) or the sample standard deviation (N−1) + {} (mean_std_norm)", epsilon_text(STD_EPSILON))),
+        ("A gigpo".into(), "A_E + ω·A_S".into()),
+        ("A grpo".into(), "A_E".into()),
+        ("A step".into(), "A_S".into()),
+        ("A rloo".into(), "n/(n−1)·(s − mean_E) over the pool: s minus the mean of the other n−1 samples (leave-one-out); no F, the norm is not used".into()),
+        ("TRL".into(), "with scale_rewards set, A_E is TRL GRPOTrainer's (R − group mean) / (std + 1e-4, the batch's, or 1)".into()),
+    ]
+}
+
+pub fn help(state: &State, scroll: u16, area: Rect, buf: &mut Buffer) {
+    let r = help_area(area);
+    let inner = super::layout::inner(r);
+    let lines = help_lines(state, inner.width as usize);
+    let max = lines.len().saturating_sub(inner.height as usize);
+    let skip = (scroll as usize).min(max);
+    Clear.render(r, buf);
+    let title = format!("Help · {}–{}/{} · ↑↓ scroll", skip + 1, (skip + inner.height as usize).min(lines.len()), lines.len());
+    Paragraph::new(lines).scroll((skip as u16, 0)).block(block(state, title)).render(r, buf);
+}
+
+/// How far the help can scroll on a screen of `size`.
+pub fn help_scroll_max(state: &State) -> usize {
+    let r = help_area(Rect::new(0, 0, state.size.0, state.size.1));
+    let inner = super::layout::inner(r);
+    help_lines(state, inner.width as usize).len().saturating_sub(inner.height as usize)
+}
+
+pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let width = 76u16.min(area.width);
+    let inner_w = width.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = FIELDS
         .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let changed = fields::differs(&state.settings, &state.recorded, i);
+        .map(|spec| {
+            let f = spec.field;
+            let changed = f.differs(&state.settings, &state.recorded);
             let text = format!(
                 "{} {:<16} {:<20} {}",
-                if i == field { "▶" } else { " " },
-                name,
-                fields::value(&state.settings, i),
-                if changed { format!("* run: {}", fields::value(&state.recorded, i)) } else { String::new() }
+                if f == field { "▶" } else { " " },
+                spec.label,
+                f.value(&state.settings),
+                if changed { format!("* run: {}", f.value(&state.recorded)) } else { String::new() }
             );
-            let style = if i == field { theme.selected() } else if changed { theme.warn() } else { Default::default() };
+            let style = if f == field { theme.selected() } else if changed { theme.warn() } else { Default::default() };
             Line::styled(text, style)
         })
         .collect();
-    lines.push(Line::from(""));
-    let marker = if state.settings_modified() {
-        Span::styled("* differs from the run's recorded settings (R resets)", theme.warn())
-    } else {
-        Span::styled("same as the run's recorded settings", theme.dim())
+    let wrapped = |text: &str, style: ratatui::style::Style, lines: &mut Vec<Line>| {
+        super::episode::hanging("", text, inner_w, &mut |m, l| lines.push(Line::styled(format!("{m}{l}"), style)));
     };
-    lines.push(Line::from(marker));
-    if let Some(pending) = state.grouping_job {
-        lines.push(Line::styled(super::grouping_note(state, pending), theme.warn()));
+    wrapped(&format!("{}: {}", field.label(), field.help()), theme.dim(), &mut lines);
+    if state.settings_modified() {
+        wrapped("* differs from the run's recorded settings (R resets)", theme.warn(), &mut lines);
+    } else {
+        wrapped("same as the run's recorded settings", theme.dim(), &mut lines);
     }
-    let r = centered(area, 66, lines.len() as u16 + 2);
+    if let Some(pending) = state.grouping_job {
+        wrapped(&super::grouping_note(state, pending), theme.warn(), &mut lines);
+    }
+    // What the change does to the selected step, live: the panel it covers, summarised.
+    if let (Some(x), true) = (state.explanation(), summarises(state)) {
+        let head = super::anchor::term_text(&x.advantage);
+        let parts: Vec<String> = [Symbol::EpisodeAdvantage, Symbol::StepAdvantage]
+            .into_iter()
+            .filter_map(|sym| x.term(sym))
+            .map(|t| format!("{} {}", t.label, explain::signed(t.value)))
+            .collect();
+        wrapped(&format!("selected step: {head} ({})", parts.join(", ")), theme.accent(), &mut lines);
+    }
+    let h = lines.len() as u16 + 2;
+    // Over the anchor view the panel sits at the top, leaving the explanation at the bottom in view.
+    let r = if state.view == View::Anchor {
+        let [_, body, _, _] = super::layout::frame(state, area);
+        let [v] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(body);
+        Rect { height: h.min(body.height), ..v }
+    } else {
+        centered(area, width, h)
+    };
     Clear.render(r, buf);
     Paragraph::new(lines).block(block(state, "Advantage settings (every change recomputes)")).render(r, buf);
+}
+
+/// Views where a step is selected, whose advantage the settings panel summarises.
+fn summarises(state: &State) -> bool {
+    matches!(state.view, View::Episode | View::Anchor | View::Compare | View::Groups)
 }
 
 pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
@@ -106,7 +213,7 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let [info, gauge, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Length(1), Constraint::Min(0)]).areas(area);
-    let mut head = format!("{} · {}", b.how, if b.device.is_empty() { "…" } else { &b.device });
+    let mut head = format!("{} · {}", b.how, if b.device.is_empty() { "…".into() } else { super::device_label(&b.device) });
     if let (Some(s), Some(base)) = (b.initial_success, b.baseline) {
         head.push_str(&format!(" · before: greedy {:.0}%, rule baseline {:.0}%", 100.0 * s, 100.0 * base));
     }
