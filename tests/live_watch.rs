@@ -2,6 +2,9 @@
 //! and replacement reset, broken lines are reported, and `apply` merges it all into a `Run`. Waits use a
 //! generous deadline and never assert on timing.
 
+mod support;
+
+use support::live::{wait_until, DEADLINE};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
@@ -11,7 +14,6 @@ use std::time::{Duration, Instant};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, LiveStatus, Tails, WatchOptions, Watcher};
 use gigscope::run::{Episode, Layout, Run, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 
 fn line(id: &str) -> String {
     let episode = Episode::new(id, "g", vec![Step::new("Search", "search[shoes]", 0.0)]);
@@ -27,20 +29,6 @@ fn append(path: &Path, text: &str) {
     file.write_all(text.as_bytes()).unwrap();
 }
 
-/// Collect events until `done` holds for what was collected; panic (with the events) at the deadline.
-fn wait_until(rx: &Receiver<LiveEvent>, mut done: impl FnMut(&[LiveEvent]) -> bool) -> Vec<LiveEvent> {
-    let start = Instant::now();
-    let mut seen = Vec::new();
-    while !done(&seen) {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(event) => seen.push(event),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => panic!("watcher stopped; events so far: {seen:?}"),
-        }
-        assert!(start.elapsed() < DEADLINE, "gave up waiting; events so far: {seen:?}");
-    }
-    seen
-}
 
 fn episode_ids(events: &[LiveEvent]) -> Vec<(u64, String)> {
     events

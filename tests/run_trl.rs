@@ -5,11 +5,13 @@
 //! a rewritten file, repeated batches) gives clear notices without losing what was read. Waits for the live
 //! watcher use a generous deadline and never assert on timing.
 
+mod support;
+
+use support::live::wait_until;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use gigscope::advantage::{compute, AdvantageOverrides, AdvantageSettings, Aggregation, ScaleRewards};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, WatchOptions, Watcher};
@@ -18,7 +20,6 @@ use gigscope::run::{Layout, Run, SourceOptions};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
-const DEADLINE: Duration = Duration::from_secs(30);
 const TOLERANCE: f64 = 1e-5;
 
 fn fixture(name: &str) -> PathBuf {
@@ -408,19 +409,6 @@ fn a_rewritten_step_file_resets_with_a_notice() {
     assert_eq!(episodes_of(&events)[0], "s1-r1");
 }
 
-fn wait_until(rx: &Receiver<LiveEvent>, mut done: impl FnMut(&[LiveEvent]) -> bool) -> Vec<LiveEvent> {
-    let start = Instant::now();
-    let mut seen = Vec::new();
-    while !done(&seen) {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(event) => seen.push(event),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => panic!("watcher stopped; events so far: {seen:?}"),
-        }
-        assert!(start.elapsed() < DEADLINE, "gave up waiting; events so far: {seen:?}");
-    }
-    seen
-}
 
 #[test]
 fn the_watcher_delivers_a_new_step_file() {

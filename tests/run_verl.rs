@@ -2,13 +2,15 @@
 //! (tests/fixtures/verl/make_fixtures.py): sessions and groups, rewards and extras, GRPO advantages equal to
 //! verl's `compute_grpo_outcome_advantage`, the CLI on a dump, bad input, and a dump followed live.
 
+mod support;
+
+use support::live::wait_until;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, FileTimes, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use gigscope::advantage::{compute, AdvantageSettings, Estimator, Norm, Pooling};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, WatchOptions, Watcher};
@@ -16,7 +18,6 @@ use gigscope::run::source::{open_source, RunSource};
 use gigscope::run::{Episode, Layout, Run, SourceOptions};
 use serde_json::{json, Value};
 
-const DEADLINE: Duration = Duration::from_secs(30);
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verl")
@@ -493,20 +494,6 @@ fn the_watcher_only_wakes_for_step_files() {
 // ---------------------------------------------------------------------------------------------------------
 // Live.
 
-/// Collect events until `done` holds for what was collected; panic (with the events) at the deadline.
-fn wait_until(rx: &Receiver<LiveEvent>, mut done: impl FnMut(&[LiveEvent]) -> bool) -> Vec<LiveEvent> {
-    let start = Instant::now();
-    let mut seen = Vec::new();
-    while !done(&seen) {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(event) => seen.push(event),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => panic!("watcher stopped; events so far: {seen:?}"),
-        }
-        assert!(start.elapsed() < DEADLINE, "gave up waiting; events so far: {seen:?}");
-    }
-    seen
-}
 
 #[test]
 fn new_step_files_are_followed_live() {

@@ -1,1 +1,6 @@
+//! Helpers shared by the integration tests (`mod support;` in each file that uses them).
+
+#![allow(dead_code)] // each test file uses only part of it
+
+pub mod live;
 pub mod tmux;

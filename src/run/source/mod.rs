@@ -96,6 +96,42 @@ pub fn open_source(dir: &Path, layout: Layout, options: &SourceOptions) -> Resul
     })
 }
 
+/// What identifies a file's content without reading it: size, modification time and identity (device and
+/// inode), so that growth, rewrites and replacement (an atomic rename) are noticed from a `stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub len: u64,
+    pub modified: Option<std::time::SystemTime>,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl Stamp {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let (dev, ino) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (dev, ino) = (0, 0);
+        Stamp { len: meta.len(), modified: meta.modified().ok(), dev, ino }
+    }
+
+    /// How the file changed from `self` to `now`, for the notice.
+    fn change(self, now: Stamp) -> &'static str {
+        if (self.dev, self.ino) != (now.dev, now.ino) {
+            "was replaced"
+        } else if now.len < self.len {
+            "shrank"
+        } else if now.len > self.len {
+            "grew"
+        } else {
+            "was rewritten"
+        }
+    }
+}
+
 /// Options some layouts take.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceOptions {

@@ -47,7 +47,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashSet};
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -57,7 +57,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::{json, Map, Value};
 
-use super::{list_dir, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
+use super::{list_dir, ErrorOnce, Stamp, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
 use crate::advantage::trl::{weighted_nansum, REWARDS_KEY};
 use crate::advantage::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
@@ -69,28 +69,6 @@ pub const COMPLETIONS_DIR: &str = "completions";
 pub const FORMAT: &str = "trl-completions";
 /// An unreadable file that has not changed for this long is not being written: it is reported.
 pub const STALE_AFTER: Duration = Duration::from_secs(2);
-
-/// What identifies a file's content without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    dev: u64,
-    ino: u64,
-}
-
-impl Stamp {
-    fn of(meta: &Metadata) -> Self {
-        #[cfg(unix)]
-        let (dev, ino) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let (dev, ino) = (0, 0);
-        Stamp { len: meta.len(), modified: meta.modified().ok(), dev, ino }
-    }
-}
 
 /// A file read whole.
 #[derive(Debug)]

@@ -72,7 +72,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -80,7 +80,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 
-use super::{list_dir, step_file_number, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
+use super::{list_dir, step_file_number, ErrorOnce, Stamp, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
 use crate::advantage::{AdvantageOverrides, Estimator, Norm, Pooling};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
 use crate::run::reader::LineError;
@@ -94,41 +94,6 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// The step extra holding a score that could not be read as a finite number.
 pub const UNREAD_SCORE_KEY: &str = "unread_score";
-
-/// Size, time and identity of a step file, to notice growth, rewrites and replacement without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    dev: u64,
-    ino: u64,
-}
-
-impl Stamp {
-    #[cfg(unix)]
-    fn of(meta: &Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        Stamp { len: meta.len(), modified: meta.modified().ok(), dev: meta.dev(), ino: meta.ino() }
-    }
-
-    #[cfg(not(unix))]
-    fn of(meta: &Metadata) -> Self {
-        Stamp { len: meta.len(), modified: meta.modified().ok(), dev: 0, ino: 0 }
-    }
-
-    /// How the file changed from `self` to `now`, for the notice.
-    fn change(self, now: Stamp) -> &'static str {
-        if (self.dev, self.ino) != (now.dev, now.ino) {
-            "was replaced"
-        } else if now.len < self.len {
-            "shrank"
-        } else if now.len > self.len {
-            "grew"
-        } else {
-            "was rewritten"
-        }
-    }
-}
 
 /// What the source knows of one step file.
 #[derive(Debug)]
