@@ -1,17 +1,25 @@
-//! Link-time set-up for the `train` feature (tch/libtorch); does nothing without it.
+//! Build set-up of the gigscope library and binary.
 //!
-//! torch-sys finds libtorch and links it, but two things are left for the final binaries:
-//! - No rpath: the binaries would fail to start with `libtorch_cpu.so: cannot open shared object file` unless
-//!   the user exports a library path. We write the torch library directory into every binary's rpath.
-//! - `libtorch_cuda` is dropped by the linker's `--as-needed` (nothing references its symbols directly; it
-//!   registers the CUDA backend from its static initialisers), so CUDA would never be found on a GPU machine.
-//!   We link it with `--no-as-needed` when the directory has it (CPU-only libtorch builds do not).
+//! 1. The build id (`GIGSCOPE_BUILD_ID`): a hash of the trainer's, plugin's and protocol's sources, so that the
+//!    training plugin (`src/train/plugin`, built in its own cargo invocation) and the binary that loads it can
+//!    tell whether they come from the same sources (`crate::training::HANDSHAKE`).
+//! 2. With the `train` feature (tch/libtorch; the plugin and `cargo test --all-features` turn it on) the test
+//!    and bench binaries that link the trainer need two things torch-sys leaves out:
+//!    - an rpath to torch's library directory, or they fail to start with `libtorch_cpu.so: cannot open shared
+//!      object file` unless the user exports a library path;
+//!    - `libtorch_cuda` linked with `--no-as-needed`: nothing references its symbols directly (it registers the
+//!      CUDA backend from its static initialisers), so the linker's `--as-needed` would drop it and CUDA would
+//!      never be found on a GPU machine. CPU-only libtorch builds do not have it.
+//!
+//!    The `gigscope` binary never gets `libtorch_cuda` (it must start without libtorch; it reaches the trainer
+//!    through the plugin only). The plugin's own build script does the same for the plugin.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    build_id();
     if env::var_os("CARGO_FEATURE_TRAIN").is_none() {
         return;
     }
@@ -21,11 +29,61 @@ fn main() {
         println!("cargo:warning=torch-sys did not report its libtorch directory; binaries will need LD_LIBRARY_PATH");
         return;
     };
+    // An rpath loads nothing by itself, so every target may have it (the library's unit tests need it).
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib_dir.display());
     if lib_dir.join("libtorch_cuda.so").exists() {
-        println!("cargo:rustc-link-arg=-L{}", lib_dir.display());
-        println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
-        println!("cargo:rustc-link-arg=-ltorch_cuda");
-        println!("cargo:rustc-link-arg=-Wl,--as-needed");
+        for kind in ["tests", "benches"] {
+            println!("cargo:rustc-link-arg-{kind}=-L{}", lib_dir.display());
+            println!("cargo:rustc-link-arg-{kind}=-Wl,--no-as-needed");
+            println!("cargo:rustc-link-arg-{kind}=-ltorch_cuda");
+            println!("cargo:rustc-link-arg-{kind}=-Wl,--as-needed");
+        }
+    }
+}
+
+/// FNV-1a over the files of the trainer and the plugin (`src/train`) and of the protocol and loader
+/// (`src/training`): paths and contents, in path order. Those are what the two sides must share. The plugin also
+/// holds its own copy of the engine and the WebShop environment; a change there does not make a built plugin
+/// refuse to load (in a checkout edited by several people at once that would turn every unrelated edit into a
+/// refused plugin), so rebuild it after such changes: `./scripts/dev run` always does.
+fn build_id() {
+    let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src/train", "src/training"] {
+        collect(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+        let relative = file.strip_prefix(&root).unwrap_or(file);
+        feed(relative.to_string_lossy().as_bytes());
+        feed(&[0]);
+        feed(&std::fs::read(file).unwrap_or_default());
+        feed(&[0]);
+    }
+    println!("cargo:rustc-env=GIGSCOPE_BUILD_ID={hash:016x}");
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        // Editors' swap and backup files are no part of the sources.
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name.ends_with('~') {
+            continue;
+        }
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => collect(&path, out),
+            Ok(t) if t.is_file() => out.push(path),
+            _ => {}
+        }
     }
 }

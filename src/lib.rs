@@ -11,5 +11,6 @@ pub mod run;
 pub mod text;
 #[cfg(feature = "train")]
 pub mod train;
+pub mod training;
 pub mod tui;
 pub mod webshop;

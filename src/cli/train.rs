@@ -1,18 +1,21 @@
-//! `gigscope train`: a training burst from the command line, with a progress bar; Ctrl-C stops it after the
+//! `gigscope train`: a training run from the command line, with a progress bar; Ctrl-C stops it after the
 //! current iteration.
+//!
+//! The flags live here, in the binary, which never links libtorch: they become a [`TrainRequest`] that the
+//! training plugin runs in this process ([`Training`], loaded now; a clear error if it cannot be).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::advantages::SettingsFlags;
+use crate::training::{
+    DeviceChoice, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest, Training,
+};
 use crate::webshop::goals::GoalSource;
-use crate::train::webshop::WebShopTasks;
-use crate::train::{DeviceChoice, PolicyShape, PpoConfig, Progress, Split, Tasks, TrainConfig, Trainer};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum EnvChoice {
@@ -114,7 +117,7 @@ impl Args {
                 max_grad_norm: self.max_grad_norm,
             },
             shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
-            advantage: self.advantage.overrides()?,
+            advantage: self.advantage.training_overrides()?,
             resume: self.resume,
             append: self.append,
             name: self.name.clone(),
@@ -122,23 +125,29 @@ impl Args {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match args.env {
-        EnvChoice::Toy => train(crate::train::toy::ToyShop, &args),
-        EnvChoice::Webshop => {
-            let tasks = WebShopTasks::open(args.catalog.as_deref(), args.goal_source).context("cannot set up WebShop")?;
-            train(tasks, &args)
-        }
+impl Args {
+    /// What the plugin is asked to run.
+    pub fn request(&self) -> anyhow::Result<TrainRequest> {
+        Ok(TrainRequest {
+            run: self.run.clone(),
+            tasks: match self.env {
+                EnvChoice::Toy => TaskSource::Toy,
+                EnvChoice::Webshop => {
+                    TaskSource::Webshop { catalog: self.catalog.clone(), goal_source: self.goal_source }
+                }
+            },
+            config: self.config()?,
+            mode: RunMode::AsConfigured,
+        })
     }
 }
 
-fn train<T: Tasks>(tasks: T, args: &Args) -> anyhow::Result<ExitCode> {
-    eprintln!("{} training goals, {} test goals", tasks.len(Split::Train), tasks.len(Split::Test));
-    let mut trainer = Trainer::new(tasks, args.config()?, &args.run)
-        .with_context(|| format!("cannot start training in {}", args.run.display()))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = Arc::clone(&stop);
-    ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let request = args.request()?;
+    let training = Training::load()?;
+    let handle = training.start(&request);
+    let stop = handle.stop_flag();
+    ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
 
     let bar = ProgressBar::new(args.iterations);
     bar.set_style(
@@ -146,36 +155,47 @@ fn train<T: Tasks>(tasks: T, args: &Args) -> anyhow::Result<ExitCode> {
             .context("progress bar template")?
             .progress_chars("=> "),
     );
-    bar.set_prefix(format!("train on {:?}", trainer.device()));
     let mut last_eval = String::new();
-    let result = trainer.run(&stop, |p| match p {
-        Progress::Evaluated { policy, baseline, .. } => {
-            last_eval = format!("eval {:.2} (rule {:.2})", policy.success, baseline.success);
-            bar.println(format!(
-                "before training: greedy success {:.3} score {:.3}; rule baseline success {:.3} score {:.3}",
-                policy.success, policy.score, baseline.success, baseline.score
-            ));
-        }
-        Progress::Iteration(r) => {
-            if let Some(e) = &r.eval {
-                last_eval = format!("eval {:.2}", e.success);
+    while let Some(event) = handle.next_event() {
+        match event {
+            TrainEvent::Started { device, train_goals, test_goals, .. } => {
+                bar.suspend(|| eprintln!("{train_goals} training goals, {test_goals} test goals"));
+                bar.set_prefix(format!("train on {device}"));
             }
-            bar.set_message(format!(
-                "it {} success {:.2} score {:.2} {last_eval} {:.0} steps/s{}",
-                r.iteration,
-                r.success,
-                r.score,
-                r.env_steps_per_s,
-                if stop.load(Ordering::SeqCst) { " (stopping)" } else { "" }
-            ));
-            bar.inc(1);
+            TrainEvent::Evaluated { policy, baseline } => {
+                last_eval = format!("eval {:.2} (rule {:.2})", policy.success, baseline.success);
+                bar.println(format!(
+                    "before training: greedy success {:.3} score {:.3}; rule baseline success {:.3} score {:.3}",
+                    policy.success, policy.score, baseline.success, baseline.score
+                ));
+            }
+            TrainEvent::Iteration(r) => {
+                if let Some(e) = &r.eval {
+                    last_eval = format!("eval {:.2}", e.success);
+                }
+                bar.set_message(format!(
+                    "it {} success {:.2} score {:.2} {last_eval} {:.0} steps/s{}",
+                    r.iteration,
+                    r.success,
+                    r.score,
+                    r.env_steps_per_s,
+                    if handle.cancelled() { " (stopping)" } else { "" }
+                ));
+                bar.inc(1);
+            }
+            TrainEvent::Finished { last_iteration, .. } => {
+                bar.finish();
+                if handle.cancelled() {
+                    eprintln!("stopped after iteration {last_iteration}; resume with --resume");
+                }
+                println!("{last_iteration} iterations in {}; checkpoint saved", args.run.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            TrainEvent::Failed { error } => {
+                bar.finish_and_clear();
+                anyhow::bail!("{error}");
+            }
         }
-    });
-    bar.finish();
-    result.context("training failed")?;
-    if stop.load(Ordering::SeqCst) {
-        eprintln!("stopped after iteration {}; resume with --resume", trainer.iteration());
     }
-    println!("{} iterations in {}; checkpoint saved", trainer.iteration(), args.run.display());
-    Ok(ExitCode::SUCCESS)
+    anyhow::bail!("the training run ended without a result")
 }

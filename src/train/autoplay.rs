@@ -12,8 +12,10 @@ use super::env::{Environment, Started};
 use super::ppo::Adam;
 use super::rollout::{self, Chooser, Slot};
 use super::trainer::{initial_policy, TrainConfig};
+use super::webshop::start_goal;
 use super::TrainError;
 use crate::run::Episode;
+use crate::training::protocol::{AutoplayRequest, AutoplayResult};
 
 /// Which policy played.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,4 +55,19 @@ pub fn play_group<E: Environment + Clone>(
     drop(vs);
     let episodes = slots.iter().enumerate().map(|(i, s)| s.to_episode(format!("{group}-{}", first + i), group.to_owned(), 0));
     Ok((episodes.collect(), source))
+}
+
+/// [`play_group`] as the host asks for it: goal `request.goal` of the request's catalog (human goals where it
+/// has them), and which policy played, in words.
+pub fn autoplay(request: &AutoplayRequest) -> Result<AutoplayResult, String> {
+    let shop = super::burst::shop(request.catalog.as_deref(), None).map_err(|e| format!("opening the shop: {e}"))?;
+    let started = start_goal(&shop, request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
+    let (episodes, source) =
+        play_group(&request.run, started, &request.group, request.first, request.n, request.step_limit, request.seed)
+            .map_err(|e| format!("policy play: {e}"))?;
+    let policy = match source {
+        PolicySource::Checkpoint { iteration } => format!("the policy (checkpoint after iteration {iteration})"),
+        PolicySource::Untrained => "an untrained policy (the run has no checkpoint yet)".to_string(),
+    };
+    Ok(AutoplayResult { episodes, policy })
 }

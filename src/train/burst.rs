@@ -1,103 +1,113 @@
-//! A burst on a background thread, for the TUI: progress arrives over a channel, `cancel` stops it after the
-//! current iteration (leaving a valid run and checkpoint).
+//! A training run as the host asks for it ([`TrainRequest`]), on the calling thread: set up the tasks and the
+//! trainer, decide how the run continues what its directory holds, train, and report [`TrainEvent`]s. The
+//! plugin runs this for a TUI burst (on the TUI's background thread) and for `gigscope train`; a raised stop
+//! flag ends it after the current iteration, leaving a valid run and checkpoint.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::{Mutex, PoisonError};
 
-use super::env::Tasks;
+use super::checkpoint;
+use super::env::{Split, Tasks};
+use super::toy::ToyShop;
 use super::trainer::{Progress, TrainConfig, Trainer};
+use super::webshop::WebShopTasks;
+use crate::training::protocol::{IterationSummary, RunMode, TaskSource, TrainEvent, TrainRequest};
+use crate::webshop::goals::GoalSource;
+use crate::webshop::shop::Shop;
 
-#[derive(Clone, Debug, PartialEq)]
-pub enum BurstEvent {
-    /// The trainer is set up; `first_iteration` is the number the burst's first iteration will get.
-    Started { first_iteration: u64, iterations: u64, device: String },
-    Progress(Progress),
-    /// The burst ended: all iterations ran, or it was cancelled after `completed` of them.
-    Finished { completed: u64, cancelled: bool },
-    /// Set-up or an iteration failed; the run keeps every iteration completed before.
-    Failed(String),
-}
-
-pub struct Burst;
-
-impl Burst {
-    /// Start training on a new thread (the trainer and its tensors live on that thread).
-    pub fn spawn<T: Tasks + 'static>(tasks: T, config: TrainConfig, run_dir: PathBuf) -> BurstHandle {
-        let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread_stop = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            // A send fails only when the handle was dropped; training then just runs on to the stop flag.
-            let mut trainer = match Trainer::new(tasks, config.clone(), &run_dir) {
-                Ok(t) => t,
-                Err(e) => {
-                    let _ = tx.send(BurstEvent::Failed(e.to_string()));
-                    return;
-                }
-            };
-            let first = trainer.iteration() + 1;
-            let _ = tx.send(BurstEvent::Started {
-                first_iteration: first,
-                iterations: config.iterations,
-                device: format!("{:?}", trainer.device()),
-            });
-            let result = trainer.run(&thread_stop, |p| {
-                let _ = tx.send(BurstEvent::Progress(p.clone()));
-            });
-            let _ = tx.send(match result {
-                Ok(()) => BurstEvent::Finished {
-                    completed: trainer.iteration() + 1 - first,
-                    cancelled: thread_stop.load(Ordering::SeqCst),
-                },
-                Err(e) => BurstEvent::Failed(e.to_string()),
-            });
-        });
-        BurstHandle { events: rx, stop, thread: Some(thread) }
+/// Run `request` to its end, reporting every event to `emit` (the last one `Finished` or `Failed`).
+pub fn run(request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {
+    match &request.tasks {
+        TaskSource::Toy => run_with(ToyShop, request, stop, emit),
+        TaskSource::Webshop { catalog, goal_source } => match shop(catalog.as_deref(), *goal_source) {
+            Ok(shop) => run_with(WebShopTasks::new(shop), request, stop, emit),
+            Err(e) => emit(TrainEvent::Failed { error: format!("cannot set up WebShop: {e}") }),
+        },
     }
 }
 
-/// The running burst. Dropping it cancels the burst and waits for the current iteration to finish.
-pub struct BurstHandle {
-    events: Receiver<BurstEvent>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+/// The shop of a catalog, opened once per process and shared (clones share the catalog and search index):
+/// bursts and policy play in one TUI session open it once.
+pub fn shop(catalog: Option<&Path>, source: Option<GoalSource>) -> Result<Shop, String> {
+    type Opened = Vec<((Option<PathBuf>, Option<GoalSource>), Shop)>;
+    static OPENED: Mutex<Opened> = Mutex::new(Vec::new());
+    let key = (catalog.map(Path::to_path_buf), source);
+    let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, shop)) = opened.iter().find(|(k, _)| *k == key) {
+        return Ok(shop.clone());
+    }
+    let shop = Shop::open(catalog, source).map_err(|e| e.to_string())?;
+    opened.push((key, shop.clone()));
+    Ok(shop)
 }
 
-impl BurstHandle {
-    /// Ask the burst to stop after the current iteration.
-    pub fn cancel(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
+/// How a burst continues `run_dir`: its checkpoint when it has one, else a fresh policy numbered after the
+/// episodes it holds (recorded elsewhere or played by hand), else a new run. Sets `config.resume` and
+/// `config.append` and says which in words.
+pub fn continue_run(run_dir: &Path, config: &mut TrainConfig) -> String {
+    config.resume = checkpoint::path_in(run_dir).exists();
+    let has_episodes = std::fs::metadata(run_dir.join(crate::run::EPISODES_FILE)).is_ok_and(|m| m.len() > 0);
+    config.append = !config.resume && has_episodes;
+    describe(config)
+}
 
-    /// Events that arrived since the last call, without blocking.
-    pub fn poll(&self) -> Vec<BurstEvent> {
-        let mut out = Vec::new();
-        loop {
-            match self.events.try_recv() {
-                Ok(e) => out.push(e),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
+fn describe(config: &TrainConfig) -> String {
+    if config.resume {
+        "resumes the checkpoint".into()
+    } else if config.append {
+        "fresh policy (no checkpoint)".into()
+    } else {
+        "new run".into()
+    }
+}
+
+fn run_with<T: Tasks>(tasks: T, request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {
+    let mut config = request.config.clone();
+    let how = match request.mode {
+        RunMode::Continue => continue_run(&request.run, &mut config),
+        RunMode::AsConfigured => describe(&config),
+    };
+    let (train_goals, test_goals) = (tasks.len(Split::Train), tasks.len(Split::Test));
+    let mut trainer = match Trainer::new(tasks, config.clone(), &request.run) {
+        Ok(t) => t,
+        Err(e) => {
+            let error = format!("cannot start training in {}: {e}", request.run.display());
+            return emit(TrainEvent::Failed { error });
+        }
+    };
+    let first = trainer.iteration() + 1;
+    emit(TrainEvent::Started {
+        first_iteration: first,
+        iterations: config.iterations,
+        device: format!("{:?}", trainer.device()),
+        how,
+        train_goals,
+        test_goals,
+    });
+    let result = trainer.run(stop, |p| {
+        emit(match p {
+            Progress::Evaluated { policy, baseline, .. } => {
+                TrainEvent::Evaluated { policy: *policy, baseline: *baseline }
             }
-        }
-    }
-
-    /// Block for the next event; `None` once the burst's thread has ended and every event was read.
-    pub fn next_event(&self) -> Option<BurstEvent> {
-        self.events.recv().ok()
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
-    }
-}
-
-impl Drop for BurstHandle {
-    fn drop(&mut self) {
-        self.cancel();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+            Progress::Iteration(r) => TrainEvent::Iteration(IterationSummary {
+                iteration: r.iteration,
+                success: r.success,
+                score: r.score,
+                eval: r.eval,
+                env_steps: r.env_steps,
+                env_steps_per_s: r.env_steps_per_s,
+                rollout_s: r.rollout_s,
+                update_s: r.update_s,
+            }),
+        })
+    });
+    emit(match result {
+        Ok(()) => TrainEvent::Finished {
+            completed: trainer.iteration() + 1 - first,
+            cancelled: stop.load(Ordering::SeqCst),
+            last_iteration: trainer.iteration(),
+        },
+        Err(e) => TrainEvent::Failed { error: format!("training failed: {e}") },
+    });
 }

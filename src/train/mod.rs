@@ -1,11 +1,16 @@
 //! Training bursts: a compact tch policy trained with GiGPO (or GRPO / RLOO) on an environment in this
 //! process, writing a run directory the TUI can watch live.
 //!
+//! Compiled only with the `train` feature (tch/libtorch), which the `gigscope` binary never has: the training
+//! plugin (`src/train/plugin`, `libgigscope_train.so`) links this module, and the binary reaches it through
+//! [`crate::training`], which loads the plugin when training is first asked for. [`service::serve`] is the
+//! plugin's entry point.
+//!
 //! The advantages that train the policy come from [`crate::advantage::compute`], the same code every view of
 //! gigscope shows, and are written into each episode's `advantages`.
 
 mod autoplay;
-mod burst;
+pub mod burst;
 pub mod checkpoint;
 pub mod env;
 pub mod features;
@@ -13,18 +18,18 @@ mod output;
 pub mod policy;
 pub mod ppo;
 pub mod rollout;
+pub mod service;
 pub mod toy;
 mod trainer;
 pub mod webshop;
 
 use std::path::PathBuf;
 
-pub use autoplay::{play_group, PolicySource};
-pub use burst::{Burst, BurstEvent, BurstHandle};
+pub use autoplay::{autoplay, play_group, PolicySource};
 pub use env::{Environment, Split, Started, Tasks, Transition};
 pub use policy::PolicyShape;
 pub use ppo::PpoConfig;
-pub use trainer::{DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
+pub use trainer::{resolve_device, DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
 pub use webshop::start_goal;
 
 #[derive(Debug, thiserror::Error)]

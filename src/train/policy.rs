@@ -10,19 +10,7 @@ use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 
 use super::features::{Decision, ACTION_DENSE, BUCKETS, STATE_DENSE};
-
-/// Network sizes; part of a checkpoint's identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PolicyShape {
-    pub embed: i64,
-    pub hidden: i64,
-}
-
-impl Default for PolicyShape {
-    fn default() -> Self {
-        PolicyShape { embed: 32, hidden: 128 }
-    }
-}
+pub use crate::training::protocol::PolicyShape;
 
 /// Logit given to padding slots: far below any real logit, finite so that 0·logit stays 0 in the entropy.
 const PAD_LOGIT: f64 = -1e9;

@@ -8,6 +8,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::features::Decision;
 use super::policy::{Batch, Policy};
+pub use crate::training::protocol::PpoConfig;
 
 /// One training sample: a decision, the action taken, its log-probability when it was taken, and the
 /// advantage the estimator gave that step.
@@ -17,35 +18,6 @@ pub struct Sample {
     pub chosen: i64,
     pub old_logprob: f32,
     pub advantage: f32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PpoConfig {
-    pub learning_rate: f64,
-    /// ε of the clipped ratio.
-    pub clip: f64,
-    pub entropy_coef: f64,
-    /// Weight of KL(π ‖ π_ref); 0 turns the reference policy off.
-    pub kl_coef: f64,
-    /// Passes over the iteration's samples.
-    pub epochs: usize,
-    /// Samples (steps) per mini-batch.
-    pub minibatch: usize,
-    pub max_grad_norm: f64,
-}
-
-impl Default for PpoConfig {
-    fn default() -> Self {
-        PpoConfig {
-            learning_rate: 1e-3,
-            clip: 0.2,
-            entropy_coef: 0.01,
-            kl_coef: 0.0,
-            epochs: 2,
-            minibatch: 128,
-            max_grad_norm: 1.0,
-        }
-    }
 }
 
 /// Means over the mini-batches of one update.

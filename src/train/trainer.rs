@@ -9,7 +9,6 @@ use std::time::Instant;
 use rand::seq::index;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tch::nn::VarStore;
 use tch::Device;
@@ -18,94 +17,21 @@ use super::checkpoint::{self, TrainerState};
 use super::env::{Environment, Split, Tasks};
 use super::output::RunOutput;
 use super::policy::{Policy, PolicyShape};
-use super::ppo::{self, Adam, PpoConfig, Sample, UpdateStats};
+use super::ppo::{self, Adam, Sample, UpdateStats};
 use super::rollout::{self, Chooser, Slot};
 use super::TrainError;
-use crate::advantage::{self, AdvantageOverrides, AdvantageSettings, AdvantageTable};
+use crate::advantage::{self, AdvantageSettings, AdvantageTable};
 use crate::run::{Episode, MetricsRecord};
+pub use crate::training::protocol::{DeviceChoice, EvalResult, TrainConfig};
 
-/// Where the network runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum DeviceChoice {
-    Cpu,
-    Cuda,
-    /// CUDA when libtorch finds a GPU, else the CPU.
-    Auto,
-}
-
-impl DeviceChoice {
-    pub fn resolve(self) -> Result<Device, TrainError> {
-        match self {
-            DeviceChoice::Cpu => Ok(Device::Cpu),
-            DeviceChoice::Cuda if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
-            DeviceChoice::Cuda => Err(TrainError::NoCuda),
-            DeviceChoice::Auto => Ok(Device::cuda_if_available()),
-        }
+/// libtorch's device for `choice`.
+pub fn resolve_device(choice: DeviceChoice) -> Result<Device, TrainError> {
+    match choice {
+        DeviceChoice::Cpu => Ok(Device::Cpu),
+        DeviceChoice::Cuda if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
+        DeviceChoice::Cuda => Err(TrainError::NoCuda),
+        DeviceChoice::Auto => Ok(Device::cuda_if_available()),
     }
-}
-
-/// Everything a burst is configured by.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TrainConfig {
-    /// Iterations to run in this burst (a resumed run continues its numbering).
-    pub iterations: u64,
-    /// E: goals per iteration.
-    pub goals_per_iteration: usize,
-    /// N: episodes per goal, all from the same start state (one episode group).
-    pub episodes_per_goal: usize,
-    pub step_limit: usize,
-    /// Evaluate every k iterations (0: never).
-    pub eval_every: u64,
-    /// The first this-many test goals are the fixed evaluation set.
-    pub eval_goals: usize,
-    pub seed: u64,
-    pub device: DeviceChoice,
-    /// Torch CPU threads (process-wide). The network is small: beyond one thread, synchronisation costs more
-    /// than it saves, and the machines this runs on are shared.
-    pub threads: i32,
-    pub ppo: PpoConfig,
-    pub shape: PolicyShape,
-    /// Advantage settings given for this burst; layered over the run's `run.json`, then the defaults.
-    pub advantage: AdvantageOverrides,
-    /// Continue from the run's checkpoint.
-    pub resume: bool,
-    /// The run already holds episodes but no checkpoint (recorded elsewhere, or played by hand): start a fresh
-    /// policy and number this burst's iterations after the run's last one.
-    #[serde(default)]
-    pub append: bool,
-    /// Name recorded in a new run's `run.json`.
-    pub name: Option<String>,
-}
-
-impl Default for TrainConfig {
-    fn default() -> Self {
-        TrainConfig {
-            iterations: 20,
-            goals_per_iteration: 16,
-            episodes_per_goal: 8,
-            step_limit: 15,
-            eval_every: 5,
-            eval_goals: 100,
-            seed: 0,
-            device: DeviceChoice::Auto,
-            threads: 1,
-            ppo: PpoConfig::default(),
-            shape: PolicyShape::default(),
-            advantage: AdvantageOverrides::default(),
-            resume: false,
-            append: false,
-            name: None,
-        }
-    }
-}
-
-/// Greedy success rate and mean score on the evaluation goals.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EvalResult {
-    pub success: f64,
-    pub score: f64,
-    pub episodes: usize,
 }
 
 /// What one iteration did (also one line of `metrics.jsonl`).
@@ -176,7 +102,7 @@ impl<T: Tasks> Trainer<T> {
     /// A trainer writing to `run_dir`: a new run (the directory must hold no episodes yet), or with
     /// `config.resume` the run's checkpoint continued.
     pub fn new(tasks: T, mut config: TrainConfig, run_dir: &Path) -> Result<Trainer<T>, TrainError> {
-        let device = config.device.resolve()?;
+        let device = resolve_device(config.device)?;
         tch::set_num_threads(config.threads);
         let ckpt = checkpoint::path_in(run_dir);
         if config.resume {

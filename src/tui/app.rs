@@ -26,6 +26,7 @@ use super::burst::{BurstRequest, BurstUpdate};
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::{AdvantageSettings, AnchorGrouping};
 use crate::index::{IndexError, SearchResults, TrajectoryIndex};
+use crate::training::{self, BurstHandle, TrainEvent, Training};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -146,11 +147,8 @@ struct Effector {
     searcher: Searcher,
     catalog: Option<PathBuf>,
     shop: Option<Arc<Shop>>,
-    #[cfg(feature = "train")]
-    burst: Option<crate::train::BurstHandle>,
-    /// How the running burst relates to the run, for its `Started` news.
-    #[cfg(feature = "train")]
-    burst_how: String,
+    /// The running training burst (in the training plugin, on its own thread).
+    burst: Option<BurstHandle>,
     /// The anchor grouping being computed on a background thread: for which episodes, where it arrives, and
     /// the flag that gives it up.
     grouping: Option<(u64, mpsc::Receiver<AnchorGrouping>, Arc<AtomicBool>)>,
@@ -162,10 +160,7 @@ impl Effector {
             searcher: Searcher::default(),
             catalog,
             shop: None,
-            #[cfg(feature = "train")]
             burst: None,
-            #[cfg(feature = "train")]
-            burst_how: String::new(),
             grouping: None,
         }
     }
@@ -234,130 +229,47 @@ impl Effector {
         Ok(false)
     }
 
-    #[cfg(feature = "train")]
+    /// The run's policy plays a group, in the training plugin (loaded on first use).
     fn autoplay(&mut self, run_dir: &Path, request: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
-        use crate::train::{play_group, start_goal, PolicySource};
-        let shop = self.shop()?;
-        let started = start_goal(&shop, request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
-        let (episodes, source) = play_group(
-            run_dir,
-            started,
-            &request.group,
-            request.first,
-            request.n,
-            crate::webshop::env::DEFAULT_MAX_STEPS,
-            request.seed,
-        )
-        .map_err(|e| format!("policy play: {e}"))?;
-        let who = match source {
-            PolicySource::Checkpoint { iteration } => format!("the policy (checkpoint after iteration {iteration})"),
-            PolicySource::Untrained => "an untrained policy (the run has no checkpoint yet)".to_string(),
+        let request = training::AutoplayRequest {
+            run: run_dir.to_path_buf(),
+            catalog: self.catalog.clone(),
+            goal: request.goal,
+            group: request.group.clone(),
+            first: request.first,
+            n: request.n,
+            step_limit: crate::webshop::env::DEFAULT_MAX_STEPS,
+            seed: request.seed,
         };
-        Ok((episodes, who))
+        let played = Training::load().map_err(|e| e.to_string())?.autoplay(&request)?;
+        Ok((played.episodes, played.policy))
     }
 
-    #[cfg(not(feature = "train"))]
-    fn autoplay(&mut self, _: &Path, _: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
-        Err(NO_TRAIN.to_string())
-    }
-
-    #[cfg(feature = "train")]
+    /// Start a burst into the open run, in the training plugin (loaded on first use: a clear error when it
+    /// cannot be). How it continues the run is the training side's decision.
     fn start_burst(&mut self, run_dir: &Path, request: BurstRequest) -> Result<(), String> {
-        use super::burst::BurstDevice;
-        use crate::advantage::AdvantageOverrides;
-        use crate::train::{checkpoint, webshop::WebShopTasks, Burst, DeviceChoice, PpoConfig, TrainConfig};
         if self.burst.is_some() {
             return Err("a burst is already running".into());
         }
-        let tasks = WebShopTasks::new((*self.shop()?).clone());
-        let resume = checkpoint::path_in(run_dir).exists();
-        let has_episodes =
-            std::fs::metadata(run_dir.join(crate::run::EPISODES_FILE)).is_ok_and(|m| m.len() > 0);
-        let append = !resume && has_episodes;
-        self.burst_how = if resume {
-            "resumes the checkpoint".into()
-        } else if append {
-            "fresh policy (no checkpoint)".into()
-        } else {
-            "new run".into()
-        };
-        let config = TrainConfig {
-            iterations: request.iterations,
-            goals_per_iteration: request.goals,
-            episodes_per_goal: request.group_size,
-            device: match request.device {
-                BurstDevice::Auto => DeviceChoice::Auto,
-                BurstDevice::Cpu => DeviceChoice::Cpu,
-                BurstDevice::Cuda => DeviceChoice::Cuda,
-            },
-            ppo: PpoConfig { learning_rate: request.learning_rate, ..PpoConfig::default() },
-            advantage: AdvantageOverrides { estimator: Some(request.estimator), ..AdvantageOverrides::default() },
-            resume,
-            append,
-            ..TrainConfig::default()
-        };
-        self.burst = Some(Burst::spawn(tasks, config, run_dir.to_path_buf()));
+        let training = Training::load().map_err(|e| e.to_string())?;
+        self.burst = Some(training.start(&request.train_request(run_dir, self.catalog.as_deref())));
         Ok(())
     }
 
-    #[cfg(not(feature = "train"))]
-    fn start_burst(&mut self, _: &Path, _: BurstRequest) -> Result<(), String> {
-        Err(NO_TRAIN.to_string())
-    }
-
-    #[cfg(feature = "train")]
     fn cancel_burst(&mut self) {
         if let Some(b) = &self.burst {
             b.cancel();
         }
     }
 
-    #[cfg(not(feature = "train"))]
-    fn cancel_burst(&mut self) {}
-
     /// News from the running burst since the last call.
-    #[cfg(feature = "train")]
     fn burst_news(&mut self) -> Vec<BurstUpdate> {
-        use super::burst::BurstPoint;
-        use crate::train::{BurstEvent, Progress};
         let Some(handle) = &self.burst else { return Vec::new() };
-        let mut news = Vec::new();
-        let mut ended = false;
-        for event in handle.poll() {
-            news.push(match event {
-                BurstEvent::Started { first_iteration, iterations, device } => {
-                    BurstUpdate::Started { first_iteration, iterations, device, how: self.burst_how.clone() }
-                }
-                BurstEvent::Progress(Progress::Evaluated { policy, baseline, .. }) => {
-                    BurstUpdate::Evaluated { success: policy.success, baseline: baseline.success }
-                }
-                BurstEvent::Progress(Progress::Iteration(r)) => BurstUpdate::Iteration(BurstPoint {
-                    iteration: r.iteration,
-                    success: r.success,
-                    score: r.score,
-                    eval_success: r.eval.map(|e| e.success),
-                    env_steps_per_s: r.env_steps_per_s,
-                    seconds: r.rollout_s + r.update_s,
-                }),
-                BurstEvent::Finished { completed, cancelled } => {
-                    ended = true;
-                    BurstUpdate::Finished { completed, cancelled }
-                }
-                BurstEvent::Failed(e) => {
-                    ended = true;
-                    BurstUpdate::Failed(e)
-                }
-            });
-        }
-        if ended {
+        let events = handle.poll();
+        if events.iter().any(TrainEvent::is_last) {
             self.burst = None;
         }
-        news
-    }
-
-    #[cfg(not(feature = "train"))]
-    fn burst_news(&mut self) -> Vec<BurstUpdate> {
-        Vec::new()
+        events.into_iter().map(BurstUpdate::from).collect()
     }
 
     /// Group anchors on a background thread; a grouping still running is given up.
@@ -398,15 +310,9 @@ impl Effector {
     }
 
     fn burst_running(&self) -> bool {
-        #[cfg(feature = "train")]
-        return self.burst.is_some();
-        #[cfg(not(feature = "train"))]
-        return false;
+        self.burst.is_some()
     }
 }
-
-#[cfg(not(feature = "train"))]
-const NO_TRAIN: &str = "this gigscope was built without the `train` feature (no libtorch): no policy, no bursts";
 
 /// Append a played group to the run: whole lines, so the watcher (and any other reader) sees whole episodes.
 fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, String> {

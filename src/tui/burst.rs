@@ -1,8 +1,12 @@
 //! The training-burst dialog's side of the state: the form (what to start) and the status of the burst that
-//! runs (fed by [`BurstUpdate`]s the app translates from the trainer's events). Nothing here needs libtorch,
-//! so the inspect-only build shows the dialog and says it cannot train.
+//! runs (fed by [`BurstUpdate`]s translated from the trainer's [`TrainEvent`]s). Nothing here needs libtorch:
+//! the form becomes a [`TrainRequest`] for [`crate::training`], which runs it in the training plugin and says
+//! clearly when the plugin cannot be loaded.
 
-use crate::advantage::Estimator;
+use std::path::Path;
+
+use crate::advantage::{AdvantageOverrides, Estimator};
+use crate::training::{DeviceChoice, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest};
 
 /// Where the burst's network runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +73,29 @@ impl BurstRequest {
         self
     }
 
+    /// The burst into the open run `run` (WebShop on `catalog`, `None`: the embedded demo catalog). The
+    /// training side decides how it continues the run (its checkpoint, else a fresh policy after its episodes).
+    pub fn train_request(&self, run: &Path, catalog: Option<&Path>) -> TrainRequest {
+        TrainRequest {
+            run: run.to_path_buf(),
+            tasks: TaskSource::Webshop { catalog: catalog.map(Path::to_path_buf), goal_source: None },
+            config: TrainConfig {
+                iterations: self.iterations,
+                goals_per_iteration: self.goals,
+                episodes_per_goal: self.group_size,
+                device: match self.device {
+                    BurstDevice::Auto => DeviceChoice::Auto,
+                    BurstDevice::Cpu => DeviceChoice::Cpu,
+                    BurstDevice::Cuda => DeviceChoice::Cuda,
+                },
+                ppo: PpoConfig { learning_rate: self.learning_rate, ..PpoConfig::default() },
+                advantage: AdvantageOverrides { estimator: Some(self.estimator), ..AdvantageOverrides::default() },
+                ..TrainConfig::default()
+            },
+            mode: RunMode::Continue,
+        }
+    }
+
     pub fn value(&self, field: usize) -> String {
         match field {
             0 => self.iterations.to_string(),
@@ -90,6 +117,29 @@ pub enum BurstUpdate {
     Iteration(BurstPoint),
     Finished { completed: u64, cancelled: bool },
     Failed(String),
+}
+
+impl From<TrainEvent> for BurstUpdate {
+    fn from(event: TrainEvent) -> BurstUpdate {
+        match event {
+            TrainEvent::Started { first_iteration, iterations, device, how, .. } => {
+                BurstUpdate::Started { first_iteration, iterations, device, how }
+            }
+            TrainEvent::Evaluated { policy, baseline } => {
+                BurstUpdate::Evaluated { success: policy.success, baseline: baseline.success }
+            }
+            TrainEvent::Iteration(r) => BurstUpdate::Iteration(BurstPoint {
+                iteration: r.iteration,
+                success: r.success,
+                score: r.score,
+                eval_success: r.eval.map(|e| e.success),
+                env_steps_per_s: r.env_steps_per_s,
+                seconds: r.rollout_s + r.update_s,
+            }),
+            TrainEvent::Finished { completed, cancelled, .. } => BurstUpdate::Finished { completed, cancelled },
+            TrainEvent::Failed { error } => BurstUpdate::Failed(error),
+        }
+    }
 }
 
 /// One finished iteration, for the progress gauge and the live chart.

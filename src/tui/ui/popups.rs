@@ -3,7 +3,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Gauge, Paragraph, Widget};
+use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 
 use super::block;
 use crate::tui::action::Action;
@@ -211,6 +211,11 @@ pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
 
 fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
+    if let (Some(ended), true) = (&b.ended, b.points.is_empty() && b.device.is_empty()) {
+        // It never started (e.g. the training plugin could not be loaded): the whole reason, wrapped.
+        Paragraph::new(ended.as_str()).wrap(Wrap { trim: true }).render(area, buf);
+        return;
+    }
     let [info, gauge, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let mut head = format!("{} · {}", b.how, if b.device.is_empty() { "…".into() } else { super::device_label(&b.device) });

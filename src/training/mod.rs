@@ -1,0 +1,156 @@
+//! Training, behind one interface for the TUI and the CLI: start a run (progress as events, cancel), let the
+//! run's policy play a group. Always compiled, and free of tch: the trainer itself (`crate::train`, feature
+//! `train`) lives in a separately built plugin, `libgigscope_train.so`, which this module loads the first time
+//! training is asked for. So `gigscope --help`, `advantages`, `stats`, `search`, `webshop` and the TUI never
+//! load libtorch; a burst loads it into the TUI's own process and trains there, on a background thread.
+//!
+//! When the plugin (or the libtorch it is linked against) cannot be loaded, [`Training::load`] says what was
+//! looked for and how to get it ([`Unavailable`]); nothing else depends on it.
+
+pub mod loader;
+pub mod protocol;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub use protocol::{
+    AutoplayRequest, AutoplayResult, DeviceChoice, EvalResult, IterationSummary, PolicyShape, PpoConfig, Request,
+    RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
+};
+
+use loader::{Plugin, Reply};
+
+/// What the plugin and the host must agree on: the protocol, gigscope's version and the build (a hash of the
+/// sources, from `build.rs`), NUL-terminated for the C ABI. A plugin from another build is refused.
+pub const HANDSHAKE: &str = concat!(
+    "gigscope-train protocol 1; gigscope ",
+    env!("CARGO_PKG_VERSION"),
+    "; build ",
+    env!("GIGSCOPE_BUILD_ID"),
+    "\0"
+);
+
+/// Training cannot be loaded: what was looked for, what went wrong, how to get it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+/// The training plugin, loaded.
+#[derive(Clone, Copy)]
+pub struct Training {
+    plugin: &'static Plugin,
+}
+
+impl Training {
+    /// The plugin, loaded on the first call in this process (this is when libtorch is loaded; it takes a
+    /// moment). Later calls return it at once.
+    pub fn load() -> Result<Training, Unavailable> {
+        Ok(Training { plugin: loader::plugin()? })
+    }
+
+    /// Where the plugin was loaded from.
+    pub fn path(&self) -> &std::path::Path {
+        &self.plugin.path
+    }
+
+    /// Start training on a background thread of this process; its events arrive on the handle.
+    pub fn start(&self, request: &TrainRequest) -> BurstHandle {
+        let json = serde_json::to_vec(&Request::Train(request.clone())).expect("requests serialise");
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = Arc::clone(&stop);
+        let plugin = self.plugin;
+        let thread = std::thread::spawn(move || {
+            // A send fails only when the handle was dropped; training then runs on to the stop flag it raised.
+            let mut ended = false;
+            plugin.call(&json, &thread_stop, |reply| {
+                let event = match reply {
+                    Reply::Event(bytes) => serde_json::from_slice(bytes).unwrap_or_else(|e| TrainEvent::Failed {
+                        error: format!("the training plugin sent an event this gigscope cannot read: {e}"),
+                    }),
+                    Reply::Result(_) => return,
+                    Reply::Error(text) => TrainEvent::Failed { error: String::from_utf8_lossy(text).into_owned() },
+                };
+                if !ended {
+                    ended = event.is_last();
+                    let _ = tx.send(event);
+                }
+            });
+            if !ended {
+                let error = "the training plugin returned before the run finished".to_string();
+                let _ = tx.send(TrainEvent::Failed { error });
+            }
+        });
+        BurstHandle { events: rx, stop, thread: Some(thread) }
+    }
+
+    /// The run's policy plays a group of episodes (on this thread; it takes a moment).
+    pub fn autoplay(&self, request: &AutoplayRequest) -> Result<AutoplayResult, String> {
+        let json = serde_json::to_vec(&Request::Autoplay(request.clone())).expect("requests serialise");
+        let mut out = Err("the training plugin sent no result".to_string());
+        self.plugin.call(&json, &AtomicBool::new(false), |reply| match reply {
+            Reply::Result(bytes) => {
+                out = serde_json::from_slice(bytes)
+                    .map_err(|e| format!("the training plugin sent a result this gigscope cannot read: {e}"))
+            }
+            Reply::Error(text) => out = Err(String::from_utf8_lossy(text).into_owned()),
+            Reply::Event(_) => {}
+        });
+        out
+    }
+}
+
+/// A running training run. Dropping it cancels the run and waits for the current iteration to finish (the run
+/// and its checkpoint stay valid).
+pub struct BurstHandle {
+    events: Receiver<TrainEvent>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl BurstHandle {
+    /// Ask the run to stop after the current iteration.
+    pub fn cancel(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// The flag [`cancel`](Self::cancel) raises, for a signal handler.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Events that arrived since the last call, without blocking.
+    pub fn poll(&self) -> Vec<TrainEvent> {
+        let mut out = Vec::new();
+        loop {
+            match self.events.try_recv() {
+                Ok(e) => out.push(e),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
+            }
+        }
+    }
+
+    /// Block for the next event; `None` once the run's thread has ended and every event was read.
+    pub fn next_event(&self) -> Option<TrainEvent> {
+        self.events.recv().ok()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+impl Drop for BurstHandle {
+    fn drop(&mut self) {
+        self.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! libtorch is loaded only when training starts: the `gigscope` binary never links it, the training plugin
+//! (`libgigscope_train.so`) does, and the binary loads the plugin the first time training is asked for.
+//!
+//! - Inspecting (`--help`, `advantages`, `stats`, `search`, `webshop ...`, the TUI) loads neither.
+//! - Without the plugin (`GIGSCOPE_TRAIN_LIB=/nonexistent`) `gigscope train` and a TUI burst say what was looked
+//!   for and how to get it, and the TUI keeps working.
+//! - With the plugin (built next to the binary: `./scripts/dev test` builds it before the tests), `gigscope
+//!   train` writes a run through it, a TUI burst loads libtorch into the TUI's process only when it starts, and
+//!   a plugin whose libtorch is gone says so. Without a plugin these are skipped, except in CI.
+//!
+//! These are tests of the binary as users build it, without the `train` feature: with it (`cargo test
+//! --all-features`) the binary would link the trainer and libtorch like the test binaries do, so this file
+//! compiles to nothing then. `./scripts/dev test` runs it in its own invocation (`cargo test --release --test
+//! training_plugin`). The TUI cases drive the real binary in tmux (skipped without tmux, except in CI).
+#![cfg(not(feature = "train"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `gigscope ARGS` with an empty cache and config home, and `env` added.
+fn gigscope(args: &[&str], env: &[(&str, &str)], home: &Path) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env("GIGSCOPE_CACHE", home).env("XDG_CONFIG_HOME", home).env("XDG_CACHE_HOME", home);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A copy of a fixture run in a temporary directory, so a test may write to it.
+fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(name);
+    std::fs::create_dir(&dir).unwrap();
+    for entry in std::fs::read_dir(manifest().join("tests/fixtures/tui").join(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    (tmp, dir)
+}
+
+fn episodes(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("episodes.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Shared objects whose loading the dynamic loader reports (`LD_DEBUG=files`) for `gigscope ARGS`.
+fn libraries_loaded(args: &[&str], home: &Path) -> (Output, Vec<String>) {
+    let out = gigscope(args, &[("LD_DEBUG", "files")], home);
+    let loaded = text(&out.stderr)
+        .lines()
+        .filter_map(|l| l.split("file=").nth(1))
+        .map(|rest| rest.split(|c: char| c.is_whitespace() || c == ';').next().unwrap_or("").to_string())
+        .collect();
+    (out, loaded)
+}
+
+#[test]
+fn inspecting_never_loads_libtorch_or_the_plugin() {
+    let home = tempfile::tempdir().unwrap();
+    let run = manifest().join("tests/fixtures/tui/basic");
+    let run = run.to_str().unwrap();
+    let commands: [&[&str]; 7] = [
+        &["--help"],
+        &["advantages", run],
+        &["advantages", run, "--similarity", "0.9"],
+        &["stats", run],
+        &["search", run, "action:\"buy now\""],
+        &["webshop", "search", "red shoes"],
+        &["train", "--help"],
+    ];
+    for args in commands {
+        let (out, loaded) = libraries_loaded(args, home.path());
+        assert!(out.status.success(), "gigscope {args:?}: {}", text(&out.stderr));
+        // The loader did report: the C library is always among the objects it loads.
+        assert!(loaded.iter().any(|l| l.starts_with("libc.so")), "LD_DEBUG=files reported nothing for {args:?}");
+        let torch: Vec<_> = loaded
+            .iter()
+            .filter(|l| l.contains("torch") || l.contains("libc10") || l.contains("gigscope_train"))
+            .collect();
+        assert!(torch.is_empty(), "gigscope {args:?} loaded {torch:?}");
+    }
+}
+
+#[test]
+fn the_binary_does_not_link_libtorch() {
+    // What the dynamic section asks for at start-up (the behavioural test above covers dlopen too).
+    let Ok(out) = Command::new("readelf").args(["-d", BIN]).output() else {
+        eprintln!("readelf not found: skipping");
+        return;
+    };
+    let dynamic = text(&out.stdout);
+    assert!(dynamic.contains("NEEDED"), "{dynamic}");
+    for lib in ["libtorch", "libc10", "libgigscope_train"] {
+        assert!(!dynamic.contains(lib), "the gigscope binary needs {lib}:\n{dynamic}");
+    }
+}
+
+#[test]
+fn gigscope_train_without_the_plugin_says_what_was_looked_for_and_how_to_get_it() {
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run");
+    let args = ["train", "--env", "toy", "--run", run.to_str().unwrap(), "--iterations", "1"];
+    let out = gigscope(&args, &[("GIGSCOPE_TRAIN_LIB", "/nonexistent/libgigscope_train.so")], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    for part in [
+        "training is unavailable",
+        "GIGSCOPE_TRAIN_LIB=/nonexistent/libgigscope_train.so does not exist",
+        "./scripts/dev run",
+        "cargo build --release -p gigscope-train",
+    ] {
+        assert!(err.contains(part), "{part:?} missing from:\n{err}");
+    }
+    assert!(episodes(&run).is_empty());
+
+    // A file that is not a shared library at all.
+    let bogus = home.path().join("libgigscope_train.so");
+    std::fs::write(&bogus, "not a library").unwrap();
+    let out = gigscope(&args, &[("GIGSCOPE_TRAIN_LIB", bogus.to_str().unwrap())], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("could not be loaded") && err.contains(bogus.to_str().unwrap()), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// tmux
+
+fn tmux_available() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (apt-get install -y tmux)");
+        eprintln!("tmux not found: skipping the end-to-end TUI test");
+    }
+    ok
+}
+
+/// `gigscope tui DIR` in a detached 120×40 tmux session; `EXITED:<code>` appears when it ends.
+struct Tui {
+    name: String,
+    _home: tempfile::TempDir,
+}
+
+impl Tui {
+    fn start(test: &str, dir: &Path, env: &str) -> Tui {
+        let name = format!("gigscope-plugin-{}-{test}", std::process::id());
+        let home = tempfile::tempdir().unwrap();
+        let cmd = format!(
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {env} {BIN} tui {1} --rescan-ms 200; echo EXITED:$?; sleep 600",
+            home.path().display(),
+            dir.display(),
+        );
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", "sh", "-c", &cmd])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        Tui { name, _home: home }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
+        text(&out.stdout)
+    }
+
+    fn wait_for(&self, texts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "waited for {texts:?}; the screen is:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            assert!(Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().unwrap().success());
+        }
+    }
+
+    /// The gigscope process: the child of the pane's shell.
+    fn pid(&self) -> u32 {
+        let out =
+            Command::new("tmux").args(["display-message", "-p", "-t", &self.name, "#{pane_pid}"]).output().unwrap();
+        let shell: u32 = text(&out.stdout).trim().parse().expect("pane pid");
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            // pid (comm) state ppid ...
+            let Some((head, rest)) = stat.rsplit_once(") ") else { continue };
+            let ppid: Option<u32> = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            if ppid == Some(shell) && head.ends_with("(gigscope") {
+                return entry.file_name().to_string_lossy().parse().unwrap();
+            }
+        }
+        panic!("no gigscope process under the pane's shell {shell}");
+    }
+
+    /// Whether the gigscope process has libtorch mapped.
+    fn has_libtorch(&self) -> bool {
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.pid())).unwrap();
+        maps.contains("libtorch_cpu") || maps.contains("libgigscope_train")
+    }
+
+    fn quit(&self) {
+        self.keys(&["q"]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.screen().contains("EXITED:0") {
+            assert!(Instant::now() < deadline, "q did not end gigscope cleanly:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
+
+/// From the burst dialog's defaults: 1 iteration, 2 goals, groups of 2; then start.
+fn start_a_small_burst(s: &Tui) {
+    s.keys(&["t"]);
+    s.wait_for(&["Training burst", "iterations         5"]);
+    s.keys(&["h", "h", "h", "j", "h", "h", "h", "j", "h", "h"]);
+    s.wait_for(&["iterations         1", "goals / iteration  2", "group size N       2"]);
+    s.keys(&["Enter"]);
+}
+
+#[test]
+fn a_burst_without_the_plugin_explains_itself_and_the_tui_keeps_working() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let before = episodes(&dir).len();
+    let s = Tui::start("missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
+    s.wait_for(&["Iterations"]);
+    assert!(!s.has_libtorch());
+    start_a_small_burst(&s);
+    // The dialog shows the whole reason, wrapped.
+    s.wait_for(&[
+        "failed: training is unavailable",
+        "GIGSCOPE_TRAIN_LIB=/nonexistent",
+        "./scripts/dev",
+        "gigscope-train",
+    ]);
+    // The TUI goes on: the dialog closes, the views work, the run is as it was.
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Overview]", "Iterations (2)"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "group hat-it0"]);
+    assert!(!s.has_libtorch());
+    assert_eq!(episodes(&dir).len(), before);
+    s.quit();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// With the plugin (`./scripts/dev test` builds it first).
+
+/// The plugin next to the binary, where gigscope looks for it; `None` (skip) when it was not built, which CI
+/// does not allow.
+fn plugin() -> Option<PathBuf> {
+    let path = Path::new(BIN).parent().unwrap().join("libgigscope_train.so");
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: build it first (`cargo build --release -p gigscope-train` in its own cargo invocation; \
+         `./scripts/dev test` does)",
+        path.display()
+    );
+    eprintln!("{} not built: skipping", path.display());
+    None
+}
+
+#[test]
+fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
+    if plugin().is_none() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run");
+    let run_arg = run.to_str().unwrap();
+    let small = ["--env", "toy", "--goals", "2", "--group-size", "2", "--eval-goals", "2", "--seed", "3"];
+    let first: Vec<&str> = ["train", "--run", run_arg, "--iterations", "1"].into_iter().chain(small).collect();
+    let out = gigscope(&first, &[], home.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("training goals"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("1 iterations in"), "{}", text(&out.stdout));
+    let written = episodes(&run);
+    assert_eq!(written.len(), 2 * 2);
+    assert!(written.iter().all(|e| e["iteration"] == 1 && e["advantages"].is_array()), "{written:?}");
+    assert!(run.join("checkpoint.ot").is_file() && run.join("metrics.jsonl").is_file());
+
+    let again: Vec<&str> =
+        ["train", "--run", run_arg, "--iterations", "1", "--resume"].into_iter().chain(small).collect();
+    let out = gigscope(&again, &[], home.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("2 iterations in"), "{}", text(&out.stdout));
+    assert_eq!(episodes(&run).iter().filter(|e| e["iteration"] == 2).count(), 4);
+
+    // Training errors come back from the plugin as errors of the command.
+    let out = gigscope(&first, &[], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("already holds episodes"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
+    if plugin().is_none() || !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let s = Tui::start("lazy", &dir, "");
+    s.wait_for(&["Iterations"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]"]);
+    s.keys(&["Escape"]);
+    assert!(!s.has_libtorch(), "libtorch is loaded before any burst");
+    start_a_small_burst(&s);
+    s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
+    assert!(s.has_libtorch(), "the burst ran in the TUI's own process");
+    // A second burst continues the checkpoint the first one wrote (the training side decides).
+    s.keys(&["Enter"]);
+    s.wait_for(&["resumes the checkpoint", "burst finished 1 iteration(s)"]);
+    assert_eq!(episodes(&dir).iter().filter(|e| e["iteration"] == 3).count(), 4);
+    s.quit();
+}
+
+/// A copy of the plugin whose libtorch directory (its RUNPATH) no longer exists: loading it fails the way it
+/// does when torch was uninstalled, and the message says so.
+#[test]
+fn a_plugin_whose_libtorch_is_gone_says_so() {
+    let Some(plugin) = plugin() else { return };
+    let original = std::fs::read(&plugin).unwrap();
+    let out = Command::new("readelf").args(["-d", plugin.to_str().unwrap()]).output();
+    let Ok(out) = out else {
+        eprintln!("readelf not found: skipping");
+        return;
+    };
+    let dynamic = text(&out.stdout);
+    let Some(runpath) = dynamic.lines().find(|l| l.contains("(RUNPATH)") || l.contains("(RPATH)")) else {
+        panic!("the plugin has no rpath to libtorch:\n{dynamic}");
+    };
+    let dir = runpath.split('[').nth(1).and_then(|r| r.split(']').next()).unwrap().to_string();
+    // Same length, so the dynamic string table keeps its layout; no such directory.
+    let gone: String = dir.chars().map(|c| if c == '/' { '/' } else { 'q' }).collect();
+    assert!(!Path::new(&gone).exists());
+    let mut patched = original.clone();
+    let mut at = 0;
+    let mut replaced = 0;
+    while let Some(i) = patched[at..].windows(dir.len()).position(|w| w == dir.as_bytes()) {
+        patched[at + i..at + i + dir.len()].copy_from_slice(gone.as_bytes());
+        at += i + dir.len();
+        replaced += 1;
+    }
+    assert!(replaced > 0);
+    let home = tempfile::tempdir().unwrap();
+    let copy = home.path().join("libgigscope_train.so");
+    std::fs::write(&copy, patched).unwrap();
+    let run = home.path().join("run");
+    let out = gigscope(
+        &["train", "--env", "toy", "--run", run.to_str().unwrap(), "--iterations", "1"],
+        &[("GIGSCOPE_TRAIN_LIB", copy.to_str().unwrap()), ("LD_LIBRARY_PATH", "")],
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    for part in ["libtorch", "could not be loaded", "cannot open shared object file", "./scripts/dev run"] {
+        assert!(err.contains(part), "{part:?} missing from:\n{err}");
+    }
+}
