@@ -160,10 +160,29 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = args.source.open(&args.run)?;
-    let (_, table) = estimate(&run, &args.settings, &args.family)?;
-    let stdout = io::stdout().lock();
-    let result = write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format);
+    let result = match streamable(&args)? {
+        // A gigscope run under settings that keep episode groups apart: streamed, group by group.
+        Some(settings) => {
+            let stdout = BufWriter::new(io::stdout().lock());
+            let skipped = super::stream::advantages(&args.run, &settings, stdout, args.format);
+            match skipped {
+                Ok(skipped) => {
+                    warn_broken(&args.run, skipped.broken_lines);
+                    Ok(())
+                }
+                Err(err) => match err.downcast::<io::Error>() {
+                    Ok(io) => Err(io),
+                    Err(other) => return Err(other),
+                },
+            }
+        }
+        None => {
+            let run = args.source.open(&args.run)?;
+            let (_, table) = estimate(&run, &args.settings, &args.family)?;
+            let stdout = io::stdout().lock();
+            write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format)
+        }
+    };
     match result {
         // `gigscope advantages RUN | head` is normal use, not an error.
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
@@ -172,21 +191,45 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The settings to stream `args`' run with, or `None` when it must be read whole: another layout, a
+/// successor estimator, or TRL's batch scaling (which couple episode groups).
+fn streamable(args: &Args) -> anyhow::Result<Option<AdvantageSettings>> {
+    let layout = crate::run::source::resolve_layout(&args.run, args.source.from, false)?;
+    if layout != crate::run::Layout::Gigscope || args.settings.estimator.is_some_and(|k| k.engine().is_none()) {
+        return Ok(None);
+    }
+    // The run's description (a broken run.json is an error here as in the whole read), without its episodes.
+    if !args.run.join(crate::run::EPISODES_FILE).is_file() {
+        return Err(crate::run::RunError::NoEpisodes(args.run.clone()).into());
+    }
+    let mut described = Run::empty(&args.run, layout);
+    described.meta = crate::run::read_meta(&args.run)?;
+    let settings = args.settings.resolve(&described)?;
+    Ok(settings.scale_rewards.is_none().then_some(settings))
+}
+
+/// The reader's warning about skipped lines, as the whole read gives it.
+fn warn_broken(dir: &std::path::Path, broken: usize) {
+    if broken > 0 {
+        eprintln!("warning: {}: skipped {broken} broken line(s) of the episodes (see `gigscope validate`)", dir.display());
+    }
+}
+
 /// One output record: exactly the keys of the `--format jsonl` contract, in this order.
 #[derive(Serialize)]
-struct OutRow<'a> {
-    episode: &'a str,
-    group: &'a str,
-    iteration: i64,
-    step: usize,
-    reward: f64,
+pub(super) struct OutRow<'a> {
+    pub(super) episode: &'a str,
+    pub(super) group: &'a str,
+    pub(super) iteration: i64,
+    pub(super) step: usize,
+    pub(super) reward: f64,
     #[serde(rename = "return")]
-    ret: f64,
-    episode_advantage: f64,
-    step_advantage: f64,
-    advantage: f64,
-    step_group: u32,
-    step_group_size: usize,
+    pub(super) ret: f64,
+    pub(super) episode_advantage: f64,
+    pub(super) step_advantage: f64,
+    pub(super) advantage: f64,
+    pub(super) step_group: u32,
+    pub(super) step_group_size: usize,
 }
 
 const COLUMNS: [&str; 11] = [
@@ -204,82 +247,103 @@ const COLUMNS: [&str; 11] = [
 ];
 
 fn out_rows<'a>(episodes: &'a [Episode], table: &'a AdvantageTable) -> impl Iterator<Item = OutRow<'a>> {
-    episodes.iter().enumerate().flat_map(move |(e, episode)| {
-        table.episode_rows(e).iter().enumerate().map(move |(t, row)| OutRow {
-            episode: &episode.id,
-            group: &episode.group,
-            iteration: episode.iteration,
-            step: t,
-            reward: row.reward,
-            ret: row.ret,
-            episode_advantage: row.episode_advantage,
-            step_advantage: row.step_advantage,
-            advantage: row.advantage,
-            step_group: row.step_group,
-            step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
-        })
+    episodes.iter().enumerate().flat_map(move |(e, episode)| episode_rows(episode, table, e, 0))
+}
+
+/// The output rows of episode `e` of `table`, whose anchor groups are numbered from `step_group_base` in the
+/// output (a table of some groups of the run only, as the streaming path computes them).
+pub(super) fn episode_rows<'a>(
+    episode: &'a Episode,
+    table: &'a AdvantageTable,
+    e: usize,
+    step_group_base: u32,
+) -> impl Iterator<Item = OutRow<'a>> {
+    table.episode_rows(e).iter().enumerate().map(move |(t, row)| OutRow {
+        episode: &episode.id,
+        group: &episode.group,
+        iteration: episode.iteration,
+        step: t,
+        reward: row.reward,
+        ret: row.ret,
+        episode_advantage: row.episode_advantage,
+        step_advantage: row.step_advantage,
+        advantage: row.advantage,
+        step_group: step_group_base + row.step_group,
+        step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
     })
 }
 
-fn write_rows(
-    mut out: impl Write,
-    episodes: &[Episode],
-    table: &AdvantageTable,
+fn write_rows(out: impl Write, episodes: &[Episode], table: &AdvantageTable, format: Format) -> io::Result<()> {
+    let mut writer = RowWriter::new(out, format)?;
+    for row in out_rows(episodes, table) {
+        writer.row(&row)?;
+    }
+    writer.finish()
+}
+
+/// Writes output rows in one of the formats, header first.
+pub(super) struct RowWriter<W: Write> {
+    out: W,
     format: Format,
-) -> io::Result<()> {
-    match format {
-        Format::Jsonl => {
-            for row in out_rows(episodes, table) {
-                serde_json::to_writer(&mut out, &row)?;
-                out.write_all(b"\n")?;
-            }
-        }
-        Format::Csv => {
-            writeln!(out, "{}", COLUMNS.join(","))?;
-            for r in out_rows(episodes, table) {
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{},{}",
-                    csv_field(r.episode),
-                    csv_field(r.group),
-                    r.iteration,
-                    r.step,
-                    number(r.reward),
-                    number(r.ret),
-                    number(r.episode_advantage),
-                    number(r.step_advantage),
-                    number(r.advantage),
-                    r.step_group,
-                    r.step_group_size
-                )?;
-            }
-        }
-        Format::Table => {
-            writeln!(
+}
+
+impl<W: Write> RowWriter<W> {
+    pub(super) fn new(mut out: W, format: Format) -> io::Result<Self> {
+        match format {
+            Format::Jsonl => {}
+            Format::Csv => writeln!(out, "{}", COLUMNS.join(","))?,
+            Format::Table => writeln!(
                 out,
                 "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
                 "episode", "group", "iter", "step", "reward", "return", "A_E", "A_S", "A", "sgroup", "size"
-            )?;
-            for r in out_rows(episodes, table) {
-                writeln!(
-                    out,
-                    "{:<16} {:<12} {:>4} {:>4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>7} {:>5}",
-                    clip(r.episode, 16),
-                    clip(r.group, 12),
-                    r.iteration,
-                    r.step,
-                    r.reward,
-                    r.ret,
-                    r.episode_advantage,
-                    r.step_advantage,
-                    r.advantage,
-                    r.step_group,
-                    r.step_group_size
-                )?;
+            )?,
+        }
+        Ok(RowWriter { out, format })
+    }
+
+    pub(super) fn row(&mut self, r: &OutRow<'_>) -> io::Result<()> {
+        let out = &mut self.out;
+        match self.format {
+            Format::Jsonl => {
+                serde_json::to_writer(&mut *out, r)?;
+                out.write_all(b"\n")
             }
+            Format::Csv => writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{}",
+                csv_field(r.episode),
+                csv_field(r.group),
+                r.iteration,
+                r.step,
+                number(r.reward),
+                number(r.ret),
+                number(r.episode_advantage),
+                number(r.step_advantage),
+                number(r.advantage),
+                r.step_group,
+                r.step_group_size
+            ),
+            Format::Table => writeln!(
+                out,
+                "{:<16} {:<12} {:>4} {:>4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>7} {:>5}",
+                clip(r.episode, 16),
+                clip(r.group, 12),
+                r.iteration,
+                r.step,
+                r.reward,
+                r.ret,
+                r.episode_advantage,
+                r.step_advantage,
+                r.advantage,
+                r.step_group,
+                r.step_group_size
+            ),
         }
     }
-    out.flush()
+
+    pub(super) fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Shortest round-trip form, the same digits as the JSON output.

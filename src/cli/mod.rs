@@ -10,6 +10,7 @@ mod convert;
 mod estimate;
 mod search;
 mod source;
+mod stream;
 mod stats;
 mod train;
 mod tui;
