@@ -16,7 +16,7 @@ use ratatui::Terminal;
 const RUN: &str = "tests/fixtures/tui/basic";
 
 fn render(s: &State) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    let mut terminal = Terminal::new(TestBackend::new(s.ui.size.0, s.ui.size.1)).unwrap();
     terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
     let buf = terminal.backend().buffer();
     let mut out = String::new();
@@ -64,19 +64,19 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
                 let (e_name, n_name, p_name) = (name(estimator), name(norm), name(pooling));
                 let rows = engine_rows(&e_name, &n_name, &p_name);
                 let mut s = open(Path::new(RUN), Config::defaults(false).unwrap(), (220, 70)).unwrap().0;
-                s.settings.estimator = *estimator;
-                s.settings.norm = *norm;
-                s.settings.pooling = *pooling;
+                s.domain.settings.estimator = *estimator;
+                s.domain.settings.norm = *norm;
+                s.domain.settings.pooling = *pooling;
                 s.apply_settings();
                 for row in &rows {
                     let id = row["episode"].as_str().unwrap();
-                    let e = s.run.episodes.iter().position(|x| x.id == id).unwrap();
+                    let e = s.domain.run.episodes.iter().position(|x| x.id == id).unwrap();
                     let t = row["step"].as_u64().unwrap() as usize;
                     s.select_row(e, t);
                     update(&mut s, Msg::Action(Action::Anchor));
                     let what = format!("{e_name} {n_name} {p_name} {id} step {t}");
                     let x =
-                        explain::explain(&s.derived.table, &s.run.episodes, &s.derived.settings, s.row_ref().unwrap())
+                        explain::explain(&s.domain.derived.table, &s.domain.run.episodes, &s.domain.derived.settings, s.row_ref().unwrap())
                             .unwrap();
                     explain::consistent(&x).unwrap_or_else(|m| panic!("{what}: {m}"));
                     let screen = render(&s);
@@ -125,7 +125,7 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
 fn the_headline_survives_80x24_and_the_panel_scrolls() {
     let mut s = open(Path::new(RUN), Config::defaults(false).unwrap(), (80, 24)).unwrap().0;
     update(&mut s, Msg::Action(Action::Open));
-    while s.derived.table.episode_groups[s.sel.group as usize].name != "socks-it0" {
+    while s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
         update(&mut s, Msg::Action(Action::NextItem));
     }
     update(&mut s, Msg::Action(Action::Open));
@@ -134,7 +134,7 @@ fn the_headline_survives_80x24_and_the_panel_scrolls() {
     assert!(screen.contains("A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"), "{screen}");
     let last_before = screen.lines().rev().nth(3).unwrap().to_string();
     update(&mut s, Msg::Action(Action::ScrollDown));
-    assert!(s.sel.formula_scroll > 0, "the panel does not fit at 80×24, so J scrolls it");
+    assert!(s.ui.anchor.formula_scroll > 0, "the panel does not fit at 80×24, so J scrolls it");
     let scrolled = render(&s);
     assert_ne!(scrolled.lines().rev().nth(3).unwrap(), last_before, "{scrolled}");
     for _ in 0..50 {
@@ -143,5 +143,5 @@ fn the_headline_survives_80x24_and_the_panel_scrolls() {
     let bottom = render(&s);
     assert!(bottom.contains("A_E = (s − mean_E) / F_E"), "the last terms come into view:\n{bottom}");
     update(&mut s, Msg::Action(Action::ScrollUp));
-    assert!(s.sel.formula_scroll < 50, "scrolling stops at the end");
+    assert!(s.ui.anchor.formula_scroll < 50, "scrolling stops at the end");
 }

@@ -32,14 +32,14 @@ fn playing() -> State {
     let mut s = state();
     let fx = act(&mut s, Action::Play);
     assert!(fx.open_shop, "the first play asks the app to open the shop");
-    assert_eq!(s.view, View::Play);
+    assert_eq!(s.ui.view, View::Play);
     update(&mut s, Msg::ShopReady(Ok(shop())));
-    assert!(s.play.is_some());
+    assert!(s.ui.play.is_some());
     s
 }
 
 fn actions(s: &State) -> Vec<String> {
-    s.play.as_ref().unwrap().session.as_ref().unwrap().actions()
+    s.ui.play.as_ref().unwrap().session.as_ref().unwrap().actions()
 }
 
 /// Move the cursor to `action` and take it.
@@ -55,7 +55,7 @@ fn choose(s: &mut State, action: &str) -> Effects {
 /// Search by typing a query, open the first result, buy it.
 fn play_one_episode(s: &mut State, query: &str) -> Effects {
     choose(s, "search[<your query>]");
-    assert_eq!((s.input.as_deref(), s.prompt), (Some(""), Prompt::PlayQuery), "search[…] opens the query prompt");
+    assert_eq!((s.ui.input.as_deref(), s.ui.prompt), (Some(""), Prompt::PlayQuery), "search[…] opens the query prompt");
     for c in query.chars() {
         update(s, Msg::Input(InputKey::Char(c)));
     }
@@ -71,18 +71,18 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
     act(&mut s, Action::Down);
     act(&mut s, Action::Left);
     act(&mut s, Action::Left);
-    assert_eq!(s.play.as_ref().unwrap().group_size, 2);
+    assert_eq!(s.ui.play.as_ref().unwrap().group_size, 2);
     act(&mut s, Action::Open);
-    let group = s.play.as_ref().unwrap().session.as_ref().unwrap().group.clone();
+    let group = s.ui.play.as_ref().unwrap().session.as_ref().unwrap().group.clone();
     assert_eq!(group, "play-goal-1-1");
 
     let fx = play_one_episode(&mut s, "shorts");
     assert!(fx.write.is_empty(), "nothing is written before the group is complete");
-    let session = s.play.as_ref().unwrap().session.as_ref().unwrap();
+    let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
     assert_eq!((session.finished.len(), session.env.steps()), (1, 0), "the next episode starts afresh");
 
     let fx = play_one_episode(&mut s, "workout shorts khaki");
-    assert!(s.play.as_ref().unwrap().session.is_none(), "the group is over");
+    assert!(s.ui.play.as_ref().unwrap().session.is_none(), "the group is over");
     let written = fx.write;
     assert_eq!(written.len(), 2);
     for (i, e) in written.iter().enumerate() {
@@ -95,17 +95,17 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
         assert!(e.outcome.is_some());
     }
     assert_eq!(written[0].steps[0].observation, written[1].steps[0].observation, "same start state");
-    assert_eq!(s.pending_group.as_deref(), Some(group.as_str()));
+    assert_eq!(s.jobs.pending_group.as_deref(), Some(group.as_str()));
 
     // The watcher reads the lines back: the group opens, its shared start state is one anchor group of 2.
     update(&mut s, Msg::Written(Ok(2)));
     let records = written.into_iter().enumerate().map(|(i, e)| (13 + i as u64, e)).collect();
     update(&mut s, Msg::Live(vec![LiveEvent::Episodes(records)], Instant::now()));
-    assert_eq!(s.view, View::Groups);
-    assert_eq!(s.derived.table.episode_groups[s.sel.group as usize].name, group);
-    assert!(s.pending_group.is_none());
+    assert_eq!(s.ui.view, View::Groups);
+    assert_eq!(s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name, group);
+    assert!(s.jobs.pending_group.is_none());
     let row = s.row_ref().unwrap();
-    assert_eq!(s.derived.table.anchor_group_of(row).members.len(), 2);
+    assert_eq!(s.domain.derived.table.anchor_group_of(row).members.len(), 2);
 }
 
 #[test]
@@ -115,12 +115,12 @@ fn left_abandons_a_group_and_back_keeps_it() {
     choose(&mut s, "search[<your query>]");
     update(&mut s, Msg::Input(InputKey::Cancel));
     act(&mut s, Action::Back);
-    assert_eq!(s.view, View::Overview);
-    assert!(s.play.as_ref().unwrap().session.is_some(), "back leaves the view, not the group");
+    assert_eq!(s.ui.view, View::Overview);
+    assert!(s.ui.play.as_ref().unwrap().session.is_some(), "back leaves the view, not the group");
     act(&mut s, Action::Play);
-    assert_eq!(s.view, View::Play);
+    assert_eq!(s.ui.view, View::Play);
     let fx = act(&mut s, Action::Left);
-    assert!(s.play.as_ref().unwrap().session.is_none());
+    assert!(s.ui.play.as_ref().unwrap().session.is_none());
     assert!(fx.write.is_empty(), "an abandoned group writes nothing");
 }
 
@@ -132,7 +132,7 @@ fn the_policy_plays_the_rest_of_the_group() {
     let request = fx.autoplay.expect("autoplay asks the app to let the policy play");
     assert_eq!((request.first, request.n, request.goal), (0, 4, 0));
     // What the app answers with: episodes of that group (their content is the trainer's business).
-    let session = s.play.as_ref().unwrap().session.as_ref().unwrap();
+    let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
     let mut episode = gigscope::run::Episode::new("x", request.group.clone(), vec![]);
     episode.steps.push(gigscope::run::Step::new(session.env.observation(), "click[search]", 0.0));
     let episodes: Vec<_> = (0..4)
@@ -140,7 +140,7 @@ fn the_policy_plays_the_rest_of_the_group() {
         .collect();
     let fx = update(&mut s, Msg::Autoplayed(Ok((episodes, "the policy".into()))));
     assert_eq!(fx.write.len(), 4);
-    assert!(s.message.as_deref().unwrap().starts_with("the policy played 4"));
+    assert!(s.ui.message.as_deref().unwrap().starts_with("the policy played 4"));
 }
 
 #[test]
@@ -154,28 +154,28 @@ fn group_names_never_collide() {
 fn the_burst_dialog_starts_one_burst_and_follows_it() {
     let mut s = state();
     act(&mut s, Action::Train);
-    assert_eq!(s.popup, Some(Popup::Burst { field: 0 }));
+    assert_eq!(s.ui.popup, Some(Popup::Burst { field: 0 }));
     act(&mut s, Action::Left);
     act(&mut s, Action::Down);
     act(&mut s, Action::Right);
-    assert_eq!(s.burst_form, BurstRequest { iterations: 3, goals: 32, ..BurstRequest::default() });
+    assert_eq!(s.jobs.burst_form, BurstRequest { iterations: 3, goals: 32, ..BurstRequest::default() });
     let fx = act(&mut s, Action::Open);
-    assert_eq!(fx.start_burst, Some(s.burst_form));
+    assert_eq!(fx.start_burst, Some(s.jobs.burst_form));
     assert!(act(&mut s, Action::Open).start_burst.is_none(), "one burst at a time");
     act(&mut s, Action::Right);
-    assert_eq!(s.burst_form.goals, 32, "the form is frozen while the burst runs");
+    assert_eq!(s.jobs.burst_form.goals, 32, "the form is frozen while the burst runs");
 
     update(&mut s, Msg::Burst(BurstUpdate::Started { first_iteration: 2, iterations: 3, device: "Cpu".into(), how: "new run".into() }));
     let point = BurstPoint { iteration: 2, success: 0.25, score: 0.5, eval_success: None, env_steps_per_s: 1000.0, seconds: 1.0 };
     update(&mut s, Msg::Burst(BurstUpdate::Iteration(point)));
-    let b = s.burst.as_ref().unwrap();
+    let b = s.jobs.burst.as_ref().unwrap();
     assert!(b.running());
     assert!((b.progress() - 1.0 / 3.0).abs() < 1e-12);
 
     assert!(act(&mut s, Action::CancelBurst).cancel_burst);
     assert!(!act(&mut s, Action::CancelBurst).cancel_burst, "cancel is asked once");
     update(&mut s, Msg::Burst(BurstUpdate::Finished { completed: 1, cancelled: true }));
-    let b = s.burst.as_ref().unwrap();
+    let b = s.jobs.burst.as_ref().unwrap();
     assert!(!b.running());
     assert_eq!(b.ended.as_deref(), Some("cancelled after 1 iteration(s)"));
     assert!(act(&mut s, Action::Open).start_burst.is_some(), "a new burst can start once it ended");

@@ -26,7 +26,7 @@ fn every_settings_change_equals_a_rebuild() {
     for field in 0..FIELDS.len() {
         for key in [Action::Right, Action::Right, Action::Left, Action::ResetSettings, Action::Left] {
             update(&mut s, Msg::Action(key));
-            assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.settings), "field {field}, {key:?}");
+            assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.settings), "field {field}, {key:?}");
         }
         update(&mut s, Msg::Action(Action::Down));
     }
@@ -49,7 +49,7 @@ fn to_theta(s: &mut State) {
 }
 
 fn built(s: &State) -> Derived {
-    Derived::build(&s.run.episodes, &s.settings)
+    Derived::build(&s.domain.run.episodes, &s.domain.settings)
 }
 
 #[test]
@@ -57,40 +57,40 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     let mut s = sample_state();
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
-    assert_eq!(s.settings.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.domain.settings.anchor, AnchorMode::Similarity(0.85));
     let request = fx.group_anchors.expect("a background grouping is asked for");
     // Until it arrives: the exact groups, with every other setting applied; the wait is shown.
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
-    assert_eq!(s.grouping_job, Some(AnchorMode::Similarity(0.85)));
-    assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
+    assert_eq!(s.domain.grouping_job, Some(AnchorMode::Similarity(0.85)));
+    assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
     let grouping = request.job.run();
     let fx = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping });
     assert!(fx.redraw && fx.group_anchors.is_none());
-    assert_eq!(s.grouping_job, None);
-    assert_eq!(s.derived, built(&s));
-    assert_ne!(built(&s).table.anchor_groups.len(), Derived::build(&s.run.episodes, &s.recorded).table.anchor_groups.len());
+    assert_eq!(s.domain.grouping_job, None);
+    assert_eq!(s.domain.derived, built(&s));
+    assert_ne!(built(&s).table.anchor_groups.len(), Derived::build(&s.domain.run.episodes, &s.domain.recorded).table.anchor_groups.len());
 }
 
 #[test]
 fn other_changes_while_a_grouping_is_on_its_way_are_applied_at_once() {
     let mut s = sample_state();
     to_theta(&mut s);
-    let before = s.derived.clone();
+    let before = s.domain.derived.clone();
     let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
     // Only the anchor mode changed: the table is the one computed before.
-    assert_eq!(s.derived, before);
+    assert_eq!(s.domain.derived, before);
     // ω (five fields up) changes meanwhile: recomputed over the exact groups, then over the new ones.
     for _ in 0..5 {
         update(&mut s, Msg::Action(Action::Up));
     }
     update(&mut s, Msg::Action(Action::Left));
-    assert_ne!(s.settings.omega, before.settings.omega);
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
-    assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
-    assert_ne!(s.derived.table, before.table);
+    assert_ne!(s.domain.settings.omega, before.settings.omega);
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
+    assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
+    assert_ne!(s.domain.derived.table, before.table);
     update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() });
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Similarity(0.85));
-    assert_eq!(s.derived, built(&s));
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.domain.derived, built(&s));
 }
 
 #[test]
@@ -104,9 +104,9 @@ fn switching_back_to_a_grouped_mode_needs_no_background_work() {
     for key in [Action::ResetSettings, Action::Left] {
         let fx = update(&mut s, Msg::Action(key));
         assert!(fx.group_anchors.is_none(), "{key:?}");
-        assert_eq!(s.grouping_job, None);
-        assert_eq!(s.derived.settings.anchor, s.settings.anchor);
-        assert_eq!(s.derived, built(&s), "{key:?}");
+        assert_eq!(s.domain.grouping_job, None);
+        assert_eq!(s.domain.derived.settings.anchor, s.domain.settings.anchor);
+        assert_eq!(s.domain.derived, built(&s), "{key:?}");
     }
 }
 
@@ -118,12 +118,12 @@ fn a_grouping_that_is_no_longer_wanted_is_kept_but_not_applied() {
     let second = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
     assert_eq!((first.job.theta(), second.job.theta()), (0.85, 0.8));
     update(&mut s, Msg::Grouped { episodes_version: first.episodes_version, grouping: first.job.run() });
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
-    assert_eq!(s.grouping_job, Some(AnchorMode::Similarity(0.8)));
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
+    assert_eq!(s.domain.grouping_job, Some(AnchorMode::Similarity(0.8)));
     // Going back up to 0.85 uses the grouping that arrived.
     update(&mut s, Msg::Action(Action::Right));
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Similarity(0.85));
-    assert_eq!(s.derived, built(&s));
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.domain.derived, built(&s));
 }
 
 #[test]
@@ -133,25 +133,25 @@ fn a_grouping_of_older_episodes_is_asked_for_again() {
     let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
     // A live run appends an episode meanwhile: the table takes it in under its present (exact) groups.
     let line = r#"{"id":"late","group":"late-g","steps":[{"observation":"o","action":"a","reward":1}]}"#;
-    let n = s.run.episodes.len() as u64;
+    let n = s.domain.run.episodes.len() as u64;
     let events = vec![LiveEvent::Episodes(vec![(n + 1, serde_json::from_str::<Episode>(line).unwrap())])];
     update(&mut s, Msg::Live(events, Instant::now()));
-    assert_eq!(s.derived, Derived::build(&s.run.episodes, &s.table_settings()));
+    assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
     let again = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
         .group_anchors
         .expect("asked again for the new episodes");
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Exact);
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
     update(&mut s, Msg::Grouped { episodes_version: again.episodes_version, grouping: again.job.run() });
-    assert_eq!(s.derived, built(&s));
+    assert_eq!(s.domain.derived, built(&s));
 }
 
 #[test]
 fn small_runs_group_by_similarity_at_once() {
     let mut s = state();
-    assert!(s.run.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.config.background_grouping_steps);
+    assert!(s.domain.run.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.config.background_grouping_steps);
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
     assert!(fx.group_anchors.is_none());
-    assert_eq!(s.derived.settings.anchor, AnchorMode::Similarity(0.85));
-    assert_eq!(s.derived, built(&s));
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Similarity(0.85));
+    assert_eq!(s.domain.derived, built(&s));
 }

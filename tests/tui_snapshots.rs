@@ -19,7 +19,7 @@ fn keys(s: &mut State, actions: &[Action]) {
 }
 
 fn render(s: &State) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    let mut terminal = Terminal::new(TestBackend::new(s.ui.size.0, s.ui.size.1)).unwrap();
     terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
     terminal.backend().to_string()
 }
@@ -27,7 +27,7 @@ fn render(s: &State) -> String {
 /// The socks group (the core issue's worked example), first trajectory.
 fn socks(s: &mut State) {
     keys(s, &[Action::Open]);
-    while s.derived.table.episode_groups[s.sel.group as usize].name != "socks-it0" {
+    while s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
         keys(s, &[Action::NextItem]);
     }
 }
@@ -131,7 +131,7 @@ fn help_follows_a_remapped_key() {
 fn broken_run_shows_skipped_lines() {
     let config = Config::defaults(false).unwrap();
     let s = open(Path::new("tests/fixtures/tui/broken"), config, (80, 24)).unwrap().0;
-    assert_eq!(s.run.episodes.len(), 3);
+    assert_eq!(s.domain.run.episodes.len(), 3);
     insta::assert_snapshot!(render(&s));
 }
 
@@ -235,7 +235,7 @@ fn anchor_rloo_mean_std_norm_80x24() {
     let mut s = socks_anchor((80, 24));
     keys(&mut s, &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right]);
     keys(&mut s, &[Action::Back]);
-    assert_eq!(s.settings.estimator, gigscope::advantage::Estimator::Rloo);
+    assert_eq!(s.domain.settings.estimator, gigscope::advantage::Estimator::Rloo);
     insta::assert_snapshot!(render(&s));
 }
 
@@ -288,7 +288,7 @@ fn status_bar_marks_each_changed_setting() {
         keys(&mut s, &[Action::Down]);
     }
     keys(&mut s, &[Action::Left]);
-    assert_eq!(s.settings.anchor, gigscope::advantage::AnchorMode::Page);
+    assert_eq!(s.domain.settings.anchor, gigscope::advantage::AnchorMode::Page);
     let screen = render(&s);
     assert!(screen.contains("anchor           page                 * run: exact"), "{screen}");
     assert!(!screen.contains("* run: —"), "θ is no difference between page and exact:\n{screen}");

@@ -24,7 +24,7 @@ fn act(s: &mut State, a: Action) -> bool {
 /// Select the socks group (the golden example) and its first trajectory's first step in the episode view.
 fn goto_socks(s: &mut State) {
     act(s, Action::Open);
-    while s.derived.table.episode_groups[s.sel.group as usize].name != "socks-it0" {
+    while s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
         act(s, Action::NextItem);
     }
     act(s, Action::Open);
@@ -33,34 +33,34 @@ fn goto_socks(s: &mut State) {
 #[test]
 fn opening_reads_the_whole_run() {
     let s = state();
-    assert_eq!(s.run.episodes.len(), 12);
-    assert_eq!(s.derived.iterations.len(), 2);
-    assert_eq!(s.run.metrics.len(), 2);
-    assert_eq!(s.view, View::Overview);
-    assert!(!s.settings_modified());
+    assert_eq!(s.domain.run.episodes.len(), 12);
+    assert_eq!(s.domain.derived.iterations.len(), 2);
+    assert_eq!(s.domain.run.metrics.len(), 2);
+    assert_eq!(s.ui.view, View::Overview);
+    assert!(!s.domain.settings_modified());
 }
 
 #[test]
 fn navigation_drills_down_and_back() {
     let mut s = state();
     assert!(act(&mut s, Action::Open));
-    assert_eq!(s.view, View::Groups);
+    assert_eq!(s.ui.view, View::Groups);
     act(&mut s, Action::Down);
-    assert_eq!(s.sel.traj, 1);
+    assert_eq!(s.ui.sel.traj, 1);
     act(&mut s, Action::Open);
-    assert_eq!(s.view, View::Episode);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
+    assert_eq!(s.ui.view, View::Episode);
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
     act(&mut s, Action::Bottom);
-    assert_eq!(s.sel.step, 2);
+    assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::Down);
-    assert_eq!(s.sel.step, 2, "moving past the last step stays on it");
+    assert_eq!(s.ui.sel.step, 2, "moving past the last step stays on it");
     act(&mut s, Action::Open);
-    assert_eq!(s.view, View::Anchor);
+    assert_eq!(s.ui.view, View::Anchor);
     act(&mut s, Action::Back);
-    assert_eq!(s.view, View::Episode);
+    assert_eq!(s.ui.view, View::Episode);
     act(&mut s, Action::Back);
     act(&mut s, Action::Back);
-    assert_eq!(s.view, View::Overview);
+    assert_eq!(s.ui.view, View::Overview);
 }
 
 #[test]
@@ -68,11 +68,11 @@ fn golden_example_advantages_are_selected() {
     let mut s = state();
     goto_socks(&mut s);
     let r = s.row_ref().unwrap();
-    let row = s.derived.table.row(r);
+    let row = s.domain.derived.table.row(r);
     assert!((row.episode_advantage - 4.0).abs() < 1e-12);
     assert!((row.step_advantage - 4.5125).abs() < 1e-12);
     assert!((row.advantage - 8.5125).abs() < 1e-12);
-    assert_eq!(s.derived.max_trainer_diff.map(|d| d < 1e-9), Some(true));
+    assert_eq!(s.domain.derived.max_trainer_diff.map(|d| d < 1e-9), Some(true));
 }
 
 #[test]
@@ -80,13 +80,13 @@ fn anchor_view_opens_on_the_selected_step_and_jumps_to_members() {
     let mut s = state();
     goto_socks(&mut s);
     act(&mut s, Action::Anchor);
-    assert_eq!(s.view, View::Anchor);
-    assert_eq!(s.sel.member, 0);
+    assert_eq!(s.ui.view, View::Anchor);
+    assert_eq!(s.ui.anchor.member, 0);
     act(&mut s, Action::Down);
     act(&mut s, Action::Open);
-    assert_eq!(s.view, View::Episode);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
-    assert_eq!(s.sel.step, 0);
+    assert_eq!(s.ui.view, View::Episode);
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.ui.sel.step, 0);
 }
 
 #[test]
@@ -94,33 +94,33 @@ fn settings_change_recomputes_and_marks_modified_and_reset_restores() {
     let mut s = state();
     goto_socks(&mut s);
     act(&mut s, Action::Settings);
-    assert_eq!(s.popup, Some(Popup::Settings { field: Field::Estimator }));
+    assert_eq!(s.ui.popup, Some(Popup::Settings { field: Field::Estimator }));
     act(&mut s, Action::Right); // estimator gigpo → grpo
-    assert_eq!(s.settings.estimator, Estimator::Grpo);
-    assert!(s.settings_modified());
+    assert_eq!(s.domain.settings.estimator, Estimator::Grpo);
+    assert!(s.domain.settings_modified());
     let r = s.row_ref().unwrap();
-    assert!((s.derived.table.row(r).advantage - 4.0).abs() < 1e-12, "grpo is A_E only");
+    assert!((s.domain.derived.table.row(r).advantage - 4.0).abs() < 1e-12, "grpo is A_E only");
     act(&mut s, Action::ResetSettings);
-    assert!(!s.settings_modified());
-    assert!((s.derived.table.row(r).advantage - 8.5125).abs() < 1e-12);
+    assert!(!s.domain.settings_modified());
+    assert!((s.domain.derived.table.row(r).advantage - 8.5125).abs() < 1e-12);
     act(&mut s, Action::Down); // γ
     act(&mut s, Action::Left);
-    assert!((s.settings.gamma - 0.94).abs() < 1e-12);
+    assert!((s.domain.settings.gamma - 0.94).abs() < 1e-12);
     act(&mut s, Action::Back);
-    assert_eq!(s.popup, None);
-    assert_eq!(s.view, View::Episode, "closing the panel keeps the view");
+    assert_eq!(s.ui.popup, None);
+    assert_eq!(s.ui.view, View::Episode, "closing the panel keeps the view");
 }
 
 #[test]
 fn help_toggles_and_swallows_navigation() {
     let mut s = state();
     act(&mut s, Action::Help);
-    assert_eq!(s.popup, Some(Popup::Help { scroll: 0 }));
+    assert_eq!(s.ui.popup, Some(Popup::Help { scroll: 0 }));
     act(&mut s, Action::Down);
-    assert_eq!(s.popup, Some(Popup::Help { scroll: 1 }));
-    assert_eq!(s.sel.iteration, 0, "keys go to the popup, not the view behind it");
+    assert_eq!(s.ui.popup, Some(Popup::Help { scroll: 1 }));
+    assert_eq!(s.ui.sel.iteration, 0, "keys go to the popup, not the view behind it");
     act(&mut s, Action::Help);
-    assert_eq!(s.popup, None);
+    assert_eq!(s.ui.popup, None);
 }
 
 #[test]
@@ -134,10 +134,10 @@ fn compare_picks_another_trajectory_and_cycles_past_itself() {
     let mut s = state();
     act(&mut s, Action::Open);
     act(&mut s, Action::Compare);
-    assert_eq!(s.view, View::Compare);
-    assert_eq!((s.sel.traj, s.sel.other), (0, 1));
+    assert_eq!(s.ui.view, View::Compare);
+    assert_eq!((s.ui.sel.traj, s.ui.compare.other), (0, 1));
     act(&mut s, Action::PrevItem);
-    assert_eq!(s.sel.other, 3, "wraps around and skips trajectory 0 itself");
+    assert_eq!(s.ui.compare.other, 3, "wraps around and skips trajectory 0 itself");
 }
 
 fn episode(id: &str, group: &str, iteration: i64) -> Episode {
@@ -153,25 +153,25 @@ fn appended_episodes_keep_the_position() {
     act(&mut s, Action::Open);
     act(&mut s, Action::Down);
     act(&mut s, Action::Open);
-    let before = (s.view, s.sel.clone());
+    let before = (s.ui.view, s.ui.sel.clone());
     let t0 = Instant::now();
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 2))])];
     assert!(update(&mut s, Msg::Live(events, t0)).redraw);
-    assert_eq!(s.run.episodes.len(), 13);
-    assert_eq!(s.derived.iterations.len(), 3);
-    assert_eq!((s.view, s.sel.clone()), before);
+    assert_eq!(s.domain.run.episodes.len(), 13);
+    assert_eq!(s.domain.derived.iterations.len(), 3);
+    assert_eq!((s.ui.view, s.ui.sel.clone()), before);
 }
 
 #[test]
 fn follow_mode_jumps_to_newest_on_append() {
     let mut s = state();
     act(&mut s, Action::Follow);
-    assert!(s.follow);
-    assert_eq!(s.sel.iteration, 1);
+    assert!(s.ui.follow);
+    assert_eq!(s.ui.sel.iteration, 1);
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 5))])];
     update(&mut s, Msg::Live(events, Instant::now()));
-    assert_eq!(s.derived.iterations[s.sel.iteration].iteration, 5);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "new");
+    assert_eq!(s.domain.derived.iterations[s.ui.sel.iteration].iteration, 5);
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "new");
 }
 
 #[test]
@@ -185,29 +185,29 @@ fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode
     let broken = |line| LineError::new(line, "bad json");
     let events = vec![LiveEvent::BrokenLines(LiveFile::Episodes, vec![broken(13), broken(14)])];
     update(&mut s, Msg::Live(events, t0));
-    assert_eq!(s.live.broken_lines, 2);
-    assert_eq!(s.run.errors.last().map(|b| b.line), Some(14));
+    assert_eq!(s.domain.live.broken_lines, 2);
+    assert_eq!(s.domain.run.errors.last().map(|b| b.line), Some(14));
     // The file is replaced by one holding the selected episode after another one.
-    let kept = s.run.episodes[s.episode_index().unwrap()].clone();
+    let kept = s.domain.run.episodes[s.episode_index().unwrap()].clone();
     let events = vec![
         LiveEvent::Reset(LiveFile::Episodes),
         LiveEvent::Episodes(vec![(1, episode("other", "g", 0)), (2, kept.clone())]),
     ];
     update(&mut s, Msg::Live(events, t0));
-    assert_eq!(s.run.episodes.len(), 2);
-    assert_eq!(s.live.broken_lines, 0);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, kept.id, "the selection is found again by id");
-    assert_eq!(s.sel.step, 1);
+    assert_eq!(s.domain.run.episodes.len(), 2);
+    assert_eq!(s.domain.live.broken_lines, 0);
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, kept.id, "the selection is found again by id");
+    assert_eq!(s.ui.sel.step, 1);
 }
 
 #[test]
 fn recorded_settings_follow_a_changed_run_json() {
     let mut s = state();
-    let mut meta = s.run.meta.clone().unwrap();
+    let mut meta = s.domain.run.meta.clone().unwrap();
     meta.advantage.as_mut().unwrap().omega = Some(0.5);
     update(&mut s, Msg::Live(vec![LiveEvent::Meta(Some(Box::new(meta)))], Instant::now()));
-    assert_eq!(s.recorded.omega, 0.5);
-    assert!(s.settings_modified(), "the settings in use stay; the marker shows they now differ");
+    assert_eq!(s.domain.recorded.omega, 0.5);
+    assert!(s.domain.settings_modified(), "the settings in use stay; the marker shows they now differ");
 }
 
 #[test]
@@ -228,36 +228,36 @@ fn click_selects_the_row_under_the_pointer_and_wheel_moves() {
     // At 120×40 the trajectories table starts below the breadcrumb (1) and group header (3): its border is
     // row 4, its header row 5, the first trajectory row 6.
     update(&mut s, Msg::Click { col: 60, row: 8 });
-    assert_eq!(s.sel.traj, 2);
+    assert_eq!(s.ui.sel.traj, 2);
     update(&mut s, Msg::Wheel { col: 60, row: 8, down: false });
-    assert_eq!(s.sel.traj, 1);
+    assert_eq!(s.ui.sel.traj, 1);
     update(&mut s, Msg::Click { col: 60, row: 39 });
-    assert_eq!(s.sel.traj, 1, "a click outside the list changes nothing");
+    assert_eq!(s.ui.sel.traj, 1, "a click outside the list changes nothing");
 }
 
 #[test]
 fn resize_changes_the_layout_size() {
     let mut s = state();
     assert!(update(&mut s, Msg::Resize(80, 24)).redraw);
-    assert_eq!(s.size, (80, 24));
+    assert_eq!(s.ui.size, (80, 24));
 }
 
 #[test]
 fn search_prompt_collects_text_and_asks_the_app_to_search() {
     let mut s = state();
     act(&mut s, Action::Search);
-    assert_eq!(s.input.as_deref(), Some(""));
+    assert_eq!(s.ui.input.as_deref(), Some(""));
     for c in "adv:<-1x".chars() {
         update(&mut s, Msg::Input(InputKey::Char(c)));
     }
     update(&mut s, Msg::Input(InputKey::Backspace));
     let fx = update(&mut s, Msg::Input(InputKey::Submit));
     assert_eq!(fx.search.as_deref(), Some("adv:<-1"));
-    assert_eq!(s.input, None);
+    assert_eq!(s.ui.input, None);
     act(&mut s, Action::Search);
     update(&mut s, Msg::Input(InputKey::Char('x')));
     assert_eq!(update(&mut s, Msg::Input(InputKey::Cancel)).search, None);
-    assert_eq!(s.input, None);
+    assert_eq!(s.ui.input, None);
 }
 
 #[test]
@@ -266,24 +266,24 @@ fn search_results_are_listed_and_n_walks_them() {
     let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
     let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
     update(&mut s, Msg::SearchDone { query: "q".into(), result });
-    assert_eq!(s.view, View::Search);
+    assert_eq!(s.ui.view, View::Search);
     act(&mut s, Action::SearchNext);
-    assert_eq!(s.view, View::Episode);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
-    assert_eq!(s.sel.step, 1);
+    assert_eq!(s.ui.view, View::Episode);
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.ui.sel.step, 1);
     act(&mut s, Action::SearchNext);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
-    assert_eq!(s.sel.step, 2);
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::SearchPrev);
-    assert_eq!(s.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
 }
 
 #[test]
 fn search_error_is_shown_not_fatal() {
     let mut s = state();
     update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()) });
-    assert_eq!(s.message.as_deref(), Some("bad query"));
-    assert_eq!(s.view, View::Overview);
+    assert_eq!(s.ui.message.as_deref(), Some("bad query"));
+    assert_eq!(s.ui.view, View::Overview);
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() 
     use gigscope::tui::state::Derived;
     let s = state();
     let settings = AdvantageSettings::default();
-    let mut episodes = s.run.episodes.clone();
+    let mut episodes = s.domain.run.episodes.clone();
     let old = Derived::build(&episodes, &settings);
     let old_len = episodes.len();
     // A new group whose members share a first state, and one more for an existing group.

@@ -92,7 +92,7 @@ fn translate(state: &State, ev: Event) -> Option<Msg> {
             if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
                 return Some(Msg::Action(Action::Quit));
             }
-            if state.input.is_some() {
+            if state.ui.input.is_some() {
                 // The search prompt takes keys as text.
                 return match k.code {
                     KeyCode::Char(c) => Some(Msg::Input(InputKey::Char(c))),
@@ -127,12 +127,12 @@ struct Searcher {
 
 impl Searcher {
     fn search(&mut self, state: &State, query: &str) -> Result<SearchResults, IndexError> {
-        if self.index.as_ref().is_none_or(|(s, _)| *s != state.settings) {
+        if self.index.as_ref().is_none_or(|(s, _)| *s != state.domain.settings) {
             self.index = None;
-            self.index = Some((state.settings, TrajectoryIndex::open_default(&state.run.dir, &state.settings)?));
+            self.index = Some((state.domain.settings, TrajectoryIndex::open_default(&state.domain.run.dir, &state.domain.settings)?));
         }
         let (_, index) = self.index.as_mut().expect("opened above");
-        index.update(&state.run.episodes, &state.derived.table)?;
+        index.update(&state.domain.run.episodes, &state.domain.derived.table)?;
         index.search(query, SEARCH_LIMIT)
     }
 }
@@ -189,7 +189,7 @@ impl Effector {
             if fx.quit {
                 if self.burst_running() {
                     // Dropping the burst waits for its iteration to end, so the run and checkpoint stay valid.
-                    state.message = Some("quitting: the burst stops after its current iteration …".into());
+                    state.ui.message = Some("quitting: the burst stops after its current iteration …".into());
                     draw(terminal, state)?;
                 }
                 return Ok(true);
@@ -208,13 +208,13 @@ impl Effector {
                 answers.push(Msg::ShopReady(self.shop()));
             }
             if !fx.write.is_empty() {
-                answers.push(Msg::Written(write_episodes(&state.run.dir, &fx.write)));
+                answers.push(Msg::Written(write_episodes(&state.domain.run.dir, &fx.write)));
             }
             if let Some(request) = fx.autoplay {
-                answers.push(Msg::Autoplayed(self.autoplay(&state.run.dir, &request)));
+                answers.push(Msg::Autoplayed(self.autoplay(&state.domain.run.dir, &request)));
             }
             if let Some(request) = fx.start_burst {
-                if let Err(e) = self.start_burst(&state.run.dir, request) {
+                if let Err(e) = self.start_burst(&state.domain.run.dir, request) {
                     answers.push(Msg::Burst(BurstUpdate::Failed(e)));
                 }
             }

@@ -22,6 +22,8 @@ pub enum ConfigError {
     BadColor(String),
     #[error("unknown theme key {0:?}")]
     UnknownThemeKey(String),
+    #[error("unknown theme {0:?} (dark, light or high-contrast)")]
+    UnknownTheme(String),
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -53,6 +55,8 @@ pub struct Config {
     pub theme: Theme,
     /// Runs with at least this many steps group anchors by similarity in the background.
     pub background_grouping_steps: usize,
+    /// Workshop mode (`--present`).
+    pub present: bool,
 }
 
 impl Config {
@@ -72,6 +76,7 @@ impl Config {
             keymap: Keymap::new(&parsed.keys)?,
             theme: Theme::new(&parsed.theme, color)?,
             background_grouping_steps: parsed.advantages.background_grouping_steps.unwrap_or(BACKGROUND_GROUPING_STEPS),
+            present: false,
         })
     }
 

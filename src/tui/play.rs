@@ -10,6 +10,9 @@ use crate::webshop::actions::SEARCH_ACTION;
 use crate::webshop::env::{EpisodeRecorder, WebShopEnv};
 use crate::webshop::shop::Shop;
 
+/// The shop play takes its goals and environments from, shared with the app that opened it.
+pub type ShopHandle = Arc<Shop>;
+
 pub const DEFAULT_GROUP_SIZE: usize = 4;
 pub const MAX_GROUP_SIZE: usize = 16;
 /// Played episodes are written with this iteration: they belong to no training iteration.

@@ -1,16 +1,11 @@
-//! Rendering: reads the state, never changes it. `impl Widget for &State` draws the whole screen.
+//! Rendering: reads the state, never changes it. `impl Widget for &State` draws the frame (breadcrumb, status
+//! bar, hint bar, popups) around the current view's component (`super::views`), which draws the body.
 
 pub mod layout;
-mod anchor;
-mod compare;
-mod episode;
-mod groups;
-mod overview;
-mod play;
 mod popups;
+pub mod text;
 
 pub use popups::help_scroll_max;
-mod search;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -19,32 +14,24 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::action::Action;
-use super::fields::Field;
 use super::burst::BurstStatus;
-use super::state::{Popup, Prompt, State, View};
+use super::fields::Field;
+use super::state::{Popup, Prompt, State};
+use super::views::component;
 
 impl Widget for &State {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let [crumb, body, status, hints] = layout::frame(self, area);
         breadcrumb(self, crumb, buf);
-        if self.view == View::Play {
-            play::render(self, body, buf);
-        } else if self.run.episodes.is_empty() {
+        let view = component(self.ui.view);
+        if view.needs_episodes() && self.domain.run.episodes.is_empty() {
             empty(self, body, buf);
         } else {
-            match self.view {
-                View::Overview => overview::render(self, body, buf),
-                View::Groups => groups::render(self, body, buf),
-                View::Episode => episode::render(self, body, buf),
-                View::Anchor => anchor::render(self, body, buf),
-                View::Compare => compare::render(self, body, buf),
-                View::Search => search::render(self, body, buf),
-                View::Play => unreachable!("drawn above"),
-            }
+            view.render(self, body, buf);
         }
         status_bar(self, status, buf);
         hint_bar(self, hints, buf);
-        match self.popup {
+        match self.ui.popup {
             Some(Popup::Help { scroll }) => popups::help(self, scroll, area, buf),
             Some(Popup::Settings { field }) => popups::settings(self, field, area, buf),
             Some(Popup::Burst { field }) => popups::burst(self, field, area, buf),
@@ -56,7 +43,7 @@ impl Widget for &State {
 fn empty(state: &State, area: Rect, buf: &mut Buffer) {
     let text = vec![
         Line::from(""),
-        Line::from(format!("  No episodes in {} yet.", state.run.dir.display())),
+        Line::from(format!("  No episodes in {} yet.", state.domain.run.dir.display())),
         Line::from("  Waiting for episodes.jsonl to grow (the view updates as lines arrive)."),
         Line::from(format!(
             "  {} plays episodes by hand into this run; {} starts a training burst into it.",
@@ -112,42 +99,18 @@ pub(crate) fn trunc(s: &str, width: usize) -> String {
 
 fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let mut parts = vec![state.run_name.clone()];
-    if let Some(play) = state.play.as_ref().filter(|_| state.view == View::Play) {
-        parts.push(match &play.session {
-            Some(session) => format!("{} › episode {}/{}", session.group, session.finished.len() + 1, session.size),
-            None => "pick a goal".into(),
-        });
-    } else if !state.run.episodes.is_empty() {
-        if let Some(it) = state.derived.iterations.get(state.sel.iteration) {
-            parts.push(format!("iter {}", it.iteration));
-        }
-        if state.view != View::Overview {
-            if let Some(g) = state.derived.table.episode_groups.get(state.sel.group as usize) {
-                parts.push(format!("group {}", g.name));
-            }
-        }
-        if matches!(state.view, View::Episode | View::Anchor | View::Compare) {
-            if let Some(e) = state.episode_index() {
-                parts.push(format!("ep {}", state.run.episodes[e].id));
-            }
-        }
-        if matches!(state.view, View::Episode | View::Anchor) {
-            parts.push(format!("step {}", state.sel.step));
-        }
-        if state.view == View::Compare {
-            if let Some(o) = state.other_index() {
-                parts.push(format!("vs {}", state.run.episodes[o].id));
-            }
-        }
+    let view = component(state.ui.view);
+    let mut parts = vec![state.domain.run_name.clone()];
+    if !view.needs_episodes() || !state.domain.run.episodes.is_empty() {
+        parts.extend(view.crumbs(state));
     }
     // The view name first: on a narrow terminal the end of the path is what gets cut.
-    let mut spans = vec![Span::styled(format!("[{}] ", state.view.title()), theme.title())];
+    let mut spans = vec![Span::styled(format!("[{}] ", view.title()), theme.title())];
     spans.push(Span::styled(parts.join(" › "), theme.accent()));
-    if state.settings_modified() {
+    if state.domain.settings_modified() {
         spans.push(Span::styled("  ✎ settings differ from run", theme.warn()));
     }
-    if state.follow {
+    if state.ui.follow {
         spans.push(Span::styled("  ⇣ follow", theme.warn()));
     }
     Paragraph::new(Line::from(spans)).render(area, buf);
@@ -155,8 +118,8 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
 
 fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    if let Some(text) = &state.input {
-        let label = match state.prompt {
+    if let Some(text) = &state.ui.input {
+        let label = match state.ui.prompt {
             Prompt::Search => "/",
             Prompt::PlayQuery => "search[",
         };
@@ -164,39 +127,39 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         Paragraph::new(line).render(area, buf);
         return;
     }
-    if state.message.is_some() {
+    if state.ui.message.is_some() {
         let lines: Vec<Line> =
             layout::message_lines(state, area.width).into_iter().map(|l| Line::styled(l, theme.warn())).collect();
         Paragraph::new(lines).render(area, buf);
         return;
     }
-    let t = &state.derived.table;
-    let s = &state.settings;
+    let t = &state.domain.derived.table;
+    let s = &state.domain.settings;
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
-    if let Some(pending) = state.grouping_job {
+    if let Some(pending) = state.domain.grouping_job {
         let short = |m| Field::Anchor.short(&crate::advantage::AdvantageSettings { anchor: m, ..*s });
-        let note = format!("⟳ grouping by {} ({} shown) · ", short(pending), short(state.derived.settings.anchor));
+        let note = format!("⟳ grouping by {} ({} shown) · ", short(pending), short(state.domain.derived.settings.anchor));
         spans.push(Span::styled(note, theme.warn()));
     }
-    if let Some(b) = &state.burst {
+    if let Some(b) = &state.jobs.burst {
         spans.push(Span::styled(format!("{} · ", burst_summary(b)), theme.accent()));
     }
-    if state.live.broken_lines > 0 {
-        let at = state.run.errors.last().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
-        spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.live.broken_lines), theme.warn()));
+    if state.domain.live.broken_lines > 0 {
+        let at = state.domain.run.errors.last().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
+        spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.domain.live.broken_lines), theme.warn()));
     }
-    if !state.run.notices.is_empty() {
-        spans.push(Span::styled(format!("⚠ {} reader note(s), last in the overview · ", state.run.notices.len()), theme.warn()));
+    if !state.domain.run.notices.is_empty() {
+        spans.push(Span::styled(format!("⚠ {} reader note(s), last in the overview · ", state.domain.run.notices.len()), theme.warn()));
     }
-    if let Some(age) = state.now.and_then(|now| state.live.since_update(now)) {
+    if let Some(age) = state.ui.now.and_then(|now| state.domain.live.since_update(now)) {
         let secs = age.as_secs();
         spans.push(Span::raw(format!("updated {} · ", ago(secs))));
     }
-    spans.push(Span::raw(format!("{} ep · {} steps · {} groups ·", state.run.episodes.len(), t.rows.len(), t.episode_groups.len())));
+    spans.push(Span::raw(format!("{} ep · {} steps · {} groups ·", state.domain.run.episodes.len(), t.rows.len(), t.episode_groups.len())));
     for field in status_fields(state) {
         spans.push(Span::raw(" "));
-        if field.differs(s, &state.recorded) {
+        if field.differs(s, &state.domain.recorded) {
             spans.push(Span::styled(format!("{}*", field.short(s)), theme.warn()));
         } else {
             spans.push(Span::raw(field.short(s)));
@@ -209,10 +172,10 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
 /// run's recorded settings (each changed one is marked `*` on its own).
 pub(crate) fn status_fields(state: &State) -> Vec<Field> {
     let mut shown = vec![Field::Estimator, Field::Gamma, Field::Omega, Field::Norm, Field::Anchor];
-    if state.settings.scale_rewards.is_some() {
+    if state.domain.settings.scale_rewards.is_some() {
         shown.push(Field::ScaleRewards);
     }
-    for f in super::fields::changed(&state.settings, &state.recorded) {
+    for f in super::fields::changed(&state.domain.settings, &state.domain.recorded) {
         // A changed θ shows in the anchor label.
         if !shown.contains(&f) && f != Field::Similarity {
             shown.push(f);
@@ -226,7 +189,7 @@ pub(crate) fn grouping_note(state: &State, pending: crate::advantage::AnchorMode
     format!(
         "⟳ grouping by {} ({} shown meanwhile)",
         super::fields::anchor_label(pending),
-        super::fields::anchor_label(state.derived.settings.anchor)
+        super::fields::anchor_label(state.domain.derived.settings.anchor)
     )
 }
 
@@ -278,10 +241,10 @@ fn essential(actions: &[Action], label: &'static str, help: &'static str) -> Hin
 /// The keys worth advertising in the current context, most useful first.
 pub fn hints(state: &State) -> Vec<Hint> {
     use Action::*;
-    if state.input.is_some() {
+    if state.ui.input.is_some() {
         return vec![];
     }
-    match state.popup {
+    match state.ui.popup {
         Some(Popup::Help { .. }) => {
             return vec![hint(&[Up, Down], "scroll", "scroll the help"), essential(&[Back], "close", "close the help")]
         }
@@ -307,48 +270,19 @@ pub fn hints(state: &State) -> Vec<Hint> {
     view_hints(state)
 }
 
-/// The keys of the current view (whatever popup is open).
+/// The keys of the current view (whatever popup is open): the view's own, then the keys of every view.
 pub fn view_hints(state: &State) -> Vec<Hint> {
     use Action::*;
-    let mut v = vec![hint(&[Up, Down], "move", "move the selection")];
-    match state.view {
-        View::Overview => v.push(hint(&[Open], "groups", "the groups of the selected iteration")),
-        View::Groups => v.extend([
-            hint(&[Open], "episode", "the selected trajectory's steps"),
-            hint(&[PrevItem, NextItem], "group", "previous / next group of the iteration"),
-            hint(&[Compare], "compare", "the selected trajectory beside another of the group"),
-        ]),
-        View::Episode => v.extend([
-            hint(&[Open], "anchor grp", "the selected step's anchor group and where its numbers come from"),
-            hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
-            hint(&[PrevItem, NextItem], "traj", "previous / next trajectory of the group"),
-        ]),
-        View::Anchor => v.extend([
-            hint(&[Open], "go to step", "the selected member's step in its own trajectory"),
-            hint(&[ScrollDown, ScrollUp], "scroll formula", "scroll the explanation panel"),
-            hint(&[PrevItem, NextItem], "step", "previous / next step of the trajectory"),
-        ]),
-        View::Compare => v.push(hint(&[PrevItem, NextItem], "other traj", "compare with another trajectory")),
-        View::Search => v.push(hint(&[Open], "go to step", "the selected hit in the episode view")),
-        View::Play => match state.play.as_ref().map(|p| p.session.is_some()) {
-            Some(false) => v.extend([
-                hint(&[Open], "start group", "play a group of the selected goal"),
-                hint(&[Left, Right], "group size", "fewer / more episodes in the group"),
-            ]),
-            Some(true) => v.extend([
-                hint(&[Open], "act", "take the selected action (on search[…]: type a query)"),
-                hint(&[Autoplay], "policy plays rest", "the run's policy plays the rest of the group"),
-                hint(&[Left], "abandon", "abandon the group (nothing is written)"),
-                hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
-            ]),
-            None => {}
-        },
-    }
+    let mut v = if component(state.ui.view).needs_episodes() && state.domain.run.episodes.is_empty() {
+        vec![]
+    } else {
+        component(state.ui.view).hints(state)
+    };
     v.push(hint(&[Search], "search", "search the run's steps"));
-    if state.search.is_some() {
+    if state.ui.search.is_some() {
         v.push(hint(&[SearchNext, SearchPrev], "hits", "next / previous search hit"));
     }
-    if state.view != View::Overview {
+    if state.ui.view != super::state::View::Overview {
         v.push(essential(&[Back], "back", "the previous view"));
     }
     v.extend([
@@ -387,8 +321,8 @@ pub fn fitted_hints(state: &State, width: usize) -> Vec<(String, Hint)> {
 
 fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    if state.input.is_some() {
-        let text = match state.prompt {
+    if state.ui.input.is_some() {
+        let text = match state.ui.prompt {
             Prompt::Search => "words, action:\"buy now\", success:false, adv:<0, adv_s:>1, AND OR NOT · Enter · Esc",
             Prompt::PlayQuery => "type a WebShop search query · Enter searches · Esc cancels",
         };

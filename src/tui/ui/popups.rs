@@ -10,7 +10,7 @@ use crate::tui::action::Action;
 use crate::tui::burst::{self, BurstStatus};
 use crate::advantage::explain::{self, Symbol};
 use crate::tui::fields::{Field, FIELDS};
-use crate::tui::state::{State, View};
+use crate::tui::state::State;
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Length(h.min(area.height))]).flex(Flex::Center).areas(area);
@@ -31,7 +31,7 @@ pub fn help_lines(state: &State, width: usize) -> Vec<Line<'static>> {
     let entry = |out: &mut Vec<Line<'static>>, keys: &str, text: &str| {
         let keys = format!("{keys:<14}");
         let mut first = true;
-        super::episode::hanging("", text, width.saturating_sub(15), &mut |m, l| {
+        super::text::hanging("", text, width.saturating_sub(15), &mut |m, l| {
             let key = if first { keys.clone() } else { " ".repeat(14) };
             first = false;
             out.push(Line::from(vec![Span::styled(key, theme.accent()), Span::raw(format!(" {m}{l}"))]));
@@ -40,7 +40,7 @@ pub fn help_lines(state: &State, width: usize) -> Vec<Line<'static>> {
     let heading = |out: &mut Vec<Line<'static>>, text: String| {
         out.push(Line::styled(text, theme.title()));
     };
-    heading(&mut out, format!("In this view ({})", state.view.title()));
+    heading(&mut out, format!("In this view ({})", crate::tui::views::component(state.ui.view).title()));
     for h in super::view_hints(state) {
         let keys: Vec<String> = h.actions.iter().map(|&a| km.labels(a)).filter(|k| !k.is_empty()).collect();
         entry(&mut out, &keys.join(" / "), h.help);
@@ -113,7 +113,7 @@ pub fn help(state: &State, scroll: u16, area: Rect, buf: &mut Buffer) {
 
 /// How far the help can scroll on a screen of `size`.
 pub fn help_scroll_max(state: &State) -> usize {
-    let r = help_area(Rect::new(0, 0, state.size.0, state.size.1));
+    let r = help_area(Rect::new(0, 0, state.ui.size.0, state.ui.size.1));
     let inner = super::layout::inner(r);
     help_lines(state, inner.width as usize).len().saturating_sub(inner.height as usize)
 }
@@ -126,33 +126,33 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
         .iter()
         .map(|spec| {
             let f = spec.field;
-            let changed = f.differs(&state.settings, &state.recorded);
+            let changed = f.differs(&state.domain.settings, &state.domain.recorded);
             let text = format!(
                 "{} {:<16} {:<20} {}",
                 if f == field { "▶" } else { " " },
                 spec.label,
-                f.value(&state.settings),
-                if changed { format!("* run: {}", f.value(&state.recorded)) } else { String::new() }
+                f.value(&state.domain.settings),
+                if changed { format!("* run: {}", f.value(&state.domain.recorded)) } else { String::new() }
             );
             let style = if f == field { theme.selected() } else if changed { theme.warn() } else { Default::default() };
             Line::styled(text, style)
         })
         .collect();
     let wrapped = |text: &str, style: ratatui::style::Style, lines: &mut Vec<Line>| {
-        super::episode::hanging("", text, inner_w, &mut |m, l| lines.push(Line::styled(format!("{m}{l}"), style)));
+        super::text::hanging("", text, inner_w, &mut |m, l| lines.push(Line::styled(format!("{m}{l}"), style)));
     };
     wrapped(&format!("{}: {}", field.label(), field.help()), theme.dim(), &mut lines);
-    if state.settings_modified() {
+    if state.domain.settings_modified() {
         wrapped("* differs from the run's recorded settings (R resets)", theme.warn(), &mut lines);
     } else {
         wrapped("same as the run's recorded settings", theme.dim(), &mut lines);
     }
-    if let Some(pending) = state.grouping_job {
+    if let Some(pending) = state.domain.grouping_job {
         wrapped(&super::grouping_note(state, pending), theme.warn(), &mut lines);
     }
     // What the change does to the selected step, live: the panel it covers, summarised.
     if let (Some(x), true) = (state.explanation(), summarises(state)) {
-        let head = super::anchor::term_text(&x.advantage);
+        let head = crate::tui::views::anchor::term_text(&x.advantage);
         let parts: Vec<String> = [Symbol::EpisodeAdvantage, Symbol::StepAdvantage]
             .into_iter()
             .filter_map(|sym| x.term(sym))
@@ -162,7 +162,7 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
     }
     let h = lines.len() as u16 + 2;
     // Over the anchor view the panel sits at the top, leaving the explanation at the bottom in view.
-    let r = if state.view == View::Anchor {
+    let r = if crate::tui::views::component(state.ui.view).shows_explanation() {
         let [_, body, _, _] = super::layout::frame(state, area);
         let [v] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(body);
         Rect { height: h.min(body.height), ..v }
@@ -175,17 +175,17 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
 
 /// Views where a step is selected, whose advantage the settings panel summarises.
 fn summarises(state: &State) -> bool {
-    matches!(state.view, View::Episode | View::Anchor | View::Compare | View::Groups)
+    crate::tui::views::component(state.ui.view).selects_step()
 }
 
 pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let running = state.burst.as_ref().is_some_and(BurstStatus::running);
+    let running = state.jobs.burst.as_ref().is_some_and(BurstStatus::running);
     let mut lines: Vec<Line> = burst::FIELDS
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let text = format!("{} {:<18} {}", if i == field { "▶" } else { " " }, name, state.burst_form.value(i));
+            let text = format!("{} {:<18} {}", if i == field { "▶" } else { " " }, name, state.jobs.burst_form.value(i));
             let style = if i == field { theme.selected() } else if running { theme.dim() } else { Default::default() };
             Line::styled(text, style)
         })
@@ -194,7 +194,7 @@ pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
         "Trains into this run: its checkpoint, else a fresh policy",
         theme.dim(),
     ));
-    let status_h = if state.burst.is_some() { 12 } else { 0 };
+    let status_h = if state.jobs.burst.is_some() { 12 } else { 0 };
     let r = centered(area, 76, lines.len() as u16 + 2 + status_h);
     Clear.render(r, buf);
     let title = if running { "Training burst (running: X cancels, Esc hides)" } else { "Training burst (Enter starts)" };
@@ -204,7 +204,7 @@ pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
     let [form, status] =
         Layout::vertical([Constraint::Length(lines.len() as u16), Constraint::Min(0)]).areas(inner);
     Paragraph::new(lines).render(form, buf);
-    if let Some(b) = &state.burst {
+    if let Some(b) = &state.jobs.burst {
         burst_status(state, b, status, buf);
     }
 }
@@ -241,5 +241,5 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
         .label(format!("{}/{} iterations", b.completed(), b.iterations))
         .render(gauge, buf);
     let data: Vec<(f64, f64)> = b.points.iter().map(|p| (p.iteration as f64, p.success)).collect();
-    super::overview::line_chart(state, "train success", &data, Some((0.0, 1.0)), chart, buf);
+    crate::tui::views::overview::line_chart(state, "train success", &data, Some((0.0, 1.0)), chart, buf);
 }

@@ -5,9 +5,100 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
-use super::{adv_span, block, layout, trunc};
+use super::{adv, adv_span, block, clamp_add, hint, layout, trunc, Component, Hint};
 use crate::run::Episode;
-use crate::tui::state::State;
+use crate::tui::action::Action;
+use crate::tui::state::{State, View};
+
+pub struct Compare;
+
+impl Component for Compare {
+    fn view(&self) -> View {
+        View::Compare
+    }
+
+    fn title(&self) -> &'static str {
+        "Compare"
+    }
+
+    fn crumbs(&self, state: &State) -> Vec<String> {
+        let mut v = super::groups::Groups.crumbs(state);
+        if let Some(e) = state.episode_index() {
+            v.push(format!("ep {}", state.domain.run.episodes[e].id));
+        }
+        if let Some(o) = state.other_index() {
+            v.push(format!("vs {}", state.domain.run.episodes[o].id));
+        }
+        v
+    }
+
+    fn hints(&self, _state: &State) -> Vec<Hint> {
+        use Action::*;
+        vec![
+            hint(&[Up, Down], "scroll", "scroll the steps"),
+            hint(&[PrevItem, NextItem], "other traj", "compare with another trajectory of the group"),
+            hint(&[Open], "episode", "the first trajectory in the episode view"),
+        ]
+    }
+
+    fn highlight(&self, state: &State) -> Option<String> {
+        let (ea, eb) = (state.episode_index()?, state.other_index()?);
+        let (a, b) = (&state.domain.run.episodes[ea], &state.domain.run.episodes[eb]);
+        let d = divergence(a, b);
+        let t = &state.domain.derived.table;
+        let at = |e: usize| t.episode_rows(e).get(d).map_or("—".to_string(), |r| adv(r.advantage));
+        Some(format!("at the first divergent step {d}: A {} for trajectory A, {} for B", at(ea), at(eb)))
+    }
+
+    fn enter(&self, state: &mut State) {
+        state.ui.compare.scroll = 0;
+        if state.ui.compare.other == state.ui.sel.traj {
+            let n = state.group_episodes().len();
+            state.ui.compare.other = if n > 1 { (state.ui.sel.traj + 1) % n } else { state.ui.sel.traj };
+        }
+    }
+
+    fn selects_step(&self) -> bool {
+        true
+    }
+
+    fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
+        render(state, area, buf);
+    }
+
+    fn move_by(&self, state: &mut State, by: isize) {
+        state.ui.compare.scroll = clamp_add(state.ui.compare.scroll, by, compare_len(state));
+    }
+
+    fn open(&self, state: &mut State) {
+        state.ui.view = View::Episode;
+    }
+
+    fn back_to(&self) -> View {
+        View::Groups
+    }
+
+    /// Another trajectory, skipping the one compared against itself.
+    fn item(&self, state: &mut State, by: isize) {
+        let n = state.group_episodes().len();
+        if n > 1 {
+            let mut o = state.ui.compare.other;
+            loop {
+                o = (o as isize + by).rem_euclid(n as isize) as usize;
+                if o != state.ui.sel.traj {
+                    break;
+                }
+            }
+            state.ui.compare.other = o;
+            state.ui.compare.scroll = 0;
+        }
+    }
+}
+
+fn compare_len(state: &State) -> usize {
+    let len = |e: Option<usize>| e.map_or(0, |e| state.domain.run.episodes[e].steps.len());
+    len(state.episode_index()).max(len(state.other_index()))
+}
 
 /// The first step at which two trajectories differ in state or action (their common prefix length).
 pub fn divergence(a: &Episode, b: &Episode) -> usize {
@@ -21,8 +112,8 @@ pub fn divergence(a: &Episode, b: &Episode) -> usize {
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let (Some(ea), Some(eb)) = (state.episode_index(), state.other_index()) else { return };
-    let (a, b) = (&state.run.episodes[ea], &state.run.episodes[eb]);
-    let t = &state.derived.table;
+    let (a, b) = (&state.domain.run.episodes[ea], &state.domain.run.episodes[eb]);
+    let t = &state.domain.derived.table;
     let d = divergence(a, b);
     let [head, table] = ratatui::layout::Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
     let describe = |e: &Episode, traj: usize| {
@@ -31,9 +122,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let head_lines = vec![
         Line::from(vec![
             Span::styled("A ", theme.title()),
-            Span::raw(describe(a, state.sel.traj + 1)),
+            Span::raw(describe(a, state.ui.sel.traj + 1)),
             Span::styled("   B ", theme.title()),
-            Span::raw(describe(b, state.sel.other + 1)),
+            Span::raw(describe(b, state.ui.compare.other + 1)),
         ]),
         Line::styled(
             if d == 0 {
@@ -50,7 +141,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let len = a.steps.len().max(b.steps.len());
     // The shared prefix is summarised in the header; rows start one step before the split for context.
     let first = d.saturating_sub(1);
-    let start = first + state.sel.compare_scroll.min(len.saturating_sub(first + 1));
+    let start = first + state.ui.compare.scroll.min(len.saturating_sub(first + 1));
     let half = (body.width.saturating_sub(4 + 7 * 2 + 3) / 2) as usize;
     let side = |e: usize, ep: &Episode, i: usize| -> (Cell<'static>, Cell<'static>) {
         match (ep.steps.get(i), t.episode_rows(e).get(i)) {

@@ -6,17 +6,94 @@ use ratatui::symbols::Marker;
 use ratatui::text::Line;
 use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
-use super::{block, layout};
-use crate::tui::state::State;
+use super::{block, clamp_add, go, hint, layout, Component, Hint, ListRegion};
+use crate::tui::action::Action;
+use crate::tui::state::{State, View};
 
-pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
-    let a = layout::overview(state, area);
-    iterations(state, a.table, buf);
-    charts(state, a.charts, buf);
-    histogram(state, a.histogram, buf);
-    if let Some(m) = a.metrics {
-        metrics(state, m, buf);
+pub struct Overview;
+
+impl Component for Overview {
+    fn view(&self) -> View {
+        View::Overview
     }
+
+    fn title(&self) -> &'static str {
+        "Overview"
+    }
+
+    fn crumbs(&self, state: &State) -> Vec<String> {
+        let it = state.domain.derived.iterations.get(state.ui.sel.iteration);
+        it.map(|it| if it.is_play() { "played groups".to_string() } else { format!("iter {}", it.iteration) })
+            .into_iter()
+            .collect()
+    }
+
+    fn hints(&self, _state: &State) -> Vec<Hint> {
+        vec![
+            hint(&[Action::Up, Action::Down], "move", "select an iteration (the played groups are the last row)"),
+            hint(&[Action::Open], "groups", "the groups of the selected iteration"),
+        ]
+    }
+
+    fn highlight(&self, state: &State) -> Option<String> {
+        let it = state.domain.derived.iterations.get(state.ui.sel.iteration)?;
+        Some(format!(
+            "{}: {} episodes in {} groups, {:.0}% succeeded, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
+            if it.is_play() { "played groups".to_string() } else { format!("iteration {}", it.iteration) },
+            it.episodes,
+            it.groups,
+            100.0 * it.success_rate,
+            it.mean_return,
+            100.0 * it.zero_variance_share
+        ))
+    }
+
+    fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
+        let a = areas(state, area);
+        iterations(state, a.table, buf);
+        charts(state, a.charts, buf);
+        histogram(state, a.histogram, buf);
+        if let Some(m) = a.metrics {
+            metrics(state, m, buf);
+        }
+    }
+
+    fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
+        let rect = layout::table_body(areas(state, body).table);
+        Some(ListRegion { rect, len: state.domain.derived.iterations.len(), selected: state.ui.sel.iteration })
+    }
+
+    fn move_by(&self, state: &mut State, by: isize) {
+        let n = state.domain.derived.iterations.len();
+        state.ui.sel.iteration = clamp_add(state.ui.sel.iteration, by, n);
+        state.ui.sel.group = state.current_groups().first().copied().unwrap_or(0);
+        state.ui.sel.traj = 0;
+    }
+
+    fn open(&self, state: &mut State) {
+        go(state, View::Groups);
+    }
+}
+
+pub struct OverviewAreas {
+    pub table: Rect,
+    pub charts: Rect,
+    pub histogram: Rect,
+    pub metrics: Option<Rect>,
+}
+
+pub fn areas(state: &State, body: Rect) -> OverviewAreas {
+    let wanted = state.domain.derived.iterations.len() as u16 + 3;
+    let table_h = wanted.min((body.height / 2).max(5)).min(body.height);
+    let [table, bottom] = Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(body);
+    let [charts, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(bottom);
+    let (histogram, metrics) = if state.domain.run.metrics.is_empty() {
+        (right, None)
+    } else {
+        let [h, m] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(right);
+        (h, Some(m))
+    };
+    OverviewAreas { table, charts, histogram, metrics }
 }
 
 fn pct(v: f64) -> String {
@@ -25,12 +102,12 @@ fn pct(v: f64) -> String {
 
 fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let its = &state.derived.iterations;
+    let its = &state.domain.derived.iterations;
     let body = layout::table_body(area);
-    let start = layout::window_start(state.sel.iteration, its.len(), body.height as usize);
+    let start = layout::window_start(state.ui.sel.iteration, its.len(), body.height as usize);
     let rows = its.iter().enumerate().skip(start).take(body.height as usize).map(|(i, it)| {
         let row = Row::new(vec![
-            it.iteration.to_string(),
+            it.label(),
             it.episodes.to_string(),
             it.groups.to_string(),
             pct(it.success_rate),
@@ -40,15 +117,15 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
             pct(it.zero_variance_share),
             format!("{:.2}", it.mean_step_group_size),
         ]);
-        if i == state.sel.iteration { row.style(theme.selected()) } else { row }
+        if i == state.ui.sel.iteration { row.style(theme.selected()) } else { row }
     });
     let header = Row::new(["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"])
         .style(theme.title());
     let mut title = format!("Iterations ({})", its.len());
-    if state.run.layout != crate::run::Layout::Gigscope {
-        title.push_str(&format!(" · {}", state.run.layout.name()));
+    if state.domain.run.layout != crate::run::Layout::Gigscope {
+        title.push_str(&format!(" · {}", state.domain.run.layout.name()));
     }
-    if let Some(note) = state.run.notices.last() {
+    if let Some(note) = state.domain.run.notices.last() {
         title.push_str(&format!(" · note: {note}"));
     }
     Table::new(
@@ -71,10 +148,12 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
 }
 
 fn charts(state: &State, area: Rect, buf: &mut Buffer) {
-    let its = &state.derived.iterations;
+    let its = &state.domain.derived.iterations;
     let [top, bottom] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
-    let success: Vec<(f64, f64)> = its.iter().map(|i| (i.iteration as f64, i.success_rate)).collect();
-    let returns: Vec<(f64, f64)> = its.iter().map(|i| (i.iteration as f64, i.mean_return)).collect();
+    // Played groups are no training iteration: the charts leave them out.
+    let training: Vec<_> = its.iter().filter(|i| !i.is_play()).collect();
+    let success: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.success_rate)).collect();
+    let returns: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.mean_return)).collect();
     line_chart(state, "success rate by iteration", &success, Some((0.0, 1.0)), top, buf);
     line_chart(state, "mean return by iteration", &returns, None, bottom, buf);
 }
@@ -107,11 +186,11 @@ const HIST_MAX: usize = 10;
 fn histogram(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let mut counts = [0u64; HIST_MAX + 1];
-    for (&size, &n) in &state.derived.size_histogram {
+    for (&size, &n) in &state.domain.derived.size_histogram {
         counts[size.clamp(1, HIST_MAX + 1) - 1] += n as u64;
     }
     let total: u64 = counts.iter().sum();
-    let singletons = state.derived.size_histogram.get(&1).copied().unwrap_or(0) as f64;
+    let singletons = state.domain.derived.size_histogram.get(&1).copied().unwrap_or(0) as f64;
     let bars: Vec<Bar> = counts
         .iter()
         .enumerate()
@@ -137,9 +216,9 @@ fn histogram(state: &State, area: Rect, buf: &mut Buffer) {
 
 fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let it = state.derived.iterations.get(state.sel.iteration).map(|i| i.iteration);
+    let it = state.domain.derived.iterations.get(state.ui.sel.iteration).map(|i| i.iteration);
     // The metrics of the selected iteration, else the latest record.
-    let rec = state.run.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.run.metrics.last());
+    let rec = state.domain.run.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.domain.run.metrics.last());
     let lines: Vec<Line> = match rec {
         None => vec![],
         Some(r) => {
@@ -150,5 +229,5 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
             v
         }
     };
-    Paragraph::new(lines).block(block(state, format!("metrics.jsonl ({} records)", state.run.metrics.len()))).render(area, buf);
+    Paragraph::new(lines).block(block(state, format!("metrics.jsonl ({} records)", state.domain.run.metrics.len()))).render(area, buf);
 }

@@ -7,19 +7,125 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
 
-use super::{adv, adv_span, block, layout, trunc};
+use super::{adv, adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
 use crate::run::{Episode, Step};
-use crate::tui::state::State;
+use crate::tui::action::Action;
+use crate::tui::ui::text::{hanging, wrap};
+use crate::tui::state::{State, View};
 
-pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
-    let Some(e) = state.episode_index() else { return };
-    let ep = &state.run.episodes[e];
-    let a = layout::episode(state, area);
-    header(state, ep, a.header, buf);
-    steps(state, e, a.steps, buf);
-    if let Some(step) = ep.steps.get(state.sel.step) {
-        detail(state, e, step, a.detail, buf);
+pub struct EpisodeView;
+
+impl Component for EpisodeView {
+    fn view(&self) -> View {
+        View::Episode
     }
+
+    fn title(&self) -> &'static str {
+        "Episode"
+    }
+
+    fn crumbs(&self, state: &State) -> Vec<String> {
+        let mut v = super::groups::Groups.crumbs(state);
+        if let Some(e) = state.episode_index() {
+            v.push(format!("ep {}", state.domain.run.episodes[e].id));
+        }
+        v.push(format!("step {}", state.ui.sel.step));
+        v
+    }
+
+    fn hints(&self, _state: &State) -> Vec<Hint> {
+        use Action::*;
+        vec![
+            hint(&[Up, Down], "move", "select a step"),
+            hint(&[Open], "anchor grp", "the selected step's anchor group and where its numbers come from"),
+            hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
+            hint(&[PrevItem, NextItem], "traj", "previous / next trajectory of the group"),
+            hint(&[Fold], "fold", "fold / unfold the middle of a long plain-text observation"),
+        ]
+    }
+
+    fn highlight(&self, state: &State) -> Option<String> {
+        let x = state.explanation()?;
+        Some(format!(
+            "step {}: {} — A_E {} from the episode's score, A_S {} from its anchor group (a shows why)",
+            state.ui.sel.step,
+            super::anchor::term_text(&x.advantage),
+            x.term(crate::advantage::explain::Symbol::EpisodeAdvantage).map_or(String::new(), |t| adv(t.value)),
+            x.term(crate::advantage::explain::Symbol::StepAdvantage).map_or(String::new(), |t| adv(t.value)),
+        ))
+    }
+
+    fn selects_step(&self) -> bool {
+        true
+    }
+
+    fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
+        let Some(e) = state.episode_index() else { return };
+        let ep = &state.domain.run.episodes[e];
+        let a = areas(state, area);
+        header(state, ep, a.header, buf);
+        steps(state, e, a.steps, buf);
+        if let Some(step) = ep.steps.get(state.ui.sel.step) {
+            detail(state, e, step, a.detail, buf);
+        }
+    }
+
+    fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
+        let len = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len());
+        Some(ListRegion { rect: layout::table_body(areas(state, body).steps), len, selected: state.ui.sel.step })
+    }
+
+    fn scroll_region(&self, state: &State, body: Rect) -> Option<Rect> {
+        Some(areas(state, body).detail)
+    }
+
+    fn move_by(&self, state: &mut State, by: isize) {
+        let n = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len());
+        state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
+        state.ui.episode.obs_scroll = 0;
+    }
+
+    fn open(&self, state: &mut State) {
+        go(state, View::Anchor);
+    }
+
+    fn back_to(&self) -> View {
+        View::Groups
+    }
+
+    fn item(&self, state: &mut State, by: isize) {
+        state.ui.sel.traj = clamp_add(state.ui.sel.traj, by, state.group_episodes().len());
+        state.ui.episode.obs_scroll = 0;
+    }
+
+    fn scroll(&self, state: &mut State, by: isize) {
+        scroll_obs(state, by);
+    }
+}
+
+/// Scroll the observation pane (the episode view's, and the play view's).
+pub fn scroll_obs(state: &mut State, by: isize) {
+    state.ui.episode.obs_scroll = (state.ui.episode.obs_scroll as isize).saturating_add(by).max(0) as usize;
+}
+
+pub struct EpisodeAreas {
+    pub header: Rect,
+    pub steps: Rect,
+    pub detail: Rect,
+}
+
+pub fn areas(state: &State, body: Rect) -> EpisodeAreas {
+    let [header, rest] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(body);
+    let (steps, detail) = if rest.width >= 120 {
+        let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(rest);
+        (l, r)
+    } else {
+        let n = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len()) as u16;
+        let h = (n + 3).min(rest.height * 2 / 5).max(4.min(rest.height));
+        let [t, d] = Layout::vertical([Constraint::Length(h), Constraint::Min(0)]).areas(rest);
+        (t, d)
+    };
+    EpisodeAreas { header, steps, detail }
 }
 
 fn header(state: &State, ep: &Episode, area: Rect, buf: &mut Buffer) {
@@ -32,7 +138,7 @@ fn header(state: &State, ep: &Episode, area: Rect, buf: &mut Buffer) {
         Span::styled(format!("episode {} ", ep.id), theme.title()),
         Span::raw(format!(
             "· traj {}/{} · iteration {} · {} steps · return {:.3} · {outcome}",
-            state.sel.traj + 1,
+            state.ui.sel.traj + 1,
             state.group_episodes().len(),
             ep.iteration,
             ep.steps.len(),
@@ -45,11 +151,11 @@ fn header(state: &State, ep: &Episode, area: Rect, buf: &mut Buffer) {
 
 fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let ep = &state.run.episodes[e];
-    let t = &state.derived.table;
+    let ep = &state.domain.run.episodes[e];
+    let t = &state.domain.derived.table;
     let rows_adv = t.episode_rows(e);
     let body = layout::table_body(area);
-    let start = layout::window_start(state.sel.step, ep.steps.len(), body.height as usize);
+    let start = layout::window_start(state.ui.sel.step, ep.steps.len(), body.height as usize);
     // The page column is WebShop's: runs of other environments record none and get the room for actions.
     let pages = ep.steps.iter().any(|s| s.page.is_some());
     let rows = ep.steps.iter().zip(rows_adv).enumerate().skip(start).take(body.height as usize).map(|(i, (s, r))| {
@@ -69,7 +175,7 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
             Cell::from(size.to_string()),
         ]);
         let row = Row::new(cells);
-        if i == state.sel.step { row.style(theme.selected()) } else { row }
+        if i == state.ui.sel.step { row.style(theme.selected()) } else { row }
     });
     let mut names = vec!["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"];
     let mut widths = vec![
@@ -112,22 +218,6 @@ fn fills(template: &str, chosen: &str) -> bool {
 /// Page elements of an observation: the text between `[SEP]` markers, trimmed, empty ones dropped.
 pub fn segments(obs: &str) -> impl Iterator<Item = &str> {
     obs.split("[SEP]").map(str::trim).filter(|s| !s.is_empty())
-}
-
-/// Wrap `text` into lines of at most `width` characters, breaking at spaces when a word fits.
-fn wrap(text: &str, width: usize, out: &mut dyn FnMut(&str)) {
-    let width = width.max(1);
-    let mut rest = text;
-    while !rest.is_empty() {
-        let cut = match rest.char_indices().nth(width) {
-            None => rest.len(),
-            // The line fits exactly when the next character is a space.
-            Some((hard, ' ')) => hard,
-            Some((hard, _)) => rest[..hard].rfind(' ').filter(|&i| i > 0).map_or(hard, |i| i + 1),
-        };
-        out(rest[..cut].trim_end());
-        rest = rest[cut..].trim_start();
-    }
 }
 
 /// Source lines kept at the start and at the end of a folded plain-text observation.
@@ -186,17 +276,6 @@ pub fn observation_lines(
     (lines, n)
 }
 
-/// `text` wrapped to `width` columns behind a two-column `marker`, continuation lines indented to match, so
-/// long items stay readable as one block each. `out` gets each line's prefix and text apart, so a caller that
-/// only counts lines builds no strings.
-pub(crate) fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(&str, &str)) {
-    let mut first = true;
-    wrap(text, width.saturating_sub(2), &mut |l| {
-        out(if first { marker } else { "  " }, l);
-        first = false;
-    });
-}
-
 fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
     let label = step.page.as_deref().map(|p| format!(" · {p}")).unwrap_or_default();
     observation_pane(state, &step.observation, &label, area, buf);
@@ -207,9 +286,9 @@ fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
 pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: &mut Buffer) {
     let inner = layout::inner(area);
     let (w, h) = (inner.width as usize, inner.height as usize);
-    let (pages, fold) = (state.is_webshop() || obs.contains("[SEP]"), !state.sel.unfolded);
+    let (pages, fold) = (state.domain.is_webshop() || obs.contains("[SEP]"), !state.ui.episode.unfolded);
     let (_, total) = observation_lines(obs, w, 0, 0, pages, fold);
-    let skip = state.sel.obs_scroll.min(total.saturating_sub(h));
+    let skip = state.ui.episode.obs_scroll.min(total.saturating_sub(h));
     let (lines, _) = observation_lines(obs, w, skip, h, pages, fold);
     let title = format!("Observation{label} · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total));
     Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
@@ -250,8 +329,8 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     }
     facts.push(format!("valid {}", if step.valid { "yes" } else { "no" }));
     lines.push(Line::from(facts.join(" · ")));
-    let row = state.derived.table.episode_rows(e).get(state.sel.step);
-    let recorded = state.run.episodes[e].advantages.as_ref().and_then(|a| a.get(state.sel.step)).copied();
+    let row = state.domain.derived.table.episode_rows(e).get(state.ui.sel.step);
+    let recorded = state.domain.run.episodes[e].advantages.as_ref().and_then(|a| a.get(state.ui.sel.step)).copied();
     if let (Some(r), Some(rec)) = (row, recorded) {
         let d = rec - r.advantage;
         lines.push(Line::from(vec![

@@ -1,0 +1,402 @@
+//! The loaded run and what is derived from it under the current settings: the advantage table, the
+//! per-iteration summaries, the anchor groupings made so far and the policy that reuses them. Nothing here
+//! knows about the screen, the keys or the selection: [`super::state::State`] holds a [`Domain`] beside the UI
+//! state and keeps its selection valid when the domain changes.
+
+use std::collections::BTreeMap;
+
+use crate::advantage::explain::{explain, Explanation};
+use crate::advantage::stats::compare_stored;
+use crate::advantage::{
+    compute, group_anchors, recompute, regroup, run_stats, AdvantageSettings, AdvantageTable, AnchorGrouping,
+    AnchorMode, RowRef, SimilarityJob,
+};
+use crate::live::LiveStatus;
+use crate::run::{Episode, Run, RunMeta};
+
+/// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
+/// the TUI, by hand or by the policy), which the training charts leave out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Bucket {
+    Iteration(i64),
+    Play,
+}
+
+/// The key a played episode carries (`"source": "play"`), so that it is kept apart from training iterations.
+pub const SOURCE_KEY: &str = "source";
+pub const PLAY_SOURCE: &str = "play";
+
+/// Whether `episode` was played in the TUI: it says so (`"source": "play"`), or it is one of the `play-goal-…`
+/// groups written before episodes said so.
+pub fn is_played(episode: &Episode) -> bool {
+    episode.extra.get(SOURCE_KEY).and_then(|v| v.as_str()) == Some(PLAY_SOURCE)
+        || episode.group.starts_with("play-goal-")
+}
+
+pub fn bucket_of(episode: &Episode) -> Bucket {
+    if is_played(episode) {
+        Bucket::Play
+    } else {
+        Bucket::Iteration(episode.iteration)
+    }
+}
+
+/// One row of the run overview.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationStats {
+    /// The iteration number (0 for the play bucket, whose `bucket` says so).
+    pub iteration: i64,
+    pub bucket: Bucket,
+    pub episodes: usize,
+    pub groups: usize,
+    pub success_rate: f64,
+    pub mean_return: f64,
+    /// Steps per episode (the second efficiency measure).
+    pub mean_len: f64,
+    /// Mean tokens per step over steps that record a count; `None` when no step does.
+    pub tokens_per_step: Option<f64>,
+    pub zero_variance_share: f64,
+    pub mean_step_group_size: f64,
+}
+
+impl IterationStats {
+    pub fn is_play(&self) -> bool {
+        self.bucket == Bucket::Play
+    }
+
+    /// `3`, or `play`.
+    pub fn label(&self) -> String {
+        match self.bucket {
+            Bucket::Iteration(i) => i.to_string(),
+            Bucket::Play => "play".into(),
+        }
+    }
+}
+
+/// Everything computed from the episodes under the current settings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Derived {
+    pub table: AdvantageTable,
+    /// The settings `table` was computed with: the user's, except for the anchor mode while a new grouping is
+    /// being computed in the background.
+    pub settings: AdvantageSettings,
+    /// Training iterations in order, then the play bucket (if any episode was played).
+    pub iterations: Vec<IterationStats>,
+    /// Per entry of `iterations`: episode-group indices whose first episode is in that iteration.
+    pub groups_of_iteration: Vec<Vec<u32>>,
+    /// Step-group size → number of step groups of that size (the engine's statistics).
+    pub size_histogram: BTreeMap<usize, usize>,
+    /// Largest |trainer-recorded − recomputed| advantage over steps that carry one (the engine's comparison).
+    pub max_trainer_diff: Option<f64>,
+}
+
+impl Derived {
+    pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
+        Derived::from_table(episodes, compute(episodes, settings), *settings)
+    }
+
+    /// After episodes were appended to `episodes` (those from `old_len` on): when every new episode belongs
+    /// to a group that did not exist before, only the new episodes are computed and their table appended
+    /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
+    /// run that writes whole groups at a time fast however large it grows.
+    pub fn extend(self, episodes: &[Episode], old_len: usize, settings: &AdvantageSettings) -> Derived {
+        let known: std::collections::HashSet<&str> =
+            self.table.episode_groups.iter().map(|g| g.name.as_str()).collect();
+        if old_len > episodes.len() || episodes[old_len..].iter().any(|e| known.contains(e.group.as_str())) {
+            return Derived::build(episodes, settings);
+        }
+        let mut table = self.table;
+        table.append(compute(&episodes[old_len..], settings));
+        Derived::from_table(episodes, table, *settings)
+    }
+
+    /// The summaries shown beside the table: the engine's run statistics, and per-iteration sums.
+    pub(crate) fn from_table(episodes: &[Episode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
+        let stats = run_stats(episodes, &table);
+        let size_histogram = stats.step_group_sizes.iter().map(|s| (s.size, s.count)).collect();
+        let max_trainer_diff = compare_stored(episodes, &table).and_then(|c| c.largest).map(|l| l.abs_diff);
+        #[derive(Default)]
+        struct Acc {
+            episodes: usize,
+            success: usize,
+            ret: f64,
+            steps: usize,
+            tokens: u64,
+            token_steps: usize,
+            groups: Vec<u32>,
+        }
+        let mut acc: BTreeMap<Bucket, Acc> = BTreeMap::new();
+        for ep in episodes {
+            let a = acc.entry(bucket_of(ep)).or_default();
+            a.episodes += 1;
+            a.success += usize::from(ep.success());
+            a.ret += ep.total_reward();
+            a.steps += ep.steps.len();
+            for s in &ep.steps {
+                if let Some(t) = s.tokens {
+                    a.tokens += t;
+                    a.token_steps += 1;
+                }
+            }
+        }
+        // Groups are attached to their first episode's bucket.
+        for (g, group) in table.episode_groups.iter().enumerate() {
+            if let Some(&first) = group.episodes.first() {
+                if let Some(a) = acc.get_mut(&bucket_of(&episodes[first as usize])) {
+                    a.groups.push(g as u32);
+                }
+            }
+        }
+        let mut iterations = Vec::with_capacity(acc.len());
+        let mut groups_of_iteration = Vec::with_capacity(acc.len());
+        for (bucket, a) in acc {
+            let zero = a.groups.iter().filter(|&&g| table.episode_groups[g as usize].zero_variance).count();
+            let (mut sg_sum, mut sg_n) = (0usize, 0usize);
+            for &g in &a.groups {
+                // Anchor groups of this episode group: count members per anchor group once.
+                for &e in &table.episode_groups[g as usize].episodes {
+                    for (t, row) in table.episode_rows(e as usize).iter().enumerate() {
+                        let ag = &table.anchor_groups[row.step_group as usize];
+                        if ag.members.first() == Some(&RowRef { episode: e, step: t as u32 }) {
+                            sg_sum += ag.members.len();
+                            sg_n += 1;
+                        }
+                    }
+                }
+            }
+            let n = a.episodes.max(1) as f64;
+            iterations.push(IterationStats {
+                iteration: match bucket {
+                    Bucket::Iteration(i) => i,
+                    Bucket::Play => 0,
+                },
+                bucket,
+                episodes: a.episodes,
+                groups: a.groups.len(),
+                success_rate: a.success as f64 / n,
+                mean_return: a.ret / n,
+                mean_len: a.steps as f64 / n,
+                tokens_per_step: (a.token_steps > 0).then(|| a.tokens as f64 / a.token_steps as f64),
+                zero_variance_share: if a.groups.is_empty() { 0.0 } else { zero as f64 / a.groups.len() as f64 },
+                mean_step_group_size: if sg_n == 0 { 0.0 } else { sg_sum as f64 / sg_n as f64 },
+            });
+            groups_of_iteration.push(a.groups);
+        }
+        Derived { table, settings, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
+    }
+
+    /// The training iterations (the play bucket left out), for the charts.
+    pub fn training_iterations(&self) -> impl Iterator<Item = &IterationStats> {
+        self.iterations.iter().filter(|i| !i.is_play())
+    }
+}
+
+/// How many anchor groupings [`Domain::groupings`] keeps (about 12 bytes per step each).
+const KEPT_GROUPINGS: usize = 4;
+
+/// A grouping for the app to compute off the UI thread, answered with `Msg::Grouped`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupingRequest {
+    pub episodes_version: u64,
+    pub job: SimilarityJob,
+}
+
+/// What became of a grouping that arrived from the background.
+#[derive(Debug)]
+pub enum Arrived {
+    /// Kept for later (or dropped); nothing to do.
+    Kept,
+    /// The settings ask for it: apply them ([`Domain::apply_settings`]).
+    Apply,
+    /// It was made for older episodes and is still wanted: compute this one.
+    Again(GroupingRequest),
+}
+
+/// The settings a run recorded in `run.json`, on top of the defaults.
+pub fn recorded_settings(meta: Option<&RunMeta>) -> AdvantageSettings {
+    meta.and_then(|m| m.advantage.as_ref()).map(|o| o.apply(AdvantageSettings::default())).unwrap_or_default()
+}
+
+/// The run, the settings, what they derive, and the anchor groupings kept for reuse.
+pub struct Domain {
+    /// The run as read so far (live events are merged into it).
+    pub run: Run,
+    pub run_name: String,
+    /// The settings the run recorded (run.json), or the defaults.
+    pub recorded: AdvantageSettings,
+    pub settings: AdvantageSettings,
+    pub derived: Derived,
+    /// When the run last changed and how many lines were skipped as broken.
+    pub live: LiveStatus,
+    /// Anchor groupings made for these episodes, most recent first, so that switching back to an anchor mode
+    /// needs no grouping at all.
+    pub groupings: Vec<AnchorGrouping>,
+    /// The anchor mode being grouped in the background (similarity on a large run).
+    pub grouping_job: Option<AnchorMode>,
+    /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
+    pub episodes_version: u64,
+}
+
+impl Domain {
+    pub fn new(run: Run) -> Domain {
+        let recorded = recorded_settings(run.meta.as_ref());
+        let run_name = run
+            .meta
+            .as_ref()
+            .and_then(|m| m.name.clone())
+            .or_else(|| run.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| run.dir.display().to_string());
+        let live = LiveStatus { broken_lines: run.errors.len() + run.metrics_errors.len(), ..LiveStatus::default() };
+        let mut domain = Domain {
+            run,
+            run_name,
+            recorded,
+            settings: recorded,
+            derived: Derived::default(),
+            live,
+            groupings: Vec::new(),
+            grouping_job: None,
+            episodes_version: 0,
+        };
+        domain.rebuild();
+        domain
+    }
+
+    /// Whether the run is a WebShop run, so that live play (and WebShop's page anchors) apply: its recorded
+    /// `env`, else a gigscope run without one (gigscope's own trainer and play write WebShop runs), never a
+    /// foreign layout that does not say so.
+    pub fn is_webshop(&self) -> bool {
+        match self.run.meta.as_ref().and_then(|m| m.env.as_deref()) {
+            Some(env) => env.eq_ignore_ascii_case("webshop"),
+            None => self.run.layout == crate::run::Layout::Gigscope,
+        }
+    }
+
+    pub fn settings_modified(&self) -> bool {
+        self.settings != self.recorded
+    }
+
+    /// The settings the table is computed with: the user's, with the anchor mode the table has.
+    pub fn table_settings(&self) -> AdvantageSettings {
+        AdvantageSettings { anchor: self.derived.settings.anchor, ..self.settings }
+    }
+
+    /// The engine's explanation of row `r`'s advantage, under the settings the table was computed with.
+    pub fn explanation(&self, r: RowRef) -> Option<Explanation> {
+        explain(&self.derived.table, &self.run.episodes, &self.derived.settings, r)
+    }
+
+    /// Recompute everything derived (after a reset of the episodes).
+    pub fn rebuild(&mut self) {
+        self.episodes_changed();
+        self.grouping_job = None;
+        self.derived = Derived::build(&self.run.episodes, &self.settings);
+    }
+
+    /// Recompute after a settings change, the episodes unchanged. The anchor grouping is reused when the
+    /// anchor mode is unchanged or was grouped before; an exact or page grouping is made at once; a similarity
+    /// grouping of a run of at least `background_steps` steps is returned as a request for the app to compute
+    /// in the background, and until it arrives the numbers are recomputed over the table's present grouping
+    /// (when anything else changed).
+    pub fn apply_settings(&mut self, background_steps: usize) -> Option<GroupingRequest> {
+        let wanted = self.settings.anchor;
+        let mut anchor = self.derived.settings.anchor;
+        let mut table = std::mem::take(&mut self.derived.table);
+        let mut request = None;
+        if wanted == anchor {
+            self.grouping_job = None;
+            recompute(&mut table, &self.run.episodes, &self.settings);
+        } else {
+            self.keep_grouping(table.grouping(anchor));
+            let kept = self.groupings.iter().position(|g| g.mode == wanted).map(|i| self.groupings.remove(i));
+            let steps = table.rows.len();
+            let grouping = match (kept, wanted) {
+                (Some(g), _) => Some(g),
+                (None, AnchorMode::Similarity(theta)) if steps >= background_steps => {
+                    request = Some(self.similarity_request(theta));
+                    None
+                }
+                (None, mode) => Some(group_anchors(&self.run.episodes, mode)),
+            };
+            match grouping {
+                Some(grouping) => {
+                    self.grouping_job = None;
+                    regroup(&mut table, &self.run.episodes, &grouping, &self.settings);
+                    anchor = wanted;
+                    self.keep_grouping(grouping);
+                }
+                None if self.table_settings() == self.derived.settings => {
+                    // Only the anchor mode changed and its grouping is on its way: the table stands as it is
+                    // (on a large run, recomputing it for nothing would hold the frame back).
+                    self.grouping_job = Some(wanted);
+                    self.derived.table = table;
+                    return request;
+                }
+                None => {
+                    self.grouping_job = Some(wanted);
+                    recompute(&mut table, &self.run.episodes, &self.table_settings());
+                }
+            }
+        }
+        let settings = AdvantageSettings { anchor, ..self.settings };
+        self.derived = Derived::from_table(&self.run.episodes, table, settings);
+        request
+    }
+
+    /// A grouping computed in the background arrived. It is kept if it was made for the present episodes; one
+    /// made for older episodes is asked for again while wanted.
+    pub fn grouped(&mut self, episodes_version: u64, grouping: AnchorGrouping) -> Arrived {
+        let mode = grouping.mode;
+        if episodes_version != self.episodes_version {
+            return match (self.grouping_job, mode) {
+                (Some(wanted), AnchorMode::Similarity(theta)) if wanted == mode => {
+                    Arrived::Again(self.similarity_request(theta))
+                }
+                _ => Arrived::Kept,
+            };
+        }
+        self.keep_grouping(grouping);
+        if self.grouping_job == Some(mode) {
+            self.grouping_job = None;
+        }
+        if self.settings.anchor == mode && self.derived.settings.anchor != mode {
+            return Arrived::Apply;
+        }
+        Arrived::Kept
+    }
+
+    fn similarity_request(&mut self, theta: f64) -> GroupingRequest {
+        let exact = match self.groupings.iter().find(|g| g.mode == AnchorMode::Exact) {
+            Some(g) => g.clone(),
+            None => {
+                let g = group_anchors(&self.run.episodes, AnchorMode::Exact);
+                self.keep_grouping(g.clone());
+                g
+            }
+        };
+        GroupingRequest {
+            episodes_version: self.episodes_version,
+            job: SimilarityJob::new(&self.run.episodes, exact, theta),
+        }
+    }
+
+    fn keep_grouping(&mut self, grouping: AnchorGrouping) {
+        self.groupings.retain(|g| g.mode != grouping.mode);
+        self.groupings.insert(0, grouping);
+        self.groupings.truncate(KEPT_GROUPINGS);
+    }
+
+    /// The episodes changed: groupings made before no longer fit them.
+    fn episodes_changed(&mut self) {
+        self.episodes_version += 1;
+        self.groupings.clear();
+    }
+
+    /// Take in episodes appended from index `old_len` on (see [`Derived::extend`]), under the table's anchor
+    /// mode; a background grouping for the old episodes will be asked for again when it arrives.
+    pub fn extend(&mut self, old_len: usize) {
+        self.episodes_changed();
+        let settings = self.table_settings();
+        self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &settings);
+    }
+}

@@ -1,0 +1,271 @@
+//! Anchor-group view: every step that shares the selected step's anchor state, with the group's mean/std, and
+//! the engine's explanation of the selected member's advantage laid out (`crate::advantage::explain`): the
+//! headline A first, then the step and episode components, every term with its numbers. The panel scrolls
+//! (J/K) when it does not fit.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
+
+use ratatui::layout::Layout;
+
+use super::{adv_span, block, clamp_add, hint, layout, trunc, Component, Hint, ListRegion};
+use crate::advantage::explain::{self, Term};
+use crate::tui::action::Action;
+use crate::tui::state::{State, View};
+
+pub struct Anchor;
+
+impl Component for Anchor {
+    fn view(&self) -> View {
+        View::Anchor
+    }
+
+    fn title(&self) -> &'static str {
+        "Anchor group"
+    }
+
+    fn crumbs(&self, state: &State) -> Vec<String> {
+        super::episode::EpisodeView.crumbs(state)
+    }
+
+    fn hints(&self, _state: &State) -> Vec<Hint> {
+        use Action::*;
+        vec![
+            hint(&[Up, Down], "move", "select a member of the anchor group: the panel explains its advantage"),
+            hint(&[Open], "go to step", "the selected member's step in its own trajectory"),
+            hint(&[ScrollDown, ScrollUp], "scroll formula", "scroll the explanation panel (also the wheel over it)"),
+            hint(&[PrevItem, NextItem], "step", "previous / next step of the trajectory"),
+        ]
+    }
+
+    fn highlight(&self, state: &State) -> Option<String> {
+        let x = state.explanation()?;
+        Some(format!("the selected member's {}", term_text(&x.advantage)))
+    }
+
+    fn enter(&self, state: &mut State) {
+        state.ui.anchor.formula_scroll = 0;
+        select_self(state);
+    }
+
+    fn selects_step(&self) -> bool {
+        true
+    }
+
+    fn shows_explanation(&self) -> bool {
+        true
+    }
+
+    fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
+        render(state, area, buf);
+    }
+
+    fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
+        let len = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len());
+        let rect = layout::table_body(areas(state, body).members);
+        Some(ListRegion { rect, len, selected: state.ui.anchor.member })
+    }
+
+    fn scroll_region(&self, state: &State, body: Rect) -> Option<Rect> {
+        Some(areas(state, body).formula)
+    }
+
+    fn move_by(&self, state: &mut State, by: isize) {
+        let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len());
+        state.ui.anchor.member = clamp_add(state.ui.anchor.member, by, n);
+    }
+
+    /// Jump to the chosen member's step in its own trajectory.
+    fn open(&self, state: &mut State) {
+        let Some(r) = state.row_ref() else { return };
+        let Some(&m) = state.domain.derived.table.anchor_group_of(r).members.get(state.ui.anchor.member) else {
+            return;
+        };
+        if let Some(t) = state.group_episodes().iter().position(|&e| e == m.episode) {
+            state.ui.sel.traj = t;
+            state.ui.sel.step = m.step as usize;
+            state.ui.episode.obs_scroll = 0;
+            state.ui.view = View::Episode;
+        }
+    }
+
+    fn back_to(&self) -> View {
+        View::Episode
+    }
+
+    fn item(&self, state: &mut State, by: isize) {
+        let n = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len());
+        state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
+        select_self(state);
+    }
+
+    fn scroll(&self, state: &mut State, by: isize) {
+        let s = (state.ui.anchor.formula_scroll as isize).saturating_add(by).max(0) as usize;
+        state.ui.anchor.formula_scroll = s.min(formula_scroll_max(state));
+    }
+}
+
+/// Select the selected step itself among the members of its anchor group.
+fn select_self(state: &mut State) {
+    if let Some(r) = state.row_ref() {
+        state.ui.anchor.member =
+            state.domain.derived.table.anchor_group_of(r).members.iter().position(|&m| m == r).unwrap_or(0);
+    }
+}
+
+pub struct AnchorAreas {
+    pub header: Rect,
+    pub members: Rect,
+    pub formula: Rect,
+}
+
+/// The members table gets the rows its members need up to a third of the body (at least 4), the explanation
+/// the rest, up to what it needs: on a small terminal the explanation keeps most of the room (it scrolls).
+pub fn areas(state: &State, body: Rect) -> AnchorAreas {
+    let [header, rest] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(body);
+    let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len()) as u16;
+    let members_min = (n + 3).min(rest.height / 3).max(4).min(rest.height);
+    let wanted = formula_height(state, rest.width);
+    let formula_h = wanted.min(rest.height.saturating_sub(members_min)).max(3.min(rest.height));
+    let [members, formula] = Layout::vertical([Constraint::Min(0), Constraint::Length(formula_h)]).areas(rest);
+    AnchorAreas { header, members, formula }
+}
+
+/// How far the explanation panel can scroll.
+pub fn formula_scroll_max(state: &State) -> usize {
+    let panel = layout::inner(areas(state, super::body(state)).formula);
+    formula_lines(state, panel.width as usize).len().saturating_sub(panel.height as usize)
+}
+
+pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
+    let Some(r) = state.row_ref() else { return };
+    let theme = &state.config.theme;
+    let t = &state.domain.derived.table;
+    let ag = t.anchor_group_of(r);
+    let id = t.row(r).step_group;
+    let a = areas(state, area);
+    let step = &state.domain.run.episodes[r.episode as usize].steps[r.step as usize];
+    let header = vec![
+        Line::from(vec![
+            Span::styled(format!("anchor group #{id} "), theme.title()),
+            Span::raw(format!(
+                "· {} member(s) · group {} · mean R {:.4} · std {:.4}",
+                ag.members.len(),
+                t.episode_groups[ag.episode_group as usize].name,
+                ag.mean,
+                ag.std
+            )),
+        ]),
+        Line::styled(format!("anchor: {}", trunc(step.anchor_key(), area.width as usize * 2)), theme.dim()),
+    ];
+    Paragraph::new(header).wrap(Wrap { trim: true }).render(a.header, buf);
+
+    let body = layout::table_body(a.members);
+    let start = layout::window_start(state.ui.anchor.member, ag.members.len(), body.height as usize);
+    let group_eps = state.group_episodes();
+    let id_w = ag.members.iter().map(|m| state.domain.run.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
+    let id_w = id_w.clamp(7, (area.width as usize / 3).max(12)) as u16;
+    let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
+        let ep = &state.domain.run.episodes[m.episode as usize];
+        let row = t.row(*m);
+        let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
+        let this = if *m == r { "◀ this step" } else { "" };
+        let r = Row::new(vec![
+            Cell::from(traj),
+            Cell::from(trunc(&ep.id, id_w as usize)),
+            Cell::from(m.step.to_string()),
+            Cell::from(ep.steps[m.step as usize].action.clone()),
+            Cell::from(format!("{:.4}", row.ret)),
+            Cell::from(adv_span(state, row.step_advantage)),
+            Cell::from(this),
+        ]);
+        if i == state.ui.anchor.member {
+            r.style(theme.selected())
+        } else {
+            r
+        }
+    });
+    Table::new(
+        rows,
+        [
+            Constraint::Length(4),
+            Constraint::Length(id_w),
+            Constraint::Length(4),
+            Constraint::Min(10),
+            Constraint::Length(8),
+            Constraint::Length(7),
+            Constraint::Length(11),
+        ],
+    )
+    .header(Row::new(["traj", "episode", "step", "action", "R_t", "A_S", ""]).style(theme.title()))
+    .block(block(state, "Members (every trajectory of the group, any time step)"))
+    .render(a.members, buf);
+
+    formula_panel(state, a.formula, buf);
+}
+
+/// The explanation of the selected member's advantage, scrolled by the user's formula scroll.
+pub fn formula_panel(state: &State, area: Rect, buf: &mut Buffer) {
+    let inner = layout::inner(area);
+    let lines = formula_lines(state, inner.width as usize);
+    let h = inner.height as usize;
+    let skip = state.ui.anchor.formula_scroll.min(lines.len().saturating_sub(h));
+    let more = if lines.len() > h {
+        format!(" · J/K scroll {}–{}/{}", skip + 1, (skip + h).min(lines.len()), lines.len())
+    } else {
+        String::new()
+    };
+    let shown: Vec<Line> = lines.into_iter().skip(skip).take(h).collect();
+    Paragraph::new(shown).block(block(state, format!("Where the numbers come from{more}"))).render(area, buf);
+}
+
+/// How many rows the formula panel needs at `width` columns (borders included).
+pub fn formula_height(state: &State, width: u16) -> u16 {
+    formula_lines(state, width.saturating_sub(2) as usize).len() as u16 + 2
+}
+
+/// One term as a line of text: `label = formula = filled = value`.
+pub fn term_text(term: &Term) -> String {
+    let value = if term.symbol.is_advantage() { explain::signed(term.value) } else { explain::num(term.value) };
+    let mut parts = vec![term.label.clone(), term.formula.clone()];
+    if !term.filled.is_empty() {
+        parts.push(term.filled.clone());
+    }
+    // `F_S = 1 (mean_norm)` says its value already.
+    if !(term.filled.is_empty() && term.formula.starts_with(|c: char| c.is_ascii_digit())) {
+        parts.push(value);
+    }
+    parts.join(" = ")
+}
+
+/// The panel's lines at `width` columns, wrapped (continuations indented).
+pub fn formula_lines(state: &State, width: usize) -> Vec<Line<'static>> {
+    let theme = &state.config.theme;
+    let Some(x) = state.explanation() else { return vec![] };
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut push = |text: &str, style: Style| {
+        crate::tui::ui::text::hanging("", text, width, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), style)));
+    };
+    let estimator = explain::estimator_name(x.estimator);
+    push(&format!("{} ({estimator})", term_text(&x.advantage)), theme.title());
+    if let Some(note) = &x.advantage.note {
+        push(&format!("↳ {note}"), theme.accent());
+    }
+    for section in &x.sections {
+        push(&format!("── {}", section.title), theme.accent());
+        for term in &section.terms {
+            let style = if term.used { Style::new() } else { theme.dim() };
+            push(&term_text(term), style);
+            if let Some(note) = &term.note {
+                push(&format!("↳ {note}"), theme.dim());
+            }
+        }
+    }
+    for note in &x.notes {
+        push(&format!("· {note}"), theme.dim());
+    }
+    out
+}

@@ -1,0 +1,196 @@
+//! One component per view: each owns its keys ([`Component::on_action`] and the navigation hooks), its hints
+//! (one list drives the hint bar and the help), its drawing and its mouse regions. [`component`] is the only
+//! place that matches on [`View`]; adding a view means adding a component there.
+
+pub mod anchor;
+pub mod compare;
+pub mod episode;
+pub mod groups;
+pub mod overview;
+pub mod play;
+pub mod search;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+pub(crate) use crate::tui::ui::{adv, adv_span, block, diff_text, layout, trunc};
+pub use crate::tui::ui::Hint;
+
+use super::action::Action;
+use super::state::{State, View};
+use super::update::Effects;
+
+/// A clickable list: where its rows are drawn, how many there are, and which is selected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListRegion {
+    pub rect: Rect,
+    pub len: usize,
+    pub selected: usize,
+}
+
+/// A view of the TUI.
+pub trait Component: Sync {
+    fn view(&self) -> View;
+
+    /// The view's name, in the breadcrumb and the present-mode status line.
+    fn title(&self) -> &'static str;
+
+    /// The breadcrumb after the run's name.
+    fn crumbs(&self, _state: &State) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The view's own keys, most useful first, for the hint bar and the help.
+    fn hints(&self, state: &State) -> Vec<Hint>;
+
+    /// What the highlighted number means (the present-mode status line).
+    fn highlight(&self, _state: &State) -> Option<String> {
+        None
+    }
+
+    /// A key in this view; `None` leaves it to the rest of the TUI (help, settings, view switches, search …).
+    fn on_action(&self, state: &mut State, a: Action) -> Option<Effects> {
+        standard(self, state, a)
+    }
+
+    /// Coming into the view (its key, or Enter from the view before it).
+    fn enter(&self, _state: &mut State) {}
+
+    /// Whether a step is selected in the view (the settings panel then summarises its advantage).
+    fn selects_step(&self) -> bool {
+        false
+    }
+
+    /// Whether the view shows the explanation panel at its bottom (the settings panel then opens at the top).
+    fn shows_explanation(&self) -> bool {
+        false
+    }
+
+    /// Whether the view draws and takes keys without episodes (play does).
+    fn needs_episodes(&self) -> bool {
+        true
+    }
+
+    fn render(&self, state: &State, body: Rect, buf: &mut Buffer);
+
+    /// The clickable list in `body`.
+    fn list(&self, _state: &State, _body: Rect) -> Option<ListRegion> {
+        None
+    }
+
+    /// Where the mouse wheel scrolls text instead of moving the selection.
+    fn scroll_region(&self, _state: &State, _body: Rect) -> Option<Rect> {
+        None
+    }
+
+    // ---- Navigation hooks of `standard` ----
+
+    /// Up/down by `by` rows.
+    fn move_by(&self, _state: &mut State, _by: isize) {}
+
+    /// Select row `i` of the list (a click).
+    fn select(&self, state: &mut State, i: usize) {
+        if let Some(list) = self.list(state, body(state)) {
+            self.move_by(state, i as isize - list.selected as isize);
+        }
+    }
+
+    /// Enter / →.
+    fn open(&self, _state: &mut State) {}
+
+    /// Esc / ←: the view to go back to.
+    fn back_to(&self) -> View {
+        View::Overview
+    }
+
+    /// `[` / `]`.
+    fn item(&self, state: &mut State, by: isize) {
+        self.move_by(state, by);
+    }
+
+    /// J / K (and the wheel over the scroll region), by `by` lines.
+    fn scroll(&self, _state: &mut State, _by: isize) {}
+}
+
+/// The component of `view`.
+pub fn component(view: View) -> &'static dyn Component {
+    match view {
+        View::Overview => &overview::Overview,
+        View::Groups => &groups::Groups,
+        View::Episode => &episode::EpisodeView,
+        View::Anchor => &anchor::Anchor,
+        View::Compare => &compare::Compare,
+        View::Search => &search::Search,
+        View::Play => &play::PlayView,
+    }
+}
+
+/// Every view, in the order of the view keys.
+pub const ALL: &[View] = &[View::Overview, View::Groups, View::Episode, View::Anchor, View::Compare, View::Search, View::Play];
+
+/// The body of the state's screen.
+pub fn body(state: &State) -> Rect {
+    layout::frame(state, layout::screen(state))[1]
+}
+
+/// The row of the current view's list under the pointer, if any.
+pub fn list_row_at(state: &State, col: u16, row: u16) -> Option<usize> {
+    let list = component(state.ui.view).list(state, body(state))?;
+    if !layout::contains(list.rect, col, row) {
+        return None;
+    }
+    let start = layout::window_start(list.selected, list.len, list.rect.height as usize);
+    let target = start + (row - list.rect.y) as usize;
+    (target < list.len).then_some(target)
+}
+
+/// Whether the pointer is over the text the current view scrolls (the wheel scrolls it there).
+pub fn over_scroll_region(state: &State, col: u16, row: u16) -> bool {
+    component(state.ui.view).scroll_region(state, body(state)).is_some_and(|r| layout::contains(r, col, row))
+}
+
+/// Rows a page key moves: the visible height of the view's list.
+pub fn page(c: &(impl Component + ?Sized), state: &State) -> isize {
+    c.list(state, body(state)).map_or(10, |l| l.rect.height.max(1) as isize)
+}
+
+/// The keys every list view shares, through the component's hooks.
+pub fn standard<C: Component + ?Sized>(c: &C, state: &mut State, a: Action) -> Option<Effects> {
+    match a {
+        Action::Up => c.move_by(state, -1),
+        Action::Down => c.move_by(state, 1),
+        Action::PageUp => c.move_by(state, -page(c, state)),
+        Action::PageDown => c.move_by(state, page(c, state)),
+        Action::Top => c.move_by(state, isize::MIN / 2),
+        Action::Bottom => c.move_by(state, isize::MAX / 2),
+        Action::Open | Action::Right => c.open(state),
+        Action::Back | Action::Left => state.ui.view = c.back_to(),
+        Action::PrevItem => c.item(state, -1),
+        Action::NextItem => c.item(state, 1),
+        Action::ScrollUp => c.scroll(state, -3),
+        Action::ScrollDown => c.scroll(state, 3),
+        _ => return None,
+    }
+    state.clamp();
+    Some(Effects { redraw: true, ..Effects::default() })
+}
+
+/// `v + by` within `0..len`.
+pub fn clamp_add(v: usize, by: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (v as isize).saturating_add(by).clamp(0, len as isize - 1) as usize
+}
+
+/// Switch to `view` (a view key, or a drill-down): its component's `enter` runs.
+pub fn go(state: &mut State, view: View) {
+    state.ui.view = view;
+    component(view).enter(state);
+    state.clamp();
+}
+
+/// A hint for the bar and the help.
+pub fn hint(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
+    Hint { actions: actions.to_vec(), label, help, essential: false }
+}
