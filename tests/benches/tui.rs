@@ -125,7 +125,7 @@ fn main() {
     let (mut state, tails) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
     let (open_time, open_cpu) = (t.elapsed(), cpu() - c);
     let rss1 = rss_kib();
-    let steps = state.derived.table.rows.len();
+    let steps = state.domain.derived.table.rows.len();
 
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     frame(&mut terminal, &state);
@@ -225,7 +225,7 @@ fn main() {
     update(&mut state, Msg::Live(got, Instant::now()));
     frame(&mut terminal, &state);
     let (append, append_cpu) = (t.elapsed(), cpu() - c);
-    assert_eq!(state.run.episodes.len(), episodes + GROUP);
+    assert_eq!(state.domain.run.episodes.len(), episodes + GROUP);
 
     println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | wall (CPU) |", bytes as f64 / 1e6);
     println!("|---|---|");
