@@ -20,7 +20,11 @@ fn step(observation: &str, action: &str, reward: f64, page: &str) -> Step {
 fn episode(id: &str, group: &str, iteration: i64, success: bool, steps: Vec<Step>) -> Episode {
     let mut e = Episode::new(id, group, steps);
     e.iteration = iteration;
-    e.task = Some(Task { id: group.to_string(), instruction: format!("find red running shoes ({group})"), ..Task::default() });
+    e.task = Some(Task {
+        id: group.to_string(),
+        instruction: format!("find red running shoes ({group})"),
+        ..Task::default()
+    });
     e.outcome = Some(Outcome { success, score: if success { 1.0 } else { 0.0 }, ..Outcome::default() });
     e
 }
@@ -296,4 +300,149 @@ fn a_table_for_other_episodes_is_rejected() {
     let mut index = fx.open();
     let result = index.update(&episodes, &compute(&episodes[..1], &fx.settings));
     assert!(matches!(result, Err(IndexError::TableMismatch { table: 1, episodes: 2 })));
+}
+
+/// A generated run of `groups` groups of 8 (1–12 steps each), written to a fixture.
+fn synth_run(groups: usize) -> Vec<Episode> {
+    use gigscope::run::synth::{self, SynthSpec};
+    synth::episodes(&SynthSpec { groups, trajectories: 8, steps: 1..=12, groups_per_iteration: 4, seed: 3 }).collect()
+}
+
+fn steps_of(episodes: &[Episode]) -> usize {
+    episodes.iter().map(|e| e.steps.len()).sum()
+}
+
+/// Every matching step, in file order. Scores are left out: BM25 statistics count deleted documents until
+/// their segment is merged, and constant scores of filters depend on the segments, so two indexes of the
+/// same documents built in different batches agree on what matches, not on scores.
+fn matching(index: &TrajectoryIndex, query: &str) -> Vec<(usize, usize, String)> {
+    let results = index.search(query, 10_000).unwrap();
+    assert_eq!(results.total, results.hits.len());
+    let mut all: Vec<_> = results.hits.into_iter().map(|h| (h.episode, h.step, h.episode_id)).collect();
+    all.sort();
+    all
+}
+
+const PROBES: [&str; 6] = [
+    "*",
+    "page:results AND adv:<0",
+    "adv_e:>0 AND success:true",
+    r#"action:"buy now""#,
+    "step_group_size:>1 AND return:>0",
+    "running shoes",
+];
+
+#[test]
+fn a_build_in_batches_is_searchable_from_another_thread_as_it_grows() {
+    use std::ops::ControlFlow;
+    use std::sync::mpsc;
+
+    // Batches of 20 episodes cut groups of 8: a group's earlier members are rewritten by the next batch.
+    let episodes = synth_run(12);
+    let fx = Fixture::new(&episodes);
+    let table = compute(&episodes, &fx.settings);
+    let mut index = fx.open();
+    let searcher = index.searcher();
+    let (to_main, from_builder) = mpsc::channel();
+    let (to_builder, from_main) = mpsc::channel::<()>();
+    let (stats, reports) = std::thread::scope(|scope| {
+        let builder = scope.spawn(move || {
+            let mut reports = Vec::new();
+            let stats = index
+                .update_in_batches(&episodes, &table, 20, |p| {
+                    reports.push(p);
+                    // Wait until the main thread has searched this state.
+                    to_main.send(p).unwrap();
+                    from_main.recv().unwrap();
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
+            (stats, reports)
+        });
+        for p in from_builder {
+            let snapshot = searcher.snapshot();
+            assert_eq!(snapshot.episodes_indexed(), p.episodes_indexed);
+            assert_eq!(p.episodes_total, 96);
+            // Exactly the committed prefix, whole episodes, nothing beyond it.
+            let prefix = &synth_run(12)[..p.episodes_indexed];
+            assert_eq!(snapshot.search("*", 0).unwrap().total, steps_of(prefix));
+            assert_eq!(snapshot.search(&format!("episode:>={}", p.episodes_indexed), 0).unwrap().total, 0);
+            let hits = snapshot.search("*", 10_000).unwrap().hits;
+            assert!(hits
+                .iter()
+                .all(|h| prefix[h.episode].id == h.episode_id && h.step < prefix[h.episode].steps.len()));
+            to_builder.send(()).unwrap();
+        }
+        builder.join().unwrap()
+    });
+    assert_eq!(reports.iter().map(|p| p.episodes_indexed).collect::<Vec<_>>(), vec![20, 40, 60, 80, 96]);
+    assert!(reports.iter().all(|p| p.rebuilt));
+    assert!(!stats.cancelled && stats.rebuilt);
+    assert_eq!((stats.episodes_indexed, stats.steps_written), (96, reports.last().unwrap().steps_written));
+    // Earlier members of the cut groups were written twice.
+    assert!(stats.episodes_written > 96);
+
+    // The same documents as a build in one commit.
+    let episodes = synth_run(12);
+    let one = Fixture::new(&episodes);
+    let whole = one.indexed(&episodes);
+    let batched = fx.open();
+    assert_eq!(batched.episodes_indexed(), 96);
+    for query in PROBES {
+        assert_eq!(matching(&batched, query), matching(&whole, query), "{query}");
+    }
+}
+
+#[test]
+fn a_cancelled_build_leaves_a_valid_index_that_a_later_update_completes() {
+    use std::ops::ControlFlow;
+
+    let episodes = synth_run(10);
+    let fx = Fixture::new(&episodes);
+    let table = compute(&episodes, &fx.settings);
+    let mut index = fx.open();
+    let mut calls = 0;
+    let stats = index
+        .update_in_batches(&episodes, &table, 30, |p| {
+            calls += 1;
+            if p.episodes_indexed >= 30 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    assert_eq!(calls, 1);
+    assert!(stats.cancelled);
+    assert_eq!((stats.episodes_indexed, index.episodes_indexed()), (30, 30));
+    assert_eq!(index.search("*", 0).unwrap().total, steps_of(&episodes[..30]));
+    drop(index);
+
+    // Reopened (as after quitting): the committed prefix is there, and an update goes on from it.
+    let mut index = fx.open();
+    assert_eq!(index.episodes_indexed(), 30);
+    assert_eq!(index.search("*", 0).unwrap().total, steps_of(&episodes[..30]));
+    let stats = index.update(&episodes, &table).unwrap();
+    assert!(!stats.rebuilt && !stats.cancelled);
+    assert_eq!(stats.episodes_indexed, 80);
+    // Episodes 30..80 and the earlier members of the group cut at 30 (24..30).
+    assert_eq!(stats.episodes_written, 56);
+
+    let whole = Fixture::new(&episodes);
+    let whole = whole.indexed(&episodes);
+    for query in PROBES {
+        assert_eq!(matching(&index, query), matching(&whole, query), "{query}");
+    }
+}
+
+#[test]
+fn exact_values_of_advantages_are_searched_as_ranges() {
+    let episodes = worked_example();
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    // A_E of t1 is +4 (three steps), of t2 −6; the computed numbers are columns, not indexed terms.
+    assert_eq!(positions(&index, "adv_e:4").len(), 3);
+    assert_eq!(positions(&index, "adv_e:-6 AND page:item"), ids(&[("t2", 1)]));
+    assert_eq!(positions(&index, r#"adv_e:"4" AND step:0"#), ids(&[("t1", 0)]));
+    assert_eq!(positions(&index, "NOT adv_e:4").len(), 2);
 }

@@ -9,7 +9,7 @@ use crate::advantage::AdvantageSettings;
 use crate::run::Episode;
 
 /// Bump when the schema or the meaning of a field changes: old indexes are then rebuilt, never misread.
-pub(crate) const INDEX_FORMAT: u32 = 1;
+pub(crate) const INDEX_FORMAT: u32 = 2;
 
 /// The cache root: `$GIGSCOPE_CACHE`, else `$XDG_CACHE_HOME/gigscope`, else `~/.cache/gigscope`.
 pub fn default_cache_dir() -> Option<PathBuf> {

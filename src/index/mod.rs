@@ -28,28 +28,45 @@ use std::cmp::Reverse;
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
+use tantivy::merge_policy::LogMergePolicy;
 use tantivy::query::{Occur, Query, QueryParser, QueryParserError};
-use tantivy::query_grammar::{self, UserInputAst, UserInputLeaf};
+use tantivy::query_grammar::{self, UserInputAst, UserInputBound, UserInputLeaf};
 use tantivy::schema::{Schema, Value};
-use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term,
+};
 
 use crate::advantage::{AdvantageSettings, AdvantageTable};
 use crate::run::Episode;
 
 pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
-use schema::Fields;
+use schema::{Fields, COLUMN_ONLY_FIELDS};
 pub use schema::{NUMERIC_FIELDS, STRING_FIELDS, TEXT_FIELDS};
 
 /// Settings variants kept per run; older ones are deleted when a new one is created.
 const KEEP_SETTINGS_VARIANTS: usize = 3;
-/// Memory for the indexing threads; tantivy needs at least 15 MB per thread.
-const WRITER_BUDGET_PER_THREAD: usize = 64 << 20;
+/// Indexing threads: tantivy's writer threads each build their own segment; the calling thread builds the
+/// documents. More than 4 does not pay on a run's size.
+const MAX_WRITER_THREADS: usize = 4;
+/// Memory per indexing thread for a small (incremental) update; tantivy needs at least 15 MB per thread.
+const SMALL_BUDGET_PER_THREAD: usize = 32 << 20;
+/// Memory per indexing thread for a bulk build: a thread flushes a segment when its arena is full, so a
+/// larger arena means fewer, larger segments and no merging afterwards.
+const BULK_BUDGET_PER_THREAD: usize = 384 << 20;
+/// Updates writing at least this many steps are bulk builds.
+const BULK_STEPS: usize = 50_000;
+/// Segments with more documents than this are never merged: they come from bulk builds, whose segments are
+/// already large, and merging them would rewrite the whole index. The small segments incremental updates
+/// add are merged among themselves up to this size.
+const MAX_DOCS_BEFORE_MERGE: usize = 100_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
@@ -101,6 +118,24 @@ pub struct UpdateStats {
     pub steps_written: usize,
     /// Episodes in the index after the update.
     pub episodes_indexed: usize,
+    /// The progress callback of [`TrajectoryIndex::update_in_batches`] stopped the update early: the index
+    /// holds the first `episodes_indexed` episodes, and a later update goes on from there.
+    pub cancelled: bool,
+}
+
+/// How far an [`TrajectoryIndex::update_in_batches`] is, reported after every commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Episodes searchable now: the first `episodes_indexed` episodes of the run.
+    pub episodes_indexed: usize,
+    /// Episodes the index holds when the update is done.
+    pub episodes_total: usize,
+    /// Episodes written so far by this update (new ones plus earlier members of their groups).
+    pub episodes_written: usize,
+    /// Steps written so far by this update.
+    pub steps_written: usize,
+    /// The update started from an empty index (first build, or the run was truncated or replaced).
+    pub rebuilt: bool,
 }
 
 /// What the commit payload records about the indexed episodes.
@@ -116,18 +151,48 @@ struct Manifest {
 pub struct TrajectoryIndex {
     dir: PathBuf,
     index: Index,
-    reader: IndexReader,
     fields: Fields,
-    parser: QueryParser,
     manifest: Manifest,
     settings_key: String,
+    searcher: IndexSearcher,
+}
+
+/// A handle that searches the committed part of a [`TrajectoryIndex`], shareable with other threads
+/// (`Clone + Send + Sync`): while one thread runs [`TrajectoryIndex::update_in_batches`], another searches
+/// through this handle and sees each batch as soon as it is committed.
+#[derive(Clone)]
+pub struct IndexSearcher {
+    shared: Arc<SearchShared>,
+}
+
+struct SearchShared {
+    dir: PathBuf,
+    fields: Fields,
+    parser: QueryParser,
+    reader: IndexReader,
+    current: RwLock<Committed>,
+}
+
+#[derive(Clone)]
+struct Committed {
+    searcher: Searcher,
+    episodes: usize,
+}
+
+/// One committed state of the index: the searches of a snapshot all see the same documents, which are
+/// those of the first [`Snapshot::episodes_indexed`] episodes.
+#[derive(Clone)]
+pub struct Snapshot {
+    committed: Committed,
+    shared: Arc<SearchShared>,
 }
 
 impl TrajectoryIndex {
     /// Open (or create) the index of `run_dir` for `settings` under `cache_root` (see
     /// [`default_cache_dir`]). The run directory is only resolved to its canonical path, never written.
     pub fn open(run_dir: &Path, cache_root: &Path, settings: &AdvantageSettings) -> Result<Self, IndexError> {
-        let run = run_dir.canonicalize().map_err(|source| IndexError::RunDir { path: run_dir.to_path_buf(), source })?;
+        let run =
+            run_dir.canonicalize().map_err(|source| IndexError::RunDir { path: run_dir.to_path_buf(), source })?;
         let io_err = |path: &Path| {
             let path = path.to_path_buf();
             move |source| IndexError::Io { path, source }
@@ -159,11 +224,10 @@ impl TrajectoryIndex {
             .and_then(|p| serde_json::from_str::<Manifest>(&p).ok())
             .filter(|m| m.format == INDEX_FORMAT && m.settings == settings_key)
             .unwrap_or_default();
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err)?;
-        let mut parser = QueryParser::for_index(
-            &index,
-            vec![fields.instruction, fields.observation, fields.action, fields.thought],
-        );
+        let reader: IndexReader =
+            index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err)?;
+        let mut parser =
+            QueryParser::for_index(&index, vec![fields.instruction, fields.observation, fields.action, fields.thought]);
         // Typing more words narrows the results, as in every search box.
         parser.set_conjunction_by_default();
         if fresh {
@@ -171,7 +235,10 @@ impl TrajectoryIndex {
                 evict_old_variants(run_root, &dir);
             }
         }
-        Ok(TrajectoryIndex { dir, index, reader, fields, parser, manifest, settings_key })
+        let current = RwLock::new(Committed { searcher: reader.searcher(), episodes: manifest.episodes });
+        let searcher =
+            IndexSearcher { shared: Arc::new(SearchShared { dir: dir.clone(), fields, parser, reader, current }) };
+        Ok(TrajectoryIndex { dir, index, fields, manifest, settings_key, searcher })
     }
 
     /// Open under [`default_cache_dir`].
@@ -191,79 +258,126 @@ impl TrajectoryIndex {
     }
 
     /// Bring the index up to date with `episodes` (the run's episodes in file order) and `table` (the
-    /// engine's output for exactly these episodes under the settings the index was opened with).
+    /// engine's output for exactly these episodes under the settings the index was opened with), in one
+    /// commit.
     pub fn update(&mut self, episodes: &[Episode], table: &AdvantageTable) -> Result<UpdateStats, IndexError> {
+        self.update_in_batches(episodes, table, usize::MAX, |_| ControlFlow::Continue(()))
+    }
+
+    /// [`update`](Self::update) in batches of `batch` episodes (file order), each committed before the next
+    /// is written: after every commit the batch is searchable through [`searcher`](Self::searcher) handles
+    /// (from any thread), and `progress` is told how far the update is. When `progress` returns
+    /// [`ControlFlow::Break`], the update stops there: the index is valid and holds the first
+    /// `episodes_indexed` episodes, and a later update goes on from there.
+    ///
+    /// A batch writes its episodes and the earlier members of their groups (whose advantages the table
+    /// gives relative to the whole group), so a committed prefix is always consistent with `table`.
+    pub fn update_in_batches(
+        &mut self,
+        episodes: &[Episode],
+        table: &AdvantageTable,
+        batch: usize,
+        mut progress: impl FnMut(Progress) -> ControlFlow<()>,
+    ) -> Result<UpdateStats, IndexError> {
+        let n = episodes.len();
         let table_episodes = table.row_offsets.len().saturating_sub(1);
-        if table_episodes != episodes.len() || table.episode_group_of.len() != episodes.len() {
-            return Err(IndexError::TableMismatch { table: table_episodes, episodes: episodes.len() });
+        if table_episodes != n || table.episode_group_of.len() != n {
+            return Err(IndexError::TableMismatch { table: table_episodes, episodes: n });
         }
         let known = self.manifest.episodes;
         // One pass over the episodes: hash the prefix the index claims to hold, compare, and later extend the
-        // same hash over the rest for the new manifest.
-        let prefix = known.min(episodes.len());
+        // same hash over the rest for the new manifests.
+        let prefix = known.min(n);
         let mut digest = PrefixDigest::of(&episodes[..prefix]);
-        let same_prefix = known <= episodes.len() && digest.hex() == self.manifest.digest;
-        let rebuilt = !same_prefix;
+        let rebuilt = !(known <= n && digest.hex() == self.manifest.digest);
         let start = if rebuilt { 0 } else { known };
-        if !rebuilt && start == episodes.len() {
+        if !rebuilt && start == n {
             return Ok(UpdateStats { episodes_indexed: known, ..UpdateStats::default() });
         }
-
-        let tantivy_err = |source| IndexError::Tantivy { path: self.dir.clone(), source };
-        let mut writer = self.writer()?;
-        // Groups gaining an episode: all their members are written again (their advantages changed).
-        let groups: BTreeSet<u32> = table.episode_group_of[start..].iter().copied().collect();
-        let to_write: Vec<usize> = if rebuilt {
-            writer.delete_all_documents().map_err(tantivy_err)?;
-            (0..episodes.len()).collect()
-        } else {
-            for &g in &groups {
-                let name = &table.episode_groups[g as usize].name;
-                writer.delete_term(Term::from_field_text(self.fields.group, name));
-            }
-            let mut list: Vec<usize> = groups
-                .iter()
-                .flat_map(|&g| table.episode_groups[g as usize].episodes.iter().map(|&e| e as usize))
-                .collect();
-            list.sort_unstable();
-            list
-        };
-        let mut steps_written = 0;
-        for &e in &to_write {
-            steps_written += self.add_episode(&writer, e, &episodes[e], table)?;
+        let mut digested = prefix;
+        if rebuilt {
+            digest = PrefixDigest::default();
+            digested = 0;
         }
 
-        let manifest = Manifest {
-            format: INDEX_FORMAT,
-            settings: self.settings_key.clone(),
-            episodes: episodes.len(),
-            digest: {
-                episodes[prefix..].iter().for_each(|e| digest.episode(e));
-                digest.hex()
-            },
-        };
-        let payload = serde_json::to_string(&manifest).unwrap_or_default();
-        let mut commit = writer.prepare_commit().map_err(tantivy_err)?;
-        commit.set_payload(&payload);
-        commit.commit().map_err(tantivy_err)?;
+        let dir = self.dir.clone();
+        let tantivy_err = |source| IndexError::Tantivy { path: dir.clone(), source };
+        let new_steps = table.row_offsets[n] - table.row_offsets[start];
+        let mut writer = self.writer(new_steps >= BULK_STEPS)?;
+        if rebuilt {
+            writer.delete_all_documents().map_err(tantivy_err)?;
+        }
+        let batch = batch.max(1);
+        let mut stats = UpdateStats { rebuilt, episodes_indexed: start, ..UpdateStats::default() };
+        let mut a = start;
+        while a < n {
+            let b = a.saturating_add(batch).min(n);
+            // Groups gaining an episode: all their members up to `b` are written (again): their advantages
+            // are relative to the group. Members before `a` are already in the index and deleted first.
+            let groups: BTreeSet<u32> = table.episode_group_of[a..b].iter().copied().collect();
+            let mut to_write = Vec::with_capacity(b - a);
+            for &g in &groups {
+                let group = &table.episode_groups[g as usize];
+                // Members are in file order.
+                if group.episodes.first().is_some_and(|&e| (e as usize) < a) {
+                    writer.delete_term(Term::from_field_text(self.fields.group, &group.name));
+                }
+                to_write.extend(group.episodes.iter().map(|&e| e as usize).take_while(|&e| e < b));
+            }
+            to_write.sort_unstable();
+            for &e in &to_write {
+                stats.steps_written += self.add_episode(&writer, e, &episodes[e], table)?;
+            }
+            stats.episodes_written += to_write.len();
+
+            episodes[digested.max(a).min(b)..b].iter().for_each(|e| digest.episode(e));
+            digested = digested.max(b);
+            let manifest = Manifest {
+                format: INDEX_FORMAT,
+                settings: self.settings_key.clone(),
+                episodes: b,
+                digest: digest.hex(),
+            };
+            let payload = serde_json::to_string(&manifest).unwrap_or_default();
+            let mut commit = writer.prepare_commit().map_err(tantivy_err)?;
+            commit.set_payload(&payload);
+            commit.commit().map_err(tantivy_err)?;
+            self.manifest = manifest;
+            self.searcher.publish(b).map_err(tantivy_err)?;
+            stats.episodes_indexed = b;
+            a = b;
+            let report = Progress {
+                episodes_indexed: b,
+                episodes_total: n,
+                episodes_written: stats.episodes_written,
+                steps_written: stats.steps_written,
+                rebuilt,
+            };
+            if progress(report).is_break() && a < n {
+                stats.cancelled = true;
+                break;
+            }
+        }
         // Let merges finish so the next search sees few segments and the writer lock is released.
         writer.wait_merging_threads().map_err(tantivy_err)?;
-        self.reader.reload().map_err(tantivy_err)?;
-        self.manifest = manifest;
-        Ok(UpdateStats {
-            rebuilt,
-            episodes_written: to_write.len(),
-            steps_written,
-            episodes_indexed: episodes.len(),
-        })
+        self.searcher.publish(stats.episodes_indexed).map_err(tantivy_err)?;
+        Ok(stats)
     }
 
-    fn writer(&self) -> Result<IndexWriter, IndexError> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
-        self.index.writer_with_num_threads(threads, threads * WRITER_BUDGET_PER_THREAD).map_err(|source| match source {
-            tantivy::TantivyError::LockFailure(..) => IndexError::Busy { path: self.dir.clone() },
-            source => IndexError::Tantivy { path: self.dir.clone(), source },
-        })
+    /// A writer for an update: a bulk build gets large arenas (few segments); merging is limited to the
+    /// small segments of incremental updates.
+    fn writer(&self, bulk: bool) -> Result<IndexWriter, IndexError> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_WRITER_THREADS);
+        let per_thread = if bulk { BULK_BUDGET_PER_THREAD } else { SMALL_BUDGET_PER_THREAD };
+        let writer =
+            self.index.writer_with_num_threads(threads, threads * per_thread).map_err(|source| match source {
+                tantivy::TantivyError::LockFailure(..) => IndexError::Busy { path: self.dir.clone() },
+                source => IndexError::Tantivy { path: self.dir.clone(), source },
+            })?;
+        let mut policy = LogMergePolicy::default();
+        policy.set_max_docs_before_merge(MAX_DOCS_BEFORE_MERGE);
+        writer.set_merge_policy(Box::new(policy));
+        Ok(writer)
     }
 
     fn add_episode(
@@ -306,24 +420,64 @@ impl TrajectoryIndex {
         Ok(rows.len().min(episode.steps.len()))
     }
 
+    /// A handle that searches what is committed, usable from other threads while this index is updated.
+    pub fn searcher(&self) -> IndexSearcher {
+        self.searcher.clone()
+    }
+
     /// Parse `query` without running it: the TUI checks a query as it is typed.
     pub fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
-        let error = |message: String| IndexError::Query { query: query.to_string(), message };
-        let ast = query_grammar::parse_query(query).map_err(|_| {
-            let (_, hints) = query_grammar::parse_query_lenient(query);
-            let detail = hints
-                .first()
-                .map_or_else(String::new, |h| format!(" at character {}: {}", h.pos + 1, h.message));
-            error(format!("syntax error{detail}; {SYNTAX_HELP}"))
-        })?;
-        self.parser.build_query_from_user_input_ast(negations_match_all(ast)).map_err(|e| error(explain(&e)))
+        self.searcher.parse(query)
     }
 
     /// The best `limit` matching steps, by score and then file order, and the number of matches.
     pub fn search(&self, query: &str, limit: usize) -> Result<SearchResults, IndexError> {
-        let parsed = self.parse(query)?;
-        let searcher = self.reader.searcher();
-        let tantivy_err = |source| IndexError::Tantivy { path: self.dir.clone(), source };
+        self.searcher.search(query, limit)
+    }
+}
+
+impl IndexSearcher {
+    /// The latest committed state; its searches all see the same documents.
+    pub fn snapshot(&self) -> Snapshot {
+        let committed = self.shared.current.read().unwrap_or_else(|e| e.into_inner()).clone();
+        Snapshot { committed, shared: self.shared.clone() }
+    }
+
+    /// Episodes searchable now (the first ones of the run, in file order).
+    pub fn episodes_indexed(&self) -> usize {
+        self.shared.current.read().unwrap_or_else(|e| e.into_inner()).episodes
+    }
+
+    /// Parse `query` without running it.
+    pub fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
+        self.shared.parse(query)
+    }
+
+    /// Search the latest committed state (see [`Snapshot::search`]).
+    pub fn search(&self, query: &str, limit: usize) -> Result<SearchResults, IndexError> {
+        self.snapshot().search(query, limit)
+    }
+
+    /// Make the latest commit, which holds the first `episodes` episodes, the one searches see.
+    fn publish(&self, episodes: usize) -> tantivy::Result<()> {
+        self.shared.reader.reload()?;
+        let searcher = self.shared.reader.searcher();
+        *self.shared.current.write().unwrap_or_else(|e| e.into_inner()) = Committed { searcher, episodes };
+        Ok(())
+    }
+}
+
+impl Snapshot {
+    /// Episodes this snapshot holds: the first `episodes_indexed` of the run, in file order.
+    pub fn episodes_indexed(&self) -> usize {
+        self.committed.episodes
+    }
+
+    /// The best `limit` matching steps, by score and then file order, and the number of matches.
+    pub fn search(&self, query: &str, limit: usize) -> Result<SearchResults, IndexError> {
+        let parsed = self.shared.parse(query)?;
+        let searcher = &self.committed.searcher;
+        let tantivy_err = |source| IndexError::Tantivy { path: self.shared.dir.clone(), source };
         if limit == 0 {
             let total = searcher.search(&parsed, &Count).map_err(tantivy_err)?;
             return Ok(SearchResults { total, hits: Vec::new() });
@@ -345,7 +499,7 @@ impl TrajectoryIndex {
         for ((score, Reverse((episode, step))), address) in top {
             hits.push(Hit {
                 episode: episode as usize,
-                episode_id: self.stored_id(&searcher, address)?,
+                episode_id: self.stored_id(searcher, address)?,
                 step: step as usize,
                 score,
             });
@@ -353,10 +507,23 @@ impl TrajectoryIndex {
         Ok(SearchResults { total, hits })
     }
 
-    fn stored_id(&self, searcher: &tantivy::Searcher, address: DocAddress) -> Result<String, IndexError> {
+    fn stored_id(&self, searcher: &Searcher, address: DocAddress) -> Result<String, IndexError> {
         let doc: TantivyDocument =
-            searcher.doc(address).map_err(|source| IndexError::Tantivy { path: self.dir.clone(), source })?;
-        Ok(doc.get_first(self.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string())
+            searcher.doc(address).map_err(|source| IndexError::Tantivy { path: self.shared.dir.clone(), source })?;
+        Ok(doc.get_first(self.shared.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string())
+    }
+}
+
+impl SearchShared {
+    fn parse(&self, query: &str) -> Result<Box<dyn Query>, IndexError> {
+        let error = |message: String| IndexError::Query { query: query.to_string(), message };
+        let ast = query_grammar::parse_query(query).map_err(|_| {
+            let (_, hints) = query_grammar::parse_query_lenient(query);
+            let detail =
+                hints.first().map_or_else(String::new, |h| format!(" at character {}: {}", h.pos + 1, h.message));
+            error(format!("syntax error{detail}; {SYNTAX_HELP}"))
+        })?;
+        self.parser.build_query_from_user_input_ast(rewrite(ast)).map_err(|e| error(explain(&e)))
     }
 }
 
@@ -387,6 +554,28 @@ fn evict_old_variants(run_root: &Path, keep: &Path) {
 const SYNTAX_HELP: &str = "write field:word, field:\"a phrase\", AND / OR / NOT, parentheses, \
                            ranges like reward:[0 TO 0.5] or comparisons like adv:<-1";
 
+/// The query as tantivy should run it: purely negative clauses match all but what they exclude (below), and
+/// an exact value of a column-only number (`adv_e:4`, see `schema::COLUMN_ONLY_FIELDS`) is the range
+/// `[4 TO 4]`, as tantivy's parser only makes term queries on indexed fields.
+fn rewrite(ast: UserInputAst) -> UserInputAst {
+    negations_match_all(ast)
+}
+
+fn exact_values_as_ranges(leaf: UserInputLeaf) -> UserInputLeaf {
+    match leaf {
+        UserInputLeaf::Literal(literal)
+            if literal.field_name.as_deref().is_some_and(|f| COLUMN_ONLY_FIELDS.contains(&f)) && !literal.prefix =>
+        {
+            UserInputLeaf::Range {
+                field: literal.field_name,
+                lower: UserInputBound::Inclusive(literal.phrase.clone()),
+                upper: UserInputBound::Inclusive(literal.phrase),
+            }
+        }
+        leaf => leaf,
+    }
+}
+
 /// tantivy turns `a AND NOT b` into `+a +(-b)`, and a clause with only excluded parts matches nothing, so the
 /// query would find nothing (tantivy issue #2584); a bare `NOT b` is refused outright. Users mean "all
 /// except b" in both cases, so every purely negative clause gets an explicit match-all part.
@@ -401,7 +590,7 @@ fn negations_match_all(ast: UserInputAst) -> UserInputAst {
             UserInputAst::Clause(children)
         }
         UserInputAst::Boost(inner, boost) => UserInputAst::Boost(Box::new(negations_match_all(*inner)), boost),
-        leaf => leaf,
+        UserInputAst::Leaf(leaf) => UserInputAst::Leaf(Box::new(exact_values_as_ranges(*leaf))),
     }
 }
 
@@ -423,6 +612,9 @@ fn explain(error: &QueryParserError) -> String {
             "expected a whole number (iteration, step, step_group_size, episode), e.g. step:>=3".to_string()
         }
         QueryParserError::ExpectedBool(_) => "expected true or false (success, valid)".to_string(),
+        QueryParserError::FieldNotIndexed(field) => {
+            format!("`{field}` takes a number, a range or a comparison, e.g. {field}:<-1 or {field}:[0 TO 1]")
+        }
         other => other.to_string(),
     }
 }

@@ -46,9 +46,19 @@ pub(crate) struct Fields {
     pub episode: Field,
 }
 
-/// Numbers are indexed (range queries) and fast (sorting, reading hits without the doc store).
+/// Numbers are indexed (terms and range queries) and fast (sorting, reading hits without the doc store).
 fn numeric() -> NumericOptions {
     NumericOptions::from(INDEXED | FAST)
+}
+
+/// The computed numbers (return and advantages) are nearly all distinct, so indexing them would put about
+/// one term per step and field into the term dictionary, a large part of the build's cost. They are fast
+/// fields only: ranges and comparisons scan the column, and an exact value (`adv_e:4`) is searched as the
+/// range `[4 TO 4]` (see `TrajectoryIndex::parse`).
+pub const COLUMN_ONLY_FIELDS: [&str; 4] = ["return", "adv", "adv_e", "adv_s"];
+
+fn column_only() -> NumericOptions {
+    NumericOptions::from(FAST)
 }
 
 pub(crate) fn build() -> (Schema, Fields) {
@@ -64,10 +74,10 @@ pub(crate) fn build() -> (Schema, Fields) {
         success: b.add_bool_field("success", numeric()),
         valid: b.add_bool_field("valid", numeric()),
         reward: b.add_f64_field("reward", numeric()),
-        ret: b.add_f64_field("return", numeric()),
-        adv: b.add_f64_field("adv", numeric()),
-        adv_e: b.add_f64_field("adv_e", numeric()),
-        adv_s: b.add_f64_field("adv_s", numeric()),
+        ret: b.add_f64_field("return", column_only()),
+        adv: b.add_f64_field("adv", column_only()),
+        adv_e: b.add_f64_field("adv_e", column_only()),
+        adv_s: b.add_f64_field("adv_s", column_only()),
         iteration: b.add_i64_field("iteration", numeric()),
         step: b.add_u64_field("step", numeric()),
         step_group_size: b.add_u64_field("step_group_size", numeric()),

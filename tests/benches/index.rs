@@ -1,11 +1,14 @@
 //! Trajectory index and live watcher figures on a generated run (default 100,000 episodes, ~1.5 M steps):
 //! index build, query latency, an incremental update, and the delay from an appended line to its event.
 //!
-//! `cargo bench --no-default-features --bench index` (set `GIGSCOPE_BENCH_EPISODES` for another size).
-//! A bench binary rather than criterion: building the index once takes minutes, so it is timed once.
+//! `cargo bench --no-default-features --bench index` (set `GIGSCOPE_BENCH_EPISODES` for another size,
+//! `GIGSCOPE_BENCH_BATCH` for the batch of the build in batches, 0 to skip it).
+//! A bench binary rather than criterion: building the index takes seconds to minutes, so it is timed once.
 
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -22,7 +25,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let n: usize = std::env::var("GIGSCOPE_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     // Groups of 8 trajectories of 1–29 steps (mean 15): 100,000 episodes ≈ 1.5 M steps.
-    let spec = |groups: usize, seed: u64| SynthSpec { groups, trajectories: 8, steps: 1..=29, groups_per_iteration: 16, seed };
+    let spec =
+        |groups: usize, seed: u64| SynthSpec { groups, trajectories: 8, steps: 1..=29, groups_per_iteration: 16, seed };
     let run_dir = tempfile::tempdir().expect("temp run dir");
     let cache = tempfile::tempdir().expect("temp cache dir");
     let settings = AdvantageSettings::default();
@@ -50,17 +54,22 @@ fn main() {
         .map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
         .unwrap_or(0);
     println!(
-        "index build: {:.1} s for {} steps ({:.0} steps/s), {:.0} MB on disk",
+        "index build: {:.1} s for {} steps ({:.0} steps/s), {:.0} MB on disk, {} segments",
         build.as_secs_f64(),
         stats.steps_written,
         stats.steps_written as f64 / build.as_secs_f64(),
-        size as f64 / 1e6
+        size as f64 / 1e6,
+        segments(index.dir())
     );
 
     let t = Instant::now();
     let mut reopened = TrajectoryIndex::open(run_dir.path(), cache.path(), &settings).expect("reopen");
     let noop = reopened.update(&episodes, &table).expect("no-op update");
-    println!("reopen + up-to-date check: {:.0} ms ({} written)", t.elapsed().as_secs_f64() * 1e3, noop.episodes_written);
+    println!(
+        "reopen + up-to-date check: {:.0} ms ({} written)",
+        t.elapsed().as_secs_f64() * 1e3,
+        noop.episodes_written
+    );
 
     for query in [
         r#"action:"buy now" AND success:false AND adv:<-1"#,
@@ -84,6 +93,55 @@ fn main() {
         );
     }
 
+    let batch: usize = std::env::var("GIGSCOPE_BENCH_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    if batch > 0 {
+        // The same build in batches, searched from another thread as it grows (as the TUI would).
+        let cache = tempfile::tempdir().expect("temp cache dir");
+        let mut grown = TrajectoryIndex::open(run_dir.path(), cache.path(), &settings).expect("open index");
+        let searcher = grown.searcher();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let t = Instant::now();
+        let (stats, first, searches) = std::thread::scope(|scope| {
+            let probe = scope.spawn(|| {
+                let mut searches = Vec::new();
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let snapshot = searcher.snapshot();
+                    let s = Instant::now();
+                    let total = snapshot.search("running shoes", 50).expect("search").total;
+                    searches.push((s.elapsed(), snapshot.episodes_indexed(), total));
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                searches
+            });
+            let mut first = None;
+            let stats = grown
+                .update_in_batches(&episodes, &table, batch, |p| {
+                    first.get_or_insert(t.elapsed());
+                    let _ = p;
+                    ControlFlow::Continue(())
+                })
+                .expect("build in batches");
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            (stats, first, probe.join().expect("probe"))
+        });
+        let build = t.elapsed();
+        let mut times: Vec<Duration> = searches.iter().map(|s| s.0).collect();
+        times.sort();
+        let grown_states = searches.windows(2).filter(|w| w[1].1 > w[0].1).count();
+        println!(
+            "index build in batches of {batch} episodes: {:.1} s, first batch searchable after {:.2} s, {} segments; \
+             searches meanwhile: {} (median {:.1} ms, max {:.1} ms), {} growing states seen",
+            build.as_secs_f64(),
+            first.unwrap_or_default().as_secs_f64(),
+            segments(grown.dir()),
+            times.len(),
+            if times.is_empty() { 0.0 } else { percentile(&times, 0.5).as_secs_f64() * 1e3 },
+            times.last().map_or(0.0, |t| t.as_secs_f64() * 1e3),
+            grown_states
+        );
+        assert_eq!(stats.episodes_indexed, episodes.len());
+    }
+
     // A live run appends one more group of 8.
     let mut grown = episodes.clone();
     for (i, mut e) in synth::episodes(&spec(1, 99)).enumerate() {
@@ -94,13 +152,23 @@ fn main() {
     let table = compute(&grown, &settings);
     let t = Instant::now();
     let stats = index.update(&grown, &table).expect("incremental update");
+    let elapsed = t.elapsed();
+    let found = index.search("id:new0", 1).expect("search").total;
     println!(
-        "incremental update (+1 group): {:.0} ms, {} episodes written",
-        t.elapsed().as_secs_f64() * 1e3,
-        stats.episodes_written
+        "incremental update (+1 group): {:.0} ms, {} episodes written, appended episode found: {}",
+        elapsed.as_secs_f64() * 1e3,
+        stats.episodes_written,
+        found > 0
     );
 
     watcher_delay(&episodes);
+}
+
+/// Segments of the index in `dir` (one `.idx` file each).
+fn segments(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "idx")).count())
+        .unwrap_or(0)
 }
 
 /// Delay from appending a line to its event arriving, with notify (default options).
