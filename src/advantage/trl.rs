@@ -34,7 +34,7 @@ use super::settings::{AdvantageSettings, Aggregation, Estimator, ScaleRewards};
 use crate::run::Episode;
 
 /// Key of `Outcome::extra` holding the per-function rewards of a TRL sample: `{name: number or null}`.
-pub const REWARDS_KEY: &str = "rewards";
+pub use crate::run::REWARDS_KEY;
 
 /// Added to the standard deviation by TRL's GRPO normalisation.
 pub const TRL_STD_EPSILON: f64 = 1e-4;

@@ -8,12 +8,15 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::advantage::AdvantageOverrides;
+use super::settings::AdvantageOverrides;
 
 /// The value of `run.json`'s `format` key for this version.
 pub const FORMAT_V1: &str = "gigscope-run/1";
 /// Key of `Episode::extra` where readers of multi-file layouts record `{"file": …, "line": …}`.
 pub const SOURCE_KEY: &str = "source";
+/// Key of `Outcome::extra` holding per-reward-function rewards `{name: number or null}` in the trainer's
+/// order (TRL logs one column per reward function; the engine weighs and normalises them).
+pub const REWARDS_KEY: &str = "rewards";
 /// Key of `Step::extra` where a trainer records how many times it counted the step ([`Step::copies`]).
 pub const COPIES_KEY: &str = "copies";
 /// File names inside a run directory.

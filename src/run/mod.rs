@@ -3,6 +3,7 @@
 mod error;
 mod format;
 mod reader;
+pub mod settings;
 pub mod source;
 pub mod synth;
 mod writer;

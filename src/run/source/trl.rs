@@ -58,9 +58,8 @@ use parquet::record::Field;
 use serde_json::{json, Map, Value};
 
 use super::{list_dir, ErrorOnce, Stamp, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
-use crate::advantage::trl::{weighted_nansum, REWARDS_KEY};
-use crate::advantage::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
-use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
+use crate::run::settings::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
+use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, REWARDS_KEY, SOURCE_KEY};
 use crate::run::reader::LineError;
 
 /// The directory TRL writes the files into, under its `output_dir`.
@@ -525,8 +524,9 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
 }
 
 fn episode(r: RowData, group: usize, step: u64, rel: &str, reward_names: &[String]) -> Episode {
-    let reward = weighted_nansum(&r.rewards, |_| 1.0);
-    let reward = if reward.is_nan() { 0.0 } else { reward };
+    // TRL's reward under its default weights (1 each): the sum of the rewards that are not NaN (0 for TRL's
+    // "unscorable" row, where every one is).
+    let reward: f64 = r.rewards.iter().filter(|x| !x.is_nan()).sum();
     let rewards: Map<String, Value> =
         reward_names.iter().zip(&r.rewards).map(|(name, &v)| (name.clone(), json_number(v))).collect();
     let mut outcome_extra = Map::new();

@@ -81,7 +81,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value};
 
 use super::{list_dir, step_file_number, ErrorOnce, Stamp, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
-use crate::advantage::{AdvantageOverrides, Estimator, Norm, Pooling};
+use crate::run::settings::{AdvantageOverrides, Estimator, Norm, Pooling};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
 use crate::run::reader::LineError;
 
