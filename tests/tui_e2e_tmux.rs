@@ -139,7 +139,11 @@ fn navigate_to_a_step_and_read_its_advantages_then_see_an_appended_episode() {
     assert!(screen.contains("trainer A +8.512 · recomputed A +8.512"), "{screen}");
     // The anchor group view with the filled-in formula.
     s.keys(&["a"]);
-    s.wait_for(&["[Anchor group]", "mean_S = mean of the members' R_t = (9.0250 + 0.0000) / 2 = 4.5125", "A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"]);
+    s.wait_for(&[
+        "[Anchor group]",
+        "mean_S = mean of the members' R_t = (9.0250 + 0.0000) / 2 = 4.5125",
+        "A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512",
+    ]);
     // A settings change recomputes everything at once: ω 1.0 → 0.9.
     s.keys(&["s", "j", "j", "h"]);
     s.wait_for(&["ω step weight    0.90", "* run: 1.00"]);
@@ -227,6 +231,9 @@ fn a_group_played_by_hand_lands_in_the_run() {
     // Item page: back to search, < prev, description, features, reviews, buy now, options.
     s.wait_for(&["click[buy now]", "click[description]"]);
     s.keys(&["j", "j", "j", "j", "j", "Enter"]);
+    // The purchase's page stays until Enter, which opens the written group.
+    s.wait_for(&["Thank you for shopping with us", "Episode 1/1 ended"]);
+    s.keys(&["Enter"]);
     let screen = s.wait_for(&["[Groups]", "play-goal-0-1"]);
     assert!(screen.contains("1 trajectories") || screen.contains("1 trajectory"), "{screen}");
     let episodes = episode_lines(&dir);
@@ -234,6 +241,7 @@ fn a_group_played_by_hand_lands_in_the_run() {
     let played = episodes.last().unwrap();
     assert_eq!(played["group"], "play-goal-0-1");
     assert_eq!(played["iteration"], 0);
+    assert_eq!(played["source"], "play");
     assert_eq!(played["steps"].as_array().unwrap().len(), 3);
     assert_eq!(played["steps"][0]["action"], "search[table]");
     assert_eq!(played["steps"][2]["action"], "click[buy now]");

@@ -75,9 +75,13 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
                     s.select_row(e, t);
                     update(&mut s, Msg::Action(Action::Anchor));
                     let what = format!("{e_name} {n_name} {p_name} {id} step {t}");
-                    let x =
-                        explain::explain(&s.domain.derived.table, &s.domain.run.episodes, &s.domain.derived.settings, s.row_ref().unwrap())
-                            .unwrap();
+                    let x = explain::explain(
+                        &s.domain.derived.table,
+                        &s.domain.run.episodes,
+                        &s.domain.derived.settings,
+                        s.row_ref().unwrap(),
+                    )
+                    .unwrap();
                     explain::consistent(&x).unwrap_or_else(|m| panic!("{what}: {m}"));
                     let screen = render(&s);
                     for (label, key, symbol) in [

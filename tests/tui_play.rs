@@ -80,6 +80,10 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
     assert!(fx.write.is_empty(), "nothing is written before the group is complete");
     let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
     assert_eq!((session.finished.len(), session.env.steps()), (1, 0), "the next episode starts afresh");
+    let page = s.ui.play.as_ref().unwrap().finished_page.clone().expect("the page the episode ended on is shown");
+    assert!(page.observation.contains("Thank you"), "{}", page.observation);
+    act(&mut s, Action::Open);
+    assert!(s.ui.play.as_ref().unwrap().finished_page.is_none(), "Enter leaves it");
 
     let fx = play_one_episode(&mut s, "workout shorts khaki");
     assert!(s.ui.play.as_ref().unwrap().session.is_none(), "the group is over");
@@ -89,6 +93,7 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
         assert_eq!(e.id, format!("{group}-{i}"));
         assert_eq!(e.group, group);
         assert_eq!(e.iteration, 0);
+        assert_eq!(e.extra["source"], "play", "kept apart from the training iterations");
         assert_eq!(e.task.as_ref().unwrap().id, "goal-1");
         assert_eq!(e.steps.len(), 3);
         assert!(e.steps.iter().all(|st| st.anchor.is_some() && st.available_actions.is_some()));
@@ -101,27 +106,111 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
     update(&mut s, Msg::Written(Ok(2)));
     let records = written.into_iter().enumerate().map(|(i, e)| (13 + i as u64, e)).collect();
     update(&mut s, Msg::Live(vec![LiveEvent::Episodes(records)], Instant::now()));
+    assert_eq!(s.ui.view, View::Play, "the Thank you page stays until Enter");
+    act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Groups);
+    // The played group is in the play bucket, which the training charts leave out.
+    let last = s.domain.derived.iterations.last().unwrap();
+    assert!(last.is_play() && last.groups == 1, "{last:?}");
+    assert!(s.domain.derived.iterations[..s.domain.derived.iterations.len() - 1].iter().all(|i| !i.is_play()));
     assert_eq!(s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name, group);
     assert!(s.jobs.pending_group.is_none());
     let row = s.row_ref().unwrap();
     assert_eq!(s.domain.derived.table.anchor_group_of(row).members.len(), 2);
 }
 
+/// ← and Esc go back (the group is kept, as everywhere else); abandoning asks twice (issue 16, item 13).
 #[test]
-fn left_abandons_a_group_and_back_keeps_it() {
+fn left_goes_back_and_abandoning_asks_twice() {
     let mut s = playing();
     act(&mut s, Action::Open);
     choose(&mut s, "search[<your query>]");
     update(&mut s, Msg::Input(InputKey::Cancel));
-    act(&mut s, Action::Back);
+    act(&mut s, Action::Left);
     assert_eq!(s.ui.view, View::Overview);
-    assert!(s.ui.play.as_ref().unwrap().session.is_some(), "back leaves the view, not the group");
+    assert!(s.ui.play.as_ref().unwrap().session.is_some(), "← leaves the view, not the group");
     act(&mut s, Action::Play);
-    assert_eq!(s.ui.view, View::Play);
-    let fx = act(&mut s, Action::Left);
+    act(&mut s, Action::Back);
+    assert!(s.ui.play.as_ref().unwrap().session.is_some(), "so does Esc");
+    act(&mut s, Action::Play);
+    act(&mut s, Action::Abandon);
+    assert!(s.ui.play.as_ref().unwrap().session.is_some(), "the first press only asks");
+    assert!(s.ui.message.as_deref().unwrap().contains("again"), "{:?}", s.ui.message);
+    act(&mut s, Action::Down);
+    act(&mut s, Action::Abandon);
+    assert!(s.ui.play.as_ref().unwrap().session.is_some(), "another key in between cancels the question");
+    let fx = act(&mut s, Action::Abandon);
     assert!(s.ui.play.as_ref().unwrap().session.is_none());
     assert!(fx.write.is_empty(), "an abandoned group writes nothing");
+}
+
+/// After a step the cursor stays on the action it was on when the page still offers it (an item's options).
+#[test]
+fn the_cursor_stays_on_an_action_the_page_still_offers() {
+    let mut s = playing();
+    act(&mut s, Action::Open);
+    choose(&mut s, "search[<your query>]");
+    for c in "shirt".chars() {
+        update(&mut s, Msg::Input(InputKey::Char(c)));
+    }
+    update(&mut s, Msg::Input(InputKey::Submit));
+    let products: Vec<String> = actions(&s).into_iter().filter(|a| a.starts_with("click[b0")).collect();
+    let fixed = [
+        "click[back to search]",
+        "click[< prev]",
+        "click[description]",
+        "click[features]",
+        "click[reviews]",
+        "click[buy now]",
+    ];
+    for product in products {
+        choose(&mut s, &product);
+        let options: Vec<String> = actions(&s).into_iter().filter(|a| !fixed.contains(&a.as_str())).collect();
+        if let Some(option) = options.first() {
+            choose(&mut s, option);
+            let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
+            assert_eq!(session.actions()[session.cursor], *option, "the cursor stays on the option just chosen");
+            return;
+        }
+        choose(&mut s, "click[< prev]");
+    }
+    panic!("no product of the results has options");
+}
+
+/// The policy's episodes can be watched one step per key before they join the group.
+#[test]
+fn the_policy_can_be_watched_step_by_step() {
+    let mut s = playing();
+    act(&mut s, Action::Left);
+    act(&mut s, Action::Left);
+    act(&mut s, Action::Open);
+    let request = act(&mut s, Action::WatchPolicy).autoplay.expect("the policy is asked to play");
+    let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
+    let step = |a: &str| gigscope::run::Step::new(session.env.observation(), a, 0.0);
+    let episodes: Vec<_> = (0..request.n)
+        .map(|i| {
+            gigscope::run::Episode::new(
+                format!("{}-{i}", request.group),
+                request.group.clone(),
+                vec![step("search[a]"), step("click[b]")],
+            )
+        })
+        .collect();
+    let fx = update(&mut s, Msg::Autoplayed(Ok((episodes, "the policy".into()))));
+    assert!(fx.write.is_empty(), "nothing is written while the steps are shown");
+    let shown = |s: &State| {
+        let r = s.ui.play.as_ref().unwrap().replay.as_ref().unwrap();
+        (r.episode, r.step)
+    };
+    assert_eq!(shown(&s), (0, 0));
+    act(&mut s, Action::Open);
+    assert_eq!(shown(&s), (0, 1));
+    act(&mut s, Action::Open);
+    assert_eq!(shown(&s), (1, 0));
+    act(&mut s, Action::Open);
+    let fx = act(&mut s, Action::Open);
+    assert_eq!(fx.write.len(), 2, "after the last step the episodes join the group, which is written");
+    assert!(s.ui.play.as_ref().unwrap().replay.is_none());
 }
 
 #[test]
@@ -135,9 +224,8 @@ fn the_policy_plays_the_rest_of_the_group() {
     let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
     let mut episode = gigscope::run::Episode::new("x", request.group.clone(), vec![]);
     episode.steps.push(gigscope::run::Step::new(session.env.observation(), "click[search]", 0.0));
-    let episodes: Vec<_> = (0..4)
-        .map(|i| gigscope::run::Episode { id: format!("{}-{i}", request.group), ..episode.clone() })
-        .collect();
+    let episodes: Vec<_> =
+        (0..4).map(|i| gigscope::run::Episode { id: format!("{}-{i}", request.group), ..episode.clone() }).collect();
     let fx = update(&mut s, Msg::Autoplayed(Ok((episodes, "the policy".into()))));
     assert_eq!(fx.write.len(), 4);
     assert!(s.ui.message.as_deref().unwrap().starts_with("the policy played 4"));
@@ -165,8 +253,23 @@ fn the_burst_dialog_starts_one_burst_and_follows_it() {
     act(&mut s, Action::Right);
     assert_eq!(s.jobs.burst_form.goals, 32, "the form is frozen while the burst runs");
 
-    update(&mut s, Msg::Burst(BurstUpdate::Started { first_iteration: 2, iterations: 3, device: "Cpu".into(), how: "new run".into() }));
-    let point = BurstPoint { iteration: 2, success: 0.25, score: 0.5, eval_success: None, env_steps_per_s: 1000.0, seconds: 1.0 };
+    update(
+        &mut s,
+        Msg::Burst(BurstUpdate::Started {
+            first_iteration: 2,
+            iterations: 3,
+            device: "Cpu".into(),
+            how: "new run".into(),
+        }),
+    );
+    let point = BurstPoint {
+        iteration: 2,
+        success: 0.25,
+        score: 0.5,
+        eval_success: None,
+        env_steps_per_s: 1000.0,
+        seconds: 1.0,
+    };
     update(&mut s, Msg::Burst(BurstUpdate::Iteration(point)));
     let b = s.jobs.burst.as_ref().unwrap();
     assert!(b.running());

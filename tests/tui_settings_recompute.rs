@@ -26,7 +26,11 @@ fn every_settings_change_equals_a_rebuild() {
     for field in 0..FIELDS.len() {
         for key in [Action::Right, Action::Right, Action::Left, Action::ResetSettings, Action::Left] {
             update(&mut s, Msg::Action(key));
-            assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.settings), "field {field}, {key:?}");
+            assert_eq!(
+                s.domain.derived,
+                Derived::build(&s.domain.run.episodes, &s.domain.settings),
+                "field {field}, {key:?}"
+            );
         }
         update(&mut s, Msg::Action(Action::Down));
     }
@@ -68,7 +72,10 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     assert!(fx.redraw && fx.group_anchors.is_none());
     assert_eq!(s.domain.grouping_job, None);
     assert_eq!(s.domain.derived, built(&s));
-    assert_ne!(built(&s).table.anchor_groups.len(), Derived::build(&s.domain.run.episodes, &s.domain.recorded).table.anchor_groups.len());
+    assert_ne!(
+        built(&s).table.anchor_groups.len(),
+        Derived::build(&s.domain.run.episodes, &s.domain.recorded).table.anchor_groups.len()
+    );
 }
 
 #[test]
@@ -137,9 +144,10 @@ fn a_grouping_of_older_episodes_is_asked_for_again() {
     let events = vec![LiveEvent::Episodes(vec![(n + 1, serde_json::from_str::<Episode>(line).unwrap())])];
     update(&mut s, Msg::Live(events, Instant::now()));
     assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
-    let again = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
-        .group_anchors
-        .expect("asked again for the new episodes");
+    let again =
+        update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
+            .group_anchors
+            .expect("asked again for the new episodes");
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
     update(&mut s, Msg::Grouped { episodes_version: again.episodes_version, grouping: again.job.run() });
     assert_eq!(s.domain.derived, built(&s));

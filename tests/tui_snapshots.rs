@@ -184,7 +184,12 @@ fn burst_dialog_with_progress() {
     let mut s = state((100, 36), true);
     keys(&mut s, &[Action::Train, Action::Open]);
     let news = [
-        BurstUpdate::Started { first_iteration: 2, iterations: 5, device: "Cpu".into(), how: "resumes the checkpoint".into() },
+        BurstUpdate::Started {
+            first_iteration: 2,
+            iterations: 5,
+            device: "Cpu".into(),
+            how: "resumes the checkpoint".into(),
+        },
         BurstUpdate::Evaluated { success: 0.1, baseline: 0.05 },
     ];
     for n in news {
@@ -217,7 +222,10 @@ fn settings_panel_while_similarity_groups_in_the_background_120x40() {
     insta::assert_snapshot!(render(&s));
     // Closed, the status bar still says the grouping is on its way.
     keys(&mut s, &[Action::Back]);
-    insta::assert_snapshot!("status_bar_while_grouping", render(&s).lines().rev().nth(1).unwrap_or_default().to_string());
+    insta::assert_snapshot!(
+        "status_bar_while_grouping",
+        render(&s).lines().rev().nth(1).unwrap_or_default().to_string()
+    );
 }
 
 /// The socks group's first step in the anchor view.
@@ -233,7 +241,10 @@ fn socks_anchor(size: (u16, u16)) -> State {
 #[test]
 fn anchor_rloo_mean_std_norm_80x24() {
     let mut s = socks_anchor((80, 24));
-    keys(&mut s, &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right]);
+    keys(
+        &mut s,
+        &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right],
+    );
     keys(&mut s, &[Action::Back]);
     assert_eq!(s.domain.settings.estimator, gigscope::advantage::Estimator::Rloo);
     insta::assert_snapshot!(render(&s));
@@ -242,7 +253,10 @@ fn anchor_rloo_mean_std_norm_80x24() {
 #[test]
 fn anchor_rloo_mean_std_norm_160x45() {
     let mut s = socks_anchor((160, 45));
-    keys(&mut s, &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right]);
+    keys(
+        &mut s,
+        &[Action::Settings, Action::Right, Action::Right, Action::Down, Action::Down, Action::Down, Action::Right],
+    );
     keys(&mut s, &[Action::Back]);
     let screen = render(&s);
     assert!(screen.contains("A = n/(n−1)·(s − mean_E) = 5/4·(10.0000 − 6.0000) = +5.000 (rloo)"), "{screen}");
@@ -323,4 +337,148 @@ fn help_explains_glyphs_and_the_formula() {
     assert!(render(&g).contains("traj 1/4"));
     keys(&mut g, &[Action::Back, Action::Compare]);
     assert!(render(&g).contains("(traj 1, return 10.000, ✓)"), "{}", render(&g));
+}
+
+/// Every view at the smallest supported size and at a projector's 160×45 (issue 16: layout at 80×24).
+#[test]
+fn every_view_at_80x24_and_160x45() {
+    use gigscope::index::{Hit, SearchResults};
+    for (w, h) in [(80u16, 24u16), (160, 45)] {
+        let name = |view: &str| format!("view_{view}_{w}x{h}");
+        let s = state((w, h), true);
+        insta::assert_snapshot!(name("overview"), render(&s));
+        let mut s = state((w, h), true);
+        socks(&mut s);
+        insta::assert_snapshot!(name("groups"), render(&s));
+        keys(&mut s, &[Action::Open]);
+        insta::assert_snapshot!(name("episode"), render(&s));
+        keys(&mut s, &[Action::Anchor]);
+        insta::assert_snapshot!(name("anchor"), render(&s));
+        keys(&mut s, &[Action::Compare]);
+        insta::assert_snapshot!(name("compare"), render(&s));
+        let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
+        let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
+        update(&mut s, Msg::SearchDone { query: "adv_s:<0".into(), result });
+        insta::assert_snapshot!(name("search"), render(&s));
+        keys(&mut s, &[Action::Help]);
+        insta::assert_snapshot!(name("help"), render(&s));
+        let mut p = with_shop((w, h));
+        insta::assert_snapshot!(name("play_goals"), render(&p));
+        keys(&mut p, &[Action::Open]);
+        insta::assert_snapshot!(name("play_episode"), render(&p));
+    }
+}
+
+/// At 80×24 the groups list stays (as a strip), the heatmap shows every step of 15-step episodes, the
+/// zero-variance note and the legend wrap, ids keep their distinguishing end (issue 16, item 11).
+#[test]
+fn the_80x24_layout_keeps_what_matters() {
+    let config = Config::defaults(false).unwrap();
+    let mut s = open(Path::new("sample_runs/webshop-gigpo"), config, (80, 24)).unwrap().0;
+    keys(&mut s, &[Action::Open]);
+    // A group with a 15-step trajectory.
+    let longest = |s: &State| {
+        s.group_episodes().iter().map(|&e| s.domain.run.episodes[e as usize].steps.len()).max().unwrap_or(0)
+    };
+    for _ in 0..40 {
+        if longest(&s) == 15 {
+            break;
+        }
+        keys(&mut s, &[Action::NextItem]);
+    }
+    assert_eq!(longest(&s), 15);
+    let screen = render(&s);
+    assert!(screen.contains("groups ("), "the groups strip is there:\n{screen}");
+    let row = screen.lines().find(|l| l.contains(" 15 ") && l.contains('│')).unwrap_or_else(|| panic!("{screen}"));
+    let cells = row.matches(['+', '−']).count() + row.matches("00").count();
+    assert!(cells >= 15, "every step of the 15-step trajectory has a cell: {row}");
+    for line in screen.lines() {
+        assert!(!line.contains("q qui "), "{line}");
+    }
+    // The histogram keeps every count.
+    let o = open(Path::new("sample_runs/webshop-gigpo"), Config::defaults(false).unwrap(), (80, 24)).unwrap().0;
+    let screen = render(&o);
+    for count in o.domain.derived.size_histogram.values().filter(|&&c| c >= 10).take(3) {
+        assert!(screen.contains(&count.to_string()), "count {count}:\n{screen}");
+    }
+    // A zero-variance note wraps instead of being cut.
+    let mut z = state((80, 24), false);
+    keys(&mut z, &[Action::Down, Action::Open, Action::NextItem]);
+    let screen = render(&z);
+    assert!(screen.contains("so A_E = 0"), "{screen}");
+}
+
+/// Played groups (by hand or by the policy) are kept apart: a `play` row of their own, left out of the
+/// training charts (issue 16, item 10).
+#[test]
+fn played_groups_have_their_own_row_out_of_the_charts() {
+    let mut s = state((120, 40), false);
+    let line = r#"{"id":"play-goal-9-1-0","group":"play-goal-9-1","iteration":0,"source":"play","steps":[{"observation":"o","action":"a","reward":1}]}"#;
+    let e: gigscope::run::Episode = serde_json::from_str(line).unwrap();
+    update(&mut s, Msg::Live(vec![gigscope::live::LiveEvent::Episodes(vec![(13, e)])], std::time::Instant::now()));
+    let its = &s.domain.derived.iterations;
+    assert_eq!(its.len(), 3);
+    assert!(its[2].is_play() && !its[0].is_play());
+    assert_eq!((its[0].episodes, its[0].iteration), (6, 0), "iteration 0 keeps only its training episodes");
+    let screen = render(&s);
+    assert!(screen.contains("│play "), "{screen}");
+    assert!(
+        screen.contains("success rate by iteration · last 0.333"),
+        "the chart ends at the last training iteration:\n{screen}"
+    );
+}
+
+/// Workshop mode: the status line names the view and what the highlighted number means; high-contrast theme.
+#[test]
+fn present_mode_names_the_view_and_the_highlighted_number() {
+    let config = Config::defaults(true).unwrap().with_display(None, true).unwrap();
+    let mut s = open(Path::new("tests/fixtures/tui/basic"), config, (160, 45)).unwrap().0;
+    socks(&mut s);
+    keys(&mut s, &[Action::Open, Action::Anchor]);
+    let screen = render(&s);
+    assert!(
+        screen.contains("Anchor group · the selected member's A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+    let mut terminal = Terminal::new(TestBackend::new(160, 45)).unwrap();
+    terminal.draw(|f| f.render_widget(&s, f.area())).unwrap();
+    let selected =
+        terminal.backend().buffer().content().iter().any(|c| c.bg == ratatui::style::Color::Rgb(0, 0x40, 0xff));
+    assert!(selected, "the high-contrast selection");
+}
+
+/// `--theme light` (or `preset = "light"`): no dark selection background anywhere.
+#[test]
+fn the_light_theme_draws_no_dark_shades() {
+    let config = Config::defaults(true).unwrap().with_display(Some("light"), false).unwrap();
+    let mut s = open(Path::new("tests/fixtures/tui/basic"), config, (80, 24)).unwrap().0;
+    keys(&mut s, &[Action::Open]);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| f.render_widget(&s, f.area())).unwrap();
+    // Relative luminance (WCAG) of an exact colour; named colours are the terminal's own.
+    let luminance = |c: ratatui::style::Color| match c {
+        ratatui::style::Color::Rgb(r, g, b) => {
+            let lin = |v: u8| {
+                let v = v as f64 / 255.0;
+                if v <= 0.03928 {
+                    v / 12.92
+                } else {
+                    ((v + 0.055) / 1.055).powf(2.4)
+                }
+            };
+            Some(0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b))
+        }
+        ratatui::style::Color::Black => Some(0.0),
+        _ => None,
+    };
+    let mut shaded = 0;
+    for cell in terminal.backend().buffer().content() {
+        let Some(bg) = luminance(cell.bg) else { continue };
+        shaded += 1;
+        let fg = luminance(cell.fg).unwrap_or(0.0);
+        let contrast = (fg.max(bg) + 0.05) / (fg.min(bg) + 0.05);
+        assert!(bg > 0.18 && contrast >= 4.5, "{:?} on {:?} under {:?}", cell.fg, cell.bg, cell.symbol());
+    }
+    assert!(shaded > 0, "the selection and the heatmap are shaded");
 }

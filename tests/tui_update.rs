@@ -4,11 +4,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gigscope::advantage::Estimator;
-use gigscope::run::{Episode, LineError};
+use gigscope::index::{Hit, SearchResults};
 use gigscope::live::{LiveEvent, LiveFile};
+use gigscope::run::{Episode, LineError};
 use gigscope::tui::fields::Field;
 use gigscope::tui::state::Popup;
-use gigscope::index::{Hit, SearchResults};
 use gigscope::tui::update::InputKey;
 use gigscope::tui::{open, update, Action, Config, Msg, State, View};
 
@@ -225,11 +225,11 @@ fn empty_batch_does_not_redraw_and_tick_redraws_once_per_second() {
 fn click_selects_the_row_under_the_pointer_and_wheel_moves() {
     let mut s = state();
     act(&mut s, Action::Open);
-    // At 120×40 the trajectories table starts below the breadcrumb (1) and group header (3): its border is
-    // row 4, its header row 5, the first trajectory row 6.
-    update(&mut s, Msg::Click { col: 60, row: 8 });
+    // At 120×40 the trajectories table starts below the breadcrumb (1) and the group header (2 lines: the
+    // group's numbers, the task): its border is row 3, its header row 4, the first trajectory row 5.
+    update(&mut s, Msg::Click { col: 60, row: 7 });
     assert_eq!(s.ui.sel.traj, 2);
-    update(&mut s, Msg::Wheel { col: 60, row: 8, down: false });
+    update(&mut s, Msg::Wheel { col: 60, row: 7, down: false });
     assert_eq!(s.ui.sel.traj, 1);
     update(&mut s, Msg::Click { col: 60, row: 39 });
     assert_eq!(s.ui.sel.traj, 1, "a click outside the list changes nothing");

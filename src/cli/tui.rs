@@ -28,6 +28,14 @@ pub struct ViewArgs {
     /// WebShop catalog directory for live play and training bursts (default: the embedded demo catalog).
     #[arg(long, value_name = "DIR")]
     pub catalog: Option<PathBuf>,
+    /// Colour theme: dark (the default), light (for a light terminal background) or high-contrast (projectors);
+    /// also `preset = "NAME"` under [theme] in the config file.
+    #[arg(long, value_name = "NAME", value_parser = ["dark", "light", "high-contrast"])]
+    pub theme: Option<String>,
+    /// Workshop mode: high-contrast theme (unless --theme or the config names one), wider spacing, and a status
+    /// line that names the view and says what the highlighted number means.
+    #[arg(long)]
+    pub present: bool,
     #[command(flatten)]
     pub source: super::source::SourceFlags,
 }
@@ -46,6 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         catalog: view.catalog,
         from: view.source.from,
         source: view.source.options(),
+        theme: view.theme,
+        present: view.present,
     };
     crate::tui::run(opts).with_context(|| format!("gigscope tui {}", run.display()))?;
     Ok(ExitCode::SUCCESS)

@@ -37,6 +37,8 @@ pub enum Action {
     SearchPrev,
     Play,
     Autoplay,
+    WatchPolicy,
+    Abandon,
     Train,
     CancelBurst,
 }
@@ -72,6 +74,8 @@ impl Action {
         Action::SearchPrev,
         Action::Play,
         Action::Autoplay,
+        Action::WatchPolicy,
+        Action::Abandon,
         Action::Train,
         Action::CancelBurst,
         Action::Help,
@@ -87,8 +91,8 @@ impl Action {
             Action::Open => "open the selection (iteration → groups → episode → anchor group → step)",
             Action::Up => "move up",
             Action::Down => "move down",
-            Action::Left => "back; in settings: decrease / previous value",
-            Action::Right => "open; in settings: increase / next value",
+            Action::Left => "back; in settings and the goal picker: decrease / previous value",
+            Action::Right => "open; in settings and the goal picker: increase / next value",
             Action::PageUp => "page up",
             Action::PageDown => "page down",
             Action::Top => "first row",
@@ -110,7 +114,13 @@ impl Action {
             Action::SearchNext => "next search result",
             Action::SearchPrev => "previous search result",
             Action::Play => "live play: pick a goal, play a group by hand (written to the run)",
-            Action::Autoplay => "in play: the run's policy plays the rest of the group",
+            Action::Autoplay => {
+                "in play: the run's policy plays the rest of the group (while watching: the rest at once)"
+            }
+            Action::WatchPolicy => {
+                "in play: the run's policy plays the rest of the group step by step (Enter: its next step)"
+            }
+            Action::Abandon => "in play: abandon the group being played (press twice; nothing is written)",
             Action::Train => "training burst dialog: train into this run, watch its progress",
             Action::CancelBurst => "cancel the running burst after its current iteration",
         }
@@ -144,6 +154,8 @@ impl Action {
             Action::SearchNext | Action::SearchPrev => "next/prev hit",
             Action::Play => "play",
             Action::Autoplay => "policy plays",
+            Action::WatchPolicy => "watch policy",
+            Action::Abandon => "abandon",
             Action::Train => "train",
             Action::CancelBurst => "cancel burst",
         }

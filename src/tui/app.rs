@@ -42,6 +42,11 @@ pub struct Options {
     /// Read the run as this layout instead of detecting it.
     pub from: Option<Layout>,
     pub source: SourceOptions,
+    /// A built-in theme (`dark`, `light`, `high-contrast`) instead of the config's.
+    pub theme: Option<String>,
+    /// Workshop mode: high-contrast theme, wider spacing, a status line naming the view and what the
+    /// highlighted number means.
+    pub present: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -355,7 +360,7 @@ const POLL: Duration = Duration::from_millis(200);
 
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
-    let config = Config::load(opts.config.as_deref(), color)?;
+    let config = Config::load(opts.config.as_deref(), color)?.with_display(opts.theme.as_deref(), opts.present)?;
     // Open and read before touching the terminal, so errors print normally.
     let (mut state, tails) = open_as(&opts.run, opts.from, &opts.source, config, (80, 24))?;
     let (tx, rx) = mpsc::channel::<Incoming>();

@@ -55,8 +55,11 @@ pub struct Config {
     pub theme: Theme,
     /// Runs with at least this many steps group anchors by similarity in the background.
     pub background_grouping_steps: usize,
-    /// Workshop mode (`--present`).
+    /// Workshop mode (`--present`): high-contrast theme unless one is chosen, wider spacing, a status line that
+    /// names the view and what the highlighted number means.
     pub present: bool,
+    /// The `[theme]` table as written, so that a theme chosen on the command line keeps its overrides.
+    theme_table: ThemeTable,
 }
 
 impl Config {
@@ -77,7 +80,25 @@ impl Config {
             theme: Theme::new(&parsed.theme, color)?,
             background_grouping_steps: parsed.advantages.background_grouping_steps.unwrap_or(BACKGROUND_GROUPING_STEPS),
             present: false,
+            theme_table: parsed.theme,
         })
+    }
+
+    /// The display options of the command line: `theme` (a preset's name) replaces the config's preset, and
+    /// `present` turns on workshop mode, with the high-contrast theme unless a theme is named (here or in the
+    /// config). The config's colour overrides stay on top either way.
+    pub fn with_display(mut self, theme: Option<&str>, present: bool) -> Result<Config, ConfigError> {
+        let named = self.theme_table.contains_key("preset");
+        let preset = match (theme, present && !named) {
+            (Some(t), _) => Some(t),
+            (None, true) => Some("high-contrast"),
+            (None, false) => None,
+        };
+        if let Some(preset) = preset {
+            self.theme = Theme::with_preset(preset, &self.theme_table, self.theme.color)?;
+        }
+        self.present = present;
+        Ok(self)
     }
 
     /// Load `explicit` (must exist) or the default location (may be missing).
@@ -112,6 +133,22 @@ mod tests {
         let c = Config::from_str("[keys]\nquit = [\"x\"]\n[theme]\naccent = \"blue\"\n", true).unwrap();
         assert_eq!(c.keymap.labels(Action::Quit), "x");
         assert_eq!(c.theme.accent, ratatui::style::Color::Blue);
+    }
+
+    #[test]
+    fn themes_come_from_the_config_or_the_command_line_and_present_mode_picks_high_contrast() {
+        let light = Config::from_str("[theme]\npreset = \"light\"\naccent = \"red\"\n", true).unwrap();
+        assert_eq!(light.theme.heat_fg, ratatui::style::Color::Black);
+        // --present keeps a theme the config names; --theme replaces it, the colour overrides stay.
+        let kept = Config::from_str("[theme]\npreset = \"light\"\n", true).unwrap().with_display(None, true).unwrap();
+        assert!(kept.present);
+        assert_eq!(kept.theme.selected_bg, light.theme.selected_bg);
+        let flag = light.with_display(Some("high-contrast"), false).unwrap();
+        assert_eq!(flag.theme.accent, ratatui::style::Color::Red);
+        assert_eq!(flag.theme.selected_bg, ratatui::style::Color::Rgb(0, 0x40, 0xff));
+        let present = Config::defaults(true).unwrap().with_display(None, true).unwrap();
+        assert_eq!(present.theme.selected_bg, ratatui::style::Color::Rgb(0, 0x40, 0xff));
+        assert!(Config::defaults(true).unwrap().with_display(Some("neon"), false).is_err());
     }
 
     #[test]

@@ -8,8 +8,7 @@ use clap::ValueEnum;
 use crate::advantage::explain::epsilon_text;
 use crate::advantage::trl::TRL_STD_EPSILON;
 use crate::advantage::{
-    AdvantageSettings, Aggregation, AnchorMode, Estimator, Norm, Pooling, ScaleRewards, DEFAULT_SIMILARITY,
-    STD_EPSILON,
+    AdvantageSettings, Aggregation, AnchorMode, Estimator, Norm, Pooling, ScaleRewards, DEFAULT_SIMILARITY, STD_EPSILON,
 };
 
 /// One advantage setting the panel can change.
@@ -118,7 +117,9 @@ impl Field {
                 "divisor F of A_E and A_S: 1 (mean_norm) or sample std + {} (mean_std_norm)",
                 epsilon_text(STD_EPSILON)
             ),
-            Field::Pooling => "A_E's baseline pool: every row's score (steps) or each trajectory's first (trajectories)".into(),
+            Field::Pooling => {
+                "A_E's baseline pool: every row's score (steps) or each trajectory's first (trajectories)".into()
+            }
             Field::InvalidPenalty => "c, subtracted from an invalid step's score s and return R_t".into(),
             Field::Anchor => "step groups: identical anchors, similarity ≥ θ, or WebShop page type".into(),
             Field::Similarity => "difflib ratio a step needs with a group's first member (similarity anchors)".into(),

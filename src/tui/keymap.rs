@@ -118,10 +118,8 @@ impl Keymap {
         struct File {
             keys: KeyTable,
         }
-        let defaults: File = toml::from_str(DEFAULT_KEYMAP).map_err(|e| ConfigError::Parse {
-            file: "embedded keymap".into(),
-            reason: e.to_string(),
-        })?;
+        let defaults: File = toml::from_str(DEFAULT_KEYMAP)
+            .map_err(|e| ConfigError::Parse { file: "embedded keymap".into(), reason: e.to_string() })?;
         let mut table = defaults.keys;
         for (action, keys) in overrides {
             table.insert(*action, keys.clone());
@@ -180,7 +178,7 @@ mod tests {
         assert_eq!(km.action(&ev(KeyCode::Down, KeyModifiers::NONE)), Some(Action::Down));
         assert_eq!(km.action(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Action::Quit));
         assert_eq!(km.action(&ev(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Action::Bottom));
-        assert_eq!(km.action(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
+        assert_eq!(km.action(&ev(KeyCode::Char('y'), KeyModifiers::NONE)), None);
     }
 
     #[test]

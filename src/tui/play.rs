@@ -15,8 +15,61 @@ pub type ShopHandle = Arc<Shop>;
 
 pub const DEFAULT_GROUP_SIZE: usize = 4;
 pub const MAX_GROUP_SIZE: usize = 16;
-/// Played episodes are written with this iteration: they belong to no training iteration.
+/// Played episodes are written with this iteration, and marked `"source": "play"`: they belong to no
+/// training iteration, and the overview keeps them in a bucket of their own that the training charts leave out.
 pub const PLAY_ITERATION: i64 = 0;
+
+/// Mark `episode` as played in the TUI (by hand or by the policy).
+pub fn mark_played(episode: &mut Episode) {
+    episode.iteration = PLAY_ITERATION;
+    episode
+        .extra
+        .insert(super::domain::SOURCE_KEY.into(), serde_json::Value::String(super::domain::PLAY_SOURCE.into()));
+}
+
+/// The last page of an episode that ended (WebShop's "Thank you" page after a purchase), shown until a key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedPage {
+    pub observation: String,
+    pub reward: f64,
+    /// Which episode of the group it was (from 1), of how many.
+    pub episode: usize,
+    pub size: usize,
+    /// The group is complete (and being written).
+    pub group_done: bool,
+}
+
+/// The policy's episodes, shown one step at a time before they join the group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    pub episodes: Vec<Episode>,
+    /// Which policy played them, in words.
+    pub who: String,
+    pub episode: usize,
+    pub step: usize,
+}
+
+impl Replay {
+    /// The step shown.
+    pub fn current(&self) -> Option<&crate::run::Step> {
+        self.episodes.get(self.episode)?.steps.get(self.step)
+    }
+
+    /// Show the next step; `false` when every step has been shown.
+    pub fn advance(&mut self) -> bool {
+        let Some(ep) = self.episodes.get(self.episode) else { return false };
+        if self.step + 1 < ep.steps.len() {
+            self.step += 1;
+            return true;
+        }
+        if self.episode + 1 < self.episodes.len() {
+            self.episode += 1;
+            self.step = 0;
+            return true;
+        }
+        false
+    }
+}
 
 /// The play view's state: the shop, the goal picker, and the group being played.
 pub struct Play {
@@ -24,6 +77,13 @@ pub struct Play {
     pub goal_cursor: usize,
     pub group_size: usize,
     pub session: Option<GroupPlay>,
+    /// The page an episode ended on, until the next key.
+    pub finished_page: Option<FinishedPage>,
+    /// Abandoning the group was asked for once: the same key again abandons it.
+    pub confirm_abandon: bool,
+    /// The policy was asked to play step by step: its episodes arrive into `replay`.
+    pub watching: bool,
+    pub replay: Option<Replay>,
 }
 
 impl std::fmt::Debug for Play {
@@ -59,7 +119,16 @@ pub enum Played {
 
 impl Play {
     pub fn new(shop: Arc<Shop>) -> Play {
-        Play { shop, goal_cursor: 0, group_size: DEFAULT_GROUP_SIZE, session: None }
+        Play {
+            shop,
+            goal_cursor: 0,
+            group_size: DEFAULT_GROUP_SIZE,
+            session: None,
+            finished_page: None,
+            confirm_abandon: false,
+            watching: false,
+            replay: None,
+        }
     }
 
     /// Start a group of the selected goal under the (unused) group name `group`.
@@ -67,24 +136,42 @@ impl Play {
         let goal = self.goal_cursor;
         if let Some(env) = self.shop.start(goal) {
             let size = self.group_size;
-            self.session =
-                Some(GroupPlay { goal, group, size, env, recorder: EpisodeRecorder::new(), finished: Vec::new(), cursor: 0 });
+            self.session = Some(GroupPlay {
+                goal,
+                group,
+                size,
+                env,
+                recorder: EpisodeRecorder::new(),
+                finished: Vec::new(),
+                cursor: 0,
+            });
         }
     }
 
     /// Take `action` in the episode in progress.
     pub fn act(&mut self, action: &str) -> Option<Played> {
         let session = self.session.as_mut()?;
+        let chosen = session.actions().get(session.cursor).cloned();
         let out = session.recorder.step(&mut session.env, action);
-        session.cursor = 0;
+        // The cursor stays on the action it was on when the page still offers it (options on an item page),
+        // else it goes to the first.
+        session.cursor = chosen.and_then(|c| session.actions().iter().position(|a| *a == c)).unwrap_or(0);
         if !out.done {
             return Some(Played::Step { reward: out.reward });
         }
         let recorder = std::mem::take(&mut session.recorder);
         let id = format!("{}-{}", session.group, session.finished.len());
         let mut episode = recorder.finish(&session.env, id, session.group.clone(), Shop::task_id(session.goal));
-        episode.iteration = PLAY_ITERATION;
+        mark_played(&mut episode);
+        let page = FinishedPage {
+            observation: session.env.observation().to_string(),
+            reward: out.reward,
+            episode: session.finished.len() + 1,
+            size: session.size,
+            group_done: session.finished.len() + 1 >= session.size,
+        };
         session.finished.push(episode);
+        self.finished_page = Some(page);
         Some(self.after_episodes(out.reward))
     }
 
@@ -92,7 +179,10 @@ impl Play {
     pub fn add_generated(&mut self, episodes: Vec<Episode>) -> Option<Played> {
         let session = self.session.as_mut()?;
         let reward = episodes.last().map_or(0.0, Episode::total_reward);
-        session.finished.extend(episodes);
+        session.finished.extend(episodes.into_iter().map(|mut e| {
+            mark_played(&mut e);
+            e
+        }));
         Some(self.after_episodes(reward))
     }
 

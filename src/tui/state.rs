@@ -241,7 +241,11 @@ impl State {
     }
 
     /// A grouping computed in the background arrived (see [`Domain::grouped`]).
-    pub fn grouped(&mut self, episodes_version: u64, grouping: crate::advantage::AnchorGrouping) -> Option<GroupingRequest> {
+    pub fn grouped(
+        &mut self,
+        episodes_version: u64,
+        grouping: crate::advantage::AnchorGrouping,
+    ) -> Option<GroupingRequest> {
         match self.domain.grouped(episodes_version, grouping) {
             super::domain::Arrived::Kept => None,
             super::domain::Arrived::Again(request) => Some(request),

@@ -9,6 +9,48 @@ use super::config::ConfigError;
 
 pub const DEFAULT_THEME: &str = include_str!("../../assets/theme.toml");
 
+/// For a light terminal background: dark text colours, pale selection and heatmap shades under black text.
+pub const LIGHT_THEME: &str = r##"
+[theme]
+accent = "blue"
+border = "black"
+title = "blue"
+dim = "#505050"
+positive = "#006400"
+negative = "#b00000"
+warn = "#8b4500"
+selected_bg = "#bcd4ff"
+selected_fg = "black"
+heat_positive = ["#dcf5dc", "#a8e6a8", "#5fcf5f", "#2e9e2e"]
+heat_negative = ["#fbdcdc", "#f4a9a9", "#e86a6a", "#c62828"]
+heat_fg = "black"
+"##;
+
+/// For a projector: bright text on the terminal's dark background, a saturated selection, heatmap shades bright
+/// enough to tell apart under black text.
+pub const HIGH_CONTRAST_THEME: &str = r##"
+[theme]
+accent = "#00ffff"
+border = "#ffffff"
+title = "#ffffff"
+dim = "#c0c0c0"
+positive = "#5fff5f"
+negative = "#ff6060"
+warn = "#ffff00"
+selected_bg = "#0040ff"
+selected_fg = "#ffffff"
+heat_positive = ["#b0ffb0", "#70f070", "#30d030", "#00b000"]
+heat_negative = ["#ffc0c0", "#ff9090", "#ff6464", "#ff4040"]
+heat_fg = "#000000"
+"##;
+
+/// The built-in themes by name (`--theme NAME`, or `preset = "NAME"` under `[theme]`).
+pub const PRESETS: &[(&str, &str)] =
+    &[("dark", DEFAULT_THEME), ("light", LIGHT_THEME), ("high-contrast", HIGH_CONTRAST_THEME)];
+
+/// Keys a preset may leave out, with their value in the dark theme.
+const OPTIONAL: &[(&str, &str)] = &[("selected_fg", "reset"), ("heat_fg", "white")];
+
 /// Theme values as written in TOML: a colour or a list of colours.
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(untagged)]
@@ -30,21 +72,47 @@ pub struct Theme {
     pub negative: Color,
     pub warn: Color,
     pub selected_bg: Color,
+    /// Text on the selection (`reset`: the row's own colours).
+    pub selected_fg: Color,
     pub heat_positive: Vec<Color>,
     pub heat_negative: Vec<Color>,
+    /// Text on heatmap cells.
+    pub heat_fg: Color,
 }
 
 impl Theme {
-    /// The default theme with `overrides` on top; `color: false` for `NO_COLOR`.
+    /// The preset `overrides` names (`preset = "light"`; the dark one by default) with the rest of `overrides`
+    /// on top; `color: false` for `NO_COLOR`.
     pub fn new(overrides: &ThemeTable, color: bool) -> Result<Theme, ConfigError> {
+        let preset = match overrides.get("preset") {
+            Some(ThemeValue::One(name)) => name.as_str(),
+            Some(ThemeValue::Ramp(_)) => return Err(ConfigError::BadColor("preset".into())),
+            None => "dark",
+        };
+        Theme::with_preset(preset, overrides, color)
+    }
+
+    /// The preset `name` with `overrides` on top (a `preset` key in them is ignored).
+    pub fn with_preset(name: &str, overrides: &ThemeTable, color: bool) -> Result<Theme, ConfigError> {
         #[derive(serde::Deserialize)]
         struct File {
             theme: ThemeTable,
         }
-        let defaults: File = toml::from_str(DEFAULT_THEME)
-            .map_err(|e| ConfigError::Parse { file: "embedded theme".into(), reason: e.to_string() })?;
+        let text = PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| ConfigError::UnknownTheme(name.to_string()))?;
+        let defaults: File = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse { file: format!("embedded theme {name}").into(), reason: e.to_string() })?;
         let mut table = defaults.theme;
+        for (k, v) in OPTIONAL {
+            table.entry(k.to_string()).or_insert_with(|| ThemeValue::One(v.to_string()));
+        }
         for (k, v) in overrides {
+            if k == "preset" {
+                continue;
+            }
             if !table.contains_key(k) {
                 return Err(ConfigError::UnknownThemeKey(k.clone()));
             }
@@ -72,8 +140,10 @@ impl Theme {
             negative: one("negative")?,
             warn: one("warn")?,
             selected_bg: one("selected_bg")?,
+            selected_fg: one("selected_fg")?,
             heat_positive: ramp("heat_positive")?,
             heat_negative: ramp("heat_negative")?,
+            heat_fg: one("heat_fg")?,
         })
     }
 
@@ -83,7 +153,11 @@ impl Theme {
     }
 
     fn fg(&self, c: Color) -> Style {
-        if self.color { Style::new().fg(c) } else { Style::new() }
+        if self.color {
+            Style::new().fg(c)
+        } else {
+            Style::new()
+        }
     }
 
     pub fn accent(&self) -> Style {
@@ -96,7 +170,11 @@ impl Theme {
         self.fg(self.title).add_modifier(Modifier::BOLD)
     }
     pub fn dim(&self) -> Style {
-        if self.color { Style::new().fg(self.dim) } else { Style::new().add_modifier(Modifier::DIM) }
+        if self.color {
+            Style::new().fg(self.dim)
+        } else {
+            Style::new().add_modifier(Modifier::DIM)
+        }
     }
     pub fn warn(&self) -> Style {
         self.fg(self.warn).add_modifier(Modifier::BOLD)
@@ -104,7 +182,12 @@ impl Theme {
     /// The selected row: a background colour, or reverse video without colour.
     pub fn selected(&self) -> Style {
         if self.color {
-            Style::new().bg(self.selected_bg).add_modifier(Modifier::BOLD)
+            let s = Style::new().bg(self.selected_bg).add_modifier(Modifier::BOLD);
+            if self.selected_fg == Color::Reset {
+                s
+            } else {
+                s.fg(self.selected_fg)
+            }
         } else {
             Style::new().add_modifier(Modifier::REVERSED)
         }
@@ -127,7 +210,7 @@ impl Theme {
         let ramp = if v > 0.0 { &self.heat_positive } else { &self.heat_negative };
         let level = ((v.abs() / max) * ramp.len() as f64).ceil() as usize;
         let bg = ramp[level.clamp(1, ramp.len()) - 1];
-        Style::new().bg(bg).fg(Color::White)
+        Style::new().bg(bg).fg(self.heat_fg)
     }
 }
 
@@ -153,6 +236,59 @@ mod tests {
         assert_eq!(Theme::new(&o, true).unwrap().accent, Color::Rgb(255, 0, 0));
         o.insert("nonsense".into(), ThemeValue::One("red".into()));
         assert!(Theme::new(&o, true).is_err());
+    }
+
+    #[test]
+    fn every_preset_parses_and_a_preset_key_selects_one() {
+        for (name, _) in PRESETS {
+            let t = Theme::with_preset(name, &ThemeTable::new(), true).unwrap();
+            assert_eq!(t.heat_positive.len(), 4, "{name}");
+        }
+        let mut o = ThemeTable::new();
+        o.insert("preset".into(), ThemeValue::One("light".into()));
+        o.insert("accent".into(), ThemeValue::One("red".into()));
+        let t = Theme::new(&o, true).unwrap();
+        assert_eq!((t.heat_fg, t.accent), (Color::Black, Color::Red), "the preset, then the overrides");
+        o.insert("preset".into(), ThemeValue::One("neon".into()));
+        assert!(matches!(Theme::new(&o, true), Err(ConfigError::UnknownTheme(_))));
+    }
+
+    /// WCAG contrast of the high-contrast theme's pairs that carry meaning: selection, heatmap cells, text.
+    #[test]
+    fn high_contrast_pairs_are_readable() {
+        fn rgb(c: Color) -> (f64, f64, f64) {
+            match c {
+                Color::Rgb(r, g, b) => (r as f64, g as f64, b as f64),
+                Color::Black => (0.0, 0.0, 0.0),
+                Color::White => (255.0, 255.0, 255.0),
+                other => panic!("{other:?}: the high-contrast theme uses exact colours"),
+            }
+        }
+        fn luminance(c: Color) -> f64 {
+            let (r, g, b) = rgb(c);
+            let lin = |v: f64| {
+                let v = v / 255.0;
+                if v <= 0.03928 {
+                    v / 12.92
+                } else {
+                    ((v + 0.055) / 1.055).powf(2.4)
+                }
+            };
+            0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+        }
+        fn contrast(a: Color, b: Color) -> f64 {
+            let (x, y) = (luminance(a), luminance(b));
+            (x.max(y) + 0.05) / (x.min(y) + 0.05)
+        }
+        let t = Theme::with_preset("high-contrast", &ThemeTable::new(), true).unwrap();
+        assert!(contrast(t.selected_fg, t.selected_bg) >= 4.5);
+        for bg in t.heat_positive.iter().chain(&t.heat_negative) {
+            assert!(contrast(t.heat_fg, *bg) >= 4.5, "{bg:?}");
+        }
+        let black = Color::Black;
+        for fg in [t.accent, t.border, t.title, t.dim, t.positive, t.negative, t.warn] {
+            assert!(contrast(fg, black) >= 7.0, "{fg:?} on a black screen");
+        }
     }
 
     #[test]

@@ -18,8 +18,15 @@ use crate::run::Episode;
 #[derive(Debug)]
 pub enum Msg {
     Action(Action),
-    Click { col: u16, row: u16 },
-    Wheel { col: u16, row: u16, down: bool },
+    Click {
+        col: u16,
+        row: u16,
+    },
+    Wheel {
+        col: u16,
+        row: u16,
+        down: bool,
+    },
     Resize(u16, u16),
     /// Periodic clock, for "updated N s ago".
     Tick(Instant),
@@ -28,7 +35,10 @@ pub enum Msg {
     /// A key typed while the search prompt is open.
     Input(InputKey),
     /// The outcome of a search the app ran for an [`Effects::search`].
-    SearchDone { query: String, result: Result<SearchResults, String> },
+    SearchDone {
+        query: String,
+        result: Result<SearchResults, String>,
+    },
     /// The shop for live play, opened for an [`Effects::open_shop`].
     ShopReady(Result<ShopHandle, String>),
     /// The policy played the rest of a play group ([`Effects::autoplay`]): its episodes and which policy.
@@ -38,7 +48,10 @@ pub enum Msg {
     /// News from the running training burst.
     Burst(BurstUpdate),
     /// An anchor grouping computed in the background for an [`Effects::group_anchors`].
-    Grouped { episodes_version: u64, grouping: AnchorGrouping },
+    Grouped {
+        episodes_version: u64,
+        grouping: AnchorGrouping,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +137,10 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             // Redraw only when the "updated N s ago" text would change.
             let before = age_secs(state);
             state.ui.now = Some(now);
-            Effects { redraw: state.domain.live.last_update.is_some() && age_secs(state) != before, ..Effects::default() }
+            Effects {
+                redraw: state.domain.live.last_update.is_some() && age_secs(state) != before,
+                ..Effects::default()
+            }
         }
         Msg::Live(events, at) => on_live(state, events, at),
         Msg::Input(key) => on_input(state, key),
@@ -141,10 +157,8 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             Effects::redraw()
         }
         Msg::ShopReady(Ok(shop)) => {
-            state.ui.message = Some(format!(
-                "{} goals · ↑↓ pick a goal, ←→ group size, Enter starts the group",
-                shop.goals.len()
-            ));
+            state.ui.message =
+                Some(format!("{} goals · ↑↓ pick a goal, ←→ group size, Enter starts the group", shop.goals.len()));
             state.ui.play = Some(Play::new(shop));
             Effects::redraw()
         }
@@ -152,20 +166,10 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             state.ui.message = Some(e);
             Effects::redraw()
         }
-        Msg::Autoplayed(Ok((episodes, who))) => {
-            let n = episodes.len();
-            match state.ui.play.as_mut().and_then(|p| p.add_generated(episodes)) {
-                Some(outcome) => {
-                    let fx = views::play::played(state, outcome);
-                    let rest = state.ui.message.take().unwrap_or_default();
-                    state.ui.message = Some(format!("{who} played {n} episode(s) · {rest}"));
-                    fx
-                }
-                None => Effects::default(),
-            }
-        }
+        Msg::Autoplayed(Ok((episodes, who))) => views::play::autoplayed(state, episodes, who),
         Msg::Written(Ok(n)) => {
-            state.ui.message = Some(format!("wrote {n} episodes to the run; the group opens as soon as it is read back"));
+            state.ui.message =
+                Some(format!("wrote {n} episodes to the run; the group opens as soon as it is read back"));
             Effects::redraw()
         }
         Msg::Burst(news) => {
@@ -209,7 +213,10 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     // Remember the selected episode by id: a reset (file replaced) renumbers everything.
     let selected_id = state.episode_index().map(|e| state.domain.run.episodes[e].id.clone());
     let selected_step = state.ui.sel.step;
-    let mut applied = Applied { new_episodes: state.domain.run.episodes.len()..state.domain.run.episodes.len(), ..Applied::default() };
+    let mut applied = Applied {
+        new_episodes: state.domain.run.episodes.len()..state.domain.run.episodes.len(),
+        ..Applied::default()
+    };
     for event in events {
         applied.absorb(live::apply(&mut state.domain.run, event));
     }
@@ -229,7 +236,8 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     } else if !applied.new_episodes.is_empty() {
         state.extend(applied.new_episodes.start);
     }
-    if let Some(name) = state.jobs.pending_group.clone() {
+    // A played group opens once the run shows it, unless its last page is still on screen (Enter opens it then).
+    if let Some(name) = state.jobs.pending_group.clone().filter(|_| !views::play::holds_finished_page(state)) {
         if state.select_group(&name) {
             state.jobs.pending_group = None;
             return Effects::redraw();
@@ -269,7 +277,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         None => {}
     }
     let view = component(state.ui.view);
-    let jobs = matches!(a, Action::Play | Action::Autoplay | Action::Train | Action::CancelBurst);
+    let jobs = matches!(a, Action::Play | Action::Autoplay | Action::WatchPolicy | Action::Train | Action::CancelBurst);
     if view.needs_episodes()
         && state.domain.run.episodes.is_empty()
         && !jobs
@@ -282,7 +290,12 @@ fn on_action(state: &mut State, a: Action) -> Effects {
     }
     match a {
         Action::Play => return open_play(state),
-        Action::Autoplay => return autoplay(state),
+        Action::Autoplay => return autoplay(state, false),
+        Action::WatchPolicy => return autoplay(state, true),
+        Action::Abandon => {
+            state.ui.message =
+                Some("there is no group being played here (the play view's groups can be abandoned)".into())
+        }
         Action::Train => state.ui.popup = Some(Popup::Burst { field: 0 }),
         Action::CancelBurst => return cancel_burst(state),
         Action::Fold => {
@@ -368,8 +381,12 @@ fn open_play(state: &mut State) -> Effects {
     Effects { redraw: true, open_shop: true, ..Effects::default() }
 }
 
-fn autoplay(state: &mut State) -> Effects {
-    let Some(session) = state.ui.play.as_ref().and_then(|p| p.session.as_ref()) else {
+fn autoplay(state: &mut State, watch: bool) -> Effects {
+    let Some(play) = state.ui.play.as_mut() else {
+        state.ui.message = Some("start a group in the play view first (p, then Enter on a goal)".into());
+        return Effects::redraw();
+    };
+    let Some(session) = play.session.as_ref() else {
         state.ui.message = Some("start a group in the play view first (p, then Enter on a goal)".into());
         return Effects::redraw();
     };
@@ -380,7 +397,12 @@ fn autoplay(state: &mut State) -> Effects {
         n: session.remaining(),
         seed: state.domain.run.episodes.len() as u64,
     };
-    state.ui.message = Some(format!("the policy plays {} episode(s) …", request.n));
+    play.watching = watch;
+    state.ui.message = Some(format!(
+        "the policy plays {} episode(s){} …",
+        request.n,
+        if watch { ", to be shown step by step" } else { "" }
+    ));
     Effects { redraw: true, autoplay: Some(request), ..Effects::default() }
 }
 

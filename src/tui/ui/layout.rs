@@ -29,18 +29,41 @@ pub fn message_lines(state: &State, width: u16) -> Vec<String> {
     lines
 }
 
+/// Present mode's status line: the view's name and what the highlighted number means, wrapped to `width`, at
+/// most two lines; empty outside present mode or when the view highlights nothing.
+pub fn present_lines(state: &State, width: u16) -> Vec<String> {
+    if !state.ui.present || state.ui.message.is_some() || state.ui.input.is_some() {
+        return vec![];
+    }
+    let view = crate::tui::views::component(state.ui.view);
+    let Some(what) = view.highlight(state) else { return vec![] };
+    let mut lines = Vec::new();
+    super::text::hanging("", &format!("{} · {what}", view.title()), width as usize, &mut |m, l| {
+        lines.push(format!("{m}{l}"))
+    });
+    lines.truncate(2);
+    lines
+}
+
 /// Breadcrumb, body, status bar, hint bar of the state's screen: a message longer than the status bar wraps
-/// into the hint bar's row (it goes with the next key) and, if it must, a little of the body.
+/// into the hint bar's row (it goes with the next key) and, if it must, a little of the body; present mode's
+/// two-line status takes a row from the body.
 pub fn frame(state: &State, area: Rect) -> [Rect; 4] {
     let [crumb, body, status, hints] = root(area);
     let n = message_lines(state, area.width).len() as u16;
-    if n <= 1 {
+    if n > 1 {
+        let footer = n.max(2).min(body.height + 2);
+        let body = Rect { height: body.height + 2 - footer, ..body };
+        let status = Rect { y: body.y + body.height, height: footer, ..status };
+        return [crumb, body, status, Rect { y: status.y + footer, height: 0, ..hints }];
+    }
+    let p = present_lines(state, area.width).len() as u16;
+    if p > 1 && body.height > 0 {
+        let body = Rect { height: body.height - 1, ..body };
+        let status = Rect { y: body.y + body.height, height: 2, ..status };
         return [crumb, body, status, hints];
     }
-    let footer = n.max(2).min(body.height + 2);
-    let body = Rect { height: body.height + 2 - footer, ..body };
-    let status = Rect { y: body.y + body.height, height: footer, ..status };
-    [crumb, body, status, Rect { y: status.y + footer, height: 0, ..hints }]
+    [crumb, body, status, hints]
 }
 
 /// The state's screen.

@@ -64,7 +64,11 @@ pub(crate) fn block<'a>(state: &State, title: impl Into<Line<'a>>) -> Block<'a> 
 
 /// A signed advantage as text: always a sign, so meaning survives without colour.
 pub(crate) fn adv(v: f64) -> String {
-    if v == 0.0 { " 0.000".into() } else { format!("{v:+.3}") }
+    if v == 0.0 {
+        " 0.000".into()
+    } else {
+        format!("{v:+.3}")
+    }
 }
 
 pub(crate) fn adv_span(state: &State, v: f64) -> Span<'static> {
@@ -85,6 +89,27 @@ pub(crate) fn diff_text(d: f64) -> String {
 /// A device as libtorch names it (`Cpu`, `Cuda(0)`) in the words of the CLI (`cpu`, `cuda:0`).
 pub(crate) fn device_label(device: &str) -> String {
     device.to_lowercase().replace('(', ":").replace(')', "")
+}
+
+/// The gap between table columns: wider in present mode.
+pub(crate) fn spacing(state: &State) -> u16 {
+    if state.ui.present {
+        2
+    } else {
+        1
+    }
+}
+
+/// Cut an id to `width` characters keeping its end, where ids differ (`…goal-9-1-0`).
+pub(crate) fn trunc_start(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    let keep = width.saturating_sub(1);
+    let mut out = String::from("…");
+    out.extend(s.chars().skip(n - keep));
+    out
 }
 
 /// Cut `s` to `width` characters, marking the cut with `…`.
@@ -123,7 +148,11 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
             Prompt::Search => "/",
             Prompt::PlayQuery => "search[",
         };
-        let line = Line::from(vec![Span::styled(label, theme.accent()), Span::raw(text.clone()), Span::styled("▏", theme.accent())]);
+        let line = Line::from(vec![
+            Span::styled(label, theme.accent()),
+            Span::raw(text.clone()),
+            Span::styled("▏", theme.accent()),
+        ]);
         Paragraph::new(line).render(area, buf);
         return;
     }
@@ -133,13 +162,20 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         Paragraph::new(lines).render(area, buf);
         return;
     }
+    let present = layout::present_lines(state, area.width);
+    if !present.is_empty() {
+        let lines: Vec<Line> = present.into_iter().map(|l| Line::styled(l, theme.title())).collect();
+        Paragraph::new(lines).render(area, buf);
+        return;
+    }
     let t = &state.domain.derived.table;
     let s = &state.domain.settings;
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
     if let Some(pending) = state.domain.grouping_job {
         let short = |m| Field::Anchor.short(&crate::advantage::AdvantageSettings { anchor: m, ..*s });
-        let note = format!("⟳ grouping by {} ({} shown) · ", short(pending), short(state.domain.derived.settings.anchor));
+        let note =
+            format!("⟳ grouping by {} ({} shown) · ", short(pending), short(state.domain.derived.settings.anchor));
         spans.push(Span::styled(note, theme.warn()));
     }
     if let Some(b) = &state.jobs.burst {
@@ -147,16 +183,27 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     }
     if state.domain.live.broken_lines > 0 {
         let at = state.domain.run.errors.last().map(|e| format!(", last at line {}", e.line)).unwrap_or_default();
-        spans.push(Span::styled(format!("⚠ {} broken line(s) skipped{at} · ", state.domain.live.broken_lines), theme.warn()));
+        spans.push(Span::styled(
+            format!("⚠ {} broken line(s) skipped{at} · ", state.domain.live.broken_lines),
+            theme.warn(),
+        ));
     }
     if !state.domain.run.notices.is_empty() {
-        spans.push(Span::styled(format!("⚠ {} reader note(s), last in the overview · ", state.domain.run.notices.len()), theme.warn()));
+        spans.push(Span::styled(
+            format!("⚠ {} reader note(s), last in the overview · ", state.domain.run.notices.len()),
+            theme.warn(),
+        ));
     }
     if let Some(age) = state.ui.now.and_then(|now| state.domain.live.since_update(now)) {
         let secs = age.as_secs();
         spans.push(Span::raw(format!("updated {} · ", ago(secs))));
     }
-    spans.push(Span::raw(format!("{} ep · {} steps · {} groups ·", state.domain.run.episodes.len(), t.rows.len(), t.episode_groups.len())));
+    spans.push(Span::raw(format!(
+        "{} ep · {} steps · {} groups ·",
+        state.domain.run.episodes.len(),
+        t.rows.len(),
+        t.episode_groups.len()
+    )));
     for field in status_fields(state) {
         spans.push(Span::raw(" "));
         if field.differs(s, &state.domain.recorded) {
@@ -302,12 +349,10 @@ pub(crate) fn hint_keys(state: &State, h: &Hint) -> String {
 /// The hints that fit in `width` columns, in order: the least useful non-essential ones are left out first,
 /// so help and quit are never cut (everything left out is in the help).
 pub fn fitted_hints(state: &State, width: usize) -> Vec<(String, Hint)> {
-    let mut v: Vec<(String, Hint)> = hints(state)
-        .into_iter()
-        .map(|h| (hint_keys(state, &h), h))
-        .filter(|(k, _)| !k.is_empty())
-        .collect();
-    let len = |v: &[(String, Hint)]| v.iter().map(|(k, h)| k.chars().count() + h.label.chars().count() + 3).sum::<usize>();
+    let mut v: Vec<(String, Hint)> =
+        hints(state).into_iter().map(|h| (hint_keys(state, &h), h)).filter(|(k, _)| !k.is_empty()).collect();
+    let len =
+        |v: &[(String, Hint)]| v.iter().map(|(k, h)| k.chars().count() + h.label.chars().count() + 3).sum::<usize>();
     while len(&v) > width {
         match v.iter().rposition(|(_, h)| !h.essential) {
             Some(i) => {

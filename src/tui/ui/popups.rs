@@ -6,9 +6,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 
 use super::block;
+use crate::advantage::explain::{self, Symbol};
 use crate::tui::action::Action;
 use crate::tui::burst::{self, BurstStatus};
-use crate::advantage::explain::{self, Symbol};
 use crate::tui::fields::{Field, FIELDS};
 use crate::tui::state::State;
 
@@ -107,7 +107,8 @@ pub fn help(state: &State, scroll: u16, area: Rect, buf: &mut Buffer) {
     let max = lines.len().saturating_sub(inner.height as usize);
     let skip = (scroll as usize).min(max);
     Clear.render(r, buf);
-    let title = format!("Help · {}–{}/{} · ↑↓ scroll", skip + 1, (skip + inner.height as usize).min(lines.len()), lines.len());
+    let title =
+        format!("Help · {}–{}/{} · ↑↓ scroll", skip + 1, (skip + inner.height as usize).min(lines.len()), lines.len());
     Paragraph::new(lines).scroll((skip as u16, 0)).block(block(state, title)).render(r, buf);
 }
 
@@ -134,7 +135,13 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
                 f.value(&state.domain.settings),
                 if changed { format!("* run: {}", f.value(&state.domain.recorded)) } else { String::new() }
             );
-            let style = if f == field { theme.selected() } else if changed { theme.warn() } else { Default::default() };
+            let style = if f == field {
+                theme.selected()
+            } else if changed {
+                theme.warn()
+            } else {
+                Default::default()
+            };
             Line::styled(text, style)
         })
         .collect();
@@ -185,24 +192,28 @@ pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let text = format!("{} {:<18} {}", if i == field { "▶" } else { " " }, name, state.jobs.burst_form.value(i));
-            let style = if i == field { theme.selected() } else if running { theme.dim() } else { Default::default() };
+            let text =
+                format!("{} {:<18} {}", if i == field { "▶" } else { " " }, name, state.jobs.burst_form.value(i));
+            let style = if i == field {
+                theme.selected()
+            } else if running {
+                theme.dim()
+            } else {
+                Default::default()
+            };
             Line::styled(text, style)
         })
         .collect();
-    lines.push(Line::styled(
-        "Trains into this run: its checkpoint, else a fresh policy",
-        theme.dim(),
-    ));
+    lines.push(Line::styled("Trains into this run: its checkpoint, else a fresh policy", theme.dim()));
     let status_h = if state.jobs.burst.is_some() { 12 } else { 0 };
     let r = centered(area, 76, lines.len() as u16 + 2 + status_h);
     Clear.render(r, buf);
-    let title = if running { "Training burst (running: X cancels, Esc hides)" } else { "Training burst (Enter starts)" };
+    let title =
+        if running { "Training burst (running: X cancels, Esc hides)" } else { "Training burst (Enter starts)" };
     let outer = block(state, title);
     let inner = outer.inner(r);
     outer.render(r, buf);
-    let [form, status] =
-        Layout::vertical([Constraint::Length(lines.len() as u16), Constraint::Min(0)]).areas(inner);
+    let [form, status] = Layout::vertical([Constraint::Length(lines.len() as u16), Constraint::Min(0)]).areas(inner);
     Paragraph::new(lines).render(form, buf);
     if let Some(b) = &state.jobs.burst {
         burst_status(state, b, status, buf);
@@ -218,7 +229,8 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     }
     let [info, gauge, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Length(1), Constraint::Min(0)]).areas(area);
-    let mut head = format!("{} · {}", b.how, if b.device.is_empty() { "…".into() } else { super::device_label(&b.device) });
+    let mut head =
+        format!("{} · {}", b.how, if b.device.is_empty() { "…".into() } else { super::device_label(&b.device) });
     if let (Some(s), Some(base)) = (b.initial_success, b.baseline) {
         head.push_str(&format!(" · before: greedy {:.0}%, rule baseline {:.0}%", 100.0 * s, 100.0 * base));
     }

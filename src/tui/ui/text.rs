@@ -26,4 +26,3 @@ pub fn hanging(marker: &str, text: &str, width: usize, out: &mut dyn FnMut(&str,
         first = false;
     });
 }
-

@@ -6,8 +6,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use ratatui::layout::Layout;
 
@@ -125,13 +125,50 @@ pub struct AnchorAreas {
 /// The members table gets the rows its members need up to a third of the body (at least 4), the explanation
 /// the rest, up to what it needs: on a small terminal the explanation keeps most of the room (it scrolls).
 pub fn areas(state: &State, body: Rect) -> AnchorAreas {
-    let [header, rest] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(body);
+    let header_h = header_lines(state, body.width).len() as u16;
+    let [header, rest] = Layout::vertical([Constraint::Length(header_h), Constraint::Min(0)]).areas(body);
     let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len()) as u16;
     let members_min = (n + 3).min(rest.height / 3).max(4).min(rest.height);
     let wanted = formula_height(state, rest.width);
     let formula_h = wanted.min(rest.height.saturating_sub(members_min)).max(3.min(rest.height));
     let [members, formula] = Layout::vertical([Constraint::Min(0), Constraint::Length(formula_h)]).areas(rest);
     AnchorAreas { header, members, formula }
+}
+
+/// Most lines the anchor text takes in the header (it wraps; a longer one is cut, whole in the episode view).
+const ANCHOR_LINES: usize = 3;
+
+/// The header: the group's numbers, and the anchor (the state the members share), wrapped.
+fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
+    let Some(r) = state.row_ref() else { return vec![] };
+    let theme = &state.config.theme;
+    let t = &state.domain.derived.table;
+    let ag = t.anchor_group_of(r);
+    let step = &state.domain.run.episodes[r.episode as usize].steps[r.step as usize];
+    let mut out = Vec::new();
+    let title = format!(
+        "anchor group #{} · {} member(s) · group {} · mean R {:.4} · std {:.4}",
+        t.row(r).step_group,
+        ag.members.len(),
+        t.episode_groups[ag.episode_group as usize].name,
+        ag.mean,
+        ag.std
+    );
+    crate::tui::ui::text::hanging("", &title, width as usize, &mut |m, l| {
+        out.push(Line::styled(format!("{m}{l}"), theme.title()))
+    });
+    let mut anchor = Vec::new();
+    crate::tui::ui::text::hanging("", &format!("anchor: {}", step.anchor_key()), width as usize, &mut |m, l| {
+        anchor.push(format!("{m}{l}"))
+    });
+    if anchor.len() > ANCHOR_LINES {
+        anchor.truncate(ANCHOR_LINES);
+        if let Some(last) = anchor.last_mut() {
+            *last = trunc(&format!("{last} …"), width as usize);
+        }
+    }
+    out.extend(anchor.into_iter().map(|l| Line::styled(l, theme.dim())));
+    out
 }
 
 /// How far the explanation panel can scroll.
@@ -145,28 +182,14 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let t = &state.domain.derived.table;
     let ag = t.anchor_group_of(r);
-    let id = t.row(r).step_group;
     let a = areas(state, area);
-    let step = &state.domain.run.episodes[r.episode as usize].steps[r.step as usize];
-    let header = vec![
-        Line::from(vec![
-            Span::styled(format!("anchor group #{id} "), theme.title()),
-            Span::raw(format!(
-                "· {} member(s) · group {} · mean R {:.4} · std {:.4}",
-                ag.members.len(),
-                t.episode_groups[ag.episode_group as usize].name,
-                ag.mean,
-                ag.std
-            )),
-        ]),
-        Line::styled(format!("anchor: {}", trunc(step.anchor_key(), area.width as usize * 2)), theme.dim()),
-    ];
-    Paragraph::new(header).wrap(Wrap { trim: true }).render(a.header, buf);
+    Paragraph::new(header_lines(state, area.width)).render(a.header, buf);
 
     let body = layout::table_body(a.members);
     let start = layout::window_start(state.ui.anchor.member, ag.members.len(), body.height as usize);
     let group_eps = state.group_episodes();
-    let id_w = ag.members.iter().map(|m| state.domain.run.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
+    let id_w =
+        ag.members.iter().map(|m| state.domain.run.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
     let id_w = id_w.clamp(7, (area.width as usize / 3).max(12)) as u16;
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
         let ep = &state.domain.run.episodes[m.episode as usize];
@@ -175,7 +198,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         let this = if *m == r { "◀ this step" } else { "" };
         let r = Row::new(vec![
             Cell::from(traj),
-            Cell::from(trunc(&ep.id, id_w as usize)),
+            Cell::from(super::trunc_start(&ep.id, id_w as usize)),
             Cell::from(m.step.to_string()),
             Cell::from(ep.steps[m.step as usize].action.clone()),
             Cell::from(format!("{:.4}", row.ret)),
@@ -200,6 +223,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Constraint::Length(11),
         ],
     )
+    .column_spacing(super::spacing(state))
     .header(Row::new(["traj", "episode", "step", "action", "R_t", "A_S", ""]).style(theme.title()))
     .block(block(state, "Members (every trajectory of the group, any time step)"))
     .render(a.members, buf);

@@ -102,11 +102,7 @@ fn compare_len(state: &State) -> usize {
 
 /// The first step at which two trajectories differ in state or action (their common prefix length).
 pub fn divergence(a: &Episode, b: &Episode) -> usize {
-    a.steps
-        .iter()
-        .zip(&b.steps)
-        .take_while(|(x, y)| x.action == y.action && x.anchor_key() == y.anchor_key())
-        .count()
+    a.steps.iter().zip(&b.steps).take_while(|(x, y)| x.action == y.action && x.anchor_key() == y.anchor_key()).count()
 }
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
@@ -152,9 +148,19 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let rows = (start..len).take(body.height as usize).map(|i| {
         let (aa, av) = side(ea, a, i);
         let (ba, bv) = side(eb, b, i);
-        let mark = if i == d { "▶" } else if i < d { "=" } else { "" };
+        let mark = if i == d {
+            "▶"
+        } else if i < d {
+            "="
+        } else {
+            ""
+        };
         let row = Row::new(vec![Cell::from(format!("{mark}{i}")), aa, av, ba, bv]);
-        if i == d { row.style(theme.selected()) } else { row }
+        if i == d {
+            row.style(theme.selected())
+        } else {
+            row
+        }
     });
     Table::new(
         rows,
@@ -166,6 +172,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Constraint::Length(7),
         ],
     )
+    .column_spacing(super::spacing(state))
     .header(Row::new(["step", "A action", "A adv", "B action", "B adv"]).style(theme.title()))
     .block(block(state, "Side by side (▶ first divergent step)"))
     .render(table, buf);

@@ -10,8 +10,8 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
 use super::{adv, adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
 use crate::run::{Episode, Step};
 use crate::tui::action::Action;
-use crate::tui::ui::text::{hanging, wrap};
 use crate::tui::state::{State, View};
+use crate::tui::ui::text::{hanging, wrap};
 
 pub struct EpisodeView;
 
@@ -115,7 +115,8 @@ pub struct EpisodeAreas {
 }
 
 pub fn areas(state: &State, body: Rect) -> EpisodeAreas {
-    let [header, rest] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(body);
+    let header_h = header_lines(state, body.width).len().max(1) as u16;
+    let [header, rest] = Layout::vertical([Constraint::Length(header_h), Constraint::Min(0)]).areas(body);
     let (steps, detail) = if rest.width >= 120 {
         let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(rest);
         (l, r)
@@ -128,25 +129,34 @@ pub fn areas(state: &State, body: Rect) -> EpisodeAreas {
     EpisodeAreas { header, steps, detail }
 }
 
-fn header(state: &State, ep: &Episode, area: Rect, buf: &mut Buffer) {
+/// The episode's numbers and its task, wrapped to `width` (at most three lines).
+fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
+    let Some(e) = state.episode_index() else { return vec![] };
+    let ep = &state.domain.run.episodes[e];
     let outcome = match &ep.outcome {
         Some(o) => format!("{} score {:.3}", if o.success { "✓ success" } else { "✗ failure" }, o.score),
         None => "no outcome".into(),
     };
-    let l1 = Line::from(vec![
-        Span::styled(format!("episode {} ", ep.id), theme.title()),
-        Span::raw(format!(
-            "· traj {}/{} · iteration {} · {} steps · return {:.3} · {outcome}",
-            state.ui.sel.traj + 1,
-            state.group_episodes().len(),
-            ep.iteration,
-            ep.steps.len(),
-            ep.total_reward()
-        )),
-    ]);
-    let l2 = Line::styled(format!("task: {}", ep.instruction()), theme.dim());
-    Paragraph::new(vec![l1, l2]).render(area, buf);
+    let mut out = Vec::new();
+    let l1 = format!(
+        "episode {} · traj {}/{} · iteration {} · {} steps · return {:.3} · {outcome}",
+        ep.id,
+        state.ui.sel.traj + 1,
+        state.group_episodes().len(),
+        ep.iteration,
+        ep.steps.len(),
+        ep.total_reward()
+    );
+    hanging("", &l1, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.title())));
+    let task = format!("task: {}", ep.instruction());
+    hanging("", &task, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.dim())));
+    out.truncate(3);
+    out
+}
+
+fn header(state: &State, _ep: &Episode, area: Rect, buf: &mut Buffer) {
+    Paragraph::new(header_lines(state, area.width)).render(area, buf);
 }
 
 fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
@@ -175,7 +185,11 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
             Cell::from(size.to_string()),
         ]);
         let row = Row::new(cells);
-        if i == state.ui.sel.step { row.style(theme.selected()) } else { row }
+        if i == state.ui.sel.step {
+            row.style(theme.selected())
+        } else {
+            row
+        }
     });
     let mut names = vec!["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"];
     let mut widths = vec![
@@ -194,9 +208,10 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
         widths.remove(1);
     }
     Table::new(rows, widths)
-    .header(Row::new(names).style(theme.title()))
-    .block(block(state, "Steps"))
-    .render(area, buf);
+        .column_spacing(super::spacing(state))
+        .header(Row::new(names).style(theme.title()))
+        .block(block(state, "Steps"))
+        .render(area, buf);
 }
 
 fn detail(state: &State, e: usize, step: &Step, area: Rect, buf: &mut Buffer) {
@@ -255,11 +270,8 @@ pub fn observation_lines(
         return (lines, n);
     }
     let source_lines = obs.lines().count();
-    let folded = if fold && source_lines > FOLD_HEAD + FOLD_TAIL + 1 {
-        FOLD_HEAD..source_lines - FOLD_TAIL
-    } else {
-        0..0
-    };
+    let folded =
+        if fold && source_lines > FOLD_HEAD + FOLD_TAIL + 1 { FOLD_HEAD..source_lines - FOLD_TAIL } else { 0..0 };
     for (i, line) in obs.lines().enumerate() {
         if folded.contains(&i) {
             if i == folded.start {
@@ -291,15 +303,14 @@ pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: 
     let skip = state.ui.episode.obs_scroll.min(total.saturating_sub(h));
     let (lines, _) = observation_lines(obs, w, skip, h, pages, fold);
     let title = format!("Observation{label} · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total));
-    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
-        .block(block(state, title))
-        .render(area, buf);
+    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>()).block(block(state, title)).render(area, buf);
 }
 
 fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let mut lines = Vec::new();
-    let chosen = actions.iter().position(|a| *a == step.action).or_else(|| actions.iter().position(|a| fills(a, &step.action)));
+    let chosen =
+        actions.iter().position(|a| *a == step.action).or_else(|| actions.iter().position(|a| fills(a, &step.action)));
     if actions.is_empty() {
         lines.push(Line::styled("no available actions recorded", theme.dim()));
     } else {
@@ -388,7 +399,8 @@ mod tests {
 
     #[test]
     fn plain_text_keeps_its_lines_and_folds_the_middle_of_a_long_prompt() {
-        let (lines, total) = observation_lines("You are in a room.\n\nYour task is: put a mug in the sink.", 20, 0, 10, false, true);
+        let (lines, total) =
+            observation_lines("You are in a room.\n\nYour task is: put a mug in the sink.", 20, 0, 10, false, true);
         assert_eq!(lines, ["You are in a room.", "", "Your task is: put a", "mug in the sink."]);
         assert_eq!(total, 4);
         let prompt: String = (0..100).map(|i| format!("turn {i}\n")).collect();

@@ -12,9 +12,6 @@ use super::{adv, block, clamp_add, go, hint, layout, trunc, Component, Hint, Lis
 use crate::tui::action::Action;
 use crate::tui::state::{State, View};
 
-/// Width of one heatmap cell: sign, magnitude digit, disagreement flag, gap.
-const CELL: usize = 4;
-
 pub struct Groups;
 
 impl Component for Groups {
@@ -63,21 +60,21 @@ impl Component for Groups {
     }
 
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
-        let a = areas(area);
-        if let Some(g) = a.groups {
-            group_list(state, g, buf);
+        let a = areas(state, area);
+        if a.narrow {
+            group_strip(state, a.groups, buf);
+        } else {
+            group_list(state, a.groups, buf);
         }
         header(state, a.header, buf);
         trajectories(state, a.table, buf);
-        Paragraph::new(Line::from(vec![Span::styled(
-            "cell = sign of A, |A| 1–9 of the max · 00 A = 0 · ! A_E and ω·A_S disagree · ∅ zero-variance group",
-            state.config.theme.dim(),
-        )]))
-        .render(a.legend, buf);
+        Paragraph::new(Span::styled(LEGEND, state.config.theme.dim()))
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .render(a.legend, buf);
     }
 
     fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
-        let rect = layout::table_body(areas(body).table);
+        let rect = layout::table_body(areas(state, body).table);
         Some(ListRegion { rect, len: state.group_episodes().len(), selected: state.ui.sel.traj })
     }
 
@@ -103,22 +100,37 @@ impl Component for Groups {
 }
 
 pub struct GroupAreas {
-    pub groups: Option<Rect>,
+    /// The iteration's groups: a pane on the left when wide, a strip above the group when narrow.
+    pub groups: Rect,
+    pub narrow: bool,
     pub header: Rect,
     pub table: Rect,
     pub legend: Rect,
 }
 
-pub fn areas(body: Rect) -> GroupAreas {
-    let (groups, right) = if body.width >= 110 {
-        let [l, r] = Layout::horizontal([Constraint::Length(30), Constraint::Min(0)]).areas(body);
-        (Some(l), r)
+/// The legend under the heatmap.
+const LEGEND: &str = "cell = sign of A and |A| 1–9 of the max |A| · 00 A = 0 · ! (or underlined) A_E and ω·A_S \
+                      disagree · ∅ zero-variance group";
+
+pub fn areas(state: &State, body: Rect) -> GroupAreas {
+    let narrow = body.width < 110;
+    let (groups, right) = if narrow {
+        let [strip, rest] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+        (strip, rest)
     } else {
-        (None, body)
+        let [l, r] = Layout::horizontal([Constraint::Length(30), Constraint::Min(0)]).areas(body);
+        (l, r)
     };
-    let [header, table, legend] =
-        Layout::vertical([Constraint::Length(3), Constraint::Min(0), Constraint::Length(1)]).areas(right);
-    GroupAreas { groups, header, table, legend }
+    let mut legend_lines = 0u16;
+    crate::tui::ui::text::wrap(LEGEND, right.width as usize, &mut |_| legend_lines += 1);
+    let header_h = header_lines(state, right.width).len() as u16;
+    let [header, table, legend] = Layout::vertical([
+        Constraint::Length(header_h.min(4)),
+        Constraint::Min(0),
+        Constraint::Length(legend_lines.clamp(1, 2)),
+    ])
+    .areas(right);
+    GroupAreas { groups, narrow, header, table, legend }
 }
 
 fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
@@ -136,35 +148,84 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
             format!("{}/{}", ok, eg.episodes.len()),
             if eg.zero_variance { "∅".into() } else { String::new() },
         ]);
-        if i == sel { row.style(theme.selected()) } else { row }
+        if i == sel {
+            row.style(theme.selected())
+        } else {
+            row
+        }
     });
     Table::new(rows, [Constraint::Length(14), Constraint::Length(7), Constraint::Length(2)])
+        .column_spacing(super::spacing(state))
         .header(Row::new(["group", "ok", ""]).style(theme.title()))
         .block(block(state, format!("Groups ({})", groups.len())))
         .render(area, buf);
 }
 
-fn header(state: &State, area: Rect, buf: &mut Buffer) {
+/// On a narrow terminal: the iteration's groups in one line, the selected one highlighted, scrolled to keep it
+/// in view.
+fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let Some(g) = state.domain.derived.table.episode_groups.get(state.ui.sel.group as usize) else { return };
+    let groups = state.current_groups();
+    let t = &state.domain.derived.table;
+    let sel = groups.iter().position(|&g| g == state.ui.sel.group).unwrap_or(0);
+    let label = |g: u32| {
+        let eg = &t.episode_groups[g as usize];
+        let ok = eg.episodes.iter().filter(|&&e| state.domain.run.episodes[e as usize].success()).count();
+        format!(" {} {ok}/{}{} ", eg.name, eg.episodes.len(), if eg.zero_variance { " ∅" } else { "" })
+    };
+    let width = area.width as usize;
+    let head = format!("groups ({}/{}):", sel + 1, groups.len());
+    // Start far enough back that the selected group fits.
+    let mut start = sel;
+    let mut used = head.chars().count() + label(groups.get(sel).copied().unwrap_or(0)).chars().count();
+    while start > 0 && used + label(groups[start - 1]).chars().count() + 2 <= width {
+        start -= 1;
+        used += label(groups[start]).chars().count();
+    }
+    let mut spans = vec![Span::styled(head, theme.title())];
+    if start > 0 {
+        spans.push(Span::styled("…", theme.dim()));
+    }
+    for (i, &g) in groups.iter().enumerate().skip(start) {
+        let style = if i == sel { theme.selected() } else { Style::new() };
+        spans.push(Span::styled(label(g), style));
+    }
+    Paragraph::new(Line::from(spans)).render(area, buf);
+}
+
+/// The group header's lines at `width` columns: the group's numbers, the zero-variance note, the task, wrapped.
+fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
+    let theme = &state.config.theme;
+    let Some(g) = state.domain.derived.table.episode_groups.get(state.ui.sel.group as usize) else { return vec![] };
     let instruction = g.episodes.first().map_or("", |&e| state.domain.run.episodes[e as usize].instruction());
     let pos = state.current_groups().iter().position(|&x| x == state.ui.sel.group).map_or(0, |p| p + 1);
-    let mut l1 = vec![
-        Span::styled(format!("group {} ", g.name), theme.title()),
-        Span::raw(format!(
-            "({pos}/{}) · {} trajectories · pool {} · mean {:.3} · std {:.3}",
+    let mut out = Vec::new();
+    let mut push = |text: String, style: Style| {
+        crate::tui::ui::text::hanging("", &text, width as usize, &mut |m, l| {
+            out.push(Line::styled(format!("{m}{l}"), style))
+        });
+    };
+    push(
+        format!(
+            "group {} ({pos}/{}) · {} trajectories · pool {} · mean {:.3} · std {:.3}",
+            g.name,
             state.current_groups().len(),
             g.episodes.len(),
             g.pool_size,
             g.mean,
             g.std
-        )),
-    ];
+        ),
+        theme.title(),
+    );
     if g.zero_variance {
-        l1.push(Span::styled("  ∅ zero variance: every trajectory has the same return, A_E = 0", theme.warn()));
+        push("∅ zero variance: every trajectory has the same return, so A_E = 0".into(), theme.warn());
     }
-    let lines = vec![Line::from(l1), Line::from(Span::styled(format!("task: {instruction}"), theme.dim()))];
-    Paragraph::new(lines).render(area, buf);
+    push(format!("task: {instruction}"), theme.dim());
+    out
+}
+
+fn header(state: &State, area: Rect, buf: &mut Buffer) {
+    Paragraph::new(header_lines(state, area.width)).render(area, buf);
 }
 
 fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
@@ -173,23 +234,36 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     let eps = state.group_episodes();
     let body = layout::table_body(area);
     // The largest |A| of the group scales the heatmap digits.
-    let max = eps
-        .iter()
-        .flat_map(|&e| t.episode_rows(e as usize).iter().map(|r| r.advantage.abs()))
-        .fold(0.0f64, f64::max);
-    const FIXED: usize = 3 + 12 + 8 + 3 + 4 + 8 + 6;
-    let cells = (body.width as usize).saturating_sub(FIXED) / CELL;
+    let max =
+        eps.iter().flat_map(|&e| t.episode_rows(e as usize).iter().map(|r| r.advantage.abs())).fold(0.0f64, f64::max);
+    // The widest heatmap cell that shows every step of the longest trajectory: sign, digit, the disagreement
+    // flag and a gap; then without the gap; then two columns with the flag as an underline.
+    let longest = eps.iter().map(|&e| t.episode_rows(e as usize).len()).max().unwrap_or(0);
+    let gap = super::spacing(state) as usize;
+    let id_w = eps.iter().map(|&e| state.domain.run.episodes[e as usize].id.chars().count()).max().unwrap_or(7);
+    let fixed = |id: usize| 3 + id + 7 + 2 + 3 + 7 + 6 * gap;
+    let avail = |id: usize| (body.width as usize).saturating_sub(fixed(id));
+    let id_w = (1..=id_w.clamp(7, 24)).rev().find(|&w| w <= 8 || avail(w) >= longest * 3).unwrap_or(7);
+    let cell = [4usize, 3, 2].into_iter().find(|c| avail(id_w) >= longest * c).unwrap_or(2);
+    let cells = avail(id_w) / cell;
     let start = layout::window_start(state.ui.sel.traj, eps.len(), body.height as usize);
     let omega = state.domain.settings.omega;
     let rows = eps.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &e)| {
         let ep = &state.domain.run.episodes[e as usize];
         let rows = t.episode_rows(e as usize);
         let a_e = rows.first().map_or(0.0, |r| r.episode_advantage);
+        let shown = if rows.len() > cells { cells.saturating_sub(1) } else { rows.len() };
         let mut heat: Vec<Span> = rows
             .iter()
-            .take(cells)
+            .take(shown)
             .map(|r| {
-                let sign = if r.advantage > 0.0 { '+' } else if r.advantage < 0.0 { '−' } else { '0' };
+                let sign = if r.advantage > 0.0 {
+                    '+'
+                } else if r.advantage < 0.0 {
+                    '−'
+                } else {
+                    '0'
+                };
                 let digit = if max > 0.0 && r.advantage != 0.0 {
                     ((r.advantage.abs() / max * 9.0).round() as u32).clamp(1, 9)
                 } else {
@@ -197,36 +271,51 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
                 };
                 let step_part = omega * r.step_advantage;
                 let disagree = r.episode_advantage * step_part < 0.0;
-                let text = format!("{sign}{digit}{} ", if disagree { '!' } else { ' ' });
-                Span::styled(text, theme.heat(r.advantage, max))
+                let flag = if disagree { "!" } else { " " };
+                let (text, style) = match cell {
+                    4 => (format!("{sign}{digit}{flag} "), theme.heat(r.advantage, max)),
+                    3 => (format!("{sign}{digit}{flag}"), theme.heat(r.advantage, max)),
+                    _ => {
+                        let style = theme.heat(r.advantage, max);
+                        let style =
+                            if disagree { style.add_modifier(ratatui::style::Modifier::UNDERLINED) } else { style };
+                        (format!("{sign}{digit}"), style)
+                    }
+                };
+                Span::styled(text, style)
             })
             .collect();
-        if rows.len() > cells {
-            heat.push(Span::raw("…"));
+        if rows.len() > shown {
+            heat.push(Span::styled(format!("+{}", rows.len() - shown), theme.dim()));
         }
         let row = Row::new(vec![
             Cell::from((i + 1).to_string()),
-            Cell::from(trunc(&ep.id, 12)),
+            Cell::from(super::trunc_start(&ep.id, id_w)),
             Cell::from(format!("{:.3}", ep.total_reward())),
             Cell::from(if ep.success() { "✓" } else { "✗" }),
             Cell::from(ep.steps.len().to_string()),
             Cell::from(Span::styled(adv(a_e), theme.signed(a_e))),
             Cell::from(Line::from(heat)),
         ]);
-        if i == state.ui.sel.traj { row.style(theme.selected()) } else { row.style(Style::new()) }
+        if i == state.ui.sel.traj {
+            row.style(theme.selected())
+        } else {
+            row.style(Style::new())
+        }
     });
     Table::new(
         rows,
         [
             Constraint::Length(3),
-            Constraint::Length(12),
-            Constraint::Length(8),
+            Constraint::Length(id_w as u16),
+            Constraint::Length(7),
+            Constraint::Length(2),
             Constraint::Length(3),
-            Constraint::Length(4),
-            Constraint::Length(8),
+            Constraint::Length(7),
             Constraint::Min(0),
         ],
     )
+    .column_spacing(super::spacing(state))
     .header(Row::new(["#", "episode", "return", "ok", "len", "A_E", "A per step (heatmap)"]).style(theme.title()))
     .block(block(state, format!("Trajectories · max |A| {max:.3}")))
     .render(area, buf);

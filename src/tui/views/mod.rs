@@ -13,8 +13,8 @@ pub mod search;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub(crate) use crate::tui::ui::{adv, adv_span, block, diff_text, layout, trunc};
 pub use crate::tui::ui::Hint;
+pub(crate) use crate::tui::ui::{adv, adv_span, block, diff_text, layout, spacing, trunc, trunc_start};
 
 use super::action::Action;
 use super::state::{State, View};
@@ -126,7 +126,8 @@ pub fn component(view: View) -> &'static dyn Component {
 }
 
 /// Every view, in the order of the view keys.
-pub const ALL: &[View] = &[View::Overview, View::Groups, View::Episode, View::Anchor, View::Compare, View::Search, View::Play];
+pub const ALL: &[View] =
+    &[View::Overview, View::Groups, View::Episode, View::Anchor, View::Compare, View::Search, View::Play];
 
 /// The body of the state's screen.
 pub fn body(state: &State) -> Rect {

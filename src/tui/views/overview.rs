@@ -117,10 +117,15 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
             pct(it.zero_variance_share),
             format!("{:.2}", it.mean_step_group_size),
         ]);
-        if i == state.ui.sel.iteration { row.style(theme.selected()) } else { row }
+        if i == state.ui.sel.iteration {
+            row.style(theme.selected())
+        } else {
+            row
+        }
     });
-    let header = Row::new(["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"])
-        .style(theme.title());
+    let header =
+        Row::new(["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"])
+            .style(theme.title());
     let mut title = format!("Iterations ({})", its.len());
     if state.domain.run.layout != crate::run::Layout::Gigscope {
         title.push_str(&format!(" · {}", state.domain.run.layout.name()));
@@ -142,6 +147,7 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
             Constraint::Length(7),
         ],
     )
+    .column_spacing(super::spacing(state))
     .header(header)
     .block(block(state, title))
     .render(area, buf);
@@ -158,14 +164,25 @@ fn charts(state: &State, area: Rect, buf: &mut Buffer) {
     line_chart(state, "mean return by iteration", &returns, None, bottom, buf);
 }
 
-pub(crate) fn line_chart(state: &State, title: &str, data: &[(f64, f64)], y: Option<(f64, f64)>, area: Rect, buf: &mut Buffer) {
+pub(crate) fn line_chart(
+    state: &State,
+    title: &str,
+    data: &[(f64, f64)],
+    y: Option<(f64, f64)>,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let theme = &state.config.theme;
     let x0 = data.first().map_or(0.0, |p| p.0);
     let x1 = data.last().map_or(1.0, |p| p.0).max(x0 + 1.0);
     let (y0, y1) = y.unwrap_or_else(|| {
         let lo = data.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
         let hi = data.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-        if lo.is_finite() && hi > lo { (lo, hi) } else { (lo.min(0.0), lo.max(0.0) + 1.0) }
+        if lo.is_finite() && hi > lo {
+            (lo, hi)
+        } else {
+            (lo.min(0.0), lo.max(0.0) + 1.0)
+        }
     });
     let last = data.last().map_or(String::new(), |p| format!(" · last {:.3}", p.1));
     let ds = Dataset::default()
@@ -185,27 +202,45 @@ const HIST_MAX: usize = 10;
 
 fn histogram(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let mut counts = [0u64; HIST_MAX + 1];
-    for (&size, &n) in &state.domain.derived.size_histogram {
-        counts[size.clamp(1, HIST_MAX + 1) - 1] += n as u64;
+    let sizes = &state.domain.derived.size_histogram;
+    let total: usize = sizes.values().sum();
+    let singletons = sizes.get(&1).copied().unwrap_or(0) as f64;
+    let inner_w = area.width.saturating_sub(2) as usize;
+    // Sizes above `pool` share one bar; `pool` shrinks until every bar is wide enough for its count and its
+    // label, so no count is lost.
+    let bars_for = |pool: usize| -> Vec<(String, u64)> {
+        let mut counts = vec![0u64; pool + 1];
+        for (&size, &n) in sizes {
+            counts[size.clamp(1, pool + 1) - 1] += n as u64;
+        }
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (if i == pool { format!(">{pool}") } else { (i + 1).to_string() }, c))
+            .collect()
+    };
+    let width_of = |bars: &[(String, u64)]| {
+        bars.iter().map(|(l, c)| l.chars().count().max(c.to_string().len())).max().unwrap_or(1)
+    };
+    let mut pool = HIST_MAX;
+    let mut bars = bars_for(pool);
+    while pool > 1 && bars.len() * (width_of(&bars) + 1) > inner_w {
+        pool -= 1;
+        bars = bars_for(pool);
     }
-    let total: u64 = counts.iter().sum();
-    let singletons = state.domain.derived.size_histogram.get(&1).copied().unwrap_or(0) as f64;
-    let bars: Vec<Bar> = counts
-        .iter()
-        .enumerate()
-        .filter(|(_, &c)| c > 0)
-        .map(|(i, &c)| {
-            let label = if i == HIST_MAX { format!(">{HIST_MAX}") } else { (i + 1).to_string() };
-            Bar::default().value(c).label(Line::from(label)).style(theme.accent())
+    let need = width_of(&bars);
+    let width = (inner_w / bars.len().max(1)).saturating_sub(1).clamp(need, need.max(5)) as u16;
+    let bars: Vec<Bar> = bars
+        .into_iter()
+        .map(|(label, c)| {
+            Bar::default().value(c).text_value(c.to_string()).label(Line::from(label)).style(theme.accent())
         })
         .collect();
     let title = format!(
-        "step-group sizes ({total}, {:.0}% singleton)",
+        "step-group sizes · {total} · {:.0}% size 1",
         if total == 0 { 0.0 } else { singletons / total as f64 * 100.0 }
     );
-    let inner_w = area.width.saturating_sub(2) as usize;
-    let width = (inner_w / bars.len().max(1)).saturating_sub(1).clamp(1, 5) as u16;
     BarChart::default()
         .block(block(state, title))
         .data(BarGroup::default().bars(&bars))
@@ -218,7 +253,8 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let it = state.domain.derived.iterations.get(state.ui.sel.iteration).map(|i| i.iteration);
     // The metrics of the selected iteration, else the latest record.
-    let rec = state.domain.run.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.domain.run.metrics.last());
+    let rec =
+        state.domain.run.metrics.iter().rev().find(|m| Some(m.iteration) == it).or(state.domain.run.metrics.last());
     let lines: Vec<Line> = match rec {
         None => vec![],
         Some(r) => {
@@ -229,5 +265,7 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
             v
         }
     };
-    Paragraph::new(lines).block(block(state, format!("metrics.jsonl ({} records)", state.domain.run.metrics.len()))).render(area, buf);
+    Paragraph::new(lines)
+        .block(block(state, format!("metrics.jsonl ({} records)", state.domain.run.metrics.len())))
+        .render(area, buf);
 }

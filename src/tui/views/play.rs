@@ -40,21 +40,43 @@ impl Component for PlayView {
 
     fn hints(&self, state: &State) -> Vec<Hint> {
         use Action::*;
-        match state.ui.play.as_ref().map(|p| p.session.is_some()) {
-            Some(false) => vec![
+        let Some(play) = state.ui.play.as_ref() else { return vec![] };
+        if play.replay.is_some() {
+            return vec![
+                hint(&[Open], "next step", "show the policy's next step"),
+                hint(&[Autoplay], "rest at once", "add the rest of the policy's episodes at once"),
+            ];
+        }
+        if let Some(page) = &play.finished_page {
+            let label = if page.group_done { "open group" } else { "next episode" };
+            return vec![hint(&[Open], label, "leave the page the episode ended on")];
+        }
+        match play.session.is_some() {
+            false => vec![
                 hint(&[Up, Down], "move", "select a goal"),
                 hint(&[Open], "start group", "play a group of the selected goal"),
                 hint(&[Left, Right], "group size", "fewer / more episodes in the group"),
             ],
-            Some(true) => vec![
+            true => vec![
                 hint(&[Up, Down], "move", "select an action"),
                 hint(&[Open], "act", "take the selected action (on search[…]: type a query)"),
                 hint(&[Autoplay], "policy plays rest", "the run's policy plays the rest of the group"),
-                hint(&[Left], "abandon", "abandon the group (nothing is written)"),
+                hint(&[WatchPolicy], "watch policy", "the policy plays the rest step by step: Enter shows each step"),
+                hint(&[Abandon], "abandon", "abandon the group (asks again; nothing is written)"),
                 hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
             ],
-            None => vec![],
         }
+    }
+
+    fn highlight(&self, state: &State) -> Option<String> {
+        let play = state.ui.play.as_ref()?;
+        if let Some(r) = &play.replay {
+            let step = r.current()?;
+            return Some(format!("the policy chose {} (reward {})", step.action, step.reward));
+        }
+        let session = play.session.as_ref()?;
+        let actions = session.actions();
+        Some(format!("the highlighted action {} is the one Enter takes", actions.get(session.cursor)?))
     }
 
     fn needs_episodes(&self) -> bool {
@@ -73,7 +95,9 @@ impl Component for PlayView {
         let p = state.ui.play.as_ref()?;
         let a = areas(body);
         Some(match &p.session {
-            Some(session) => ListRegion { rect: layout::inner(a.side), len: session.actions().len(), selected: session.cursor },
+            Some(session) => {
+                ListRegion { rect: layout::inner(a.side), len: session.actions().len(), selected: session.cursor }
+            }
             None => ListRegion { rect: layout::inner(a.main), len: p.shop.goals.len(), selected: p.goal_cursor },
         })
     }
@@ -99,7 +123,31 @@ impl Component for PlayView {
 
 /// Keys of the play view; `None` for keys it leaves to the rest of the TUI.
 fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
-    state.ui.play.as_ref()?;
+    let play = state.ui.play.as_mut()?;
+    let redraw = Some(Effects { redraw: true, ..Effects::default() });
+    // The policy's episodes, one step per key.
+    if play.replay.is_some() {
+        match a {
+            Action::Open | Action::Right => {
+                if play.replay.as_mut().is_some_and(|r| r.advance()) {
+                    return redraw;
+                }
+                return Some(finish_replay(state));
+            }
+            Action::Autoplay => return Some(finish_replay(state)),
+            _ => return None,
+        }
+    }
+    // The page an episode ended on stays until Enter.
+    if let Some(page) = play.finished_page.take() {
+        if matches!(a, Action::Open | Action::Right) {
+            if page.group_done {
+                open_played_group(state);
+            }
+            return redraw;
+        }
+    }
+    let confirming = std::mem::take(&mut play.confirm_abandon);
     let by = match a {
         Action::Up => -1,
         Action::Down => 1,
@@ -111,7 +159,7 @@ fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
     };
     if by != 0 {
         c.move_by(state, by);
-        return Some(Effects { redraw: true, ..Effects::default() });
+        return redraw;
     }
     let play = state.ui.play.as_mut()?;
     match &mut play.session {
@@ -131,19 +179,85 @@ fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
                 if session.search_selected() {
                     state.ui.input = Some(String::new());
                     state.ui.prompt = Prompt::PlayQuery;
-                    return Some(Effects { redraw: true, ..Effects::default() });
+                    return redraw;
                 }
                 let Some(action) = session.selected_action() else { return Some(Effects::default()) };
                 return Some(play_action(state, &action));
             }
-            Action::Left => {
+            Action::Abandon if confirming => {
                 play.session = None;
                 state.ui.message = Some("group abandoned: nothing was written".into());
+            }
+            Action::Abandon => {
+                play.confirm_abandon = true;
+                state.ui.message = Some(format!(
+                    "abandon {} ({} of {} episodes played)? Press {} again: nothing is written. Any other key keeps it.",
+                    session.group,
+                    session.finished.len(),
+                    session.size,
+                    state.config.keymap.first_label(Action::Abandon).unwrap_or_default()
+                ));
             }
             _ => return None,
         },
     }
-    Some(Effects { redraw: true, ..Effects::default() })
+    redraw
+}
+
+/// Every step of the policy's episodes was shown (or the rest was asked for at once): they join the group.
+fn finish_replay(state: &mut State) -> Effects {
+    let Some(play) = state.ui.play.as_mut() else { return Effects::default() };
+    let Some(replay) = play.replay.take() else { return Effects::default() };
+    let n = replay.episodes.len();
+    match play.add_generated(replay.episodes) {
+        Some(outcome) => {
+            let fx = played(state, outcome);
+            let rest = state.ui.message.take().unwrap_or_default();
+            state.ui.message = Some(format!("{} played {n} episode(s) · {rest}", replay.who));
+            fx
+        }
+        None => Effects { redraw: true, ..Effects::default() },
+    }
+}
+
+/// The finished group in the group view, once the run shows it (else it opens when it is read back).
+fn open_played_group(state: &mut State) {
+    let Some(name) = state.jobs.pending_group.clone() else { return };
+    if state.select_group(&name) {
+        state.jobs.pending_group = None;
+    } else {
+        state.ui.message = Some(format!("{name} is being written; it opens as soon as the run shows it"));
+    }
+}
+
+/// Whether the play view holds the screen for a page the user has not dismissed (a played group then waits to
+/// open until Enter).
+pub fn holds_finished_page(state: &State) -> bool {
+    state.ui.view == View::Play && state.ui.play.as_ref().is_some_and(|p| p.finished_page.is_some())
+}
+
+/// The policy's episodes arrived: watched step by step (`w`), or added to the group at once (`A`).
+pub fn autoplayed(state: &mut State, episodes: Vec<crate::run::Episode>, who: String) -> Effects {
+    let Some(play) = state.ui.play.as_mut() else { return Effects::default() };
+    if std::mem::take(&mut play.watching) && play.session.is_some() && !episodes.is_empty() {
+        let n = episodes.len();
+        play.replay = Some(play::Replay { episodes, who: who.clone(), episode: 0, step: 0 });
+        state.ui.message = Some(format!(
+            "{who} played {n} episode(s): Enter shows its next step, {} the rest at once",
+            state.config.keymap.first_label(Action::Autoplay).unwrap_or_default()
+        ));
+        return Effects { redraw: true, ..Effects::default() };
+    }
+    let n = episodes.len();
+    match play.add_generated(episodes) {
+        Some(outcome) => {
+            let fx = played(state, outcome);
+            let rest = state.ui.message.take().unwrap_or_default();
+            state.ui.message = Some(format!("{who} played {n} episode(s) · {rest}"));
+            fx
+        }
+        None => Effects::default(),
+    }
 }
 
 /// Take `action` in the play view's episode.
@@ -200,6 +314,14 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         return;
     };
     let a = areas(area);
+    if let Some(replay) = &play.replay {
+        replay_view(state, replay, &a, buf);
+        return;
+    }
+    if let Some(page) = &play.finished_page {
+        finished_page(state, page, &a, buf);
+        return;
+    }
     match &play.session {
         None => {
             picker_header(state, play, a.header, buf);
@@ -214,6 +336,68 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             finished(state, session, a.group, buf);
         }
     }
+}
+
+/// The policy's episode at the step shown: what it saw, what it could do, what it chose.
+fn replay_view(state: &State, replay: &play::Replay, a: &PlayAreas, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let Some(ep) = replay.episodes.get(replay.episode) else { return };
+    let Some(step) = ep.steps.get(replay.step) else { return };
+    let head = vec![
+        Line::from(vec![
+            Span::styled(format!("{} plays ", replay.who), theme.accent()),
+            Span::raw(format!(
+                "· episode {}/{} · step {}/{}",
+                replay.episode + 1,
+                replay.episodes.len(),
+                replay.step + 1,
+                ep.steps.len()
+            )),
+        ]),
+        Line::raw(trunc(ep.instruction(), a.header.width as usize)),
+    ];
+    Paragraph::new(head).render(a.header, buf);
+    observation_pane(state, &step.observation, " · what the policy saw", a.main, buf);
+    let actions: Vec<String> = step.available_actions.clone().unwrap_or_default();
+    let chosen = actions.iter().position(|x| *x == step.action);
+    let mut list = actions.clone();
+    if chosen.is_none() {
+        list.push(step.action.clone());
+    }
+    let cursor = chosen.unwrap_or(list.len().saturating_sub(1));
+    cursor_list(
+        state,
+        "What it could do · ▶ what it chose".into(),
+        list.len(),
+        cursor,
+        |i| format!("{}{}", if i == cursor { "▶ " } else { "  " }, list[i]),
+        a.side,
+        buf,
+    );
+    let last = !replay.clone().advance();
+    let note = format!(
+        "reward {} · Enter: {} · A: the rest at once",
+        step.reward,
+        if last { "add the episodes to the group" } else { "its next step" }
+    );
+    Paragraph::new(Line::styled(note, theme.dim())).wrap(Wrap { trim: true }).render(a.group, buf);
+}
+
+/// The page an episode ended on (WebShop's "Thank you" page after a purchase).
+fn finished_page(state: &State, page: &play::FinishedPage, a: &PlayAreas, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let head = Line::from(vec![
+        Span::styled(format!("Episode {}/{} ended ", page.episode, page.size), theme.title()),
+        Span::raw(format!("· reward {:.3}", page.reward)),
+    ]);
+    Paragraph::new(head).render(a.header, buf);
+    observation_pane(state, &page.observation, " · the last page", a.main, buf);
+    let next = if page.group_done {
+        "The group is complete and written to the run: Enter opens it in the group view, with its advantages."
+    } else {
+        "Enter starts the next episode of the group, from the same start state."
+    };
+    Paragraph::new(next).wrap(Wrap { trim: true }).block(block(state, "Next")).render(a.side, buf);
 }
 
 fn picker_header(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
@@ -253,7 +437,11 @@ fn cursor_list(
         .take(inner.height as usize)
         .map(|i| {
             let line = trunc(&text(i), inner.width as usize);
-            if i == cursor { Line::styled(line, theme.selected()) } else { Line::raw(line) }
+            if i == cursor {
+                Line::styled(line, theme.selected())
+            } else {
+                Line::raw(line)
+            }
         })
         .collect();
     Paragraph::new(lines).block(block(state, title)).render(area, buf);
@@ -281,8 +469,9 @@ fn goal_detail(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
 }
 
 fn group_note(state: &State, area: Rect, buf: &mut Buffer) {
-    let text = "The finished group is appended to this run (iteration 0) and opens in the group view with its \
-                anchor groups and advantages. In a group, A lets the run's policy play the remaining episodes.";
+    let text = "The finished group is appended to this run, kept apart from the training iterations (the \
+                overview's play row), and opens in the group view with its anchor groups and advantages. In a \
+                group, A lets the run's policy play the remaining episodes, w shows them step by step.";
     Paragraph::new(text).style(state.config.theme.dim()).wrap(Wrap { trim: true }).render(area, buf);
 }
 
@@ -328,7 +517,8 @@ fn with_title(session: &GroupPlay, action: &str) -> String {
 
 fn finished(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let mut spans = vec![Span::styled(format!("Group so far ({}/{}): ", session.finished.len(), session.size), theme.title())];
+    let mut spans =
+        vec![Span::styled(format!("Group so far ({}/{}): ", session.finished.len(), session.size), theme.title())];
     if session.finished.is_empty() {
         spans.push(Span::styled("no episode finished yet", theme.dim()));
     }
@@ -336,7 +526,11 @@ fn finished(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
         spans.push(Span::raw(format!("{} steps → {:.3}   ", e.steps.len(), e.total_reward())));
     }
     let note = Line::styled(
-        "Advantages appear when the group is complete (A_E needs every return of the group). ← abandons the group.",
+        format!(
+            "Advantages appear when the group is complete (A_E needs every return of the group). {} abandons the \
+             group, Esc leaves the view and keeps it.",
+            state.config.keymap.first_label(Action::Abandon).unwrap_or_default()
+        ),
         theme.dim(),
     );
     Paragraph::new(vec![Line::from(spans), note]).wrap(Wrap { trim: true }).render(area, buf);

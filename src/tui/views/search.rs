@@ -28,7 +28,10 @@ impl Component for Search {
 
     fn hints(&self, _state: &State) -> Vec<Hint> {
         use Action::*;
-        vec![hint(&[Up, Down], "move", "select a hit"), hint(&[Open], "go to step", "the selected hit in the episode view")]
+        vec![
+            hint(&[Up, Down], "move", "select a hit"),
+            hint(&[Open], "go to step", "the selected hit in the episode view"),
+        ]
     }
 
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
@@ -117,7 +120,11 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         cells.extend([Cell::from(step.action.clone()), Cell::from(format!("{:.2}", row.reward))]);
         for c in &extra {
             let v = (c.value)(row);
-            cells.push(if c.signed { Cell::from(adv_span(state, v)) } else { Cell::from(Span::raw(format!("{v:.3}"))) });
+            cells.push(if c.signed {
+                Cell::from(adv_span(state, v))
+            } else {
+                Cell::from(Span::raw(format!("{v:.3}")))
+            });
         }
         cells.extend([Cell::from(adv_span(state, row.advantage)), Cell::from(if ep.success() { "✓" } else { "✗" })]);
         let r = Row::new(cells);
@@ -143,6 +150,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     header.extend(["A", "ok"]);
     widths.extend([Constraint::Length(7), Constraint::Length(2)]);
     Table::new(rows, widths)
+        .column_spacing(super::spacing(state))
         .header(Row::new(header).style(theme.title()))
         .block(block(state, format!("Search {} · {shown} matching steps", search.query)))
         .render(area, buf);
