@@ -2,7 +2,7 @@
 //! of the original's goal procedure run by CPython (its `random` module is the oracle for the price
 //! caps and the seeded shuffle).
 
-#[path = "fixtures/webshop/python.rs"]
+#[path = "support/python.rs"]
 mod python;
 
 use std::fs::File;

@@ -1,7 +1,7 @@
 //! `token_set_ratio` against thefuzz 0.19 itself (difflib backend) on real WebShop attribute and option
 //! strings and on generated strings with punctuation, case, Latin-1 and other Unicode characters.
 
-#[path = "fixtures/webshop/python.rs"]
+#[path = "support/python.rs"]
 mod python;
 
 use std::collections::BTreeSet;
