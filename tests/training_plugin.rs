@@ -106,7 +106,11 @@ fn the_binary_does_not_link_libtorch() {
     let dynamic = text(&out.stdout);
     assert!(dynamic.contains("NEEDED"), "{dynamic}");
     for lib in ["libtorch", "libc10", "libgigscope_train"] {
-        assert!(!dynamic.contains(lib), "the gigscope binary needs {lib}:\n{dynamic}");
+        assert!(
+            !dynamic.contains(lib),
+            "the gigscope binary needs {lib} (in a shared target directory, did a concurrent `cargo test \
+             --all-features` relink {BIN} with the `train` feature while these tests ran?):\n{dynamic}"
+        );
     }
 }
 
@@ -196,6 +200,11 @@ impl Tui {
         }
     }
 
+    /// Type text literally (no key-name interpretation).
+    fn type_text(&self, text: &str) {
+        assert!(Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap().success());
+    }
+
     /// The gigscope process: the child of the pane's shell.
     fn pid(&self) -> u32 {
         let out =
@@ -272,13 +281,48 @@ fn a_burst_without_the_plugin_explains_itself_and_the_tui_keeps_working() {
     s.quit();
 }
 
+/// From the play dialog: a group of 1 on the first goal, started, then handed to the policy (`A`).
+fn let_the_policy_play_a_group_of_one(s: &Tui) {
+    s.keys(&["p"]);
+    s.wait_for(&["Pick a goal", "group size N = 4"]);
+    s.keys(&["h", "h", "h"]);
+    s.wait_for(&["group size N = 1"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["search[<your query>]", "episode 1/1"]);
+    s.keys(&["A"]);
+}
+
+#[test]
+fn policy_play_without_the_plugin_explains_itself_and_play_goes_on() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let before = episodes(&dir).len();
+    let s = Tui::start("play-missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
+    s.wait_for(&["Iterations"]);
+    let_the_policy_play_a_group_of_one(&s);
+    s.wait_for(&["training is unavailable"]);
+    // The episode is still the user's to play.
+    s.keys(&["Enter"]);
+    s.type_text("table");
+    s.keys(&["Enter"]);
+    s.wait_for(&["Total results", "click[next >]"]);
+    assert!(!s.has_libtorch());
+    assert_eq!(episodes(&dir).len(), before);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // With the plugin (`./scripts/dev test` builds it first).
 
-/// The plugin next to the binary, where gigscope looks for it; `None` (skip) when it was not built, which CI
-/// does not allow.
+/// The plugin where gigscope looks for it: `$GIGSCOPE_TRAIN_LIB` when the tests run with it set (then the TUI
+/// sessions, which take their environment from the tmux server, are given it too), else next to the binary.
+/// `None` (skip) when it was not built, which CI does not allow.
 fn plugin() -> Option<PathBuf> {
-    let path = Path::new(BIN).parent().unwrap().join("libgigscope_train.so");
+    let path = match std::env::var_os("GIGSCOPE_TRAIN_LIB") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(BIN).parent().unwrap().join("libgigscope_train.so"),
+    };
     if path.is_file() {
         return Some(path);
     }
@@ -290,6 +334,11 @@ fn plugin() -> Option<PathBuf> {
     );
     eprintln!("{} not built: skipping", path.display());
     None
+}
+
+/// The environment a TUI session needs to find the plugin as this test process does.
+fn plugin_env() -> String {
+    std::env::var("GIGSCOPE_TRAIN_LIB").map(|p| format!("GIGSCOPE_TRAIN_LIB={p}")).unwrap_or_default()
 }
 
 #[test]
@@ -330,7 +379,7 @@ fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
-    let s = Tui::start("lazy", &dir, "");
+    let s = Tui::start("lazy", &dir, &plugin_env());
     s.wait_for(&["Iterations"]);
     s.keys(&["Enter"]);
     s.wait_for(&["[Groups]"]);
@@ -343,6 +392,33 @@ fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
     s.keys(&["Enter"]);
     s.wait_for(&["resumes the checkpoint", "burst finished 1 iteration(s)"]);
     assert_eq!(episodes(&dir).iter().filter(|e| e["iteration"] == 3).count(), 4);
+    s.quit();
+}
+
+#[test]
+fn the_policy_plays_a_group_in_the_tui_through_the_plugin() {
+    if plugin().is_none() || !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let before = episodes(&dir).len();
+    let s = Tui::start("play", &dir, &plugin_env());
+    s.wait_for(&["Iterations"]);
+    let_the_policy_play_a_group_of_one(&s);
+    // The played group is written and opens (the "… played 1 episode(s)" message gives way to the write's).
+    s.wait_for(&["[Groups]", "play-goal-0-1"]);
+    assert!(s.has_libtorch());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while episodes(&dir).len() == before {
+        assert!(Instant::now() < deadline, "the played group never reached the run:\n{}", s.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let written = episodes(&dir);
+    assert_eq!(written.len(), before + 1);
+    let played = written.last().unwrap();
+    assert_eq!(played["iteration"], 0);
+    assert!(played["group"].as_str().unwrap().starts_with("play-goal-0"), "{played}");
+    assert!(!played["steps"].as_array().unwrap().is_empty());
     s.quit();
 }
 
