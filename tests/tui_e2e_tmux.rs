@@ -322,3 +322,34 @@ fn a_similarity_grouping_made_in_the_background_reaches_the_screen() {
     let screen = s.wait_for(&["+7.000", "+7.500"]);
     assert!(!screen.contains("grouping anchors"), "{screen}");
 }
+
+/// Workshop mode from the command line: the status line names the view and the highlighted number; the panel
+/// explains RLOO after a settings change; in play, Esc keeps the group and `d` abandons it only when pressed
+/// twice (issue 16, items 1, 13 and --present).
+#[test]
+fn present_mode_explains_and_play_asks_before_abandoning() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let s = Session::start("present", &dir, "--present --theme high-contrast");
+    s.open_socks_episode();
+    s.wait_for(&["Episode · step 0: A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"]);
+    s.keys(&["a"]);
+    s.wait_for(&["Anchor group · the selected member's A = A_E + ω·A_S"]);
+    // estimator → rloo (two steps right), norm → mean_std_norm.
+    s.keys(&["s", "l", "l", "j", "j", "j", "l", "Escape"]);
+    s.wait_for(&["A = n/(n−1)·(s − mean_E) = 5/4·(10.0000 − 6.0000) = +5.000 (rloo)", "leave-one-out"]);
+    s.keys(&["p"]);
+    s.wait_for(&["Pick a goal"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["search[<your query>]", "episode 1/4"]);
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Overview]"]);
+    s.keys(&["p"]);
+    s.wait_for(&["episode 1/4", "search[<your query>]"]);
+    s.keys(&["d"]);
+    s.wait_for(&["Press d again"]);
+    s.keys(&["d"]);
+    s.wait_for(&["group abandoned: nothing was written", "Pick a goal"]);
+}

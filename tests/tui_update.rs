@@ -306,3 +306,18 @@ fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() 
     let old = Derived::build(&episodes[..old_len + 2], &settings);
     assert_eq!(old.extend(&episodes, old_len + 2, &settings), Derived::build(&episodes, &settings));
 }
+
+/// The search prompt's examples find steps in the bundled sample run at its recorded settings (issue 16, item 6:
+/// `adv:<-1` found nothing there).
+#[test]
+fn the_search_prompt_examples_find_something() {
+    let s = open(Path::new("sample_runs/webshop-gigpo"), Config::defaults(true).unwrap(), (120, 40)).unwrap().0;
+    let cache = tempfile::tempdir().unwrap();
+    let mut index =
+        gigscope::index::TrajectoryIndex::open(&s.domain.run.dir, cache.path(), &s.domain.settings).unwrap();
+    index.update(&s.domain.run.episodes, &s.domain.derived.table).unwrap();
+    for query in gigscope::tui::ui::SEARCH_EXAMPLES {
+        let found = index.search(query, 10).unwrap();
+        assert!(found.total > 0, "{query} finds nothing in the sample run");
+    }
+}

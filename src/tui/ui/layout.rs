@@ -47,7 +47,7 @@ pub fn present_lines(state: &State, width: u16) -> Vec<String> {
 
 /// Breadcrumb, body, status bar, hint bar of the state's screen: a message longer than the status bar wraps
 /// into the hint bar's row (it goes with the next key) and, if it must, a little of the body; present mode's
-/// two-line status takes a row from the body.
+/// line (or two) above the status bar takes rows from the body.
 pub fn frame(state: &State, area: Rect) -> [Rect; 4] {
     let [crumb, body, status, hints] = root(area);
     let n = message_lines(state, area.width).len() as u16;
@@ -57,10 +57,11 @@ pub fn frame(state: &State, area: Rect) -> [Rect; 4] {
         let status = Rect { y: body.y + body.height, height: footer, ..status };
         return [crumb, body, status, Rect { y: status.y + footer, height: 0, ..hints }];
     }
-    let p = present_lines(state, area.width).len() as u16;
-    if p > 1 && body.height > 0 {
-        let body = Rect { height: body.height - 1, ..body };
-        let status = Rect { y: body.y + body.height, height: 2, ..status };
+    // Present mode's line(s) go above the status bar, which stays.
+    let p = (present_lines(state, area.width).len() as u16).min(body.height);
+    if p > 0 {
+        let body = Rect { height: body.height - p, ..body };
+        let status = Rect { y: body.y + body.height, height: p + 1, ..status };
         return [crumb, body, status, hints];
     }
     [crumb, body, status, hints]

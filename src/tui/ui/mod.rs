@@ -163,11 +163,14 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         return;
     }
     let present = layout::present_lines(state, area.width);
-    if !present.is_empty() {
+    let area = if present.is_empty() {
+        area
+    } else {
+        let n = present.len() as u16;
         let lines: Vec<Line> = present.into_iter().map(|l| Line::styled(l, theme.title())).collect();
-        Paragraph::new(lines).render(area, buf);
-        return;
-    }
+        Paragraph::new(lines).render(Rect { height: n.min(area.height), ..area }, buf);
+        Rect { y: area.y + n, height: area.height.saturating_sub(n), ..area }
+    };
     let t = &state.domain.derived.table;
     let s = &state.domain.settings;
     // Most important first, so a narrow terminal cuts the least useful part.
@@ -264,6 +267,14 @@ fn ago(secs: u64) -> String {
         60..=3599 => format!("{}m{:02}s ago", secs / 60, secs % 60),
         _ => format!("{}h{:02}m ago", secs / 3600, secs / 60 % 60),
     }
+}
+
+/// Queries the search prompt shows as examples; each finds steps in the bundled sample run at its recorded
+/// settings (checked by a test), so trying one teaches something.
+pub const SEARCH_EXAMPLES: &[&str] = &["action:\"buy now\"", "success:false", "adv:<0", "adv_s:<0"];
+
+fn search_prompt_hint() -> String {
+    format!("words, {}, AND OR NOT · Enter · Esc", SEARCH_EXAMPLES.join(", "))
 }
 
 /// A key the hint bar advertises and the help lists: the actions (each shown by its first bound key), a word
@@ -368,8 +379,8 @@ fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     if state.ui.input.is_some() {
         let text = match state.ui.prompt {
-            Prompt::Search => "words, action:\"buy now\", success:false, adv:<0, adv_s:>1, AND OR NOT · Enter · Esc",
-            Prompt::PlayQuery => "type a WebShop search query · Enter searches · Esc cancels",
+            Prompt::Search => search_prompt_hint(),
+            Prompt::PlayQuery => "type a WebShop search query · Enter searches · Esc cancels".to_string(),
         };
         Paragraph::new(Span::styled(text, theme.dim())).render(area, buf);
         return;
