@@ -15,7 +15,7 @@ pub struct Args {
     pub run: PathBuf,
     #[command(flatten)]
     pub source: SourceFlags,
-    /// Query, e.g. `action:"buy now" AND success:false AND adv:<-1`. Text fields: instruction, observation,
+    /// Query, e.g. `action:"buy now" AND success:false AND adv:<0`. Text fields: instruction, observation,
     /// action, thought; exact fields: id, group, page; numbers: success, valid, reward, return, adv, adv_e,
     /// adv_s, iteration, step, step_group_size, episode (ranges `[a TO b]`, comparisons `<`, `<=`, `>`, `>=`).
     pub query: String,
