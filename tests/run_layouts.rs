@@ -75,3 +75,14 @@ fn convert_writes_a_gigscope_run_that_reads_back_the_same_and_never_overwrites()
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
     assert_eq!(Run::open(&out_dir).expect("still there").episodes, original.episodes);
 }
+
+#[test]
+fn page_anchors_are_refused_on_a_run_of_another_environment() {
+    let verl = fixture("verl/v1");
+    let out = gigscope(&["advantages", "--anchor", "page", path(&verl)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a WebShop run") && err.contains("verl rollout dump"), "{err}");
+    // A WebShop run groups by page as before.
+    assert!(gigscope(&["advantages", "--anchor", "page", path(&fixture("tui/basic"))]).status.success());
+}

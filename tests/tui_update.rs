@@ -321,3 +321,27 @@ fn the_search_prompt_examples_find_something() {
         assert!(found.total > 0, "{query} finds nothing in the sample run");
     }
 }
+
+#[test]
+fn page_anchors_are_offered_only_on_webshop_runs() {
+    use gigscope::advantage::AnchorMode;
+    let anchors_seen = |dir: &str| {
+        let config = Config::defaults(true).unwrap();
+        let mut s = open(Path::new(dir), config, (120, 40)).unwrap().0;
+        act(&mut s, Action::Settings);
+        while s.ui.popup != Some(Popup::Settings { field: Field::Anchor }) {
+            act(&mut s, Action::Down);
+        }
+        (0..3)
+            .map(|_| {
+                act(&mut s, Action::Right);
+                s.domain.settings.anchor
+            })
+            .collect::<Vec<_>>()
+    };
+    let webshop = anchors_seen("tests/fixtures/tui/basic");
+    assert!(webshop.contains(&AnchorMode::Page), "{webshop:?}");
+    let verl = anchors_seen("tests/fixtures/verl/v1");
+    assert!(!verl.contains(&AnchorMode::Page), "{verl:?}");
+    assert!(verl.contains(&AnchorMode::Exact) && verl.iter().any(|m| matches!(m, AnchorMode::Similarity(_))), "{verl:?}");
+}

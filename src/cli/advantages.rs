@@ -117,8 +117,24 @@ impl SettingsFlags {
         let settings = self.overrides()?.apply(base);
         settings.validate().with_context(|| format!("advantage settings for {}", run.dir.display()))?;
         check_reward_weights(&settings, run)?;
+        check_page_anchors(&settings, run)?;
         Ok(settings)
     }
+}
+
+/// Page anchors are WebShop's page types: a run of another environment whose steps record none has nothing
+/// to group by (every step would be classified as a WebShop page it is not).
+fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
+    let pages_recorded = run.episodes.iter().any(|e| e.steps.iter().any(|s| s.page.is_some()));
+    if settings.anchor == crate::advantage::AnchorMode::Page && !super::estimate::is_webshop(run) && !pages_recorded {
+        let env = run.meta.as_ref().and_then(|m| m.env.as_deref()).unwrap_or("not recorded");
+        bail!(
+            "--anchor page groups steps by WebShop page type, but {} is not a WebShop run (env: {env}, {}) and its steps record no page",
+            run.dir.display(),
+            run.layout.name()
+        );
+    }
+    Ok(())
 }
 
 /// TRL refuses reward weights whose number differs from the number of reward functions; so does gigscope,

@@ -81,7 +81,7 @@ fn webshop_page(observation: &str) -> &'static str {
 
 /// Whether page types can be read from this run's observations: a WebShop run (its recorded `env`, or a
 /// gigscope run that records none, as gigscope's own trainer and play write WebShop runs).
-fn is_webshop(run: &Run) -> bool {
+pub(super) fn is_webshop(run: &Run) -> bool {
     match run.meta.as_ref().and_then(|m| m.env.as_deref()) {
         Some(env) => env.eq_ignore_ascii_case("webshop"),
         None => run.layout == crate::run::Layout::Gigscope,

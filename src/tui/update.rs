@@ -465,7 +465,12 @@ fn on_settings(state: &mut State, field: Field, a: Action) -> Effects {
         Action::Top => Field::all().next().unwrap_or(field),
         Action::Bottom => Field::all().last().unwrap_or(field),
         Action::Left | Action::Right => {
-            state.domain.settings = field.adjust(state.domain.settings, a == Action::Right);
+            let mut settings = field.adjust(state.domain.settings, a == Action::Right);
+            // Page anchors are WebShop's page types: another environment's run skips them.
+            if settings.anchor == crate::advantage::AnchorMode::Page && !state.domain.is_webshop() {
+                settings = field.adjust(settings, a == Action::Right);
+            }
+            state.domain.settings = settings;
             group_anchors = state.apply_settings();
             field
         }
