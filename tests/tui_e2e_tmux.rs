@@ -4,78 +4,14 @@
 //! Waiting for text polls the screen until it appears (or a generous deadline passes); nothing here
 //! asserts on how long anything took.
 
+mod support;
+
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn tmux_available() -> bool {
-    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (apt-get install -y tmux)");
-        eprintln!("tmux not found: skipping the end-to-end TUI test");
-    }
-    ok
-}
-
-struct Session {
-    name: String,
-    _home: tempfile::TempDir,
-}
-
-impl Session {
-    /// Start `gigscope tui DIR ARGS…` in a detached 120×40 session.
-    fn start(test: &str, dir: &Path, args: &str) -> Session {
-        Session::launch(test, &format!("tui {} --rescan-ms 200 {args}", dir.display()))
-    }
-
-    /// Start `gigscope COMMAND_LINE` in a detached 120×40 session. The shell prints `EXITED:<code>` when the
-    /// binary ends and then stays, so a crash is visible on screen instead of closing the session.
-    fn launch(test: &str, command_line: &str) -> Session {
-        let name = format!("gigscope-e2e-{}-{test}", std::process::id());
-        // An empty config home, so a developer's own keymap cannot change what the keys do.
-        let home = tempfile::tempdir().unwrap();
-        let cmd = format!(
-            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} {command_line}; echo EXITED:$?; sleep 600",
-            home.path().display(),
-            env!("CARGO_BIN_EXE_gigscope"),
-        );
-        let status = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", "sh", "-c", &cmd])
-            .status()
-            .unwrap();
-        assert!(status.success(), "tmux new-session failed");
-        Session { name, _home: home }
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Poll the screen until it contains every one of `texts`; fail with the screen if it never does.
-    fn wait_for(&self, texts: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.screen();
-            assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
-            if texts.iter().all(|t| screen.contains(t)) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "waited for {texts:?}; the screen is:\n{screen}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        // One key per call: tmux would otherwise pass Escape plus the next key as one Alt-chord.
-        for k in keys {
-            let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().unwrap();
-            assert!(status.success());
-        }
-    }
-}
+use support::tmux::{tmux_available, Session};
 
 impl Session {
     /// From the start screen of the basic fixture: overview → groups of iteration 0 → next group (the worked
@@ -89,18 +25,6 @@ impl Session {
         self.keys(&["Enter"]);
         // The hint bar is the frame's last row: once it shows the episode view's keys, the frame is complete.
         self.wait_for(&["[Episode]", "ep it0-socks-t1", "Enter anchor grp"])
-    }
-
-    /// Type text literally (no key-name interpretation).
-    fn type_text(&self, text: &str) {
-        let status = Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap();
-        assert!(status.success());
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
     }
 }
 
@@ -256,7 +180,7 @@ fn the_bare_command_opens_an_empty_run_with_a_real_catalog() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop");
-    let s = Session::launch("bare", &format!("{} --catalog {}", tmp.path().display(), shared.display()));
+    let s = Session::launch("bare", &format!("{} --catalog {}", tmp.path().display(), shared.display()), (120, 40));
     s.wait_for(&["No episodes in", "p plays episodes by hand"]);
     s.keys(&["p"]);
     let screen = s.wait_for(&["Pick a goal", "group size N = 4"]);

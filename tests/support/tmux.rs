@@ -24,6 +24,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// Start `gigscope tui DIR ARGS…` in a detached 120×40 session, re-reading the run every 200 ms.
+    pub fn start(test: &str, dir: &std::path::Path, args: &str) -> Session {
+        Session::launch(test, &format!("tui {} --rescan-ms 200 {args}", dir.display()), (120, 40))
+    }
+
     /// Start `gigscope COMMAND_LINE` in a detached `width`×`height` session. The shell prints
     /// `EXITED:<code>` when the binary ends and then stays, so a crash is visible on screen instead of
     /// closing the session. An empty config home, so a developer's own keymap cannot change what keys do.
@@ -69,6 +74,14 @@ impl Session {
             let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().expect("send-keys");
             assert!(status.success());
         }
+    }
+}
+
+impl Session {
+    /// Type text literally (no key-name interpretation).
+    pub fn type_text(&self, text: &str) {
+        let status = Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().expect("send-keys");
+        assert!(status.success());
     }
 }
 
