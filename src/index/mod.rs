@@ -63,10 +63,11 @@ const SMALL_BUDGET_PER_THREAD: usize = 32 << 20;
 const BULK_BUDGET_PER_THREAD: usize = 384 << 20;
 /// Updates writing at least this many steps are bulk builds.
 const BULK_STEPS: usize = 50_000;
-/// Segments with more documents than this are never merged: they come from bulk builds, whose segments are
-/// already large, and merging them would rewrite the whole index. The small segments incremental updates
-/// add are merged among themselves up to this size.
-const MAX_DOCS_BEFORE_MERGE: usize = 100_000;
+/// Segments with more documents than this are never merged: they come from bulk builds (a writer thread's
+/// share of a batch of 10,000 episodes is about 75,000 steps), and merging them would rewrite much of the
+/// index, during the build or in a later small update that waits for its merges. The small segments
+/// incremental updates add are merged among themselves (8 at a time) until they reach this size.
+const MAX_DOCS_BEFORE_MERGE: usize = 50_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
