@@ -20,6 +20,12 @@
 //!   of that group's earlier episodes. An update therefore re-indexes whole groups: every group that gains
 //!   an episode is deleted and written again. In a live run groups fill up one iteration at a time, so this
 //!   stays small.
+//! - [`TrajectoryIndex::update_in_batches`] commits after every batch of episodes and reports how far it is;
+//!   [`IndexSearcher`] handles (from [`TrajectoryIndex::searcher`]) search the latest commit from any thread
+//!   meanwhile, and a [`Snapshot`] pairs the documents searched with the number of episodes they cover. A
+//!   cancelled update leaves a valid index of the episodes committed so far; the next update goes on from there.
+//! - The computed numbers (`return`, `adv`, `adv_e`, `adv_s`) are fast-field columns, not indexed terms (they
+//!   are nearly all distinct): ranges and comparisons scan the column, and an exact value is a one-point range.
 
 mod cache;
 mod schema;
