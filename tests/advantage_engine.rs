@@ -1,8 +1,6 @@
 //! The advantage engine against the worked example, hand-computed cases and properties.
 
-use gigscope::advantage::{
-    compute, AdvantageSettings, AdvantageTable, AnchorMode, Estimator, Norm, Pooling, RowRef,
-};
+use gigscope::advantage::{compute, AdvantageSettings, AdvantageTable, AnchorMode, Estimator, Norm, Pooling, RowRef};
 use gigscope::run::{Episode, Outcome, Step};
 use gigscope::text::difflib::ratio;
 use proptest::prelude::*;
@@ -111,7 +109,10 @@ fn a_step_the_trainer_counted_twice_counts_twice_in_every_pool() {
     let rloo = compute(&episodes, &AdvantageSettings { estimator: Estimator::Rloo, ..AdvantageSettings::default() });
     assert!(close(rloo.episode_rows(0)[0].advantage, 1.5 * (1.0 - 1.0 / 3.0)), "RLOO's n counts the copy too");
     // Without the record every row counts once, as before.
-    let once = compute(&[episode("a", "g", vec![step("o", 1.0)]), episode("b", "g", vec![step("o", 0.0)])], &AdvantageSettings::default());
+    let once = compute(
+        &[episode("a", "g", vec![step("o", 1.0)]), episode("b", "g", vec![step("o", 0.0)])],
+        &AdvantageSettings::default(),
+    );
     assert_eq!(once.episode_rows(0)[0].episode_advantage, 0.5);
 }
 
@@ -184,12 +185,13 @@ const ANCHORS: &[&str] = &[
 ];
 
 fn arb_step() -> impl Strategy<Value = Step> {
-    (0..ANCHORS.len(), prop::sample::select(vec![0.0, 0.5, 1.0, 10.0, -1.0]), prop::bool::weighted(0.85))
-        .prop_map(|(a, reward, valid)| {
+    (0..ANCHORS.len(), prop::sample::select(vec![0.0, 0.5, 1.0, 10.0, -1.0]), prop::bool::weighted(0.85)).prop_map(
+        |(a, reward, valid)| {
             let mut s = step(ANCHORS[a], reward);
             s.valid = valid;
             s
-        })
+        },
+    )
 }
 
 fn arb_episodes() -> impl Strategy<Value = Vec<Episode>> {

@@ -127,14 +127,22 @@ const GOLDEN: &[(&str, &str, &str)] = &[
     ("reference_batch", "similarity_0.9", "6216b36713a84ffb593ae9ddd6e2eb2acdc27f1f7514af3288bb9148ba3f3cc8"),
     ("reference_batch", "std_trajectories_rloo", "7b8351080e4346249a6f4b61c200407e05b32b02825644c615073bde30d1e597"),
     ("reference_batch", "shaped_step_gamma1", "f25c0c703dea915d0f4b724f62d14d1081454e0ec0b2e8b029f6e6c94eae4578"),
-    ("reference_batch", "std_omega_gamma_similarity_0.6", "c8f1237cb8e3902724729e049b78112fe1435da4cd8ab67505ed4b70b92120c7"),
+    (
+        "reference_batch",
+        "std_omega_gamma_similarity_0.6",
+        "c8f1237cb8e3902724729e049b78112fe1435da4cd8ab67505ed4b70b92120c7",
+    ),
     ("reference_batch", "grpo_page_std", "5c28f451add64860d94147418e98bb301e8a05d17a00537723075ef2c13f39c7"),
     ("interleaved", "default", "5d86c48a790255cf5bdb928bf8b951025b3cd1989eb2225ae992314e5da68971"),
     ("interleaved", "page", "1cfe83dd58f42522c295e9226b2250116cbb204c9d44bc41c3d03b255d505b2e"),
     ("interleaved", "similarity_0.9", "8db6ae990b96cd372a287c83bb4a62a091592b873be7f86a76c12fca04c7201e"),
     ("interleaved", "std_trajectories_rloo", "4a7475e81b131e08eab14b42e52f79470bcba23abf99ad94f4ebb354ca0b0248"),
     ("interleaved", "shaped_step_gamma1", "5a214c67aeb14205a0ad8439d27227964d96caed74adb335d81937c4ff6c1d06"),
-    ("interleaved", "std_omega_gamma_similarity_0.6", "d60d305ddc6c4a2efa152aa535efd5213de648a3ddd30babf03baa3ee4c468d2"),
+    (
+        "interleaved",
+        "std_omega_gamma_similarity_0.6",
+        "d60d305ddc6c4a2efa152aa535efd5213de648a3ddd30babf03baa3ee4c468d2",
+    ),
     ("interleaved", "grpo_page_std", "08b308c808c3480b729948ba7b7fb38141874aa35cee89fd49dc21cab17b752a"),
 ];
 

@@ -19,7 +19,8 @@ fn advantages(dir: &Path, flags: &[&str]) -> (Vec<Value>, String) {
         .output()
         .expect("gigscope runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows = String::from_utf8(out.stdout).expect("utf-8").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let rows =
+        String::from_utf8(out.stdout).expect("utf-8").lines().map(|l| serde_json::from_str(l).expect("json")).collect();
     (rows, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -42,9 +43,16 @@ fn got(rows: &[Value]) -> Vec<(String, usize, [f64; 5], u64, u64)> {
     let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
     rows.iter()
         .map(|r| {
-            let numbers = [f(r, "reward"), f(r, "return"), f(r, "episode_advantage"), f(r, "step_advantage"), f(r, "advantage")];
+            let numbers =
+                [f(r, "reward"), f(r, "return"), f(r, "episode_advantage"), f(r, "step_advantage"), f(r, "advantage")];
             let id = r["episode"].as_str().expect("id").to_owned();
-            (id, r["step"].as_u64().expect("step") as usize, numbers, r["step_group"].as_u64().expect("sg"), r["step_group_size"].as_u64().expect("size"))
+            (
+                id,
+                r["step"].as_u64().expect("step") as usize,
+                numbers,
+                r["step_group"].as_u64().expect("sg"),
+                r["step_group_size"].as_u64().expect("size"),
+            )
         })
         .collect()
 }
@@ -80,12 +88,18 @@ fn streamed_output_equals_the_whole_run_in_file_order() {
     interleaved_run(tmp.path());
     for (flags, settings) in [
         (vec![], AdvantageSettings::default()),
-        (vec!["--similarity", "0.8"], AdvantageSettings { anchor: AnchorMode::Similarity(0.8), ..AdvantageSettings::default() }),
-        (vec!["--estimator", "rloo", "--norm", "mean_std_norm"], AdvantageSettings {
-            estimator: gigscope::advantage::Estimator::Rloo,
-            norm: gigscope::advantage::Norm::MeanStdNorm,
-            ..AdvantageSettings::default()
-        }),
+        (
+            vec!["--similarity", "0.8"],
+            AdvantageSettings { anchor: AnchorMode::Similarity(0.8), ..AdvantageSettings::default() },
+        ),
+        (
+            vec!["--estimator", "rloo", "--norm", "mean_std_norm"],
+            AdvantageSettings {
+                estimator: gigscope::advantage::Estimator::Rloo,
+                norm: gigscope::advantage::Norm::MeanStdNorm,
+                ..AdvantageSettings::default()
+            },
+        ),
     ] {
         let (rows, stderr) = advantages(tmp.path(), &flags);
         assert_eq!(got(&rows), expected(tmp.path(), &settings), "{flags:?}");

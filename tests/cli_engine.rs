@@ -52,8 +52,17 @@ fn advantages_jsonl_has_exactly_the_contract_keys_in_file_order() {
     assert_eq!(
         keys,
         [
-            "episode", "group", "iteration", "step", "reward", "return", "episode_advantage", "step_advantage",
-            "advantage", "step_group", "step_group_size"
+            "episode",
+            "group",
+            "iteration",
+            "step",
+            "reward",
+            "return",
+            "episode_advantage",
+            "step_advantage",
+            "advantage",
+            "step_group",
+            "step_group_size"
         ]
     );
     let order: Vec<(String, u64)> = rows
@@ -106,7 +115,13 @@ fn estimators_and_anchor_modes_from_flags() {
     let sim = jsonl(&gigscope(&["advantages", path(&run), "--format", "jsonl", "--similarity", "0.5"]));
     assert!(sim.iter().all(|r| r["step_group_size"].as_u64().unwrap_or(0) >= 1));
     let shaped = jsonl(&gigscope(&[
-        "advantages", path(&run), "--format", "jsonl", "--success-reward", "--efficiency-alpha2", "3",
+        "advantages",
+        path(&run),
+        "--format",
+        "jsonl",
+        "--success-reward",
+        "--efficiency-alpha2",
+        "3",
     ]));
     assert_eq!(shaped[2]["reward"], 11.0);
 }
@@ -151,7 +166,9 @@ fn stats_json_and_readable() {
 fn validate_lists_every_broken_line_and_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut bytes = Vec::new();
-    bytes.extend_from_slice(b"{\"id\":\"a\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\",\"reward\":1}]}\n");
+    bytes.extend_from_slice(
+        b"{\"id\":\"a\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\",\"reward\":1}]}\n",
+    );
     bytes.extend_from_slice(b"not json\n");
     bytes.extend_from_slice(b"{\"id\":\"b\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\"}]}\n");
     bytes.extend_from_slice(b"\xff\xfe\n");
@@ -161,10 +178,7 @@ fn validate_lists_every_broken_line_and_fails() {
     let out = gigscope(&["validate", path(dir.path())]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<u64> = text
-        .lines()
-        .filter_map(|l| l.split(':').nth(1).and_then(|n| n.parse().ok()))
-        .collect();
+    let lines: Vec<u64> = text.lines().filter_map(|l| l.split(':').nth(1).and_then(|n| n.parse().ok())).collect();
     assert_eq!(lines, [2, 3, 4, 5], "{text}");
     assert!(text.contains("reward"), "the missing field is named: {text}");
     assert!(text.contains("duplicate episode id \"a\""), "{text}");
@@ -214,8 +228,18 @@ fn help_everywhere() {
     }
     let out = stdout(&gigscope(&["advantages", "--help"]));
     for flag in [
-        "--estimator", "--gamma", "--omega", "--norm", "--pooling", "--invalid-penalty", "--similarity", "--anchor",
-        "--format", "--success-reward", "--efficiency-alpha1", "--efficiency-alpha2",
+        "--estimator",
+        "--gamma",
+        "--omega",
+        "--norm",
+        "--pooling",
+        "--invalid-penalty",
+        "--similarity",
+        "--anchor",
+        "--format",
+        "--success-reward",
+        "--efficiency-alpha1",
+        "--efficiency-alpha2",
     ] {
         assert!(out.contains(flag), "missing {flag}");
     }
@@ -228,9 +252,24 @@ fn successor_estimators_from_the_command_line() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui/basic");
     let run = gigscope::run::Run::open(&dir).expect("fixture");
     let family = EstimatorSettings { hgpo_history: 1, ..EstimatorSettings::default() };
-    let expected = estimators::compute(EstimatorKind::Hgpo, &run.episodes, &AdvantageSettings::default(), &family, &EnvInputs::default())
-        .expect("hgpo");
-    let rows = jsonl(&gigscope(&["advantages", "--format", "jsonl", "--estimator", "hgpo", "--hgpo-history", "1", path(&dir)]));
+    let expected = estimators::compute(
+        EstimatorKind::Hgpo,
+        &run.episodes,
+        &AdvantageSettings::default(),
+        &family,
+        &EnvInputs::default(),
+    )
+    .expect("hgpo");
+    let rows = jsonl(&gigscope(&[
+        "advantages",
+        "--format",
+        "jsonl",
+        "--estimator",
+        "hgpo",
+        "--hgpo-history",
+        "1",
+        path(&dir),
+    ]));
     assert_eq!(rows.len(), expected.advantages.len());
     for (row, want) in rows.iter().zip(&expected.advantages) {
         let got = row["advantage"].as_f64().expect("number");

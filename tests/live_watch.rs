@@ -4,16 +4,15 @@
 
 mod support;
 
-use support::live::{wait_until, DEADLINE};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
+use support::live::{wait_until, DEADLINE};
 
 use gigscope::live::{self, apply, LiveEvent, LiveFile, LiveStatus, Tails, WatchOptions, Watcher};
 use gigscope::run::{Episode, Layout, Run, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
-
 
 fn line(id: &str) -> String {
     let episode = Episode::new(id, "g", vec![Step::new("Search", "search[shoes]", 0.0)]);
@@ -28,7 +27,6 @@ fn append(path: &Path, text: &str) {
     let mut file = OpenOptions::new().create(true).append(true).open(path).unwrap();
     file.write_all(text.as_bytes()).unwrap();
 }
-
 
 fn episode_ids(events: &[LiveEvent]) -> Vec<(u64, String)> {
     events

@@ -66,8 +66,10 @@ fn convert_writes_a_gigscope_run_that_reads_back_the_same_and_never_overwrites()
     let same_advantages = |dir: &Path| gigscope(&["advantages", "--format", "jsonl", path(dir)]).stdout;
     assert_eq!(same_advantages(&out_dir), same_advantages(&src));
     // Nothing staged is left beside it.
-    let names: Vec<String> =
-        std::fs::read_dir(tmp.path()).expect("list").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(tmp.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, ["copy"]);
 
     let again = gigscope(&["convert", path(&src), "--out", path(&out_dir)]);

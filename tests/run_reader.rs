@@ -8,7 +8,8 @@ use gigscope::run::{Episode, JsonlTail, Run, RunError, RunMeta, RunWriter, Step,
 use proptest::prelude::*;
 
 fn episode(id: &str, group: &str, rewards: &[f64]) -> Episode {
-    let steps = rewards.iter().enumerate().map(|(t, &r)| Step::new(format!("obs {t}"), format!("act {t}"), r)).collect();
+    let steps =
+        rewards.iter().enumerate().map(|(t, &r)| Step::new(format!("obs {t}"), format!("act {t}"), r)).collect();
     Episode::new(id, group, steps)
 }
 
@@ -26,7 +27,9 @@ fn broken_lines_are_reported_with_numbers_and_good_lines_kept() {
     text.extend_from_slice(format!("{good}\n").as_bytes());
     text.extend_from_slice(b"{not json\n");
     text.extend_from_slice(b"{\"id\":\"b\",\"steps\":[]}\n"); // missing group
-    text.extend_from_slice(b"{\"id\":\"c\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\",\"reward\":\"high\"}]}\n");
+    text.extend_from_slice(
+        b"{\"id\":\"c\",\"group\":\"g\",\"steps\":[{\"observation\":\"o\",\"action\":\"x\",\"reward\":\"high\"}]}\n",
+    );
     text.extend_from_slice(b"\xff\xfe\n");
     text.extend_from_slice(b"\n");
     text.extend_from_slice(format!("{}\n", good.replace("\"a\"", "\"d\"")).as_bytes());
@@ -81,7 +84,10 @@ fn truncation_and_replacement_reset_the_tail() {
 
     // Replaced by a new file through a rename.
     let other = dir.path().join("new.jsonl");
-    let two: String = ["p", "q"].iter().map(|id| format!("{}\n", serde_json::to_string(&episode(id, "g", &[1.0])).unwrap())).collect();
+    let two: String = ["p", "q"]
+        .iter()
+        .map(|id| format!("{}\n", serde_json::to_string(&episode(id, "g", &[1.0])).unwrap()))
+        .collect();
     std::fs::write(&other, two).unwrap();
     std::fs::rename(&other, &path).unwrap();
     let batch = tail.poll().unwrap();
@@ -145,7 +151,11 @@ fn meta_is_replaced_atomically_and_episodes_appended() {
     let run = Run::open(dir.path()).unwrap();
     assert_eq!(run.meta.unwrap().name.as_deref(), Some("second"));
     assert_eq!(run.episodes.len(), 2);
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty());
 }
 

@@ -7,11 +7,11 @@
 
 mod support;
 
-use support::live::wait_until;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
+use support::live::wait_until;
 
 use gigscope::advantage::{compute, AdvantageOverrides, AdvantageSettings, Aggregation, ScaleRewards};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, WatchOptions, Watcher};
@@ -408,7 +408,6 @@ fn a_rewritten_step_file_resets_with_a_notice() {
     assert_eq!(events.iter().filter(|e| matches!(e, LiveEvent::Reset(_))).count(), 1);
     assert_eq!(episodes_of(&events)[0], "s1-r1");
 }
-
 
 #[test]
 fn the_watcher_delivers_a_new_step_file() {

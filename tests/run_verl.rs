@@ -4,20 +4,19 @@
 
 mod support;
 
-use support::live::wait_until;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, FileTimes, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
+use support::live::wait_until;
 
 use gigscope::advantage::{compute, AdvantageSettings, Estimator, Norm, Pooling};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, WatchOptions, Watcher};
 use gigscope::run::source::{open_source, RunSource};
 use gigscope::run::{Episode, Layout, Run, SourceOptions};
 use serde_json::{json, Value};
-
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verl")
@@ -493,7 +492,6 @@ fn the_watcher_only_wakes_for_step_files() {
 
 // ---------------------------------------------------------------------------------------------------------
 // Live.
-
 
 #[test]
 fn new_step_files_are_followed_live() {

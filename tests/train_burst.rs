@@ -31,7 +31,11 @@ fn read_episodes(dir: &std::path::Path) -> Vec<Episode> {
 }
 
 fn metrics(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -77,7 +81,8 @@ fn a_tiny_burst_writes_a_valid_run() {
         assert!(m[2][key].is_number(), "{key} in {}", m[2]);
     }
 
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
     assert_eq!(meta["format"], "gigscope-run/1");
     assert_eq!(meta["advantage"]["estimator"], "gigpo");
     assert!(dir.path().join("checkpoint.ot").exists());
@@ -197,7 +202,10 @@ fn a_checkpoint_round_trips() {
         assert!(ta.equal(tb), "{na} differs after a round trip");
     }
     let again = checkpoint::read_state(&path).unwrap();
-    assert_eq!((again.iteration, again.episodes_bytes, again.config.clone()), (state.iteration, state.episodes_bytes, state.config));
+    assert_eq!(
+        (again.iteration, again.episodes_bytes, again.config.clone()),
+        (state.iteration, state.episodes_bytes, state.config)
+    );
 }
 
 #[test]

@@ -343,5 +343,8 @@ fn page_anchors_are_offered_only_on_webshop_runs() {
     assert!(webshop.contains(&AnchorMode::Page), "{webshop:?}");
     let verl = anchors_seen("tests/fixtures/verl/v1");
     assert!(!verl.contains(&AnchorMode::Page), "{verl:?}");
-    assert!(verl.contains(&AnchorMode::Exact) && verl.iter().any(|m| matches!(m, AnchorMode::Similarity(_))), "{verl:?}");
+    assert!(
+        verl.contains(&AnchorMode::Exact) && verl.iter().any(|m| matches!(m, AnchorMode::Similarity(_))),
+        "{verl:?}"
+    );
 }

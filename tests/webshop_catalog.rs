@@ -97,11 +97,19 @@ fn cleaning_matches_the_original_rules() {
     let catalog = Catalog::load(&dir, 0).expect("load");
     assert_eq!(want.len(), catalog.len());
     for (w, p) in want.iter().zip(&catalog.products) {
-        let options: Vec<serde_json::Value> =
-            p.options.iter().map(|(n, v)| serde_json::json!([n, v])).collect();
+        let options: Vec<serde_json::Value> = p.options.iter().map(|(n, v)| serde_json::json!([n, v])).collect();
         let got = serde_json::json!([
-            p.asin, p.title, p.description, p.bullet_points, p.price_text, p.prices, options,
-            p.attributes, p.query, p.category, p.product_category
+            p.asin,
+            p.title,
+            p.description,
+            p.bullet_points,
+            p.price_text,
+            p.prices,
+            options,
+            p.attributes,
+            p.query,
+            p.category,
+            p.product_category
         ]);
         assert_eq!(&got, w, "product {}", p.asin);
     }
@@ -142,8 +150,11 @@ fn cleaning_edge_cases() {
         ]"#,
     )
     .expect("write");
-    std::fs::write(dir.path().join("items_ins_v2.json"), r#"{"A2": {"attributes": ["x"], "instruction": "Find x", "instruction_attributes": ["x"]}}"#)
-        .expect("write");
+    std::fs::write(
+        dir.path().join("items_ins_v2.json"),
+        r#"{"A2": {"attributes": ["x"], "instruction": "Find x", "instruction_attributes": ["x"]}}"#,
+    )
+    .expect("write");
     std::fs::write(
         dir.path().join("items_human_ins.json"),
         r#"{"A2": [{"instruction": "i want x", "instruction_attributes": ["x"], "instruction_options": ["red"], "worker_id": "w"}], "ZZ": []}"#,

@@ -8,7 +8,8 @@ use rand::{Rng, SeedableRng};
 #[test]
 fn repr_matches_python() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-    let mut values: Vec<f64> = vec![0.0, -0.0, 1e16, 9999999999999998.0, 1e-4, 9.999e-5, 123456789.125, 5e-324, f64::MAX];
+    let mut values: Vec<f64> =
+        vec![0.0, -0.0, 1e16, 9999999999999998.0, 1e-4, 9.999e-5, 123456789.125, 5e-324, f64::MAX];
     for _ in 0..3000 {
         values.push(f64::from_bits(rng.random::<u64>()));
         values.push(f64::from(rng.random_range(0..200_000u32)) / 100.0);

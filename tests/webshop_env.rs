@@ -130,7 +130,14 @@ fn an_episode_walks_every_page() {
     let actions = env.available_actions();
     assert_eq!(
         actions[..6],
-        ["click[back to search]", "click[< prev]", "click[description]", "click[features]", "click[reviews]", "click[buy now]"]
+        [
+            "click[back to search]",
+            "click[< prev]",
+            "click[description]",
+            "click[features]",
+            "click[reviews]",
+            "click[buy now]"
+        ]
     );
     assert_eq!(env.steps(), 10);
 
@@ -148,7 +155,8 @@ fn an_episode_walks_every_page() {
     let out = env.step("click[buy now]");
     assert!(out.done && out.info.admissible);
     assert_eq!(out.info.page, PageType::Done);
-    let expected = compute_reward(product, &goal, product.price, pairs, &ColorSet::from_file(&shared("color_set.json")).unwrap());
+    let expected =
+        compute_reward(product, &goal, product.price, pairs, &ColorSet::from_file(&shared("color_set.json")).unwrap());
     assert_eq!(out.info.reward.as_ref(), Some(&expected));
     assert_eq!(out.reward, expected.reward);
     assert_eq!(expected.r_option, Some(1.0));

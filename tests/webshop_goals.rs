@@ -25,7 +25,8 @@ fn fixture(name: &str) -> PathBuf {
 /// The real records plus a small human-instruction file of our own.
 fn catalog() -> Catalog {
     let open = |p: &Path| File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let (products, ins, human) = (shared("products_394.json"), shared("items_ins_v2_1000.json"), fixture("items_human_ins_sample.json"));
+    let (products, ins, human) =
+        (shared("products_394.json"), shared("items_ins_v2_1000.json"), fixture("items_human_ins_sample.json"));
     Catalog::from_readers((&products, open(&products)), (&ins, open(&ins)), Some((&human, open(&human))), 11).unwrap()
 }
 
@@ -136,7 +137,9 @@ fn human_goals_match_the_original_procedure() {
     // Two instructions have attributes; the one without is skipped, the unknown asin never loaded.
     assert_eq!(ours.len(), 2);
     let clusters = ours.iter().find(|g| g.asin == "B0017WNF34").unwrap();
-    assert!(clusters.instruction_text.starts_with("i want caramel nut clusters in milk chocolate, and price lower than "));
+    assert!(clusters
+        .instruction_text
+        .starts_with("i want caramel nut clusters in milk chocolate, and price lower than "));
     assert_eq!(clusters.goal_options, GoalOptions::Values(vec!["12 ounce".into()]));
     assert_eq!(clusters.weight, 1.0);
 }

@@ -191,13 +191,13 @@ fn results_page_matches_the_original() {
     let prices = page.with_class("product-price");
     assert_eq!(asins.len(), 10);
     assert_eq!((titles.len(), prices.len()), (10, 10));
-    let products: Vec<Product> =
-        (0..10).map(|i| product(&asins[i], &titles[i], &prices[i])).collect();
+    let products: Vec<Product> = (0..10).map(|i| product(&asins[i], &titles[i], &prices[i])).collect();
     let rendered = results_page(&page.instruction(), 1, 50, &products);
     assert_eq!(rendered, page.text_mode());
     assert_eq!(classify_observation(&rendered), PageType::Results);
     assert_eq!(classify_observation(&format_for_gigpo(&rendered)), PageType::Results);
-    assert!(format_for_gigpo(&rendered).starts_with("'Back to Search' [SEP] 'Page 1 (Total results: 50)' [SEP] 'Next >' [SEP] 'B09GKFNQWT'"));
+    assert!(format_for_gigpo(&rendered)
+        .starts_with("'Back to Search' [SEP] 'Page 1 (Total results: 50)' [SEP] 'Next >' [SEP] 'B09GKFNQWT'"));
 }
 
 #[test]

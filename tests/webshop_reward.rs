@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Product;
 use gigscope::webshop::goals::{Goal, GoalOptions};
-use gigscope::webshop::reward::{
-    combine, compute_reward, option_matches, type_score, ColorSet, RewardBreakdown,
-};
+use gigscope::webshop::reward::{combine, compute_reward, option_matches, type_score, ColorSet, RewardBreakdown};
 use serde_json::Value;
 
 fn shared(name: &str) -> PathBuf {
@@ -100,13 +98,13 @@ fn attributes_match_by_fuzzy_attribute_or_by_text() {
     let mut g = goal();
     g.goal_options = GoalOptions::Values(vec![]);
     let cases = [
-        ("slip non", 1.0),                // token set equal to a product attribute
-        ("non slip shoes", 1.0),          // a product attribute is a subset: 100
-        ("trail running", 1.0),           // substring of the lower-cased title
-        ("machine washable", 1.0),        // of the joined bullet points (lower-cased)
-        ("washable arch", 1.0),           // across the join of two bullet points
-        ("rubber sole", 1.0),             // of the lower-cased description
-        ("Rubber Sole", 0.0),             // the goal attribute itself is not lower-cased
+        ("slip non", 1.0),         // token set equal to a product attribute
+        ("non slip shoes", 1.0),   // a product attribute is a subset: 100
+        ("trail running", 1.0),    // substring of the lower-cased title
+        ("machine washable", 1.0), // of the joined bullet points (lower-cased)
+        ("washable arch", 1.0),    // across the join of two bullet points
+        ("rubber sole", 1.0),      // of the lower-cased description
+        ("Rubber Sole", 0.0),      // the goal attribute itself is not lower-cased
         ("waterproof", 0.0),
     ];
     for (attr, want) in cases {
@@ -231,7 +229,10 @@ fn breakdown_serialises_with_the_original_keys() {
     g.goal_options = GoalOptions::Values(vec![]);
     let v = serde_json::to_value(reward(&product(), &g, 10.0, &[])).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["reward", "r_type", "r_att", "r_option", "r_price", "title_score", "query_match", "category_match"]);
+    assert_eq!(
+        keys,
+        ["reward", "r_type", "r_att", "r_option", "r_price", "title_score", "query_match", "category_match"]
+    );
     assert_eq!(v["r_option"], Value::Null);
 }
 
@@ -266,7 +267,13 @@ fn human_sessions_final_rewards() {
         } else {
             with_options += 1;
             let r_option = n_opt as f64 / goal.goal_options.len() as f64;
-            assert_eq!(info["r_option"].as_f64(), Some(r_option), "{}: {options:?} vs {:?}", path.display(), goal.goal_options);
+            assert_eq!(
+                info["r_option"].as_f64(),
+                Some(r_option),
+                "{}: {options:?} vs {:?}",
+                path.display(),
+                goal.goal_options
+            );
         }
 
         let title_score = info["title_score"].as_f64().unwrap();

@@ -52,9 +52,48 @@ fn real_strings() -> Vec<String> {
 
 fn generated(rng: &mut ChaCha8Rng) -> String {
     const PIECES: &[&str] = &[
-        "red", "Red", "navy", "blue", "x-large", "XL", "8", "8.5", "10", "size", "color", "men's", "women",
-        "long", "lasting", "lasting", "easy", "clean", "café", "Crème", "łódź", "›", "™", "_", "a_b", "z2-pink",
-        "3t280", "rl56 | 60", "silver", "mist", "ﬁ", "ß", "İ", "ΣΑΣ", "١٢", "(", ")", ",", "/", "  ", "\t", "!",
+        "red",
+        "Red",
+        "navy",
+        "blue",
+        "x-large",
+        "XL",
+        "8",
+        "8.5",
+        "10",
+        "size",
+        "color",
+        "men's",
+        "women",
+        "long",
+        "lasting",
+        "lasting",
+        "easy",
+        "clean",
+        "café",
+        "Crème",
+        "łódź",
+        "›",
+        "™",
+        "_",
+        "a_b",
+        "z2-pink",
+        "3t280",
+        "rl56 | 60",
+        "silver",
+        "mist",
+        "ﬁ",
+        "ß",
+        "İ",
+        "ΣΑΣ",
+        "١٢",
+        "(",
+        ")",
+        ",",
+        "/",
+        "  ",
+        "\t",
+        "!",
     ];
     let n = rng.random_range(0..6);
     let mut s = String::new();
@@ -104,7 +143,13 @@ fn token_set_ratio_matches_thefuzz() {
             mismatches.push(format!("{a:?} vs {b:?}: got {got}, thefuzz {want}"));
         }
     }
-    assert!(mismatches.is_empty(), "{} of {} differ:\n{}", mismatches.len(), pairs.len(), mismatches[..mismatches.len().min(20)].join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} differ:\n{}",
+        mismatches.len(),
+        pairs.len(),
+        mismatches[..mismatches.len().min(20)].join("\n")
+    );
     // The threshold the reward uses is crossed on both sides in this sample.
     assert!(expected.iter().any(|&s| s > 85) && expected.iter().any(|&s| (1..=85).contains(&s)));
 }

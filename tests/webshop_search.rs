@@ -35,7 +35,10 @@ fn indexed_text_is_the_originals() {
     let mut p = product("A1", "Soft Shoe");
     p.description = "Great".to_owned();
     p.bullet_points = vec!["First".to_owned(), "Second".to_owned()];
-    p.options = vec![("color".to_owned(), vec!["red".to_owned(), "blue".to_owned()]), ("size".to_owned(), vec!["7".to_owned()])];
+    p.options = vec![
+        ("color".to_owned(), vec!["red".to_owned(), "blue".to_owned()]),
+        ("size".to_owned(), vec!["7".to_owned()]),
+    ];
     assert_eq!(product_text(&p), "soft shoe great first color: red, blue, and size: 7");
 }
 
@@ -99,9 +102,8 @@ fn ties_at_the_cut_are_decided_by_asin_whatever_the_strategy() {
 
 fn index_dirs(cache: &Path) -> Vec<PathBuf> {
     let root = cache.join("webshop-search");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(&root).map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
     dirs.sort();
     dirs
 }

@@ -17,12 +17,8 @@ fn shared() -> PathBuf {
 fn real_queries() -> Vec<String> {
     let text = std::fs::read_to_string(shared().join("goal_query_map.json")).expect("goal_query_map.json");
     let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).expect("json object");
-    let mut queries: Vec<String> = map
-        .values()
-        .filter_map(|v| v.as_array())
-        .flatten()
-        .filter_map(|q| q.as_str().map(str::to_owned))
-        .collect();
+    let mut queries: Vec<String> =
+        map.values().filter_map(|v| v.as_array()).flatten().filter_map(|q| q.as_str().map(str::to_owned)).collect();
     queries.sort();
     queries.dedup();
     queries

@@ -54,7 +54,11 @@ fn random_queries(catalog: &Catalog, n: usize, seed: u64) -> Vec<String> {
             let len = rng.random_range(1..=14);
             let mut q: Vec<&str> = Vec::with_capacity(len);
             for _ in 0..len {
-                let w = if rng.random_bool(0.15) { extra.choose(&mut rng).copied() } else { words.choose(&mut rng).map(String::as_str) };
+                let w = if rng.random_bool(0.15) {
+                    extra.choose(&mut rng).copied()
+                } else {
+                    words.choose(&mut rng).map(String::as_str)
+                };
                 q.extend(w);
                 if rng.random_bool(0.1) {
                     q.push(q[q.len() - 1]);
@@ -122,5 +126,11 @@ fn every_strategy_equals_exhaustive_on_a_generated_catalog() {
     let dir = tempfile::tempdir().expect("temp dir");
     gen::generate(dir.path(), 80_000, 7).expect("generate");
     let catalog = Catalog::load(dir.path(), 0).expect("load");
-    check(&SearchIndex::open_or_build(&catalog, Some(&dir.path().join("cache"))).expect("index"), &catalog, 200, 1500, 3);
+    check(
+        &SearchIndex::open_or_build(&catalog, Some(&dir.path().join("cache"))).expect("index"),
+        &catalog,
+        200,
+        1500,
+        3,
+    );
 }

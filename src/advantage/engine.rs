@@ -234,9 +234,11 @@ pub fn recompute(table: &mut AdvantageTable, episodes: &[Episode], settings: &Ad
         anchors_by_group.push(anchors);
         rest = tail;
     }
-    parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).for_each(
-        |((rows, group), anchors)| fill_group(rows, group, anchors, episodes, settings),
-    );
+    parts
+        .par_iter_mut()
+        .zip(episode_groups.par_iter_mut())
+        .zip(anchors_by_group)
+        .for_each(|((rows, group), anchors)| fill_group(rows, group, anchors, episodes, settings));
     drop(parts);
     super::trl::apply(table, episodes, settings);
 }
@@ -530,7 +532,9 @@ impl<'a> Clusterer<'a> {
 
     pub(super) fn assign(&mut self, step: &'a Step) -> u32 {
         let key = match self.mode {
-            AnchorMode::Page => step.page.as_deref().unwrap_or_else(|| classify_observation(&step.observation).as_str()),
+            AnchorMode::Page => {
+                step.page.as_deref().unwrap_or_else(|| classify_observation(&step.observation).as_str())
+            }
             AnchorMode::Exact | AnchorMode::Similarity(_) => step.anchor_key(),
         };
         if let Some(&c) = self.by_key.get(key) {

@@ -70,7 +70,12 @@ pub fn group_anchors(episodes: &[Episode], mode: AnchorMode) -> AnchorGrouping {
 /// Put `table` (computed from `episodes`) into `grouping`'s anchor groups (made from the same episodes) and
 /// recompute it under `settings`, whose anchor mode should be `grouping.mode`: the result equals
 /// `compute(episodes, settings)` bit for bit.
-pub fn regroup(table: &mut AdvantageTable, episodes: &[Episode], grouping: &AnchorGrouping, settings: &AdvantageSettings) {
+pub fn regroup(
+    table: &mut AdvantageTable,
+    episodes: &[Episode],
+    grouping: &AnchorGrouping,
+    settings: &AdvantageSettings,
+) {
     assert_eq!(grouping.row_group.len(), table.rows.len(), "regroup: the grouping was made from other episodes");
     let mut sizes = vec![0usize; grouping.episode_group.len()];
     for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
@@ -114,7 +119,11 @@ impl SimilarityJob {
             first[a as usize].get_or_insert(step);
         }
         let anchors: Vec<Arc<str>> = first.into_iter().flatten().map(Step::anchor_arc).collect();
-        assert_eq!(anchors.len(), exact.episode_group.len(), "SimilarityJob: the grouping was made from other episodes");
+        assert_eq!(
+            anchors.len(),
+            exact.episode_group.len(),
+            "SimilarityJob: the grouping was made from other episodes"
+        );
         let groups = exact.episode_group.last().map_or(0, |&g| g as usize + 1);
         let mut counts = vec![0; groups];
         for &g in &exact.episode_group {

@@ -25,7 +25,6 @@ pub enum AnchorMode {
     Page,
 }
 
-
 /// Fully resolved settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdvantageSettings {
@@ -114,7 +113,6 @@ impl Default for AdvantageSettings {
         }
     }
 }
-
 
 impl AdvantageOverrides {
     /// Layer these overrides on top of `base`. A `similarity` value alone selects similarity mode; a TRL

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use crate::advantage::estimators::EstimatorKind;
-use crate::advantage::{
-    trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm,
-    Pooling, RewardWeights, ScaleRewards,
-};
 use super::estimate::{estimate, FamilyFlags};
 use super::source::SourceFlags;
+use crate::advantage::estimators::EstimatorKind;
+use crate::advantage::{
+    trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm, Pooling,
+    RewardWeights, ScaleRewards,
+};
 use crate::run::{Episode, Run};
 
 /// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to
@@ -227,7 +227,10 @@ fn streamable(args: &Args) -> anyhow::Result<Option<AdvantageSettings>> {
 /// The reader's warning about skipped lines, as the whole read gives it.
 fn warn_broken(dir: &std::path::Path, broken: usize) {
     if broken > 0 {
-        eprintln!("warning: {}: skipped {broken} broken line(s) of the episodes (see `gigscope validate`)", dir.display());
+        eprintln!(
+            "warning: {}: skipped {broken} broken line(s) of the episodes (see `gigscope validate`)",
+            dir.display()
+        );
     }
 }
 

@@ -91,7 +91,11 @@ pub(super) fn is_webshop(run: &Run) -> bool {
 /// The settings and the advantage table `--estimator` asks for: the engine's table, whose `advantage` column
 /// is the family estimator's when one of them was chosen (A_E and A_S stay GiGPO's components). An estimator
 /// that needs what the run lacks is an error naming it.
-pub fn estimate(run: &Run, flags: &SettingsFlags, family: &FamilyFlags) -> anyhow::Result<(AdvantageSettings, AdvantageTable)> {
+pub fn estimate(
+    run: &Run,
+    flags: &SettingsFlags,
+    family: &FamilyFlags,
+) -> anyhow::Result<(AdvantageSettings, AdvantageTable)> {
     let settings = flags.resolve(run)?;
     let mut table = compute(&run.episodes, &settings);
     if let Some(kind) = flags.estimator.filter(|k| k.engine().is_none()) {

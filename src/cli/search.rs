@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
+use super::source::SourceFlags;
 use crate::advantage::{compute, AdvantageSettings};
 use crate::index::{default_cache_dir, TrajectoryIndex};
-use super::source::SourceFlags;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -44,9 +44,11 @@ struct JsonHit<'a> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.source.open(&args.run)?;
     // The run's recorded settings, as the advantages it is searched by should be the ones it trained with.
-    let settings = run.meta.as_ref().and_then(|m| m.advantage.as_ref()).map_or_else(AdvantageSettings::default, |o| {
-        o.apply(AdvantageSettings::default())
-    });
+    let settings = run
+        .meta
+        .as_ref()
+        .and_then(|m| m.advantage.as_ref())
+        .map_or_else(AdvantageSettings::default, |o| o.apply(AdvantageSettings::default()));
     let cache = match args.cache {
         Some(dir) => dir,
         None => default_cache_dir().context("no cache directory: set GIGSCOPE_CACHE or HOME, or pass --cache")?,

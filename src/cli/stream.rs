@@ -82,7 +82,12 @@ pub struct Skipped {
 
 /// Write the advantages of the run in `dir` under `settings` (which must not couple episode groups: no TRL
 /// batch scaling) to `out` in `format`.
-pub fn advantages(dir: &Path, settings: &AdvantageSettings, out: impl Write, format: Format) -> anyhow::Result<Skipped> {
+pub fn advantages(
+    dir: &Path,
+    settings: &AdvantageSettings,
+    out: impl Write,
+    format: Format,
+) -> anyhow::Result<Skipped> {
     let path = dir.join(EPISODES_FILE);
     // Pass 1: the group of every line that reads as an episode head, in file order.
     let mut group_index: HashMap<String, u32> = HashMap::new();
@@ -140,7 +145,16 @@ pub fn advantages(dir: &Path, settings: &AdvantageSettings, out: impl Write, for
                 done.insert(line, Done { rows: rows_of(episode, &table, e) });
             }
         }
-        if let Err(err) = flush(&mut pending, &mut done, &skipped_lines, &group_of, &mut base_of, &anchor_count, &mut next_base, &mut writer) {
+        if let Err(err) = flush(
+            &mut pending,
+            &mut done,
+            &skipped_lines,
+            &group_of,
+            &mut base_of,
+            &anchor_count,
+            &mut next_base,
+            &mut writer,
+        ) {
             failure = Some(err);
         }
     })?;
@@ -164,7 +178,16 @@ pub fn advantages(dir: &Path, settings: &AdvantageSettings, out: impl Write, for
             done.insert(line, Done { rows: rows_of(episode, &table, e) });
         }
     }
-    flush(&mut pending, &mut done, &skipped_lines, &group_of, &mut base_of, &anchor_count, &mut next_base, &mut writer)?;
+    flush(
+        &mut pending,
+        &mut done,
+        &skipped_lines,
+        &group_of,
+        &mut base_of,
+        &anchor_count,
+        &mut next_base,
+        &mut writer,
+    )?;
     writer.finish()?;
     Ok(Skipped { broken_lines: broken })
 }

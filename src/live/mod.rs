@@ -138,13 +138,16 @@ impl Watcher {
         check_run_dir(dir)?;
         let (events_tx, events_rx) = mpsc::channel();
         let (wake_tx, wake_rx) = mpsc::channel();
-        let watch_dirs: Vec<PathBuf> =
-            std::iter::once(dir.to_path_buf()).chain(tails.source.watch_dirs()).collect();
+        let watch_dirs: Vec<PathBuf> = std::iter::once(dir.to_path_buf()).chain(tails.source.watch_dirs()).collect();
         let notify = if options.notify {
             match start_notify(&watch_dirs, wake_tx.clone()) {
                 Ok(watcher) => Some(watcher),
                 Err(err) => {
-                    let message = format!("not watching {} for changes ({err}); re-reading it every {:?}", dir.display(), options.rescan);
+                    let message = format!(
+                        "not watching {} for changes ({err}); re-reading it every {:?}",
+                        dir.display(),
+                        options.rescan
+                    );
                     let _ = events_tx.send(LiveEvent::Error(message));
                     None
                 }

@@ -45,8 +45,14 @@ impl SynthSpec {
 const COLORS: &[&str] = &["black", "navy blue", "red", "white", "grey", "olive green", "pink", "beige"];
 const SIZES: &[&str] = &["small", "medium", "large", "x-large", "xx-large", "7.5", "8", "9 wide"];
 const PRODUCTS: &[&str] = &[
-    "men's running shoes", "women's rain jacket", "cotton crew neck t-shirt", "wireless earbuds",
-    "stainless steel water bottle", "high waist yoga pants", "leather wallet", "memory foam pillow",
+    "men's running shoes",
+    "women's rain jacket",
+    "cotton crew neck t-shirt",
+    "wireless earbuds",
+    "stainless steel water bottle",
+    "high waist yoga pants",
+    "leather wallet",
+    "memory foam pillow",
 ];
 const MATERIALS: &[&str] = &["breathable mesh", "water resistant", "organic cotton", "lightweight", "machine washable"];
 
@@ -79,8 +85,7 @@ pub fn episodes(spec: &SynthSpec) -> impl Iterator<Item = Episode> + '_ {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     (0..spec.groups).flat_map(move |g| {
         let task = make_task(&mut rng);
-        let episodes: Vec<Episode> =
-            (0..spec.trajectories).map(|k| walk(&mut rng, spec, &task, g, k)).collect();
+        let episodes: Vec<Episode> = (0..spec.trajectories).map(|k| walk(&mut rng, spec, &task, g, k)).collect();
         episodes
     })
 }
@@ -90,8 +95,7 @@ fn make_task(rng: &mut ChaCha8Rng) -> SynthTask {
     let color = *COLORS.choose(rng).unwrap_or(&COLORS[0]);
     let size = *SIZES.choose(rng).unwrap_or(&SIZES[0]);
     let budget = rng.random_range(3..10) * 10;
-    let instruction =
-        format!("i need a {color} {product} in size {size}, and price lower than {budget}.00 dollars");
+    let instruction = format!("i need a {color} {product} in size {size}, and price lower than {budget}.00 dollars");
     let items = (0..rng.random_range(6..12))
         .map(|_| {
             let material = *MATERIALS.choose(rng).unwrap_or(&MATERIALS[0]);

@@ -35,7 +35,8 @@ impl RunWriter {
     /// Replace `run.json` atomically.
     pub fn write_meta(&self, meta: &RunMeta) -> Result<(), RunError> {
         let path = self.dir.join(RUN_META_FILE);
-        let mut text = serde_json::to_string_pretty(meta).map_err(|source| RunError::Encode { path: path.clone(), source })?;
+        let mut text =
+            serde_json::to_string_pretty(meta).map_err(|source| RunError::Encode { path: path.clone(), source })?;
         text.push('\n');
         write_atomic(&path, text.as_bytes())
     }

@@ -158,8 +158,7 @@ impl Reference {
         // CPython: `if self.autojunk and n >= 200: ntest = n // 100 + 1; popular = len(idxs) > ntest`.
         let n = chars.len();
         let popular_above = if n >= 200 { n / 100 + 1 } else { usize::MAX };
-        let kept: Vec<u32> =
-            reference.counts.iter().map(|&c| if c as usize > popular_above { 0 } else { c }).collect();
+        let kept: Vec<u32> = reference.counts.iter().map(|&c| if c as usize > popular_above { 0 } else { c }).collect();
         reference.starts.reserve(kept.len() + 1);
         reference.starts.push(0);
         let mut total = 0;
@@ -581,9 +580,10 @@ impl SuffixAutomaton {
         // The first longest: among the cut matches, the last; then the stops inside the range; then its end.
         let first = walk.stops.partition_point(|&i| i < cut_end);
         let stops = walk.stops[first..].iter().copied().take_while(|&i| i + 1 < ahi);
-        let candidates = (cut_end > alo).then(|| (cut_end - 1, cut_end - alo)).into_iter().chain(
-            stops.chain((cut_end < ahi).then_some(ahi - 1)).map(|i| (i, lens[i as usize])),
-        );
+        let candidates = (cut_end > alo)
+            .then(|| (cut_end - 1, cut_end - alo))
+            .into_iter()
+            .chain(stops.chain((cut_end < ahi).then_some(ahi - 1)).map(|i| (i, lens[i as usize])));
         let (mut end, mut bestsize) = (alo, 0);
         for (i, len) in candidates {
             if len > bestsize {

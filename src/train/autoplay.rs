@@ -53,7 +53,8 @@ pub fn play_group<E: Environment + Clone>(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rollout::play(&mut slots, &mut Chooser::Sample(&policy, &mut rng), step_limit, Device::Cpu)?;
     drop(vs);
-    let episodes = slots.iter().enumerate().map(|(i, s)| s.to_episode(format!("{group}-{}", first + i), group.to_owned(), 0));
+    let episodes =
+        slots.iter().enumerate().map(|(i, s)| s.to_episode(format!("{group}-{}", first + i), group.to_owned(), 0));
     Ok((episodes.collect(), source))
 }
 

@@ -27,9 +27,9 @@ const PAGES: [&str; 4] = ["search", "results", "item", "item_sub"];
 
 /// Words that say nothing about the product; left out of overlap counts and keyword queries.
 const STOP_WORDS: &[&str] = &[
-    "i", "a", "an", "the", "and", "or", "with", "for", "of", "to", "in", "on", "is", "am", "are", "be", "it",
-    "that", "this", "my", "me", "want", "need", "looking", "find", "buy", "get", "some", "please", "price",
-    "lower", "than", "dollars", "less", "under", "would", "like", "im",
+    "i", "a", "an", "the", "and", "or", "with", "for", "of", "to", "in", "on", "is", "am", "are", "be", "it", "that",
+    "this", "my", "me", "want", "need", "looking", "find", "buy", "get", "some", "please", "price", "lower", "than",
+    "dollars", "less", "under", "would", "like", "im",
 ];
 
 /// Lower-cased alphanumeric words of `text`.
@@ -223,8 +223,7 @@ fn shown_price(text: &str) -> Option<f64> {
 /// The value is one of the instruction's words or phrases (`navy blue` in `... color: navy blue, ...`).
 fn phrase_in(normalized_instruction: &str, text: &str) -> bool {
     let phrase = normalize(text);
-    !phrase.is_empty()
-        && format!(" {normalized_instruction} ").contains(&format!(" {phrase} "))
+    !phrase.is_empty() && format!(" {normalized_instruction} ").contains(&format!(" {phrase} "))
 }
 
 /// The episode so far, as far as the policy needs it: each action taken and what kind it was on its page.
@@ -292,7 +291,8 @@ pub fn featurize(instruction: &Instruction, view: PageView<'_>, history: &Histor
             let context_words: HashSet<String> = words(&context).filter(|w| !is_stop_word(w)).collect();
             let matched = context_words.intersection(&instruction.words).count() as f32;
             dense[KINDS] = if context_words.is_empty() { 0.0 } else { matched / context_words.len() as f32 };
-            dense[KINDS + 1] = if instruction.words.is_empty() { 0.0 } else { matched / instruction.words.len() as f32 };
+            dense[KINDS + 1] =
+                if instruction.words.is_empty() { 0.0 } else { matched / instruction.words.len() as f32 };
             dense[KINDS + 2] = if history.taken(action) { 1.0 } else { 0.0 };
             dense[KINDS + 3] = match (kind, price, instruction.price_cap) {
                 (ActionKind::Product, Some(p), Some(cap)) if p <= cap => 1.0,
@@ -305,10 +305,15 @@ pub fn featurize(instruction: &Instruction, view: PageView<'_>, history: &Histor
                     product_rank += 1;
                     product_rank as f32 / 10.0
                 }
-                ActionKind::Search => instruction.queries.iter().position(|q| Some(q.as_str()) == search_argument(action)).unwrap_or(i) as f32 / 4.0,
+                ActionKind::Search => {
+                    instruction.queries.iter().position(|q| Some(q.as_str()) == search_argument(action)).unwrap_or(i)
+                        as f32
+                        / 4.0
+                }
                 _ => 0.0,
             };
-            dense[KINDS + 5] = if kind == ActionKind::Option && phrase_in(&instruction.normalized, &context) { 1.0 } else { 0.0 };
+            dense[KINDS + 5] =
+                if kind == ActionKind::Option && phrase_in(&instruction.normalized, &context) { 1.0 } else { 0.0 };
             dense[KINDS + 6] = if kind == ActionKind::Search { words(&context).count() as f32 / 20.0 } else { 0.0 };
             ActionFeatures { text: hashed(&context, MAX_OBS_TOKENS), dense }
         })
@@ -319,7 +324,11 @@ pub fn featurize(instruction: &Instruction, view: PageView<'_>, history: &Histor
     dense[page_slot] = 1.0;
     dense[5] = step as f32 / step_limit.max(1) as f32;
     dense[6] = history.options_since_product() as f32 / 3.0;
-    dense[7] = if actions.iter().zip(&action_features).any(|(a, f)| f.dense[KINDS + 5] > 0.0 && !history.taken(a)) { 1.0 } else { 0.0 };
+    dense[7] = if actions.iter().zip(&action_features).any(|(a, f)| f.dense[KINDS + 5] > 0.0 && !history.taken(a)) {
+        1.0
+    } else {
+        0.0
+    };
     dense[8] = history.products_opened() as f32 / 3.0;
 
     let recent = history.actions.iter().rev().take(HISTORY).map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(" ");
@@ -365,15 +374,20 @@ mod tests {
         let ins = Instruction::new("red shoes, and price lower than 20.00 dollars");
         let offered = ["search[<your query>]", "click[search]", "click[back to search]"].map(String::from);
         let actions = candidate_actions(&offered, &ins);
-        assert_eq!(actions, vec!["search[red shoes, and price lower than 20.00 dollars]", "search[red shoes]", "click[back to search]"]);
+        assert_eq!(
+            actions,
+            vec!["search[red shoes, and price lower than 20.00 dollars]", "search[red shoes]", "click[back to search]"]
+        );
     }
 
     #[test]
     fn product_features_read_title_and_price_from_the_page() {
         let ins = Instruction::new("i want red running shoes, and price lower than 50.00 dollars");
         let obs = "Instruction: [SEP] i want red running shoes [SEP] Back to Search [SEP] Page 1 (Total results: 2) [SEP] Next > [SEP] B000000001 [SEP] Red Running Shoes [SEP] $30.0 [SEP] B000000002 [SEP] Blue Hat [SEP] $60.0";
-        let actions: Vec<String> =
-            ["click[back to search]", "click[next >]", "click[b000000001]", "click[b000000002]"].iter().map(|s| s.to_string()).collect();
+        let actions: Vec<String> = ["click[back to search]", "click[next >]", "click[b000000001]", "click[b000000002]"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let view = PageView { observation: obs, anchor: obs, page: "results", step: 1, step_limit: 15 };
         let d = featurize(&ins, view, &History::default(), &actions);
         assert_eq!(d.state.dense[1], 1.0, "results page");
@@ -390,7 +404,8 @@ mod tests {
     #[test]
     fn option_phrases_and_history() {
         let ins = Instruction::new("a shirt with color: navy blue, and price lower than 40.00 dollars");
-        let actions: Vec<String> = ["click[navy blue]", "click[red]", "click[buy now]"].iter().map(|s| s.to_string()).collect();
+        let actions: Vec<String> =
+            ["click[navy blue]", "click[red]", "click[buy now]"].iter().map(|s| s.to_string()).collect();
         let mut history = History::default();
         history.push("search[a shirt]", "search");
         history.push("click[b00abcdefg]", "results");

@@ -4,11 +4,13 @@
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
+use super::checkpoint::TrainerState;
 use super::trainer::TrainConfig;
 use super::TrainError;
 use crate::advantage::{AdvantageOverrides, AdvantageSettings};
-use super::checkpoint::TrainerState;
-use crate::run::{read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE};
+use crate::run::{
+    read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
+};
 
 pub struct RunOutput {
     dir: PathBuf,
@@ -109,7 +111,8 @@ impl RunOutput {
         }
         let bytes = std::fs::read(&path).map_err(io_err(&path))?;
         let (head, tail) = bytes.split_at(len as usize);
-        let kept: Vec<&[u8]> = tail.split_inclusive(|&b| b == b'\n').filter(|l| l.ends_with(b"\n") && keep(l)).collect();
+        let kept: Vec<&[u8]> =
+            tail.split_inclusive(|&b| b == b'\n').filter(|l| l.ends_with(b"\n") && keep(l)).collect();
         if kept.is_empty() {
             let file = OpenOptions::new().write(true).open(&path).map_err(io_err(&path))?;
             return file.set_len(len).map_err(io_err(&path));

@@ -54,7 +54,8 @@ impl Policy {
         let instruction = self.bags(&batch.instruction);
         let observation = self.bags(&batch.observation);
         let history = self.bags(&batch.history);
-        let state = Tensor::cat(&[&instruction, &observation, &history, &batch.state_dense], 1).apply(&self.state).relu();
+        let state =
+            Tensor::cat(&[&instruction, &observation, &history, &batch.state_dense], 1).apply(&self.state).relu();
 
         let action = self.bags(&batch.action);
         let pair_state = state.index_select(0, &batch.pair_state);

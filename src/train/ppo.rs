@@ -43,7 +43,13 @@ pub struct Loss {
 }
 
 /// The objective on `samples` under `policy`; `reference` only when the KL term is on.
-pub fn loss(policy: &Policy, reference: Option<&Policy>, samples: &[&Sample], config: &PpoConfig, device: Device) -> Loss {
+pub fn loss(
+    policy: &Policy,
+    reference: Option<&Policy>,
+    samples: &[&Sample],
+    config: &PpoConfig,
+    device: Device,
+) -> Loss {
     let decisions: Vec<&Decision> = samples.iter().map(|s| &s.decision).collect();
     let batch = Batch::new(&decisions, device);
     let logp = policy.log_probs(&batch);
@@ -123,7 +129,11 @@ impl Adam {
     fn step(&mut self, lr: f64, max_norm: f64) -> f64 {
         let _guard = tch::no_grad_guard();
         let grads: Vec<Tensor> = self.slots.iter().map(|(_, var, _, _)| var.grad()).collect();
-        let squared: f64 = grads.iter().filter(|g| g.defined()).map(|g| g.pow_tensor_scalar(2).sum(Kind::Double).double_value(&[])).sum();
+        let squared: f64 = grads
+            .iter()
+            .filter(|g| g.defined())
+            .map(|g| g.pow_tensor_scalar(2).sum(Kind::Double).double_value(&[]))
+            .sum();
         let norm = squared.sqrt();
         let scale = if norm > max_norm { max_norm / (norm + 1e-6) } else { 1.0 };
         self.step += 1;

@@ -61,7 +61,11 @@ impl<E: Environment> Slot<E> {
             id,
             group,
             iteration,
-            task: Some(Task { id: self.task_id.clone(), instruction: self.instruction_text.clone(), extra: Map::new() }),
+            task: Some(Task {
+                id: self.task_id.clone(),
+                instruction: self.instruction_text.clone(),
+                extra: Map::new(),
+            }),
             steps: self.steps.clone(),
             outcome: Some(self.outcome()),
             advantages: None,

@@ -39,7 +39,10 @@ enum Page {
     Search,
     /// Product indices shown, best match first.
     Results(Vec<usize>),
-    Item { product: usize, color: Option<String> },
+    Item {
+        product: usize,
+        color: Option<String>,
+    },
     Done,
 }
 
@@ -74,9 +77,15 @@ impl ToyEnv {
             Page::Results(shown) => {
                 let items: Vec<String> = shown
                     .iter()
-                    .map(|&i| format!("{} [SEP] {} [SEP] ${:?}", PRODUCTS[i].asin, PRODUCTS[i].title, PRODUCTS[i].price))
+                    .map(|&i| {
+                        format!("{} [SEP] {} [SEP] ${:?}", PRODUCTS[i].asin, PRODUCTS[i].title, PRODUCTS[i].price)
+                    })
                     .collect();
-                format!("{head} [SEP] Back to Search [SEP] Page 1 (Total results: {}) [SEP] Next > [SEP] {}", shown.len(), items.join(" [SEP] "))
+                format!(
+                    "{head} [SEP] Back to Search [SEP] Page 1 (Total results: {}) [SEP] Next > [SEP] {}",
+                    shown.len(),
+                    items.join(" [SEP] ")
+                )
             }
             Page::Item { product, .. } => {
                 let p = &PRODUCTS[*product];

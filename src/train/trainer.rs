@@ -202,7 +202,12 @@ impl<T: Tasks> Trainer<T> {
     /// Greedy actions on the evaluation goals.
     pub fn evaluate(&self) -> Result<EvalResult, TrainError> {
         let mut slots = self.eval_slots()?;
-        rollout::play::<_, ChaCha8Rng>(&mut slots, &mut Chooser::Greedy(&self.policy), self.config.step_limit, self.device)?;
+        rollout::play::<_, ChaCha8Rng>(
+            &mut slots,
+            &mut Chooser::Greedy(&self.policy),
+            self.config.step_limit,
+            self.device,
+        )?;
         Ok(summarize(&slots))
     }
 
@@ -229,8 +234,12 @@ impl<T: Tasks> Trainer<T> {
             slots.extend(std::iter::repeat_n(first.clone(), self.config.episodes_per_goal.saturating_sub(1)));
             slots.push(first);
         }
-        let env_steps =
-            rollout::play(&mut slots, &mut Chooser::Sample(&self.policy, &mut rng), self.config.step_limit, self.device)?;
+        let env_steps = rollout::play(
+            &mut slots,
+            &mut Chooser::Sample(&self.policy, &mut rng),
+            self.config.step_limit,
+            self.device,
+        )?;
         let rollout_s = rollout_clock.elapsed().as_secs_f64();
 
         let mut episodes: Vec<Episode> = slots
@@ -246,7 +255,8 @@ impl<T: Tasks> Trainer<T> {
         let mut samples = Vec::with_capacity(table.rows.len());
         for (e, (episode, slot)) in episodes.iter_mut().zip(slots).enumerate() {
             let advantages: Vec<f64> = table.episode_rows(e).iter().map(|r| r.advantage).collect();
-            for ((decision, chosen), (step, a)) in slot.decisions.into_iter().zip(episode.steps.iter().zip(&advantages)) {
+            for ((decision, chosen), (step, a)) in slot.decisions.into_iter().zip(episode.steps.iter().zip(&advantages))
+            {
                 samples.push(Sample {
                     decision,
                     chosen,
@@ -262,7 +272,8 @@ impl<T: Tasks> Trainer<T> {
 
         let update_clock = Instant::now();
         let reference = self.reference.as_ref().map(|(_, p)| p);
-        let update = ppo::update(&self.policy, reference, &mut self.adam, &samples, &self.config.ppo, &mut rng, self.device);
+        let update =
+            ppo::update(&self.policy, reference, &mut self.adam, &samples, &self.config.ppo, &mut rng, self.device);
         let update_s = update_clock.elapsed().as_secs_f64();
 
         let eval = if self.config.eval_every > 0 && iteration.is_multiple_of(self.config.eval_every) {
@@ -277,7 +288,8 @@ impl<T: Tasks> Trainer<T> {
         let success = episodes.iter().filter(|e| e.success()).count() as f64 / n;
         let score = episodes.iter().map(Episode::total_reward).sum::<f64>() / n;
         let env_steps_per_s = env_steps as f64 / rollout_s.max(1e-9);
-        let mut record = MetricsRecord { iteration: iteration as i64, time: Some(json!(self.elapsed())), values: Map::new() };
+        let mut record =
+            MetricsRecord { iteration: iteration as i64, time: Some(json!(self.elapsed())), values: Map::new() };
         for (k, v) in [
             ("success", success),
             ("score", score),

@@ -16,17 +16,17 @@ use crossterm::execute;
 use ratatui::DefaultTerminal;
 
 use super::action::Action;
+use super::burst::{BurstRequest, BurstUpdate};
 use super::config::{Config, ConfigError};
 use super::state::{GroupingRequest, State};
-use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
-use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
-use crate::webshop::shop::Shop;
 use super::theme::color_enabled;
-use super::burst::{BurstRequest, BurstUpdate};
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::{AdvantageSettings, AnchorGrouping};
 use crate::index::{IndexError, SearchResults, TrajectoryIndex};
+use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
+use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
 use crate::training::{self, BurstHandle, TrainEvent, Training};
+use crate::webshop::shop::Shop;
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -134,7 +134,10 @@ impl Searcher {
     fn search(&mut self, state: &State, query: &str) -> Result<SearchResults, IndexError> {
         if self.index.as_ref().is_none_or(|(s, _)| *s != state.domain.settings) {
             self.index = None;
-            self.index = Some((state.domain.settings, TrajectoryIndex::open_default(&state.domain.run.dir, &state.domain.settings)?));
+            self.index = Some((
+                state.domain.settings,
+                TrajectoryIndex::open_default(&state.domain.run.dir, &state.domain.settings)?,
+            ));
         }
         let (_, index) = self.index.as_mut().expect("opened above");
         index.update(&state.domain.run.episodes, &state.domain.derived.table)?;
@@ -161,13 +164,7 @@ struct Effector {
 
 impl Effector {
     fn new(catalog: Option<PathBuf>) -> Effector {
-        Effector {
-            searcher: Searcher::default(),
-            catalog,
-            shop: None,
-            burst: None,
-            grouping: None,
-        }
+        Effector { searcher: Searcher::default(), catalog, shop: None, burst: None, grouping: None }
     }
 
     /// The shop, opened on first use and shared by play and bursts.

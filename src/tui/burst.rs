@@ -43,7 +43,8 @@ impl Default for BurstRequest {
     }
 }
 
-pub const FIELDS: &[&str] = &["iterations", "goals / iteration", "group size N", "learning rate", "estimator", "device"];
+pub const FIELDS: &[&str] =
+    &["iterations", "goals / iteration", "group size N", "learning rate", "estimator", "device"];
 
 const ITERATIONS: &[u64] = &[1, 2, 3, 5, 10, 20, 50, 100, 200];
 const GOALS: &[usize] = &[2, 4, 8, 16, 32, 64];
@@ -111,11 +112,22 @@ impl BurstRequest {
 /// What the app tells the state about the running burst.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BurstUpdate {
-    Started { first_iteration: u64, iterations: u64, device: String, how: String },
+    Started {
+        first_iteration: u64,
+        iterations: u64,
+        device: String,
+        how: String,
+    },
     /// Greedy evaluation before training (fresh runs): the policy's and the rule baseline's success.
-    Evaluated { success: f64, baseline: f64 },
+    Evaluated {
+        success: f64,
+        baseline: f64,
+    },
     Iteration(BurstPoint),
-    Finished { completed: u64, cancelled: bool },
+    Finished {
+        completed: u64,
+        cancelled: bool,
+    },
     Failed(String),
 }
 

@@ -472,9 +472,8 @@ fn stream_map<R: Read, T: DeserializeOwned>(
     let mut f = f;
     let mut failed_at = None;
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let result = de
-        .deserialize_map(MapVisitor(&mut f, &mut failed_at, std::marker::PhantomData))
-        .and_then(|_| de.end());
+    let result =
+        de.deserialize_map(MapVisitor(&mut f, &mut failed_at, std::marker::PhantomData)).and_then(|_| de.end());
     result.map_err(|source| match failed_at {
         Some(index) => CatalogError::Record { path: path.to_owned(), index, source },
         None => CatalogError::Json { path: path.to_owned(), source },

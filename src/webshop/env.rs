@@ -242,7 +242,8 @@ impl WebShopEnv {
                 }
             }
             View::Item { product, .. } => {
-                let sub = [SubPage::Description, SubPage::Features, SubPage::Reviews].into_iter().find(|s| is(s.label()));
+                let sub =
+                    [SubPage::Description, SubPage::Features, SubPage::Reviews].into_iter().find(|s| is(s.label()));
                 if is(BACK_TO_SEARCH) {
                     Some(Click::BackToSearch)
                 } else if is(PREV) {
@@ -414,7 +415,13 @@ impl EpisodeRecorder {
 
     /// The finished episode: its task is the env's goal, its outcome the purchase (score 0 and no
     /// breakdown when the episode ended without buying). `task_id` names the goal (e.g. its index).
-    pub fn finish(self, env: &WebShopEnv, id: impl Into<String>, group: impl Into<String>, task_id: impl Into<String>) -> Episode {
+    pub fn finish(
+        self,
+        env: &WebShopEnv,
+        id: impl Into<String>,
+        group: impl Into<String>,
+        task_id: impl Into<String>,
+    ) -> Episode {
         let mut episode = Episode::new(id, group, self.steps);
         episode.task = Some(Task {
             id: task_id.into(),

@@ -437,7 +437,11 @@ fn generate_one(seed: u64, i: usize) -> Generated {
             [first @ .., last] => format!("Find me {} {noun} with {last}", first.join(", ")),
             [] => format!("Find me {noun}"),
         };
-        InsRecord { attributes: attributes.clone(), instruction: Some(instruction), instruction_attributes: Some(wanted) }
+        InsRecord {
+            attributes: attributes.clone(),
+            instruction: Some(instruction),
+            instruction_attributes: Some(wanted),
+        }
     } else {
         InsRecord { attributes: attributes.clone(), instruction: None, instruction_attributes: None }
     };

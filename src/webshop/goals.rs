@@ -158,7 +158,13 @@ fn price_text(cap: Option<f64>) -> String {
     cap.map_or(String::new(), |c| format!(", and price lower than {c:.2} dollars"))
 }
 
-fn goal_for(product: &Product, instruction_text: String, attributes: Vec<String>, cap: Option<f64>, options: GoalOptions) -> Goal {
+fn goal_for(
+    product: &Product,
+    instruction_text: String,
+    attributes: Vec<String>,
+    cap: Option<f64>,
+    options: GoalOptions,
+) -> Goal {
     Goal {
         asin: product.asin.clone(),
         category: product.category.clone(),
@@ -306,7 +312,8 @@ pub fn save_goals(path: &Path, goals: &[Goal]) -> Result<(), GoalError> {
 /// Reads a JSON list of goals (as written by [`save_goals`], or any list in the original's schema).
 pub fn load_goals(path: &Path) -> Result<Vec<Goal>, GoalError> {
     let file = std::fs::File::open(path).map_err(|source| GoalError::Io { path: path.to_owned(), source })?;
-    serde_json::from_reader(std::io::BufReader::new(file)).map_err(|source| GoalError::Json { path: path.to_owned(), source })
+    serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|source| GoalError::Json { path: path.to_owned(), source })
 }
 
 #[cfg(test)]
@@ -354,7 +361,10 @@ mod tests {
         let json = r#"{"query":"q","name":"n","product_category":"a › b","attributes":["x"],"price_upper":50.0,
             "goal_options":{"size":"8","color":"red"}}"#;
         let g: Goal = serde_json::from_str(json).unwrap();
-        assert_eq!(g.goal_options, GoalOptions::Pairs(vec![("size".into(), "8".into()), ("color".into(), "red".into())]));
+        assert_eq!(
+            g.goal_options,
+            GoalOptions::Pairs(vec![("size".into(), "8".into()), ("color".into(), "red".into())])
+        );
         assert_eq!(g.weight, 1.0);
         let back = serde_json::to_value(&g).unwrap();
         assert_eq!(back["goal_options"], serde_json::json!({"size": "8", "color": "red"}));

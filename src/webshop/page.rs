@@ -122,10 +122,7 @@ pub fn classify_observation(obs: &str) -> PageType {
 
 /// A GiGPO-formatted segment without its single quotes.
 fn unquote(segment: &str) -> &str {
-    segment
-        .strip_prefix('\'')
-        .and_then(|s| s.strip_suffix('\''))
-        .unwrap_or(segment)
+    segment.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')).unwrap_or(segment)
 }
 
 #[cfg(test)]
@@ -152,14 +149,19 @@ mod tests {
             PageType::Results
         );
         assert_eq!(
-            classify_observation(&format!("{i} [SEP] Back to Search [SEP] Page 7 (Total results: 50) [SEP] < Prev [SEP] Next >")),
+            classify_observation(&format!(
+                "{i} [SEP] Back to Search [SEP] Page 7 (Total results: 50) [SEP] < Prev [SEP] Next >"
+            )),
             PageType::Results
         );
         let item = format!(
             "{i} [SEP] Back to Search [SEP] < Prev [SEP] size [SEP] 8 [SEP] Shoe [SEP] Price: $1.0 [SEP] Rating: N.A. [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now"
         );
         assert_eq!(classify_observation(&item), PageType::Item);
-        assert_eq!(classify_observation(&format!("{i} [SEP] Back to Search [SEP] < Prev [SEP] soft")), PageType::ItemSub);
+        assert_eq!(
+            classify_observation(&format!("{i} [SEP] Back to Search [SEP] < Prev [SEP] soft")),
+            PageType::ItemSub
+        );
         assert_eq!(classify_observation(&format!("{i} [SEP] Back to Search [SEP] < Prev")), PageType::ItemSub);
         assert_eq!(classify_observation(&format!("{i} [SEP] Back to Search [SEP] < Prev [SEP] ")), PageType::ItemSub);
         assert_eq!(

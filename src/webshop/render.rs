@@ -6,8 +6,8 @@
 //! it is empty (the element has no text node), an empty segment when it is whitespace only. The fixed
 //! strings and their order follow the site's templates, checked against real pages in the tests.
 
-use crate::webshop::catalog::Product;
 use crate::text::py_strip;
+use crate::webshop::catalog::Product;
 use crate::webshop::page::{
     BACK_TO_SEARCH, BUY_NOW, DESCRIPTION, FEATURES, INSTRUCTION, NEXT, PREV, REVIEWS, SEARCH, SEP, THANK_YOU, WEBSHOP,
 };
@@ -193,7 +193,10 @@ mod tests {
             price_text: "$19.99".into(),
             prices: vec![19.99],
             price: 19.99,
-            options: vec![("color".into(), vec!["red".into(), "navy | blue".into()]), ("size".into(), vec!["8".into()])],
+            options: vec![
+                ("color".into(), vec!["red".into(), "navy | blue".into()]),
+                ("size".into(), vec!["8".into()]),
+            ],
             attributes: vec![],
             instruction: None,
             instruction_attributes: vec![],
@@ -248,6 +251,9 @@ mod tests {
             format_for_gigpo(&item_sub_page("i", &p, SubPage::Description)),
             "'Back to Search' [SEP] '< Prev' [SEP] ''"
         );
-        assert_eq!(format_for_gigpo("Thank you for shopping with us! [SEP] 1.0"), "'Thank you for shopping with us!' [SEP] '1.0'");
+        assert_eq!(
+            format_for_gigpo("Thank you for shopping with us! [SEP] 1.0"),
+            "'Thank you for shopping with us!' [SEP] '1.0'"
+        );
     }
 }

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::webshop::catalog::Product;
 use crate::text::py_strip;
+use crate::webshop::catalog::Product;
 use crate::webshop::fuzz::token_set_ratio;
 use crate::webshop::goals::{Goal, GoalOptions};
 
@@ -78,8 +78,10 @@ impl ColorSet {
     }
 
     pub fn from_file(path: &Path) -> Result<ColorSet, ColorSetError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ColorSetError::Io { path: path.to_owned(), source })?;
-        let colors = serde_json::from_str(&text).map_err(|source| ColorSetError::Json { path: path.to_owned(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ColorSetError::Io { path: path.to_owned(), source })?;
+        let colors =
+            serde_json::from_str(&text).map_err(|source| ColorSetError::Json { path: path.to_owned(), source })?;
         Ok(ColorSet { colors })
     }
 
@@ -113,14 +115,114 @@ impl ColorSet {
 /// Words that are never nouns: determiners, pronouns, prepositions, conjunctions, auxiliaries, common
 /// adverbs and product-title adjectives.
 const NOT_NOUNS: &[&str] = &[
-    "a", "about", "above", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "best",
-    "big", "both", "but", "by", "can", "compatible", "cute", "deep", "do", "does", "durable", "each", "easy",
-    "extra", "for", "from", "great", "has", "have", "high", "his", "her", "how", "if", "in", "inch", "into", "is",
-    "it", "its", "large", "lightweight", "long", "low", "many", "me", "more", "most", "much", "my", "new", "no",
-    "non", "not", "of", "off", "on", "one", "only", "or", "our", "out", "over", "own", "per", "perfect", "portable",
-    "premium", "small", "so", "soft", "some", "super", "than", "that", "the", "their", "them", "these", "they",
-    "this", "those", "through", "to", "too", "two", "under", "up", "very", "w", "was", "we", "were", "what", "when",
-    "which", "while", "who", "will", "with", "without", "you", "your",
+    "a",
+    "about",
+    "above",
+    "after",
+    "all",
+    "also",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "best",
+    "big",
+    "both",
+    "but",
+    "by",
+    "can",
+    "compatible",
+    "cute",
+    "deep",
+    "do",
+    "does",
+    "durable",
+    "each",
+    "easy",
+    "extra",
+    "for",
+    "from",
+    "great",
+    "has",
+    "have",
+    "high",
+    "his",
+    "her",
+    "how",
+    "if",
+    "in",
+    "inch",
+    "into",
+    "is",
+    "it",
+    "its",
+    "large",
+    "lightweight",
+    "long",
+    "low",
+    "many",
+    "me",
+    "more",
+    "most",
+    "much",
+    "my",
+    "new",
+    "no",
+    "non",
+    "not",
+    "of",
+    "off",
+    "on",
+    "one",
+    "only",
+    "or",
+    "our",
+    "out",
+    "over",
+    "own",
+    "per",
+    "perfect",
+    "portable",
+    "premium",
+    "small",
+    "so",
+    "soft",
+    "some",
+    "super",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "two",
+    "under",
+    "up",
+    "very",
+    "w",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "which",
+    "while",
+    "who",
+    "will",
+    "with",
+    "without",
+    "you",
+    "your",
 ];
 
 /// A stand-in for spaCy's NOUN/PROPN tokens of a title: runs of letters and digits that contain a
@@ -263,7 +365,14 @@ fn py_str_repr(s: &str) -> String {
 }
 
 /// `(attribute matches + option matches + [price ok]) / (n_attributes + n_goal_options + 1) * r_type`.
-pub fn combine(n_att: usize, n_opt: usize, r_price: bool, goal_attributes: usize, goal_options: usize, r_type: f64) -> f64 {
+pub fn combine(
+    n_att: usize,
+    n_opt: usize,
+    r_price: bool,
+    goal_attributes: usize,
+    goal_options: usize,
+    r_type: f64,
+) -> f64 {
     let matched = n_att + n_opt + usize::from(r_price);
     let total = goal_attributes + goal_options + 1;
     matched as f64 / total as f64 * r_type

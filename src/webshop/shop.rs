@@ -34,7 +34,10 @@ pub struct Shop {
 
 impl std::fmt::Debug for Shop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shop").field("products", &self.env.catalog().products.len()).field("goals", &self.goals.len()).finish()
+        f.debug_struct("Shop")
+            .field("products", &self.env.catalog().products.len())
+            .field("goals", &self.goals.len())
+            .finish()
     }
 }
 

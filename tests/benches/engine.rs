@@ -57,9 +57,7 @@ fn reference_batch(c: &mut Criterion) {
     let full = SynthSpec { steps: 15..=15, ..SynthSpec::reference_batch() };
     let run: Vec<Episode> = episodes(&full).collect();
     let settings = AdvantageSettings { anchor: AnchorMode::Similarity(0.9), ..AdvantageSettings::default() };
-    group.bench_function("reference_batch_15_steps_similarity_0.9", |b| {
-        b.iter(|| compute(black_box(&run), &settings))
-    });
+    group.bench_function("reference_batch_15_steps_similarity_0.9", |b| b.iter(|| compute(black_box(&run), &settings)));
     group.finish();
 }
 

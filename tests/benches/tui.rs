@@ -10,8 +10,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use gigscope::run::{Episode, Outcome, Step, Task};
 use gigscope::live::{LiveEvent, WatchOptions, Watcher};
+use gigscope::run::{Episode, Outcome, Step, Task};
 use gigscope::tui::{open, update, Action, Config, Msg, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

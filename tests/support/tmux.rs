@@ -80,7 +80,8 @@ impl Session {
 impl Session {
     /// Type text literally (no key-name interpretation).
     pub fn type_text(&self, text: &str) {
-        let status = Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().expect("send-keys");
+        let status =
+            Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().expect("send-keys");
         assert!(status.success());
     }
 }

@@ -39,7 +39,9 @@ pub struct Loaded {
 impl GoalArgs {
     pub fn catalog(&self) -> anyhow::Result<Catalog> {
         match &self.catalog {
-            Some(dir) => Catalog::load(dir, self.seed).with_context(|| format!("loading the catalog in {}", dir.display())),
+            Some(dir) => {
+                Catalog::load(dir, self.seed).with_context(|| format!("loading the catalog in {}", dir.display()))
+            }
             None => Catalog::embedded_demo().context("loading the embedded demo catalog"),
         }
     }

@@ -28,11 +28,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = args.source.load()?;
     let n = loaded.goals.len();
-    let goal = loaded
-        .goals
-        .into_iter()
-        .nth(args.goal)
-        .with_context(|| format!("no goal {} (there are {n})", args.goal))?;
+    let goal =
+        loaded.goals.into_iter().nth(args.goal).with_context(|| format!("no goal {} (there are {n})", args.goal))?;
     let index = SearchIndex::open_or_build(&loaded.catalog, None).context("opening the search index")?;
     let mut env = WebShopEnv::new(loaded.catalog.clone(), Arc::new(index), Arc::new(loaded.colors))
         .with_max_steps(args.max_steps);

@@ -57,7 +57,10 @@ fn product_from_record(path: &Path) -> anyhow::Result<Product> {
     let catalog = Catalog::from_readers((path, products.as_slice()), (path, ins.as_slice()), none, 0)?;
     match catalog.products.into_iter().next() {
         Some(p) => Ok(p),
-        None => bail!("{}: WebShop drops this record (asin {asin:?} is \"nan\" or longer than 10 characters)", path.display()),
+        None => bail!(
+            "{}: WebShop drops this record (asin {asin:?} is \"nan\" or longer than 10 characters)",
+            path.display()
+        ),
     }
 }
 

@@ -57,10 +57,10 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::{json, Map, Value};
 
-use super::{list_dir, ErrorOnce, Stamp, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
-use crate::run::settings::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
+use super::{list_dir, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll, Stamp};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, REWARDS_KEY, SOURCE_KEY};
 use crate::run::reader::LineError;
+use crate::run::settings::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
 
 /// The directory TRL writes the files into, under its `output_dir`.
 pub const COMPLETIONS_DIR: &str = "completions";

@@ -80,10 +80,12 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 
-use super::{list_dir, step_file_number, ErrorOnce, Stamp, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll};
-use crate::run::settings::{AdvantageOverrides, Estimator, Norm, Pooling};
+use super::{
+    list_dir, step_file_number, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll, Stamp,
+};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
 use crate::run::reader::LineError;
+use crate::run::settings::{AdvantageOverrides, Estimator, Norm, Pooling};
 
 /// The `format` of the [`RunMeta`] a verl dump reads with.
 pub const VERL_FORMAT: &str = "verl-rollout-dump";

@@ -9,9 +9,9 @@
 //! characters given a case mapping since, none of which is in the real data. The stemmer works on
 //! UTF-16 code units, as Lucene's does.
 
-use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 use super::porter::Stemmer;
 use super::tokenizer;
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// Lucene's `EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`.
 pub const STOP_WORDS: [&str; 33] = [
@@ -87,7 +87,13 @@ impl Tokenizer for WebshopTokenizer {
     fn token_stream<'a>(&'a mut self, text: &'a str) -> AnalyzedStream {
         let mut tokens = Vec::new();
         self.analyzer.for_each_term(text, |term, from, to| {
-            tokens.push(Token { offset_from: from, offset_to: to, position: tokens.len(), text: term, position_length: 1 });
+            tokens.push(Token {
+                offset_from: from,
+                offset_to: to,
+                position: tokens.len(),
+                text: term,
+                position_length: 1,
+            });
         });
         AnalyzedStream { tokens, next: 0 }
     }

@@ -67,7 +67,8 @@ pub enum SearchError {
 /// `option_text = ", and ".join(f"{name}: {', '.join(values)}")`. A product with no bullet points
 /// (which the original would fail on) contributes an empty string there.
 pub fn product_text(p: &Product) -> String {
-    let options: Vec<String> = p.options.iter().map(|(name, values)| format!("{name}: {}", values.join(", "))).collect();
+    let options: Vec<String> =
+        p.options.iter().map(|(name, values)| format!("{name}: {}", values.join(", "))).collect();
     let first_bullet = p.bullet_points.first().map(String::as_str).unwrap_or("");
     [p.title.as_str(), p.description.as_str(), first_bullet, options.join(", and ").as_str()].join(" ").to_lowercase()
 }
@@ -92,7 +93,8 @@ pub struct SearchIndex {
 
 fn schema() -> (Schema, Field, Field) {
     let mut builder = Schema::builder();
-    let indexing = TextFieldIndexing::default().set_tokenizer(TOKENIZER_NAME).set_index_option(IndexRecordOption::WithFreqs);
+    let indexing =
+        TextFieldIndexing::default().set_tokenizer(TOKENIZER_NAME).set_index_option(IndexRecordOption::WithFreqs);
     let text = builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
     let idx = builder.add_u64_field("idx", FAST);
     (builder.build(), text, idx)
@@ -189,11 +191,9 @@ impl SearchIndex {
             let column = segment.fast_fields().u64("idx")?;
             let map: Vec<u32> = (0..segment.max_doc())
                 .map(|doc| {
-                    column
-                        .first(doc)
-                        .filter(|&i| (i as usize) < catalog.products.len())
-                        .map(|i| i as u32)
-                        .ok_or_else(|| tantivy::TantivyError::InvalidArgument(format!("document {doc} has no valid product index")))
+                    column.first(doc).filter(|&i| (i as usize) < catalog.products.len()).map(|i| i as u32).ok_or_else(
+                        || tantivy::TantivyError::InvalidArgument(format!("document {doc} has no valid product index")),
+                    )
                 })
                 .collect::<tantivy::Result<_>>()?;
             doc_to_product.push(map);
@@ -222,7 +222,17 @@ impl SearchIndex {
         for (rank, &product) in order.iter().enumerate() {
             asin_rank[product as usize] = rank as u32;
         }
-        Ok(SearchIndex { reader, field, doc_to_product, norm_ids, term_bounds, asin_rank, num_docs, avgdl, norm_inverse })
+        Ok(SearchIndex {
+            reader,
+            field,
+            doc_to_product,
+            norm_ids,
+            term_bounds,
+            asin_rank,
+            num_docs,
+            avgdl,
+            norm_inverse,
+        })
     }
 
     /// The top hits for `query` (at most [`TOP_K`]) as indices into `catalog.products`, best first,
@@ -373,7 +383,8 @@ fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), SearchError> {
     let index = Index::create(directory, schema, Default::default()).map_err(tantivy_err)?;
     fill(&index, catalog).map_err(tantivy_err)?;
     drop(index);
-    std::fs::write(scratch.join(COMPLETE_MARKER), format!("{} products\n", catalog.products.len())).map_err(io(&scratch))?;
+    std::fs::write(scratch.join(COMPLETE_MARKER), format!("{} products\n", catalog.products.len()))
+        .map_err(io(&scratch))?;
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io(dir))?;
     }
@@ -381,7 +392,10 @@ fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), SearchError> {
         // Another process finished the same build first; its index is as good as ours.
         let _ = std::fs::remove_dir_all(&scratch);
         if !dir.join(COMPLETE_MARKER).is_file() {
-            return Err(SearchError::Io { path: dir.to_owned(), source: std::io::Error::other("could not move the built index into place") });
+            return Err(SearchError::Io {
+                path: dir.to_owned(),
+                source: std::io::Error::other("could not move the built index into place"),
+            });
         }
     }
     Ok(())

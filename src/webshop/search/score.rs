@@ -112,7 +112,12 @@ const WINDOW: DocId = 16384;
 /// accumulators zeroed.
 /// Contributions for small term frequencies come from a per-term table over (tf, fieldnorm id)
 /// filled by [`contribution`] itself, so they are the same bits.
-pub(super) fn term_at_a_time(seg: &Segment, terms: &[(Term, f32)], from: DocId, best: &mut TopK) -> tantivy::Result<()> {
+pub(super) fn term_at_a_time(
+    seg: &Segment,
+    terms: &[(Term, f32)],
+    from: DocId,
+    best: &mut TopK,
+) -> tantivy::Result<()> {
     struct Run {
         postings: BlockSegmentPostings,
         /// Next posting of the loaded block.
@@ -235,7 +240,12 @@ const SCAN_COST: f64 = 0.3;
 /// is dropped only when its `f32` score is strictly below θ (a score equal to θ may still get in
 /// by a smaller asin). A surviving candidate's score is summed as every scorer sums it: each
 /// term's contribution, in query-term order, in `f64`, rounded once.
-pub(super) fn document_at_a_time(seg: &Segment, terms: &[(Term, f32)], handover: Handover, best: &mut TopK) -> tantivy::Result<()> {
+pub(super) fn document_at_a_time(
+    seg: &Segment,
+    terms: &[(Term, f32)],
+    handover: Handover,
+    best: &mut TopK,
+) -> tantivy::Result<()> {
     if matches!(handover, Handover::Auto) && seg.max_doc <= WINDOW {
         // One window: nothing to gain from skipping (the demo catalog has 1,000 products).
         return term_at_a_time(seg, terms, 0, best);
@@ -389,7 +399,11 @@ struct TermBlocks<'a> {
 impl TermBounds {
     /// One pass over every posting of the field, when the index is opened (0.35 s for the
     /// 39 M postings of 1.18 M generated products).
-    pub(super) fn compute(inverted: &InvertedIndexReader, norm_ids: &[u8], norm_inverse: &[f32; 256]) -> tantivy::Result<TermBounds> {
+    pub(super) fn compute(
+        inverted: &InvertedIndexReader,
+        norm_ids: &[u8],
+        norm_inverse: &[f32; 256],
+    ) -> tantivy::Result<TermBounds> {
         let inv: Vec<f32> = norm_ids.iter().map(|&id| norm_inverse[id as usize]).collect();
         let terms = inverted.terms();
         let mut out = TermBounds {
@@ -405,7 +419,8 @@ impl TermBounds {
                 return Err(tantivy::TantivyError::InternalError("term ordinals streamed out of order".to_owned()));
             }
             out.block_start.push(out.block_max.len() as u32);
-            let mut postings = inverted.read_block_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)?;
+            let mut postings =
+                inverted.read_block_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)?;
             let mut term_max = 0f32;
             let (mut block_max, mut in_block, mut last_doc) = (0f32, 0usize, 0);
             while !postings.docs().is_empty() {
@@ -619,11 +634,14 @@ mod tests {
         // What makes `contribution_bound(weight, largest tf·inv)` a bound: sorted by the rounded
         // product tf·inv, the contributions never decrease.
         let inv: Vec<f32> = (0..=255u8)
-            .map(|id| 1.0 / (0.9 * (0.6 + 0.4 * tantivy::fieldnorm::FieldNormReader::id_to_fieldnorm(id) as f32 / 37.3)))
+            .map(|id| {
+                1.0 / (0.9 * (0.6 + 0.4 * tantivy::fieldnorm::FieldNormReader::id_to_fieldnorm(id) as f32 / 37.3))
+            })
             .collect();
         for weight in [0.013f32, 0.5, 1.0, 2.7182817, 9.3, 31.0] {
-            let mut points: Vec<(f32, f32)> =
-                (1..40u32).flat_map(|tf| inv.iter().map(move |&i| (tf as f32 * i, contribution(weight, tf, i)))).collect();
+            let mut points: Vec<(f32, f32)> = (1..40u32)
+                .flat_map(|tf| inv.iter().map(move |&i| (tf as f32 * i, contribution(weight, tf, i))))
+                .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             for pair in points.windows(2) {
                 assert!(pair[0].1 <= pair[1].1, "{pair:?}");
