@@ -17,7 +17,7 @@ fn serve(request: &Request) -> (Vec<TrainEvent>, Result<Vec<u8>, String>) {
 }
 
 fn burst(run: &std::path::Path, mode: RunMode) -> Request {
-    Request::Train(TrainRequest {
+    Request::Train(Box::new(TrainRequest {
         run: run.to_path_buf(),
         tasks: TaskSource::Webshop { catalog: None, goal_source: None },
         config: TrainConfig {
@@ -29,7 +29,7 @@ fn burst(run: &std::path::Path, mode: RunMode) -> Request {
             ..TrainConfig::default()
         },
         mode,
-    })
+    }))
 }
 
 fn how(events: &[TrainEvent]) -> String {

@@ -57,7 +57,7 @@ impl Training {
 
     /// Start training on a background thread of this process; its events arrive on the handle.
     pub fn start(&self, request: &TrainRequest) -> BurstHandle {
-        let json = serde_json::to_vec(&Request::Train(request.clone())).expect("requests serialise");
+        let json = serde_json::to_vec(&Request::Train(Box::new(request.clone()))).expect("requests serialise");
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = Arc::clone(&stop);

@@ -189,8 +189,8 @@ pub struct AutoplayResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum Request {
-    /// Answered with [`TrainEvent`]s, the last one `Finished` or `Failed`.
-    Train(TrainRequest),
+    /// Answered with [`TrainEvent`]s, the last one `Finished` or `Failed`. Boxed: far larger than the other.
+    Train(Box<TrainRequest>),
     /// Answered with an [`AutoplayResult`].
     Autoplay(AutoplayRequest),
 }
@@ -280,12 +280,12 @@ mod tests {
 
     #[test]
     fn requests_and_events_round_trip_through_json() {
-        let request = Request::Train(TrainRequest {
+        let request = Request::Train(Box::new(TrainRequest {
             run: "/tmp/run".into(),
             tasks: TaskSource::Webshop { catalog: Some("/data/shop".into()), goal_source: Some(GoalSource::Synthetic) },
             config: TrainConfig { iterations: 3, ..TrainConfig::default() },
             mode: RunMode::Continue,
-        });
+        }));
         let json = serde_json::to_string(&request).unwrap();
         assert!(json.contains(r#""call":"train""#) && json.contains(r#""goal_source":"synthetic""#), "{json}");
         assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), request);
