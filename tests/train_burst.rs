@@ -244,3 +244,38 @@ fn the_update_lowers_the_loss_on_a_fixed_batch() {
     let after = ppo::loss(&policy, None, &all, &config, tch::Device::Cpu).loss.double_value(&[]);
     assert!(after < before - 0.05, "loss {before} -> {after}");
 }
+
+#[test]
+fn episodes_a_policy_plays_carry_the_reward_breakdown_as_hand_played_ones_do() {
+    use gigscope::train::rollout::{self, Chooser, Slot};
+    use gigscope::train::webshop::WebShopTasks;
+    use gigscope::train::{Split, Tasks};
+    let tasks = WebShopTasks::open(None, None).unwrap();
+    let mut slots = vec![Slot::new(tasks.start(Split::Train, 0).unwrap())];
+    // The rule baseline always buys, so the episode ends with WebShop's reward.
+    rollout::play(&mut slots, &mut Chooser::<rand_chacha::ChaCha8Rng>::Rule, 15, tch::Device::Cpu).unwrap();
+    let episode = slots[0].to_episode("e".into(), "g".into(), 0);
+    assert_eq!(episode.steps.last().map(|s| s.action.as_str()), Some("click[buy now]"));
+    let outcome = episode.outcome.unwrap();
+    let info = outcome.extra.get("reward_info").expect("reward_info recorded");
+    assert_eq!(info["reward"].as_f64(), Some(outcome.score), "{info}");
+}
+
+#[test]
+fn every_burst_is_recorded_and_the_first_training_record_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    Trainer::new(ToyShop, TrainConfig { name: Some("first".into()), ..tiny(1) }, dir.path())
+        .unwrap()
+        .run(&AtomicBool::new(false), |_| {})
+        .unwrap();
+    Trainer::new(ToyShop, TrainConfig { resume: true, ..tiny(2) }, dir.path())
+        .unwrap()
+        .run(&AtomicBool::new(false), |_| {})
+        .unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["train"]["name"], "first", "the first record stays: {meta}");
+    assert_eq!(meta["train"]["iterations"], 1);
+    let bursts = meta["bursts"].as_array().expect("bursts");
+    assert_eq!(bursts.iter().map(|b| b["iterations"].as_u64()).collect::<Vec<_>>(), [Some(1), Some(2)]);
+}

@@ -14,6 +14,8 @@ use super::settings::AdvantageOverrides;
 pub const FORMAT_V1: &str = "gigscope-run/1";
 /// Key of `Episode::extra` where readers of multi-file layouts record `{"file": …, "line": …}`.
 pub const SOURCE_KEY: &str = "source";
+/// Key of `Outcome::extra` holding how the environment scored the episode (WebShop's reward breakdown).
+pub const REWARD_INFO_KEY: &str = "reward_info";
 /// Key of `Outcome::extra` holding per-reward-function rewards `{name: number or null}` in the trainer's
 /// order (TRL logs one column per reward function; the engine weighs and normalises them).
 pub const REWARDS_KEY: &str = "rewards";

@@ -25,6 +25,11 @@ pub trait Environment: Clone + Send {
     /// policy replaces it by its own query candidates.
     fn available_actions(&self) -> Vec<String>;
     fn step(&mut self, action: &str) -> Transition;
+    /// How the finished episode was scored, as the environment records it in `outcome.reward_info` (WebShop's
+    /// reward breakdown), so episodes the policy plays carry what hand-played ones do; `None` before the end.
+    fn reward_info(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Which goal list a task comes from.

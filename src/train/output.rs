@@ -59,7 +59,14 @@ impl RunOutput {
         }
         meta.advantage = Some(AdvantageOverrides::from_settings(settings));
         meta.notes.get_or_insert_with(|| "written by `gigscope train`".to_string());
-        meta.extra.insert("train".into(), serde_json::to_value(config)?);
+        // Every burst's configuration is kept, in order, under `bursts`; the `train` record the run's first
+        // trainer wrote (gigscope's or another writer's) is never replaced.
+        let record = serde_json::to_value(config)?;
+        meta.extra.entry("train").or_insert_with(|| record.clone());
+        match meta.extra.entry("bursts").or_insert_with(|| serde_json::Value::Array(Vec::new())) {
+            serde_json::Value::Array(bursts) => bursts.push(record),
+            other => *other = serde_json::Value::Array(vec![other.take(), record]),
+        }
         Ok(self.writer.write_meta(&meta)?)
     }
 

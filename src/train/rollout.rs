@@ -9,7 +9,7 @@ use super::env::{Environment, Started};
 use super::features::{self, ActionKind, Decision, History, Instruction, PageView};
 use super::policy::{Batch, Policy};
 use super::TrainError;
-use crate::run::{Episode, Outcome, Step, Task};
+use crate::run::{Episode, Outcome, Step, Task, REWARD_INFO_KEY};
 
 /// How actions are picked.
 pub enum Chooser<'a, R: Rng> {
@@ -52,7 +52,11 @@ impl<E: Environment> Slot<E> {
     /// Episode outcome: WebShop scores an episode by the reward of its purchase; success is a perfect one.
     pub fn outcome(&self) -> Outcome {
         let score: f64 = self.steps.iter().map(|s| s.reward).sum();
-        Outcome { success: (score - 1.0).abs() < 1e-9, score, extra: Map::new() }
+        let mut extra = Map::new();
+        if let Some(info) = self.env.reward_info() {
+            extra.insert(REWARD_INFO_KEY.to_owned(), info);
+        }
+        Outcome { success: (score - 1.0).abs() < 1e-9, score, extra }
     }
 
     /// The run-format episode.

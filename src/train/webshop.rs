@@ -30,6 +30,10 @@ impl Environment for WebShopEnv {
         let out = WebShopEnv::step(self, action);
         Transition { reward: out.reward, done: out.done, valid: out.info.admissible }
     }
+
+    fn reward_info(&self) -> Option<serde_json::Value> {
+        self.final_reward().and_then(|r| serde_json::to_value(r).ok())
+    }
 }
 
 /// WebShop goals over one catalog, split into train and test goals.

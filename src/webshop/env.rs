@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::run::{Episode, Outcome, Step, Task};
+use crate::run::{Episode, Outcome, Step, Task, REWARD_INFO_KEY};
 use crate::webshop::actions::{available_actions, dedup_clickables, parse_action};
 use crate::webshop::catalog::{Catalog, Product};
 use crate::webshop::goals::Goal;
@@ -433,7 +433,7 @@ impl EpisodeRecorder {
             outcome.success = r.success();
             outcome.score = r.reward;
             if let Ok(value) = serde_json::to_value(r) {
-                outcome.extra.insert("reward_info".to_owned(), value);
+                outcome.extra.insert(REWARD_INFO_KEY.to_owned(), value);
             }
         }
         episode.outcome = Some(outcome);
