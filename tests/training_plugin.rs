@@ -384,6 +384,8 @@ fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
     s.keys(&["Enter"]);
     s.wait_for(&["[Groups]"]);
     s.keys(&["Escape"]);
+    // Wait for the frame: Escape and the next key sent at once read as an Alt chord.
+    s.wait_for(&["[Overview]", "Iterations (2)"]);
     assert!(!s.has_libtorch(), "libtorch is loaded before any burst");
     start_a_small_burst(&s);
     s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
