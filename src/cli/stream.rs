@@ -107,18 +107,19 @@ pub fn advantages(
     let last_line = heads.lines();
 
     // Pass 2: episodes, group by group as each completes; rows out in file order.
-    let mut writer = RowWriter::new(out, format)?;
+    let mut out = Ordered {
+        writer: RowWriter::new(out, format)?,
+        pending: line_group.iter().map(|&(line, _)| line).collect(),
+        group_of: line_group.into_iter().collect(),
+        done: HashMap::new(),
+        skipped: HashSet::new(),
+        anchor_count: HashMap::new(),
+        base_of: HashMap::new(),
+        next_base: 0,
+    };
     let mut open: HashMap<u32, Vec<(u64, Episode)>> = HashMap::new();
-    let mut done: HashMap<u64, Done> = HashMap::new();
-    let mut pending: VecDeque<u64> = line_group.iter().map(|&(line, _)| line).collect();
-    let group_of: HashMap<u64, u32> = line_group.into_iter().collect();
-    // Each group's anchor groups are numbered after those of the groups that appeared before it.
-    let mut anchor_count: HashMap<u32, u32> = HashMap::new();
-    let mut base_of: HashMap<u32, u32> = HashMap::new();
-    let mut next_base = 0u32;
     let mut ids: HashSet<String> = HashSet::new();
     let mut broken = first.errors.len();
-    let mut skipped_lines: HashSet<u64> = HashSet::new();
     let mut failure: Option<std::io::Error> = None;
 
     let mut episodes = JsonlTail::<Episode>::new(path);
@@ -126,35 +127,20 @@ pub fn advantages(
         if line > last_line || failure.is_some() {
             return;
         }
-        let Some(&g) = group_of.get(&line) else { return };
+        let Some(&g) = out.group_of.get(&line) else { return };
         if !ids.insert(episode.id.clone()) {
             // A duplicate id: a broken line, as for every reader.
             broken += 1;
-            skipped_lines.insert(line);
+            out.skipped.insert(line);
         } else {
             open.entry(g).or_default().push((line, episode));
         }
         let left = &mut lines_of_group[g as usize];
         *left -= 1;
         if *left == 0 {
-            let members = open.remove(&g).unwrap_or_default();
-            let (lines, group): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
-            let table = compute(&group, settings);
-            anchor_count.insert(g, table.anchor_groups.len() as u32);
-            for (e, (episode, line)) in group.iter().zip(lines).enumerate() {
-                done.insert(line, Done { rows: rows_of(episode, &table, e) });
-            }
+            out.complete(g, open.remove(&g).unwrap_or_default(), settings);
         }
-        if let Err(err) = flush(
-            &mut pending,
-            &mut done,
-            &skipped_lines,
-            &group_of,
-            &mut base_of,
-            &anchor_count,
-            &mut next_base,
-            &mut writer,
-        ) {
+        if let Err(err) = out.flush() {
             failure = Some(err);
         }
     })?;
@@ -162,72 +148,80 @@ pub fn advantages(
         return Err(err.into());
     }
     // Lines the first pass read but the second could not (broken as episodes, not only as heads) never
-    // complete their group: those groups are computed now, without them.
-    // (Lines broken as heads too were counted by the first pass.)
-    let second_broken: HashSet<u64> =
-        second.errors.iter().map(|e| e.line).filter(|l| group_of.contains_key(l)).collect();
+    // complete their group: those groups are computed now, without them. (Lines broken as heads too were
+    // counted by the first pass.)
+    let second_broken: Vec<u64> =
+        second.errors.iter().map(|e| e.line).filter(|l| out.group_of.contains_key(l)).collect();
     broken += second_broken.len();
-    skipped_lines.extend(second_broken);
+    out.skipped.extend(second_broken);
     let mut rest: Vec<(u32, Vec<(u64, Episode)>)> = open.into_iter().collect();
     rest.sort_by_key(|(g, _)| *g);
     for (g, members) in rest {
+        out.complete(g, members, settings);
+    }
+    out.flush()?;
+    out.writer.finish()?;
+    Ok(Skipped { broken_lines: broken })
+}
+
+/// Rows computed group by group, written in file order.
+struct Ordered<W: Write> {
+    writer: RowWriter<W>,
+    /// Lines whose rows are still to be written, in file order.
+    pending: VecDeque<u64>,
+    group_of: HashMap<u64, u32>,
+    /// Rows of episodes whose group is complete, by line.
+    done: HashMap<u64, Done>,
+    /// Lines that turned out broken (or duplicate ids): nothing to write.
+    skipped: HashSet<u64>,
+    /// Anchor groups of each complete episode group, and the first output number of each group written.
+    anchor_count: HashMap<u32, u32>,
+    base_of: HashMap<u32, u32>,
+    next_base: u32,
+}
+
+impl<W: Write> Ordered<W> {
+    /// Episode group `g` is complete: compute its table alone and keep its rows until their turn.
+    fn complete(&mut self, g: u32, members: Vec<(u64, Episode)>, settings: &AdvantageSettings) {
         let (lines, group): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
         let table = compute(&group, settings);
-        anchor_count.insert(g, table.anchor_groups.len() as u32);
+        self.anchor_count.insert(g, table.anchor_groups.len() as u32);
         for (e, (episode, line)) in group.iter().zip(lines).enumerate() {
-            done.insert(line, Done { rows: rows_of(episode, &table, e) });
+            self.done.insert(line, Done { rows: rows_of(episode, &table, e) });
         }
     }
-    flush(
-        &mut pending,
-        &mut done,
-        &skipped_lines,
-        &group_of,
-        &mut base_of,
-        &anchor_count,
-        &mut next_base,
-        &mut writer,
-    )?;
-    writer.finish()?;
-    Ok(Skipped { broken_lines: broken })
+
+    /// Write every episode at the front of `pending` whose rows are done (or which was skipped), in file order.
+    fn flush(&mut self) -> std::io::Result<()> {
+        while let Some(&line) = self.pending.front() {
+            if self.skipped.contains(&line) {
+                self.pending.pop_front();
+                continue;
+            }
+            let Some(episode) = self.done.remove(&line) else { return Ok(()) };
+            self.pending.pop_front();
+            let g = self.group_of[&line];
+            // Every group that appeared before this one has had its first episode written already, so its
+            // count is known: the numbering is the whole-run table's.
+            let base = match self.base_of.get(&g) {
+                Some(&base) => base,
+                None => {
+                    let base = self.next_base;
+                    self.next_base += self.anchor_count[&g];
+                    self.base_of.insert(g, base);
+                    base
+                }
+            };
+            for row in &episode.rows {
+                let mut out = row.out();
+                out.step_group += base;
+                self.writer.row(&out)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn rows_of(episode: &Episode, table: &AdvantageTable, e: usize) -> Vec<OwnedRow> {
     episode_rows(episode, table, e, 0).map(|r| OwnedRow::of(&r)).collect()
-}
-
-/// Write every episode at the front of `pending` whose rows are done (or which was skipped), in file order.
-#[allow(clippy::too_many_arguments)]
-fn flush<W: Write>(
-    pending: &mut VecDeque<u64>,
-    done: &mut HashMap<u64, Done>,
-    skipped: &HashSet<u64>,
-    group_of: &HashMap<u64, u32>,
-    base_of: &mut HashMap<u32, u32>,
-    anchor_count: &HashMap<u32, u32>,
-    next_base: &mut u32,
-    writer: &mut RowWriter<W>,
-) -> std::io::Result<()> {
-    while let Some(&line) = pending.front() {
-        if skipped.contains(&line) {
-            pending.pop_front();
-            continue;
-        }
-        let Some(episode) = done.remove(&line) else { return Ok(()) };
-        pending.pop_front();
-        let g = group_of[&line];
-        // Every group that appeared before this one has had its first episode written already, so its count
-        // is known: the numbering is the whole-run table's.
-        let base = *base_of.entry(g).or_insert_with(|| {
-            let base = *next_base;
-            *next_base += anchor_count[&g];
-            base
-        });
-        for row in &episode.rows {
-            let mut out = row.out();
-            out.step_group += base;
-            writer.row(&out)?;
-        }
-    }
-    Ok(())
 }
