@@ -14,9 +14,13 @@
 //! training_plugin`). The TUI cases drive the real binary in tmux (skipped without tmux, except in CI).
 #![cfg(not(feature = "train"))]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use support::tmux::{tmux_available, Session};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
 
@@ -144,65 +148,10 @@ fn gigscope_train_without_the_plugin_says_what_was_looked_for_and_how_to_get_it(
 // ---------------------------------------------------------------------------------------------------------
 // tmux
 
-fn tmux_available() -> bool {
-    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (apt-get install -y tmux)");
-        eprintln!("tmux not found: skipping the end-to-end TUI test");
-    }
-    ok
-}
-
-/// `gigscope tui DIR` in a detached 120×40 tmux session; `EXITED:<code>` appears when it ends.
-struct Tui {
-    name: String,
-    _home: tempfile::TempDir,
-}
-
-impl Tui {
-    fn start(test: &str, dir: &Path, env: &str) -> Tui {
-        let name = format!("gigscope-plugin-{}-{test}", std::process::id());
-        let home = tempfile::tempdir().unwrap();
-        let cmd = format!(
-            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {env} {BIN} tui {1} --rescan-ms 200; echo EXITED:$?; sleep 600",
-            home.path().display(),
-            dir.display(),
-        );
-        let status = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", "sh", "-c", &cmd])
-            .status()
-            .unwrap();
-        assert!(status.success(), "tmux new-session failed");
-        Tui { name, _home: home }
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
-        text(&out.stdout)
-    }
-
-    fn wait_for(&self, texts: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let screen = self.screen();
-            assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
-            if texts.iter().all(|t| screen.contains(t)) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "waited for {texts:?}; the screen is:\n{screen}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            assert!(Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().unwrap().success());
-        }
-    }
-
-    /// Type text literally (no key-name interpretation).
-    fn type_text(&self, text: &str) {
-        assert!(Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap().success());
+impl Session {
+    /// `gigscope tui DIR` with `env` (`VAR=value …`) in a detached 120×40 session.
+    fn tui(test: &str, dir: &Path, env: &str) -> Session {
+        Session::launch_with_env(test, env, &format!("tui {} --rescan-ms 200", dir.display()), (120, 40))
     }
 
     /// The gigscope process: the child of the pane's shell.
@@ -238,14 +187,8 @@ impl Tui {
     }
 }
 
-impl Drop for Tui {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
-    }
-}
-
 /// From the burst dialog's defaults: 1 iteration, 2 goals, groups of 2; then start.
-fn start_a_small_burst(s: &Tui) {
+fn start_a_small_burst(s: &Session) {
     s.keys(&["t"]);
     s.wait_for(&["Training burst", "iterations         5"]);
     s.keys(&["h", "h", "h", "j", "h", "h", "h", "j", "h", "h"]);
@@ -260,7 +203,7 @@ fn a_burst_without_the_plugin_explains_itself_and_the_tui_keeps_working() {
     }
     let (_tmp, dir) = copy_fixture("basic");
     let before = episodes(&dir).len();
-    let s = Tui::start("missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
+    let s = Session::tui("missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
     s.wait_for(&["Iterations"]);
     assert!(!s.has_libtorch());
     start_a_small_burst(&s);
@@ -282,7 +225,7 @@ fn a_burst_without_the_plugin_explains_itself_and_the_tui_keeps_working() {
 }
 
 /// From the play dialog: a group of 1 on the first goal, started, then handed to the policy (`A`).
-fn let_the_policy_play_a_group_of_one(s: &Tui) {
+fn let_the_policy_play_a_group_of_one(s: &Session) {
     s.keys(&["p"]);
     s.wait_for(&["Pick a goal", "group size N = 4"]);
     s.keys(&["h", "h", "h"]);
@@ -299,7 +242,7 @@ fn policy_play_without_the_plugin_explains_itself_and_play_goes_on() {
     }
     let (_tmp, dir) = copy_fixture("basic");
     let before = episodes(&dir).len();
-    let s = Tui::start("play-missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
+    let s = Session::tui("play-missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
     s.wait_for(&["Iterations"]);
     let_the_policy_play_a_group_of_one(&s);
     s.wait_for(&["training is unavailable"]);
@@ -379,7 +322,7 @@ fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
-    let s = Tui::start("lazy", &dir, &plugin_env());
+    let s = Session::tui("lazy", &dir, &plugin_env());
     s.wait_for(&["Iterations"]);
     s.keys(&["Enter"]);
     s.wait_for(&["[Groups]"]);
@@ -404,7 +347,7 @@ fn the_policy_plays_a_group_in_the_tui_through_the_plugin() {
     }
     let (_tmp, dir) = copy_fixture("basic");
     let before = episodes(&dir).len();
-    let s = Tui::start("play", &dir, &plugin_env());
+    let s = Session::tui("play", &dir, &plugin_env());
     s.wait_for(&["Iterations"]);
     let_the_policy_play_a_group_of_one(&s);
     // The played group is written and opens (the "… played 1 episode(s)" message gives way to the write's).

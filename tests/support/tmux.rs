@@ -32,11 +32,16 @@ impl Session {
     /// Start `gigscope COMMAND_LINE` in a detached `width`×`height` session. The shell prints
     /// `EXITED:<code>` when the binary ends and then stays, so a crash is visible on screen instead of
     /// closing the session. An empty config home, so a developer's own keymap cannot change what keys do.
-    pub fn launch(test: &str, command_line: &str, (width, height): (u16, u16)) -> Session {
+    pub fn launch(test: &str, command_line: &str, size: (u16, u16)) -> Session {
+        Session::launch_with_env(test, "", command_line, size)
+    }
+
+    /// [`Session::launch`] with `env` (`VAR=value …`) added to the binary's environment.
+    pub fn launch_with_env(test: &str, env: &str, command_line: &str, (width, height): (u16, u16)) -> Session {
         let name = format!("gigscope-e2e-{}-{test}", std::process::id());
         let home = tempfile::tempdir().expect("tempdir");
         let cmd = format!(
-            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {1} {command_line}; echo EXITED:$?; sleep 600",
+            "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {env} {1} {command_line}; echo EXITED:$?; sleep 600",
             home.path().display(),
             env!("CARGO_BIN_EXE_gigscope"),
         );
@@ -56,7 +61,8 @@ impl Session {
 
     /// Poll the screen until it contains every one of `texts`; fail with the screen if it never does.
     pub fn wait_for(&self, texts: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // A bound for failure only (a training burst may be on screen first), never a timing assertion.
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.screen();
             assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
