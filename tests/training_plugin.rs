@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use support::runs::{copy_fixture, episode_lines};
 use support::tmux::{tmux_available, Session};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
@@ -40,26 +41,6 @@ fn gigscope(args: &[&str], env: &[(&str, &str)], home: &Path) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A copy of a fixture run in a temporary directory, so a test may write to it.
-fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(name);
-    std::fs::create_dir(&dir).unwrap();
-    for entry in std::fs::read_dir(manifest().join("tests/fixtures/tui").join(name)).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-    }
-    (tmp, dir)
-}
-
-fn episodes(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("episodes.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Shared objects whose loading the dynamic loader reports (`LD_DEBUG=files`) for `gigscope ARGS`.
@@ -134,7 +115,7 @@ fn gigscope_train_without_the_plugin_says_what_was_looked_for_and_how_to_get_it(
     ] {
         assert!(err.contains(part), "{part:?} missing from:\n{err}");
     }
-    assert!(episodes(&run).is_empty());
+    assert!(episode_lines(&run).is_empty());
 
     // A file that is not a shared library at all.
     let bogus = home.path().join("libgigscope_train.so");
@@ -202,7 +183,7 @@ fn a_burst_without_the_plugin_explains_itself_and_the_tui_keeps_working() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
-    let before = episodes(&dir).len();
+    let before = episode_lines(&dir).len();
     let s = Session::tui("missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
     s.wait_for(&["Iterations"]);
     assert!(!s.has_libtorch());
@@ -220,7 +201,7 @@ fn a_burst_without_the_plugin_explains_itself_and_the_tui_keeps_working() {
     s.keys(&["Enter"]);
     s.wait_for(&["[Groups]", "group hat-it0"]);
     assert!(!s.has_libtorch());
-    assert_eq!(episodes(&dir).len(), before);
+    assert_eq!(episode_lines(&dir).len(), before);
     s.quit();
 }
 
@@ -241,7 +222,7 @@ fn policy_play_without_the_plugin_explains_itself_and_play_goes_on() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
-    let before = episodes(&dir).len();
+    let before = episode_lines(&dir).len();
     let s = Session::tui("play-missing", &dir, "GIGSCOPE_TRAIN_LIB=/nonexistent");
     s.wait_for(&["Iterations"]);
     let_the_policy_play_a_group_of_one(&s);
@@ -252,7 +233,7 @@ fn policy_play_without_the_plugin_explains_itself_and_play_goes_on() {
     s.keys(&["Enter"]);
     s.wait_for(&["Total results", "click[next >]"]);
     assert!(!s.has_libtorch());
-    assert_eq!(episodes(&dir).len(), before);
+    assert_eq!(episode_lines(&dir).len(), before);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -298,7 +279,7 @@ fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("training goals"), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("1 iterations in"), "{}", text(&out.stdout));
-    let written = episodes(&run);
+    let written = episode_lines(&run);
     assert_eq!(written.len(), 2 * 2);
     assert!(written.iter().all(|e| e["iteration"] == 1 && e["advantages"].is_array()), "{written:?}");
     assert!(run.join("checkpoint.ot").is_file() && run.join("metrics.jsonl").is_file());
@@ -308,7 +289,7 @@ fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
     let out = gigscope(&again, &[], home.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("2 iterations in"), "{}", text(&out.stdout));
-    assert_eq!(episodes(&run).iter().filter(|e| e["iteration"] == 2).count(), 4);
+    assert_eq!(episode_lines(&run).iter().filter(|e| e["iteration"] == 2).count(), 4);
 
     // Training errors come back from the plugin as errors of the command.
     let out = gigscope(&first, &[], home.path());
@@ -336,7 +317,7 @@ fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
     // A second burst continues the checkpoint the first one wrote (the training side decides).
     s.keys(&["Enter"]);
     s.wait_for(&["resumes the checkpoint", "burst finished 1 iteration(s)"]);
-    assert_eq!(episodes(&dir).iter().filter(|e| e["iteration"] == 3).count(), 4);
+    assert_eq!(episode_lines(&dir).iter().filter(|e| e["iteration"] == 3).count(), 4);
     s.quit();
 }
 
@@ -346,7 +327,7 @@ fn the_policy_plays_a_group_in_the_tui_through_the_plugin() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
-    let before = episodes(&dir).len();
+    let before = episode_lines(&dir).len();
     let s = Session::tui("play", &dir, &plugin_env());
     s.wait_for(&["Iterations"]);
     let_the_policy_play_a_group_of_one(&s);
@@ -354,11 +335,11 @@ fn the_policy_plays_a_group_in_the_tui_through_the_plugin() {
     s.wait_for(&["[Groups]", "play-goal-0-1"]);
     assert!(s.has_libtorch());
     let deadline = Instant::now() + Duration::from_secs(60);
-    while episodes(&dir).len() == before {
+    while episode_lines(&dir).len() == before {
         assert!(Instant::now() < deadline, "the played group never reached the run:\n{}", s.screen());
         std::thread::sleep(Duration::from_millis(50));
     }
-    let written = episodes(&dir);
+    let written = episode_lines(&dir);
     assert_eq!(written.len(), before + 1);
     let played = written.last().unwrap();
     assert_eq!(played["iteration"], 0);

@@ -8,9 +8,10 @@ mod support;
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use support::runs::{copy_fixture, episode_lines};
 use support::tmux::{tmux_available, Session};
 
 impl Session {
@@ -26,18 +27,6 @@ impl Session {
         // The hint bar is the frame's last row: once it shows the episode view's keys, the frame is complete.
         self.wait_for(&["[Episode]", "ep it0-socks-t1", "Enter anchor grp"])
     }
-}
-
-/// A copy of a fixture run in a temporary directory, so the test can append to it.
-fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(name);
-    std::fs::create_dir(&dir).unwrap();
-    for entry in std::fs::read_dir(Path::new("tests/fixtures/tui").join(name)).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-    }
-    (tmp, dir)
 }
 
 fn append(dir: &Path, bytes: &[u8]) {
@@ -119,14 +108,6 @@ fn broken_lines_are_skipped_and_counted_without_crashing() {
         assert!(Instant::now() < deadline, "q did not end gigscope cleanly:\n{}", s.screen());
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn episode_lines(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("episodes.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Live play: a group of one episode played by hand to the purchase is written to the run and opens in the

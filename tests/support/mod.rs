@@ -3,4 +3,5 @@
 #![allow(dead_code)] // each test file uses only part of it
 
 pub mod live;
+pub mod runs;
 pub mod tmux;

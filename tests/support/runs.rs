@@ -1,0 +1,26 @@
+//! Run directories for the tests that write to one.
+
+use std::path::{Path, PathBuf};
+
+/// A copy of the TUI fixture run `name` (`tests/fixtures/tui/NAME`) in a temporary directory, so a test may
+/// write to it.
+pub fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join(name);
+    std::fs::create_dir(&dir).expect("mkdir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui").join(name);
+    for entry in std::fs::read_dir(fixture).expect("fixture") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
+    }
+    (tmp, dir)
+}
+
+/// The episode lines of `dir` that read as JSON (none when there is no file yet).
+pub fn episode_lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("episodes.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
