@@ -229,8 +229,10 @@ pub fn explain(
 
     // ---- The step component ----
     let ag = table.anchor_group_of(at);
-    let n_s = ag.members.len();
-    let member_returns: Vec<f64> = ag.members.iter().map(|&m| table.row(m).ret).collect();
+    // A step the trainer counted several times (`copies`) is listed that many times, as the engine counts it.
+    let counted = |r: &super::engine::RowAdvantage, v: f64| std::iter::repeat_n(v, r.copies as usize);
+    let member_returns: Vec<f64> = ag.members.iter().flat_map(|&m| counted(table.row(m), table.row(m).ret)).collect();
+    let n_s = member_returns.len();
     let (mean_s, std_s, _) = mean_std(member_returns.iter().copied());
     let (f_s_formula, f_s_filled, f_s) = factor_text(s.norm, ag.std, STD_EPSILON);
     let a_s_recomputed = if n_s <= 1 { 0.0 } else { (row.ret - mean_s) / f_s };
@@ -290,14 +292,16 @@ pub fn explain(
     match s.scale_rewards {
         None => {
             let pool: Vec<f64> = match s.pooling {
-                Pooling::Steps => {
-                    eg.episodes.iter().flat_map(|&x| table.episode_rows(x as usize).iter().map(|r| r.score)).collect()
-                }
+                Pooling::Steps => eg
+                    .episodes
+                    .iter()
+                    .flat_map(|&x| table.episode_rows(x as usize).iter().flat_map(|r| counted(r, r.score)))
+                    .collect(),
                 Pooling::Trajectories => eg
                     .episodes
                     .iter()
                     .filter_map(|&x| table.episode_rows(x as usize).first())
-                    .map(|r| r.score)
+                    .flat_map(|r| counted(r, r.score))
                     .collect(),
             };
             let (mean_e, std_e, n_e) = mean_std(pool.iter().copied());
@@ -712,6 +716,26 @@ mod tests {
                             consistent(&x).unwrap_or_else(|m| panic!("{estimator:?} {norm:?} {pooling:?} {at:?}: {m}"));
                             assert_eq!(x.advantage.value, table.row(at).advantage);
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_the_trainer_counted_twice_is_explained_as_the_engine_counts_it() {
+        let mut eps = episodes();
+        eps[0].steps[0].extra.insert(crate::run::COPIES_KEY.into(), 2.into());
+        for estimator in [Estimator::Gigpo, Estimator::Rloo] {
+            for pooling in [Pooling::Steps, Pooling::Trajectories] {
+                let s =
+                    AdvantageSettings { estimator, norm: Norm::MeanStdNorm, pooling, ..AdvantageSettings::default() };
+                let table = compute(&eps, &s);
+                for (e, ep) in eps.iter().enumerate() {
+                    for t in 0..ep.steps.len() {
+                        let at = RowRef { episode: e as u32, step: t as u32 };
+                        let x = explain(&table, &eps, &s, at).unwrap();
+                        consistent(&x).unwrap_or_else(|m| panic!("{estimator:?} {pooling:?} {at:?}: {m}"));
                     }
                 }
             }
