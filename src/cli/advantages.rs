@@ -126,7 +126,7 @@ impl SettingsFlags {
 /// to group by (every step would be classified as a WebShop page it is not).
 fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
     let pages_recorded = run.episodes.iter().any(|e| e.steps.iter().any(|s| s.page.is_some()));
-    if settings.anchor == crate::advantage::AnchorMode::Page && !super::estimate::is_webshop(run) && !pages_recorded {
+    if settings.anchor == crate::advantage::AnchorMode::Page && !run.is_webshop() && !pages_recorded {
         let env = run.meta.as_ref().and_then(|m| m.env.as_deref()).unwrap_or("not recorded");
         bail!(
             "--anchor page groups steps by WebShop page type, but {} is not a WebShop run (env: {env}, {}) and its steps record no page",

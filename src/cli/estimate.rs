@@ -79,15 +79,6 @@ fn webshop_page(observation: &str) -> &'static str {
     crate::webshop::page::classify_observation(observation).as_str()
 }
 
-/// Whether page types can be read from this run's observations: a WebShop run (its recorded `env`, or a
-/// gigscope run that records none, as gigscope's own trainer and play write WebShop runs).
-pub(super) fn is_webshop(run: &Run) -> bool {
-    match run.meta.as_ref().and_then(|m| m.env.as_deref()) {
-        Some(env) => env.eq_ignore_ascii_case("webshop"),
-        None => run.layout == crate::run::Layout::Gigscope,
-    }
-}
-
 /// The settings and the advantage table `--estimator` asks for: the engine's table, whose `advantage` column
 /// is the family estimator's when one of them was chosen (A_E and A_S stay GiGPO's components). An estimator
 /// that needs what the run lacks is an error naming it.
@@ -102,7 +93,7 @@ pub fn estimate(
         let family = family.settings();
         family.validate(kind)?;
         let page: &(dyn Fn(&str) -> &'static str + Sync) = &webshop_page;
-        let env = EnvInputs { page_of: is_webshop(run).then_some(page) };
+        let env = EnvInputs { page_of: run.is_webshop().then_some(page) };
         let output = estimators::compute_with_table(kind, &run.episodes, &table, &settings, &family, &env)
             .with_context(|| format!("--estimator {} on {}", kind.name(), run.dir.display()))?;
         for (row, advantage) in table.rows.iter_mut().zip(output.advantages) {

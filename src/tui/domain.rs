@@ -262,14 +262,9 @@ impl Domain {
         domain
     }
 
-    /// Whether the run is a WebShop run, so that live play (and WebShop's page anchors) apply: its recorded
-    /// `env`, else a gigscope run without one (gigscope's own trainer and play write WebShop runs), never a
-    /// foreign layout that does not say so.
+    /// Whether the run is a WebShop run ([`crate::run::Run::is_webshop`]).
     pub fn is_webshop(&self) -> bool {
-        match self.run.meta.as_ref().and_then(|m| m.env.as_deref()) {
-            Some(env) => env.eq_ignore_ascii_case("webshop"),
-            None => self.run.layout == crate::run::Layout::Gigscope,
-        }
+        self.run.is_webshop()
     }
 
     pub fn settings_modified(&self) -> bool {
