@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use gigscope::live::LiveEvent;
-use gigscope::tui::burst::{BurstPoint, BurstRequest, BurstUpdate};
+use gigscope::tui::burst_dialog::{BurstPoint, BurstRequest, BurstUpdate};
 use gigscope::tui::play::fresh_group_name;
 use gigscope::tui::state::{Popup, Prompt};
 use gigscope::tui::update::InputKey;
@@ -239,10 +239,27 @@ fn group_names_never_collide() {
 }
 
 #[test]
+fn the_burst_dialog_offers_every_estimator_the_engine_has() {
+    use gigscope::advantage::Estimator;
+    use gigscope::tui::burst_dialog::BurstField;
+    let mut form = BurstRequest::default();
+    let mut seen = vec![form.estimator];
+    for _ in 0..10 {
+        form = form.adjust(BurstField::Estimator, true);
+        if !seen.contains(&form.estimator) {
+            seen.push(form.estimator);
+        }
+    }
+    assert_eq!(seen, vec![Estimator::Gigpo, Estimator::Grpo, Estimator::Rloo, Estimator::Step]);
+    assert_eq!(form.value(BurstField::Estimator), "step");
+    assert_eq!(BurstField::Device.moved(1), BurstField::Iterations, "moving past the last field wraps");
+}
+
+#[test]
 fn the_burst_dialog_starts_one_burst_and_follows_it() {
     let mut s = state();
     act(&mut s, Action::Train);
-    assert_eq!(s.ui.popup, Some(Popup::Burst { field: 0 }));
+    assert_eq!(s.ui.popup, Some(Popup::Burst { field: gigscope::tui::burst_dialog::BurstField::Iterations }));
     act(&mut s, Action::Left);
     act(&mut s, Action::Down);
     act(&mut s, Action::Right);

@@ -180,7 +180,7 @@ fn play_results_page_80x24() {
 
 #[test]
 fn burst_dialog_with_progress() {
-    use gigscope::tui::burst::{BurstPoint, BurstUpdate};
+    use gigscope::tui::burst_dialog::{BurstPoint, BurstUpdate};
     let mut s = state((100, 36), true);
     keys(&mut s, &[Action::Train, Action::Open]);
     let news = [

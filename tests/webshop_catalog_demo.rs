@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::gen;
 use gigscope::webshop::search::SearchIndex;
+use gigscope::webshop::synthetic_catalog as gen;
 
 fn assets() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/demo_catalog")

@@ -7,7 +7,7 @@ mod python;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use gigscope::webshop::fuzz::token_set_ratio;
+use gigscope::webshop::token_set_ratio::token_set_ratio;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::gen;
 use gigscope::webshop::search::{product_text, SearchIndex, Strategy, TOP_K};
+use gigscope::webshop::synthetic_catalog as gen;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -61,7 +61,7 @@ pub fn play_group<E: Environment + Clone>(
 /// [`play_group`] as the host asks for it: goal `request.goal` of the request's catalog (human goals where it
 /// has them), and which policy played, in words.
 pub fn autoplay(request: &AutoplayRequest) -> Result<AutoplayResult, String> {
-    let shop = super::burst::shop(request.catalog.as_deref(), None).map_err(|e| format!("opening the shop: {e}"))?;
+    let shop = super::request::shop(request.catalog.as_deref(), None).map_err(|e| format!("opening the shop: {e}"))?;
     let started = start_goal(&shop, request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
     let (episodes, source) =
         play_group(&request.run, started, &request.group, request.first, request.n, request.step_limit, request.seed)

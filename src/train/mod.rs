@@ -10,13 +10,13 @@
 //! gigscope shows, and are written into each episode's `advantages`.
 
 mod autoplay;
-pub mod burst;
 pub mod checkpoint;
 pub mod env;
 pub mod features;
 mod output;
 pub mod policy;
 pub mod ppo;
+pub mod request;
 pub mod rollout;
 pub mod service;
 pub mod toy;

@@ -13,7 +13,7 @@ pub fn serve(request: &[u8], stop: &AtomicBool, on_event: &mut dyn FnMut(&TrainE
         .map_err(|e| format!("the training plugin cannot read the request (another gigscope build?): {e}"))?;
     match request {
         Request::Train(train) => {
-            super::burst::run(&train, stop, &mut |event| on_event(&event));
+            super::request::run(&train, stop, &mut |event| on_event(&event));
             Ok(b"null".to_vec())
         }
         Request::Autoplay(play) => {

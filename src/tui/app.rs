@@ -16,7 +16,7 @@ use crossterm::execute;
 use ratatui::DefaultTerminal;
 
 use super::action::Action;
-use super::burst::{BurstRequest, BurstUpdate};
+use super::burst_dialog::{BurstRequest, BurstUpdate};
 use super::config::{Config, ConfigError};
 use super::state::{GroupingRequest, State};
 use super::theme::color_enabled;

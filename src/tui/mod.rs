@@ -8,7 +8,7 @@
 
 pub mod action;
 pub mod app;
-pub mod burst;
+pub mod burst_dialog;
 pub mod config;
 pub mod domain;
 pub mod fields;

@@ -10,7 +10,7 @@ use crate::run::Run;
 
 pub use super::domain::{recorded_settings, Bucket, Derived, Domain, GroupingRequest, IterationStats};
 
-use super::burst::{BurstRequest, BurstStatus};
+use super::burst_dialog::{BurstField, BurstRequest, BurstStatus};
 use super::config::Config;
 use super::fields::Field;
 use super::play::Play;
@@ -30,7 +30,7 @@ pub enum View {
 pub enum Popup {
     Help { scroll: u16 },
     Settings { field: Field },
-    Burst { field: usize },
+    Burst { field: BurstField },
 }
 
 /// What the text prompt's input is for.

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::action::Action;
-use super::burst::{BurstRequest, BurstStatus, BurstUpdate};
+use super::burst_dialog::{BurstField, BurstRequest, BurstStatus, BurstUpdate};
 use super::fields::Field;
 use super::play::{Play, ShopHandle};
 use super::state::{GroupingRequest, Popup, Prompt, SearchState, State, View};
@@ -296,7 +296,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
             state.ui.message =
                 Some("there is no group being played here (the play view's groups can be abandoned)".into())
         }
-        Action::Train => state.ui.popup = Some(Popup::Burst { field: 0 }),
+        Action::Train => state.ui.popup = Some(Popup::Burst { field: BurstField::Iterations }),
         Action::CancelBurst => return cancel_burst(state),
         Action::Fold => {
             state.ui.episode.unfolded = !state.ui.episode.unfolded;
@@ -420,12 +420,11 @@ fn cancel_burst(state: &mut State) -> Effects {
     }
 }
 
-fn on_burst_dialog(state: &mut State, field: usize, a: Action) -> Effects {
-    let n = super::burst::FIELDS.len();
+fn on_burst_dialog(state: &mut State, field: BurstField, a: Action) -> Effects {
     let running = state.jobs.burst.as_ref().is_some_and(BurstStatus::running);
     let field = match a {
-        Action::Up => (field + n - 1) % n,
-        Action::Down => (field + 1) % n,
+        Action::Up => field.moved(-1),
+        Action::Down => field.moved(1),
         Action::Left | Action::Right if !running => {
             state.jobs.burst_form = state.jobs.burst_form.adjust(field, a == Action::Right);
             field

@@ -3,8 +3,6 @@
 pub mod actions;
 pub mod catalog;
 pub mod env;
-pub mod fuzz;
-pub mod gen;
 pub mod goals;
 pub mod page;
 pub mod pyrandom;
@@ -12,3 +10,5 @@ pub mod render;
 pub mod reward;
 pub mod search;
 pub mod shop;
+pub mod synthetic_catalog;
+pub mod token_set_ratio;

@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use crate::text::py_strip;
 use crate::webshop::catalog::Product;
-use crate::webshop::fuzz::token_set_ratio;
 use crate::webshop::goals::{Goal, GoalOptions};
+use crate::webshop::token_set_ratio::token_set_ratio;
 
 /// Fuzzy scores above this count as a match.
 const MATCH_THRESHOLD: u32 = 85;

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::gen;
 use gigscope::webshop::search::SearchIndex;
+use gigscope::webshop::synthetic_catalog as gen;
 
 fn real_queries() -> Vec<String> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop/goal_query_map.json");

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::webshop::gen;
+use crate::webshop::synthetic_catalog as gen;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::action::Action;
-use super::burst::BurstStatus;
+use super::burst_dialog::BurstStatus;
 use super::fields::Field;
 use super::state::{Popup, Prompt, State};
 use super::views::component;

@@ -8,7 +8,7 @@ use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 use super::block;
 use crate::advantage::explain::{self, Symbol};
 use crate::tui::action::Action;
-use crate::tui::burst::{self, BurstStatus};
+use crate::tui::burst_dialog::{BurstField, BurstStatus};
 use crate::tui::fields::{Field, FIELDS};
 use crate::tui::state::State;
 
@@ -185,16 +185,15 @@ fn summarises(state: &State) -> bool {
     crate::tui::views::component(state.ui.view).selects_step()
 }
 
-pub fn burst(state: &State, field: usize, area: Rect, buf: &mut Buffer) {
+pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let running = state.jobs.burst.as_ref().is_some_and(BurstStatus::running);
-    let mut lines: Vec<Line> = burst::FIELDS
+    let mut lines: Vec<Line> = BurstField::ALL
         .iter()
-        .enumerate()
-        .map(|(i, name)| {
+        .map(|&f| {
             let text =
-                format!("{} {:<18} {}", if i == field { "▶" } else { " " }, name, state.jobs.burst_form.value(i));
-            let style = if i == field {
+                format!("{} {:<18} {}", if f == field { "▶" } else { " " }, f.label(), state.jobs.burst_form.value(f));
+            let style = if f == field {
                 theme.selected()
             } else if running {
                 theme.dim()

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use clap::ValueEnum;
+
 use crate::advantage::{AdvantageOverrides, Estimator};
 use crate::training::{DeviceChoice, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest};
 
@@ -43,14 +45,50 @@ impl Default for BurstRequest {
     }
 }
 
-pub const FIELDS: &[&str] =
-    &["iterations", "goals / iteration", "group size N", "learning rate", "estimator", "device"];
+/// The dialog's fields, in screen order: one table gives each its label, its value text and its choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BurstField {
+    Iterations,
+    Goals,
+    GroupSize,
+    LearningRate,
+    Estimator,
+    Device,
+}
+
+impl BurstField {
+    pub const ALL: [BurstField; 6] = [
+        BurstField::Iterations,
+        BurstField::Goals,
+        BurstField::GroupSize,
+        BurstField::LearningRate,
+        BurstField::Estimator,
+        BurstField::Device,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            BurstField::Iterations => "iterations",
+            BurstField::Goals => "goals / iteration",
+            BurstField::GroupSize => "group size N",
+            BurstField::LearningRate => "learning rate",
+            BurstField::Estimator => "estimator",
+            BurstField::Device => "device",
+        }
+    }
+
+    /// The field `by` places further down the list, wrapping around.
+    pub fn moved(self, by: isize) -> BurstField {
+        let n = Self::ALL.len() as isize;
+        let i = Self::ALL.iter().position(|f| *f == self).unwrap_or(0) as isize;
+        Self::ALL[(i + by).rem_euclid(n) as usize]
+    }
+}
 
 const ITERATIONS: &[u64] = &[1, 2, 3, 5, 10, 20, 50, 100, 200];
 const GOALS: &[usize] = &[2, 4, 8, 16, 32, 64];
 const GROUP_SIZES: &[usize] = &[2, 4, 8, 16];
 const LEARNING_RATES: &[f64] = &[1e-4, 3e-4, 1e-3, 3e-3, 1e-2];
-const ESTIMATORS: &[Estimator] = &[Estimator::Gigpo, Estimator::Grpo, Estimator::Rloo];
 const DEVICES: &[BurstDevice] = &[BurstDevice::Auto, BurstDevice::Cpu, BurstDevice::Cuda];
 
 /// The neighbouring value of `v` in `values` (clamped at the ends; a value not in the list moves to the start).
@@ -62,14 +100,15 @@ fn step<T: Copy + PartialEq>(values: &[T], v: T, up: bool) -> T {
 
 impl BurstRequest {
     /// `field` moved one value up or down.
-    pub fn adjust(mut self, field: usize, up: bool) -> BurstRequest {
+    pub fn adjust(mut self, field: BurstField, up: bool) -> BurstRequest {
         match field {
-            0 => self.iterations = step(ITERATIONS, self.iterations, up),
-            1 => self.goals = step(GOALS, self.goals, up),
-            2 => self.group_size = step(GROUP_SIZES, self.group_size, up),
-            3 => self.learning_rate = step(LEARNING_RATES, self.learning_rate, up),
-            4 => self.estimator = step(ESTIMATORS, self.estimator, up),
-            _ => self.device = step(DEVICES, self.device, up),
+            BurstField::Iterations => self.iterations = step(ITERATIONS, self.iterations, up),
+            BurstField::Goals => self.goals = step(GOALS, self.goals, up),
+            BurstField::GroupSize => self.group_size = step(GROUP_SIZES, self.group_size, up),
+            BurstField::LearningRate => self.learning_rate = step(LEARNING_RATES, self.learning_rate, up),
+            // Every estimator of the engine trains (the successor estimators do not: the trainer refuses them).
+            BurstField::Estimator => self.estimator = step(Estimator::value_variants(), self.estimator, up),
+            BurstField::Device => self.device = step(DEVICES, self.device, up),
         }
         self
     }
@@ -97,14 +136,14 @@ impl BurstRequest {
         }
     }
 
-    pub fn value(&self, field: usize) -> String {
+    pub fn value(&self, field: BurstField) -> String {
         match field {
-            0 => self.iterations.to_string(),
-            1 => self.goals.to_string(),
-            2 => self.group_size.to_string(),
-            3 => format!("{:e}", self.learning_rate),
-            4 => format!("{:?}", self.estimator).to_lowercase(),
-            _ => format!("{:?}", self.device).to_lowercase(),
+            BurstField::Iterations => self.iterations.to_string(),
+            BurstField::Goals => self.goals.to_string(),
+            BurstField::GroupSize => self.group_size.to_string(),
+            BurstField::LearningRate => format!("{:e}", self.learning_rate),
+            BurstField::Estimator => super::fields::name(self.estimator),
+            BurstField::Device => format!("{:?}", self.device).to_lowercase(),
         }
     }
 }
