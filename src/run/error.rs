@@ -15,6 +15,10 @@ pub enum RunError {
     BadMeta { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{dir}: no run found; looked for {looked_for}")]
     NoRun { dir: PathBuf, looked_for: &'static str },
+    #[error("{path}: line {line}: {message}")]
+    BadTruth { path: PathBuf, line: usize, message: String },
+    #[error("{path}: holds the truth of {what} {found}, not of {what} {expected}")]
+    TruthMismatch { path: PathBuf, what: &'static str, found: String, expected: String },
     #[error("{path}: could not encode a record: {source}")]
     Encode { path: PathBuf, source: serde_json::Error },
 }

@@ -6,6 +6,7 @@ mod reader;
 pub mod settings;
 pub mod source;
 pub mod synth;
+pub mod truth;
 mod writer;
 
 pub use error::RunError;

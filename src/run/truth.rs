@@ -1,0 +1,314 @@
+//! Monte-Carlo ground truth of one training iteration (`gigscope truth`): `RUN/truth/iteration-<I>.jsonl`.
+//!
+//! Plain data, so that every layer above (the CLI that writes it, the TUI that shows it) shares one definition.
+//! One JSON object per line, each with a `kind`:
+//!
+//! - `header` (first line, exactly once): which run and iteration, K, the seed, the sample of episode groups and
+//!   the settings (γ, shaping, invalid penalty) the returns were computed under;
+//! - `row`: one step row of a sampled episode group: Q̂(s,a) of the action the row took from its state s, V̂(s),
+//!   A* = Q̂ − V̂, the standard errors of Q̂ and V̂ and the rollouts behind each (K);
+//! - `divergence`: a recorded observation the environment did not reproduce while replaying a member's
+//!   actions (episode, step, both texts); a state no member reproduced has no rows;
+//! - `agreement`: one per estimator, how its advantages over the rows agree with A*.
+//!
+//! The file is written whole to a temporary file and renamed into place, so a reader never sees half of one.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::RunError;
+use super::format::RunMeta;
+
+/// The header's `format`.
+pub const TRUTH_FORMAT: &str = "gigscope-truth/1";
+/// Directory inside a run that holds truth files.
+pub const TRUTH_DIR: &str = "truth";
+
+/// Where `gigscope truth` writes the truth of `iteration` by default.
+pub fn truth_path(run_dir: &Path, iteration: i64) -> PathBuf {
+    run_dir.join(TRUTH_DIR).join(format!("iteration-{iteration}.jsonl"))
+}
+
+/// The name a truth file records for the run in `run_dir` ([`TruthHeader::run`]): `run.json`'s `name`, else
+/// the directory's name. Writers and readers both call this, so they agree.
+pub fn truth_run_name(run_dir: &Path, meta: Option<&RunMeta>) -> String {
+    meta.and_then(|m| m.name.clone()).filter(|n| !n.is_empty()).unwrap_or_else(|| {
+        let dir = run_dir.canonicalize().unwrap_or_else(|_| run_dir.to_path_buf());
+        dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    })
+}
+
+/// The first line: what was measured, and under which settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TruthHeader {
+    /// [`TRUTH_FORMAT`].
+    pub format: String,
+    /// The run's identity: `run.json`'s `name`, else the run directory's name.
+    pub run: String,
+    /// `run.json`'s `created`, when it has one (tells apart two runs of the same name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_created: Option<String>,
+    pub iteration: i64,
+    /// Continuations rolled out per action and per state (K).
+    pub rollouts: usize,
+    pub seed: u64,
+    /// Episode groups measured (their ids, in file order), and how many the iteration has.
+    pub groups: Vec<String>,
+    pub groups_in_iteration: usize,
+    /// The return settings (as the run's advantage engine uses them).
+    pub gamma: f64,
+    pub success_reward: bool,
+    pub invalid_penalty: f64,
+    #[serde(default)]
+    pub efficiency_alpha1: f64,
+    #[serde(default)]
+    pub efficiency_alpha2: f64,
+    /// The environment the continuations were played in (`webshop`, …) and its catalog, when it has one.
+    pub env: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<String>,
+    /// RFC 3339 time the file was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+}
+
+/// One step row with its Monte-Carlo values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TruthRow {
+    pub run: String,
+    /// Episode id and step index (0-based) of the recorded row.
+    pub episode: String,
+    pub step: usize,
+    /// Its episode group.
+    pub group: String,
+    /// Q̂(s, a): mean return of continuations that take the row's action from its state.
+    pub q: f64,
+    /// V̂(s): mean return of continuations that follow the policy from the state.
+    pub v: f64,
+    /// A*(s, a) = Q̂ − V̂.
+    pub a_star: f64,
+    /// Standard errors of Q̂ and V̂ (sample standard deviation / √K).
+    pub q_se: f64,
+    pub v_se: f64,
+    /// Continuations behind each of Q̂ and V̂.
+    pub k: usize,
+}
+
+/// A recorded observation the environment did not reproduce.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TruthDivergence {
+    pub episode: String,
+    pub step: usize,
+    pub recorded: String,
+    pub replayed: String,
+}
+
+/// How one estimator's advantages agree with A* over the file's rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TruthAgreement {
+    /// The estimator's name as `--estimator` takes it.
+    pub estimator: String,
+    /// Rows compared (rows where both the estimate and A* exist).
+    pub states: usize,
+    /// Spearman rank correlation (average ranks for ties); `None` when either side is constant.
+    pub spearman: Option<f64>,
+    /// Share of rows where the estimate and A* have the same sign (both zero counts as agreeing).
+    pub sign_agreement: Option<f64>,
+    /// The least-squares scale c minimising Σ (c·estimate − A*)², and the RMSE at that c.
+    pub scale: Option<f64>,
+    pub rmse: Option<f64>,
+    /// Why the estimator gave no advantages on this iteration (a field the run lacks, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One line of a truth file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TruthLine {
+    Header(TruthHeader),
+    Row(TruthRow),
+    Divergence(TruthDivergence),
+    Agreement(TruthAgreement),
+}
+
+/// A whole truth file, read and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TruthFile {
+    pub header: TruthHeader,
+    pub rows: Vec<TruthRow>,
+    pub divergences: Vec<TruthDivergence>,
+    pub agreements: Vec<TruthAgreement>,
+}
+
+impl TruthFile {
+    /// The row of `episode`'s step `step`, if it was measured.
+    pub fn row(&self, episode: &str, step: usize) -> Option<&TruthRow> {
+        self.rows.iter().find(|r| r.episode == episode && r.step == step)
+    }
+
+    /// The file's lines in order: header, rows, divergences, agreements.
+    pub fn lines(&self) -> impl Iterator<Item = TruthLine> + '_ {
+        std::iter::once(TruthLine::Header(self.header.clone()))
+            .chain(self.rows.iter().cloned().map(TruthLine::Row))
+            .chain(self.divergences.iter().cloned().map(TruthLine::Divergence))
+            .chain(self.agreements.iter().cloned().map(TruthLine::Agreement))
+    }
+
+    /// The whole file as JSON Lines.
+    pub fn to_jsonl(&self, path: &Path) -> Result<Vec<u8>, RunError> {
+        let mut out = Vec::new();
+        for line in self.lines() {
+            serde_json::to_writer(&mut out, &line)
+                .map_err(|source| RunError::Encode { path: path.to_path_buf(), source })?;
+            out.push(b'\n');
+        }
+        Ok(out)
+    }
+
+    /// Write the file atomically (temporary file beside `path`, renamed), creating its directory.
+    pub fn write(&self, path: &Path) -> Result<(), RunError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(RunError::io(dir))?;
+        }
+        super::write_atomic(path, &self.to_jsonl(path)?)
+    }
+}
+
+/// Read the truth file at `path` and check that it is the truth of `iteration` of the run called `run`
+/// (see [`TruthHeader::run`]): a file of another run or iteration, a missing or repeated header, a row of
+/// another run or a broken line is an error naming the file and line.
+pub fn read_truth(path: &Path, run: &str, iteration: i64) -> Result<TruthFile, RunError> {
+    let bad = |line: usize, message: String| RunError::BadTruth { path: path.to_path_buf(), line, message };
+    let file = std::fs::File::open(path).map_err(RunError::io(path))?;
+    let mut header: Option<TruthHeader> = None;
+    let (mut rows, mut divergences, mut agreements) = (Vec::new(), Vec::new(), Vec::new());
+    for (index, text) in BufReader::new(file).lines().enumerate() {
+        let number = index + 1;
+        let text = text.map_err(RunError::io(path))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line: TruthLine = serde_json::from_str(&text).map_err(|e| bad(number, e.to_string()))?;
+        match (line, &header) {
+            (TruthLine::Header(h), None) if number == 1 => {
+                if h.format != TRUTH_FORMAT {
+                    return Err(bad(number, format!("format {:?}, expected {TRUTH_FORMAT:?}", h.format)));
+                }
+                if h.run != run {
+                    return Err(RunError::TruthMismatch {
+                        path: path.to_path_buf(),
+                        what: "run",
+                        found: format!("{:?}", h.run),
+                        expected: format!("{run:?}"),
+                    });
+                }
+                if h.iteration != iteration {
+                    return Err(RunError::TruthMismatch {
+                        path: path.to_path_buf(),
+                        what: "iteration",
+                        found: h.iteration.to_string(),
+                        expected: iteration.to_string(),
+                    });
+                }
+                header = Some(h);
+            }
+            (_, None) => return Err(bad(number, "the first line must be the header (kind \"header\")".into())),
+            (TruthLine::Header(_), Some(_)) => return Err(bad(number, "a second header".into())),
+            (TruthLine::Row(row), Some(_)) if row.run != run => {
+                return Err(bad(number, format!("a row of run {:?}, not {run:?}", row.run)));
+            }
+            (TruthLine::Row(row), Some(_)) => rows.push(row),
+            (TruthLine::Divergence(d), Some(_)) => divergences.push(d),
+            (TruthLine::Agreement(a), Some(_)) => agreements.push(a),
+        }
+    }
+    let header = header.ok_or_else(|| bad(1, "empty file: no header".into()))?;
+    Ok(TruthFile { header, rows, divergences, agreements })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TruthFile {
+        let header = TruthHeader {
+            format: TRUTH_FORMAT.into(),
+            run: "r".into(),
+            run_created: Some("2026-11-23T00:00:00Z".into()),
+            iteration: 3,
+            rollouts: 4,
+            seed: 7,
+            groups: vec!["it3-g0".into()],
+            groups_in_iteration: 2,
+            gamma: 0.95,
+            success_reward: false,
+            invalid_penalty: 0.1,
+            efficiency_alpha1: 0.0,
+            efficiency_alpha2: 0.0,
+            env: "webshop".into(),
+            catalog: None,
+            created: None,
+        };
+        let row = TruthRow {
+            run: "r".into(),
+            episode: "it3-g0-e0".into(),
+            step: 1,
+            group: "it3-g0".into(),
+            q: 0.5,
+            v: 0.25,
+            a_star: 0.25,
+            q_se: 0.1,
+            v_se: 0.05,
+            k: 4,
+        };
+        let divergence =
+            TruthDivergence { episode: "it3-g0-e1".into(), step: 2, recorded: "a".into(), replayed: "b".into() };
+        let agreement = TruthAgreement {
+            estimator: "gigpo".into(),
+            states: 1,
+            spearman: None,
+            sign_agreement: Some(1.0),
+            scale: Some(0.5),
+            rmse: Some(0.0),
+            error: None,
+        };
+        TruthFile { header, rows: vec![row], divergences: vec![divergence], agreements: vec![agreement] }
+    }
+
+    #[test]
+    fn a_written_file_reads_back_and_is_checked_against_its_run_and_iteration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = truth_path(dir.path(), 3);
+        let file = sample();
+        file.write(&path).unwrap();
+        assert_eq!(read_truth(&path, "r", 3).unwrap(), file);
+        assert_eq!(file.row("it3-g0-e0", 1).map(|r| r.a_star), Some(0.25));
+        let other_run = read_truth(&path, "other", 3).unwrap_err().to_string();
+        assert!(other_run.contains("run \"r\"") && other_run.contains("\"other\""), "{other_run}");
+        let other_iteration = read_truth(&path, "r", 4).unwrap_err().to_string();
+        assert!(other_iteration.contains("iteration 3") && other_iteration.contains('4'), "{other_iteration}");
+    }
+
+    #[test]
+    fn broken_files_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = String::from_utf8(sample().to_jsonl(&path).unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let cases = [
+            (format!("{}\n", lines[1]), "line 1: the first line must be the header"),
+            (format!("{}\n{}\n", lines[0], lines[0]), "line 2: a second header"),
+            (format!("{}\n{{\"kind\":\"row\"}}\n", lines[0]), "line 2: missing field"),
+            (format!("{}\n{}\n", lines[0], lines[1].replace("\"run\":\"r\"", "\"run\":\"x\"")), "line 2: a row of run"),
+            (String::new(), "no header"),
+        ];
+        for (text, expected) in cases {
+            std::fs::write(&path, text).unwrap();
+            let message = read_truth(&path, "r", 3).unwrap_err().to_string();
+            assert!(message.contains(expected) && message.contains("t.jsonl"), "{message} / {expected}");
+        }
+    }
+}
