@@ -1,5 +1,6 @@
 //! The advantage engine (GiGPO and the estimators it is compared with), its settings and group statistics.
 
+pub mod agreement;
 mod engine;
 pub mod estimators;
 pub mod explain;

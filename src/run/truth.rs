@@ -26,6 +26,15 @@ pub const TRUTH_FORMAT: &str = "gigscope-truth/1";
 /// Directory inside a run that holds truth files.
 pub const TRUTH_DIR: &str = "truth";
 
+/// Directory inside a run where gigscope's trainer keeps the policy of every iteration.
+pub const WEIGHTS_DIR: &str = "weights";
+
+/// The weights of the policy that played iteration `iteration` (the behaviour policy: the weights before that
+/// iteration's update), as gigscope's trainer writes them: `RUN/weights/iteration-<I>.ot`.
+pub fn weights_path(run_dir: &Path, iteration: i64) -> PathBuf {
+    run_dir.join(WEIGHTS_DIR).join(format!("iteration-{iteration}.ot"))
+}
+
 /// Where `gigscope truth` writes the truth of `iteration` by default.
 pub fn truth_path(run_dir: &Path, iteration: i64) -> PathBuf {
     run_dir.join(TRUTH_DIR).join(format!("iteration-{iteration}.jsonl"))

@@ -1,4 +1,6 @@
-//! Checkpoints: policy weights, Adam's moments and the trainer's state in one file, replaced atomically.
+//! Checkpoints: policy weights, Adam's moments and the trainer's state in one file, replaced atomically; and
+//! the policy weights alone of every iteration (`weights/iteration-<I>.ot`, [`save_weights`]), so the policy
+//! that played any recorded iteration can be loaded again (`gigscope truth`).
 //!
 //! One file (libtorch's named-tensor format) holds `w/<var>`, `m/<var>`, `v/<var>` and `state`, the trainer
 //! state as JSON bytes; writing a temporary file and renaming it over the old one means a crash leaves either
@@ -9,9 +11,12 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
+use super::policy::{Policy, PolicyShape};
 use super::ppo::Adam;
+use super::trainer::initial_policy;
 use super::TrainError;
 
 pub const CHECKPOINT_FILE: &str = "checkpoint.ot";
@@ -97,4 +102,54 @@ pub fn load(path: &Path, adam: &mut Adam, device: Device) -> Result<TrainerState
     }
     adam.step = step.int64_value(&[0]);
     Ok(state)
+}
+
+/// Key of the network shape `[embed, hidden]` in a weights file.
+const SHAPE_KEY: &str = "shape";
+
+/// Write the policy variables of `vs` (network `shape`) to `path` as CPU tensors, atomically (temporary file
+/// beside it, synced, renamed), creating its directory.
+pub fn save_weights(path: &Path, vs: &VarStore, shape: PolicyShape) -> Result<(), TrainError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    }
+    let mut named: Vec<(String, Tensor)> =
+        vs.variables().into_iter().map(|(name, var)| (name, var.to_device(Device::Cpu))).collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named.push((SHAPE_KEY.to_string(), Tensor::from_slice(&[shape.embed, shape.hidden])));
+    let tmp = path.with_extension("ot.tmp");
+    Tensor::save_multi(&named, &tmp)?;
+    File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    Ok(())
+}
+
+/// The policy whose weights [`save_weights`] wrote to `path`, on `device`.
+pub fn load_weights(path: &Path, device: Device) -> Result<(VarStore, Policy), TrainError> {
+    let bad = |why: String| TrainError::BadCheckpoint { path: path.to_path_buf(), why };
+    if !path.exists() {
+        return Err(TrainError::NoCheckpoint(path.to_path_buf()));
+    }
+    let mut named: HashMap<String, Tensor> = Tensor::load_multi_with_device(path, Device::Cpu)?.into_iter().collect();
+    let shape = named.remove(SHAPE_KEY).ok_or_else(|| bad("no network shape".into()))?;
+    let shape = PolicyShape { embed: shape.int64_value(&[0]), hidden: shape.int64_value(&[1]) };
+    // Initialised, then overwritten: the seed does not matter.
+    let (vs, policy) = initial_policy(0, shape, Device::Cpu);
+    {
+        let _guard = tch::no_grad_guard();
+        let mut variables = vs.variables();
+        for (name, var) in &mut variables {
+            let value = named.remove(name).ok_or_else(|| bad(format!("missing {name}")))?;
+            if value.size() != var.size() {
+                return Err(bad(format!("{name} has shape {:?}, the policy {:?}", value.size(), var.size())));
+            }
+            var.f_copy_(&value.to_kind(Kind::Float))?;
+        }
+    }
+    if let Some(extra) = named.keys().next() {
+        return Err(bad(format!("unexpected tensor {extra}")));
+    }
+    let mut vs = vs;
+    vs.set_device(device);
+    Ok((vs, policy))
 }

@@ -65,7 +65,7 @@ pub struct Trainer<T: Tasks> {
     device: Device,
     settings: AdvantageSettings,
     /// Owns the policy's variables (the policy and Adam hold handles to them).
-    _vs: VarStore,
+    vs: VarStore,
     policy: Policy,
     /// Frozen copy of the initial policy, present when the KL term is on.
     reference: Option<(VarStore, Policy)>,
@@ -137,7 +137,7 @@ impl<T: Tasks> Trainer<T> {
             run_dir: run_dir.to_path_buf(),
             device,
             settings,
-            _vs: vs,
+            vs,
             policy,
             reference,
             adam,
@@ -225,6 +225,9 @@ impl<T: Tasks> Trainer<T> {
             return Err(TrainError::NoGoals);
         }
         let goals = index::sample(&mut rng, n_train, self.config.goals_per_iteration.min(n_train)).into_vec();
+        // The behaviour policy of this iteration, kept so that `gigscope truth` can branch with it later.
+        let weights = crate::run::truth::weights_path(&self.run_dir, iteration as i64);
+        checkpoint::save_weights(&weights, &self.vs, self.config.shape)?;
 
         let rollout_clock = Instant::now();
         let mut slots = Vec::with_capacity(goals.len() * self.config.episodes_per_goal);
