@@ -258,3 +258,30 @@ fn present_mode_explains_and_play_asks_before_abandoning() {
     s.keys(&["d"]);
     s.wait_for(&["group abandoned: nothing was written", "Pick a goal"]);
 }
+
+/// The estimators view on the bundled sample run (WebShop, trained by gigscope): a column per estimator for the
+/// group's step rows, the truth column's reason while the run has no truth file, and its keys.
+#[test]
+fn the_estimators_view_lists_every_estimator_on_the_sample_run() {
+    if !tmux_available() {
+        return;
+    }
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/webshop-gigpo");
+    let s = Session::start("estimators", &sample, "");
+    s.wait_for(&["[Overview]"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "group i1-goal-73"]);
+    s.keys(&["E"]);
+    let screen = s.wait_for(&["[Estimators]", "group i1-goal-73 · iteration 1", "h/l columns"]);
+    for column in ["gigpo", "grpo", "rloo", "step", "hgpo", "graphgpo", "proxmo", "soft-page", "q-minus-v", "A*"] {
+        assert!(screen.contains(column), "column {column}:\n{screen}");
+    }
+    assert!(screen.contains("A* absent: no truth file — `gigscope truth"), "{screen}");
+    assert!(!screen.contains("soft-page absent"), "a WebShop run has page types:\n{screen}");
+    // The next group's rows, then the selected row in the episode view.
+    s.keys(&["]"]);
+    let next = s.wait_for(&["[Estimators]", "iteration 1"]);
+    assert!(!next.contains("group i1-goal-73 ·"), "{next}");
+    s.keys(&["j", "Enter"]);
+    s.wait_for(&["[Episode]", "step 1"]);
+}

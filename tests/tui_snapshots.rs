@@ -356,6 +356,8 @@ fn every_view_at_80x24_and_160x45() {
         insta::assert_snapshot!(name("anchor"), render(&s));
         keys(&mut s, &[Action::Compare]);
         insta::assert_snapshot!(name("compare"), render(&s));
+        keys(&mut s, &[Action::Estimators]);
+        insta::assert_snapshot!(name("estimators"), render(&s));
         let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
         let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
         update(&mut s, Msg::SearchDone { query: "adv_s:<0".into(), result });

@@ -22,6 +22,7 @@ pub enum View {
     Episode,
     Anchor,
     Compare,
+    Estimators,
     Search,
     Play,
 }
@@ -101,6 +102,7 @@ pub struct Ui {
     pub episode: EpisodeUi,
     pub anchor: AnchorUi,
     pub compare: CompareUi,
+    pub estimators: super::views::estimators::EstimatorsUi,
     /// The search view's results.
     pub search: Option<SearchState>,
     /// The play view: the shop, the goal picker, the group being played.
@@ -147,6 +149,7 @@ impl State {
             episode: EpisodeUi::default(),
             anchor: AnchorUi::default(),
             compare: CompareUi::default(),
+            estimators: Default::default(),
             search: None,
             play: None,
             follow: false,

@@ -4,4 +4,5 @@
 
 pub mod live;
 pub mod runs;
+pub mod screen;
 pub mod tmux;

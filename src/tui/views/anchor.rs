@@ -1,12 +1,13 @@
 //! Anchor-group view: every step that shares the selected step's anchor state, with the group's mean/std, and
 //! the engine's explanation of the selected member's advantage laid out (`crate::advantage::explain`): the
 //! headline A first, then the step and episode components, every term with its numbers. The panel scrolls
-//! (J/K) when it does not fit.
+//! (J/K) when it does not fit. When `gigscope truth` measured the iteration, each member's Monte-Carlo values
+//! (Q̂, V̂ and A* ± standard error, `crate::run::truth`) follow its estimates.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use ratatui::layout::Layout;
@@ -188,45 +189,70 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let body = layout::table_body(a.members);
     let start = layout::window_start(state.ui.anchor.member, ag.members.len(), body.height as usize);
     let group_eps = state.group_episodes();
+    // With a truth file for the iteration, Q̂, V̂ and A* ± se follow each member's estimates; on a narrow
+    // terminal the ids keep their distinguishing end and the marker is a glyph, so the numbers fit.
+    let iteration = state.domain.run.episodes[r.episode as usize].iteration;
+    let truth = super::estimators::truth(state, iteration);
+    let with_truth = matches!(truth, super::estimators::Truth::Present { .. });
+    let narrow = with_truth && area.width < 100;
     let id_w =
         ag.members.iter().map(|m| state.domain.run.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
-    let id_w = id_w.clamp(7, (area.width as usize / 3).max(12)) as u16;
+    let id_w = if narrow { 7 } else { id_w.clamp(7, (area.width as usize / 3).max(12)) } as u16;
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
         let ep = &state.domain.run.episodes[m.episode as usize];
         let row = t.row(*m);
         let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
-        let this = if *m == r { "◀ this step" } else { "" };
-        let r = Row::new(vec![
+        let this = match (*m == r, narrow) {
+            (false, _) => "",
+            (true, false) => "◀ this step",
+            (true, true) => "◀",
+        };
+        let mut cells = vec![
             Cell::from(traj),
             Cell::from(super::trunc_start(&ep.id, id_w as usize)),
             Cell::from(m.step.to_string()),
             Cell::from(ep.steps[m.step as usize].action.clone()),
             Cell::from(format!("{:.4}", row.ret)),
             Cell::from(adv_span(state, row.step_advantage)),
-            Cell::from(this),
-        ]);
+        ];
+        if with_truth {
+            cells.extend(match truth.row(&ep.id, m.step as usize) {
+                Some(tr) => [
+                    Cell::from(format!("{:.3}", tr.q)),
+                    Cell::from(format!("{:.3}", tr.v)),
+                    Cell::from(Span::styled(super::estimators::a_star_text(tr), theme.signed(tr.a_star))),
+                ],
+                None => ["—", "—", "not measured"].map(|s| Cell::from(Span::styled(s, theme.dim()))),
+            });
+        }
+        cells.push(Cell::from(this));
+        let r = Row::new(cells);
         if i == state.ui.anchor.member {
             r.style(theme.selected())
         } else {
             r
         }
     });
-    Table::new(
-        rows,
-        [
-            Constraint::Length(4),
-            Constraint::Length(id_w),
-            Constraint::Length(4),
-            Constraint::Min(10),
-            Constraint::Length(8),
-            Constraint::Length(7),
-            Constraint::Length(11),
-        ],
-    )
-    .column_spacing(super::spacing(state))
-    .header(Row::new(["traj", "episode", "step", "action", "R_t", "A_S", ""]).style(theme.title()))
-    .block(block(state, "Members (every trajectory of the group, any time step)"))
-    .render(a.members, buf);
+    let mut widths = vec![
+        Constraint::Length(4),
+        Constraint::Length(id_w),
+        Constraint::Length(4),
+        Constraint::Min(if narrow { 6 } else { 10 }),
+        Constraint::Length(8),
+        Constraint::Length(7),
+    ];
+    let mut titles = vec!["traj", "episode", "step", "action", "R_t", "A_S"];
+    if with_truth {
+        widths.extend([Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
+        titles.extend(["Q̂", "V̂", "A* ± se"]);
+    }
+    widths.push(Constraint::Length(if narrow { 1 } else { 11 }));
+    titles.push("");
+    Table::new(rows, widths)
+        .column_spacing(super::spacing(state))
+        .header(Row::new(titles).style(theme.title()))
+        .block(block(state, "Members (every trajectory of the group, any time step)"))
+        .render(a.members, buf);
 
     formula_panel(state, a.formula, buf);
 }

@@ -5,6 +5,7 @@
 pub mod anchor;
 pub mod compare;
 pub mod episode;
+pub mod estimators;
 pub mod groups;
 pub mod overview;
 pub mod play;
@@ -120,14 +121,23 @@ pub fn component(view: View) -> &'static dyn Component {
         View::Episode => &episode::EpisodeView,
         View::Anchor => &anchor::Anchor,
         View::Compare => &compare::Compare,
+        View::Estimators => &estimators::Estimators,
         View::Search => &search::Search,
         View::Play => &play::PlayView,
     }
 }
 
 /// Every view, in the order of the view keys.
-pub const ALL: &[View] =
-    &[View::Overview, View::Groups, View::Episode, View::Anchor, View::Compare, View::Search, View::Play];
+pub const ALL: &[View] = &[
+    View::Overview,
+    View::Groups,
+    View::Episode,
+    View::Anchor,
+    View::Compare,
+    View::Estimators,
+    View::Search,
+    View::Play,
+];
 
 /// The body of the state's screen.
 pub fn body(state: &State) -> Rect {
