@@ -24,10 +24,11 @@
 use foldhash::{HashMap, HashMapExt};
 use rayon::prelude::*;
 
+use super::grouping::{group_anchors, regroup, AnchorGrouping};
+use super::input::EngineInput;
 use super::settings::{AdvantageSettings, AnchorMode, Estimator, Norm, Pooling};
 use crate::run::{Episode, Step};
 use crate::text::difflib::{Candidate, Matcher, Reference};
-use crate::webshop::page::classify_observation;
 
 /// Added to the standard deviation by `mean_std_norm`, as in the reference trainer.
 pub const STD_EPSILON: f64 = 1e-6;
@@ -159,69 +160,44 @@ impl AdvantageTable {
     }
 }
 
-/// Compute advantages for `episodes` (in file order) under `settings`.
+/// Compute advantages for `episodes` (in file order) under `settings`: their anchor grouping
+/// ([`group_anchors`]), then the numbers over it ([`compute_grouped`]).
+pub fn compute(episodes: &[Episode], settings: &AdvantageSettings) -> AdvantageTable {
+    compute_grouped(episodes, &group_anchors(episodes, settings.anchor), settings)
+}
+
+/// Compute advantages for `input` under `settings` over `grouping`, its anchor grouping under
+/// `settings.anchor` (made from the same episodes).
 ///
 /// Episode groups never influence each other, so they are computed in parallel (rayon's global pool) and
 /// assembled in group order: the table is the same, bit for bit, whatever the number of threads.
-pub fn compute(episodes: &[Episode], settings: &AdvantageSettings) -> AdvantageTable {
-    let (mut episode_groups, episode_group_of) = group_episodes(episodes);
-    let mut row_offsets = Vec::with_capacity(episodes.len() + 1);
+pub fn compute_grouped<I: EngineInput + ?Sized>(
+    input: &I,
+    grouping: &AnchorGrouping,
+    settings: &AdvantageSettings,
+) -> AdvantageTable {
+    let (episode_groups, episode_group_of) = group_episodes(input);
+    let n = input.episode_count();
+    let mut row_offsets = Vec::with_capacity(n + 1);
     row_offsets.push(0);
-    for episode in episodes {
-        row_offsets.push(row_offsets[row_offsets.len() - 1] + episode.steps.len());
+    for e in 0..n {
+        row_offsets.push(row_offsets[e] + input.step_count(e));
     }
-    let mut rows = Vec::with_capacity(row_offsets[episodes.len()]);
-    rows.par_extend(rayon::iter::repeat_n(EMPTY_ROW, row_offsets[episodes.len()]));
-
-    let mut parts = rows_by_group(&mut rows, &row_offsets, &episode_group_of, &episode_groups);
-    // Rewards and returns, and anchor-state groups numbered from 0 in each episode group (their sizes).
-    let sizes: Vec<Vec<u32>> = parts
-        .par_iter_mut()
-        .zip(&episode_groups)
-        .map_init(
-            || Clusterer::new(settings.anchor),
-            |clusterer, (rows, group)| {
-                for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
-                    fill_rows(rows, &episodes[e as usize], settings);
-                }
-                cluster_group(clusterer, rows, group, episodes)
-            },
-        )
-        .collect();
-
-    // Anchor groups are numbered across the table, episode group by episode group.
-    let total = sizes.iter().map(Vec::len).sum();
-    let mut anchor_groups = Vec::with_capacity(total);
-    anchor_groups.par_extend(rayon::iter::repeat_n(EMPTY_ANCHOR_GROUP, total));
-    let mut by_group = Vec::with_capacity(sizes.len());
-    let mut rest = anchor_groups.as_mut_slice();
-    let mut base = 0;
-    for sizes in sizes {
-        let (anchors, tail) = std::mem::take(&mut rest).split_at_mut(sizes.len());
-        let next = base + sizes.len() as u32;
-        by_group.push((base, anchors, sizes));
-        (base, rest) = (next, tail);
-    }
-    parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(by_group).enumerate().for_each(
-        |(g, ((rows, group), (base, anchors, sizes)))| {
-            add_members(rows, group, g as u32, base, anchors, &sizes);
-            group_levels(rows, group, anchors, settings);
-        },
-    );
-    drop(parts);
-    let mut table = AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of };
-    super::trl::apply(&mut table, episodes, settings);
+    let mut rows = Vec::with_capacity(row_offsets[n]);
+    rows.par_extend(rayon::iter::repeat_n(EMPTY_ROW, row_offsets[n]));
+    let mut table = AdvantageTable { row_offsets, rows, anchor_groups: Vec::new(), episode_groups, episode_group_of };
+    regroup(&mut table, input, grouping, settings);
     table
 }
 
-/// Recompute `table`, which [`compute`] made from these `episodes` under settings with the same
+/// Recompute `table`, which [`compute`] made from this `input` under settings with the same
 /// [`AdvantageSettings::anchor`] mode, for new `settings`: the anchor-state groups (the costly part: hashing or
 /// comparing every anchor string) are kept, everything numeric is computed again. The result equals
-/// `compute(episodes, settings)` bit for bit. With another anchor mode it would keep the old grouping: call
-/// [`compute`] then.
-pub fn recompute(table: &mut AdvantageTable, episodes: &[Episode], settings: &AdvantageSettings) {
-    let same_shape = table.row_offsets.len() == episodes.len() + 1
-        && episodes.iter().zip(table.row_offsets.windows(2)).all(|(e, o)| e.steps.len() == o[1] - o[0]);
+/// `compute(input, settings)` bit for bit. With another anchor mode it would keep the old grouping: call
+/// [`compute`] (or [`regroup`]) then.
+pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I, settings: &AdvantageSettings) {
+    let same_shape = table.row_offsets.len() == input.episode_count() + 1
+        && table.row_offsets.windows(2).enumerate().all(|(e, o)| input.step_count(e) == o[1] - o[0]);
     assert!(same_shape, "recompute: the table was computed from other episodes");
     let AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of } = table;
     let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
@@ -238,9 +214,9 @@ pub fn recompute(table: &mut AdvantageTable, episodes: &[Episode], settings: &Ad
         .par_iter_mut()
         .zip(episode_groups.par_iter_mut())
         .zip(anchors_by_group)
-        .for_each(|((rows, group), anchors)| fill_group(rows, group, anchors, episodes, settings));
+        .for_each(|((rows, group), anchors)| fill_group(rows, group, anchors, input, settings));
     drop(parts);
-    super::trl::apply(table, episodes, settings);
+    super::trl::apply(table, input, settings);
 }
 
 pub(super) const EMPTY_ANCHOR_GROUP: AnchorGroup =
@@ -259,14 +235,15 @@ const EMPTY_ROW: RowAdvantage = RowAdvantage {
 
 /// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
 /// group.
-pub(super) fn group_episodes(episodes: &[Episode]) -> (Vec<EpisodeGroup>, Vec<u32>) {
+pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<EpisodeGroup>, Vec<u32>) {
     let mut groups: Vec<EpisodeGroup> = Vec::new();
-    let mut group_of = Vec::with_capacity(episodes.len());
+    let mut group_of = Vec::with_capacity(input.episode_count());
     let mut index: HashMap<&str, u32> = HashMap::new();
-    for (e, episode) in episodes.iter().enumerate() {
-        let g = *index.entry(episode.group.as_str()).or_insert_with(|| {
+    for e in 0..input.episode_count() {
+        let name = input.group(e);
+        let g = *index.entry(name).or_insert_with(|| {
             groups.push(EpisodeGroup {
-                name: episode.group.clone(),
+                name: name.to_string(),
                 episodes: Vec::new(),
                 mean: 0.0,
                 std: 0.0,
@@ -301,92 +278,38 @@ fn rows_by_group<'r>(
     parts
 }
 
-/// Put the rows of an episode group into anchor-state groups, numbered from 0 in order of opening: writes each
-/// row's number into its `step_group` and returns the groups' sizes.
-fn cluster_group<'a>(
-    clusterer: &mut Clusterer<'a>,
-    rows: &mut [&mut [RowAdvantage]],
-    group: &EpisodeGroup,
-    episodes: &'a [Episode],
-) -> Vec<u32> {
-    clusterer.reset();
-    let mut sizes: Vec<u32> = Vec::new();
-    for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
-        for (row, step) in rows.iter_mut().zip(&episodes[e as usize].steps) {
-            let c = clusterer.assign(step);
-            if c as usize == sizes.len() {
-                sizes.push(0);
-            }
-            sizes[c as usize] += 1;
-            row.step_group = c;
-        }
-    }
-    sizes
-}
-
-/// Fill the anchor groups of episode group `g` (numbered from `base` in the table) with their members, in
-/// file order, from the numbers [`cluster_group`] wrote; the rows get their table-wide number.
-fn add_members(
-    rows: &mut [&mut [RowAdvantage]],
-    group: &EpisodeGroup,
-    g: u32,
-    base: u32,
-    anchors: &mut [AnchorGroup],
-    sizes: &[u32],
-) {
-    for (anchor, &n) in anchors.iter_mut().zip(sizes) {
-        anchor.episode_group = g;
-        anchor.members = Vec::with_capacity(n as usize);
-    }
-    for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
-        for (t, row) in rows.iter_mut().enumerate() {
-            anchors[row.step_group as usize].members.push(RowRef { episode: e, step: t as u32 });
-            row.step_group += base;
-        }
-    }
-}
-
 /// Everything numeric of one episode group, given its anchor-state groups: rewards, scores and returns of its
 /// rows, then the episode level, then the step level.
-fn fill_group(
+fn fill_group<I: EngineInput + ?Sized>(
     rows: &mut [&mut [RowAdvantage]],
     group: &mut EpisodeGroup,
     anchors: &mut [AnchorGroup],
-    episodes: &[Episode],
+    input: &I,
     settings: &AdvantageSettings,
 ) {
     for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
-        fill_rows(rows, &episodes[e as usize], settings);
+        fill_rows(rows, input, e as usize, settings);
     }
-    group_levels(rows, group, anchors, settings);
-}
-
-/// The episode level, then the step level of one episode group whose rows have their rewards and returns.
-fn group_levels(
-    rows: &mut [&mut [RowAdvantage]],
-    group: &mut EpisodeGroup,
-    anchors: &mut [AnchorGroup],
-    settings: &AdvantageSettings,
-) {
     episode_level(rows, group, settings);
     step_level(rows, group, anchors, settings);
 }
 
-/// Shaped rewards, row scores and discounted returns of one episode.
-fn fill_rows(rows: &mut [RowAdvantage], episode: &Episode, settings: &AdvantageSettings) {
-    let n = episode.steps.len();
-    let success = episode.success();
-    let bonus = if success { efficiency_bonus(episode, settings) } else { 0.0 };
+/// Shaped rewards, row scores and discounted returns of episode `e`.
+fn fill_rows<I: EngineInput + ?Sized>(rows: &mut [RowAdvantage], input: &I, e: usize, settings: &AdvantageSettings) {
+    let n = input.step_count(e);
+    let success = input.success(e);
+    let bonus = if success { efficiency_bonus(input, e, settings) } else { 0.0 };
+    // TRL's computation: a sample's reward under the settings' weights.
+    let weighted = settings.scale_rewards.and_then(|_| super::trl::row_reward(input, e, settings));
     let mut total = 0.0;
-    for (t, (row, step)) in rows.iter_mut().zip(&episode.steps).enumerate() {
+    for (t, row) in rows.iter_mut().enumerate() {
         let last = t + 1 == n;
         let mut reward = match settings.success_reward {
             true if success && last => SUCCESS_REWARD,
             true => 0.0,
-            false => step.reward,
+            false => input.reward(e, t),
         };
-        // TRL's computation: a sample's reward under the settings' weights.
-        if let Some(weighted) = settings.scale_rewards.and_then(|_| super::trl::row_reward(episode, settings)) {
+        if let Some(weighted) = weighted {
             reward = weighted;
         }
         if last {
@@ -396,10 +319,10 @@ fn fill_rows(rows: &mut [RowAdvantage], episode: &Episode, settings: &AdvantageS
         row.reward = reward;
     }
     let mut running = 0.0;
-    for (row, step) in rows.iter_mut().zip(&episode.steps).rev() {
-        row.copies = step.copies();
+    for (t, row) in rows.iter_mut().enumerate().rev() {
+        row.copies = input.copies(e, t);
         running = row.reward + settings.gamma * running;
-        let penalty = if step.valid { 0.0 } else { settings.invalid_penalty };
+        let penalty = if input.valid(e, t) { 0.0 } else { settings.invalid_penalty };
         row.ret = running - penalty;
         row.score = total - penalty;
     }
@@ -408,11 +331,11 @@ fn fill_rows(rows: &mut [RowAdvantage], episode: &Episode, settings: &AdvantageS
 /// α₁/(mean tokens per step) + α₂/(number of steps), added to the last reward of a successful episode.
 /// Steps without a token count count as zero tokens; with no tokens at all the α₁ term is left out rather
 /// than made infinite.
-fn efficiency_bonus(episode: &Episode, settings: &AdvantageSettings) -> f64 {
-    let n = episode.steps.len() as f64;
+fn efficiency_bonus<I: EngineInput + ?Sized>(input: &I, e: usize, settings: &AdvantageSettings) -> f64 {
+    let n = input.step_count(e) as f64;
     let mut bonus = 0.0;
     if settings.efficiency_alpha1 != 0.0 {
-        let tokens: u64 = episode.steps.iter().map(|s| s.tokens.unwrap_or(0)).sum();
+        let tokens = input.tokens(e);
         let mean_tokens = tokens as f64 / n;
         if mean_tokens > 0.0 {
             bonus += settings.efficiency_alpha1 / mean_tokens;
@@ -506,7 +429,9 @@ fn step_level(
     }
 }
 
-/// Assigns the rows of one episode group to anchor-state clusters, numbered from 0 in order of opening.
+/// Assigns steps to anchor-state clusters by their text, numbered from 0 in order of opening (the estimators'
+/// exact groups of one episode group; the engine's own groupings are made by [`super::grouping`]). Page mode
+/// sees only recorded pages (a step without one is keyed by its anchor).
 pub(super) struct Clusterer<'a> {
     mode: AnchorMode,
     /// Exact and page modes: key → cluster. Similarity mode: every distinct string seen → the cluster it
@@ -524,17 +449,9 @@ impl<'a> Clusterer<'a> {
         Clusterer { mode, by_key: HashMap::new(), clusters: 0, similar: SimilarClusters::default() }
     }
 
-    pub(super) fn reset(&mut self) {
-        self.by_key.clear();
-        self.clusters = 0;
-        self.similar.reset();
-    }
-
     pub(super) fn assign(&mut self, step: &'a Step) -> u32 {
         let key = match self.mode {
-            AnchorMode::Page => {
-                step.page.as_deref().unwrap_or_else(|| classify_observation(&step.observation).as_str())
-            }
+            AnchorMode::Page => step.page.as_deref().unwrap_or_else(|| step.anchor_key()),
             AnchorMode::Exact | AnchorMode::Similarity(_) => step.anchor_key(),
         };
         if let Some(&c) = self.by_key.get(key) {

@@ -9,9 +9,9 @@
 //! the ε added to the standard deviation, TRL's normalisation).
 
 use super::engine::{mean_std, AdvantageTable, RowRef, STD_EPSILON};
+use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, Estimator, Norm, Pooling, ScaleRewards};
 use super::trl::{self, TRL_STD_EPSILON};
-use crate::run::Episode;
 
 /// Values listed in a filled-in mean before the rest is elided.
 pub const MAX_LISTED: usize = 8;
@@ -179,23 +179,24 @@ fn close(a: f64, b: f64) -> bool {
 
 /// The explanation of row `at` of `table`, which [`super::compute`] made from `episodes` under `settings`.
 /// `None` when `at` is not a row of the table.
-pub fn explain(
+pub fn explain<I: EngineInput + ?Sized>(
     table: &AdvantageTable,
-    episodes: &[Episode],
+    episodes: &I,
     settings: &AdvantageSettings,
     at: RowRef,
 ) -> Option<Explanation> {
     let e = at.episode as usize;
     let t = at.step as usize;
-    let episode = episodes.get(e)?;
-    let step = episode.steps.get(t)?;
+    if e >= episodes.episode_count() || t >= episodes.step_count(e) {
+        return None;
+    }
     if e + 1 >= table.row_offsets.len() || t >= table.episode_rows(e).len() {
         return None;
     }
     let s = settings;
     let row = *table.row(at);
     let rows = table.episode_rows(e);
-    let penalty = if step.valid { 0.0 } else { s.invalid_penalty };
+    let penalty = if episodes.valid(e, t) { 0.0 } else { s.invalid_penalty };
     let mut notes = Vec::new();
 
     // ---- R_t ----
@@ -381,7 +382,7 @@ pub fn explain(
         Some(scale) => {
             let weights = |k: usize| s.reward_weights.and_then(|w| w.as_slice().get(k).copied()).unwrap_or(1.0);
             let reward_of = |x: usize| -> f64 {
-                match trl::recorded_rewards(&episodes[x]) {
+                match episodes.recorded_rewards(x) {
                     Some(r) => trl::weighted_nansum(&r, weights),
                     None => table.episode_rows(x).iter().map(|r| r.reward).sum(),
                 }
@@ -395,7 +396,7 @@ pub fn explain(
                     let (mean_g, std_g, n_g) = trl::nan_mean_std(rs.iter().copied());
                     sample = r;
                     sample_label = "R";
-                    let names = trl::reward_names(episode);
+                    let names = episodes.reward_names(e);
                     episode_terms.push(Term {
                         symbol: Symbol::Score,
                         label: "R".into(),
@@ -424,11 +425,9 @@ pub fn explain(
                         note: None,
                     });
                     let batch_std = || {
-                        let batch: Vec<f64> = episodes
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, x)| x.iteration == episodes[members[0]].iteration)
-                            .map(|(x, _)| reward_of(x))
+                        let batch: Vec<f64> = (0..episodes.episode_count())
+                            .filter(|&x| episodes.iteration(x) == episodes.iteration(members[0]))
+                            .map(reward_of)
                             .collect();
                         trl::nan_mean_std(batch.into_iter()).1
                     };
@@ -678,7 +677,7 @@ pub fn consistent(x: &Explanation) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::advantage::compute;
-    use crate::run::Step;
+    use crate::run::{Episode, Step};
 
     fn episodes() -> Vec<Episode> {
         let mk = |id: &str, rewards: &[f64], actions: &[&str]| {

@@ -11,7 +11,10 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::engine::{group_episodes, recompute, AdvantageTable, Clusterer, SimilarClusters, EMPTY_ANCHOR_GROUP};
+use foldhash::{HashMap, HashMapExt};
+
+use super::engine::{group_episodes, recompute, AdvantageTable, SimilarClusters, EMPTY_ANCHOR_GROUP};
+use super::input::{EngineInput, KeyedAnchor};
 use super::settings::{AdvantageSettings, AnchorMode};
 use super::{AnchorGroup, RowRef};
 use crate::run::{Episode, Step};
@@ -39,40 +42,59 @@ impl AdvantageTable {
     }
 }
 
-/// The anchor grouping of `episodes` (in file order) under `mode`, the same as [`super::compute`]'s, without
-/// computing any advantage.
+/// The anchor grouping of `episodes` (in file order) under `mode`, the one [`super::compute`] computes over.
 pub fn group_anchors(episodes: &[Episode], mode: AnchorMode) -> AnchorGrouping {
-    let (groups, group_of) = group_episodes(episodes);
+    match mode {
+        AnchorMode::Exact => group_keyed(episodes, KeyedAnchor::Exact),
+        AnchorMode::Page => group_keyed(episodes, KeyedAnchor::Page),
+        AnchorMode::Similarity(theta) => {
+            SimilarityJob::new(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).run()
+        }
+    }
+}
+
+/// The grouping of `input` by equal anchor keys ([`EngineInput::anchor_key`]): [`AnchorMode::Exact`] or
+/// [`AnchorMode::Page`]. Each episode group's anchor groups are numbered in order of first appearance.
+pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> AnchorGrouping {
+    let (groups, group_of) = group_episodes(input);
     // Each episode group's rows (its episodes in file order), numbered from 0 in that group.
     let local: Vec<Vec<u32>> = groups
         .par_iter()
-        .map_init(
-            || Clusterer::new(mode),
-            |clusterer, group| {
-                clusterer.reset();
-                group.episodes.iter().flat_map(|&e| &episodes[e as usize].steps).map(|s| clusterer.assign(s)).collect()
-            },
-        )
+        .map_init(HashMap::<u128, u32>::new, |by_key, group| {
+            by_key.clear();
+            let mut rows = Vec::new();
+            for &e in &group.episodes {
+                for t in 0..input.step_count(e as usize) {
+                    let next = by_key.len() as u32;
+                    rows.push(*by_key.entry(input.anchor_key(e as usize, t, anchor)).or_insert(next));
+                }
+            }
+            rows
+        })
         .collect();
     let counts: Vec<u32> = local.iter().map(|l| l.iter().max().map_or(0, |&m| m + 1)).collect();
     let bases = prefix_sums(&counts);
     let mut cursor = vec![0usize; groups.len()];
     let mut row_group = Vec::with_capacity(local.iter().map(Vec::len).sum());
-    for (episode, &g) in episodes.iter().zip(&group_of) {
+    for (e, &g) in group_of.iter().enumerate() {
         let g = g as usize;
-        let rows = &local[g][cursor[g]..cursor[g] + episode.steps.len()];
-        row_group.extend(rows.iter().map(|&c| bases[g] + c));
-        cursor[g] += episode.steps.len();
+        let steps = input.step_count(e);
+        row_group.extend(local[g][cursor[g]..cursor[g] + steps].iter().map(|&c| bases[g] + c));
+        cursor[g] += steps;
     }
+    let mode = match anchor {
+        KeyedAnchor::Exact => AnchorMode::Exact,
+        KeyedAnchor::Page => AnchorMode::Page,
+    };
     AnchorGrouping { mode, row_group, episode_group: numbered_groups(&counts) }
 }
 
-/// Put `table` (computed from `episodes`) into `grouping`'s anchor groups (made from the same episodes) and
+/// Put `table` (computed from `input`) into `grouping`'s anchor groups (made from the same episodes) and
 /// recompute it under `settings`, whose anchor mode should be `grouping.mode`: the result equals
-/// `compute(episodes, settings)` bit for bit.
-pub fn regroup(
+/// `compute(input, settings)` bit for bit.
+pub fn regroup<I: EngineInput + ?Sized>(
     table: &mut AdvantageTable,
-    episodes: &[Episode],
+    input: &I,
     grouping: &AnchorGrouping,
     settings: &AdvantageSettings,
 ) {
@@ -94,7 +116,7 @@ pub fn regroup(
             table.anchor_groups[row.step_group as usize].members.push(RowRef { episode: e as u32, step: t as u32 });
         }
     }
-    recompute(table, episodes, settings);
+    recompute(table, input, settings);
 }
 
 /// Similarity clustering at θ with everything it needs owned, to run on another thread: each episode group's

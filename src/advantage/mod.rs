@@ -5,15 +5,17 @@ mod engine;
 pub mod estimators;
 pub mod explain;
 mod grouping;
+mod input;
 mod settings;
 pub mod stats;
 pub mod trl;
 
 pub use engine::{
-    compute, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, RowAdvantage, RowRef,
-    STD_EPSILON, SUCCESS_REWARD,
+    compute, compute_grouped, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup,
+    RowAdvantage, RowRef, STD_EPSILON, SUCCESS_REWARD,
 };
-pub use grouping::{group_anchors, regroup, AnchorGrouping, SimilarityJob};
+pub use grouping::{group_anchors, group_keyed, regroup, AnchorGrouping, SimilarityJob};
+pub use input::{EngineInput, KeyedAnchor};
 pub use settings::{
     AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,
     RewardWeights, ScaleRewards, SettingsError, DEFAULT_SIMILARITY, MAX_REWARD_WEIGHTS,

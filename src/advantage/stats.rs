@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::engine::{AdvantageTable, RowRef};
-use crate::run::Episode;
+use super::input::EngineInput;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunStats {
@@ -75,7 +75,7 @@ pub struct StoredDifference {
 }
 
 /// Statistics of `table`, computed by the engine from `episodes`.
-pub fn run_stats(episodes: &[Episode], table: &AdvantageTable) -> RunStats {
+pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) -> RunStats {
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
     let mut singletons_per_group = vec![0usize; table.episode_groups.len()];
     let mut step_groups_per_group = vec![0usize; table.episode_groups.len()];
@@ -91,12 +91,12 @@ pub fn run_stats(episodes: &[Episode], table: &AdvantageTable) -> RunStats {
         .iter()
         .enumerate()
         .map(|(g, group)| {
-            let members = || group.episodes.iter().map(|&e| &episodes[e as usize]);
-            let successes = members().filter(|e| e.success()).count();
+            let members = || group.episodes.iter().map(|&e| e as usize);
+            let successes = members().filter(|&e| episodes.success(e)).count();
             GroupSummary {
                 name: group.name.clone(),
                 episodes: group.episodes.len(),
-                steps: members().map(|e| e.steps.len()).sum(),
+                steps: members().map(|e| episodes.step_count(e)).sum(),
                 success_rate: share(successes, group.episodes.len()),
                 mean: group.mean,
                 std: group.std,
@@ -110,7 +110,7 @@ pub fn run_stats(episodes: &[Episode], table: &AdvantageTable) -> RunStats {
     let singleton_step_groups = sizes.get(&1).copied().unwrap_or(0);
     let zero_variance_groups = groups.iter().filter(|g| g.zero_variance).count();
     RunStats {
-        episodes: episodes.len(),
+        episodes: episodes.episode_count(),
         steps: table.rows.len(),
         episode_groups: groups.len(),
         step_groups: table.anchor_groups.len(),
@@ -138,14 +138,14 @@ fn share(part: usize, whole: usize) -> f64 {
 }
 
 /// The largest |stored − recomputed| over episodes that carry `advantages`; the first such row wins ties.
-pub fn compare_stored(episodes: &[Episode], table: &AdvantageTable) -> Option<StoredComparison> {
+pub fn compare_stored<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) -> Option<StoredComparison> {
     let mut comparison = StoredComparison { rows: 0, length_mismatches: Vec::new(), largest: None };
     let mut any = false;
-    for (e, episode) in episodes.iter().enumerate() {
-        let Some(stored) = &episode.advantages else { continue };
+    for e in 0..episodes.episode_count() {
+        let Some(stored) = episodes.recorded_advantages(e) else { continue };
         any = true;
-        if stored.len() != episode.steps.len() {
-            comparison.length_mismatches.push(episode.id.clone());
+        if stored.len() != episodes.step_count(e) {
+            comparison.length_mismatches.push(episodes.episode_id(e).to_string());
             continue;
         }
         for (t, (&stored, row)) in stored.iter().zip(table.episode_rows(e)).enumerate() {
@@ -154,7 +154,7 @@ pub fn compare_stored(episodes: &[Episode], table: &AdvantageTable) -> Option<St
             if comparison.largest.as_ref().is_none_or(|l| abs_diff > l.abs_diff) {
                 comparison.largest = Some(StoredDifference {
                     abs_diff,
-                    episode_id: episode.id.clone(),
+                    episode_id: episodes.episode_id(e).to_string(),
                     at: RowRef { episode: e as u32, step: t as u32 },
                     stored,
                     recomputed: row.advantage,

@@ -30,6 +30,7 @@
 use std::collections::BTreeMap;
 
 use super::engine::{AdvantageTable, RowAdvantage};
+use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, Estimator, ScaleRewards};
 use crate::run::Episode;
 
@@ -41,14 +42,12 @@ pub const TRL_STD_EPSILON: f64 = 1e-4;
 
 /// The per-function rewards recorded on `episode` (null and non-numbers read as NaN), in order.
 pub fn recorded_rewards(episode: &Episode) -> Option<Vec<f64>> {
-    let rewards = episode.outcome.as_ref()?.extra.get(REWARDS_KEY)?.as_object()?;
-    Some(rewards.values().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect())
+    episode.reward_functions().map(|(_, values)| values)
 }
 
 /// The names of the per-function rewards recorded on `episode`, in order.
 pub fn reward_names(episode: &Episode) -> Option<Vec<String>> {
-    let rewards = episode.outcome.as_ref()?.extra.get(REWARDS_KEY)?.as_object()?;
-    Some(rewards.keys().cloned().collect())
+    episode.reward_functions().map(|(names, _)| names)
 }
 
 /// Weight of reward function `k`: the given one, else 1.0 (also past the end of a list that is too short;
@@ -68,11 +67,11 @@ pub fn weighted_nansum(rewards: &[f64], weights: impl Fn(usize) -> f64) -> f64 {
 
 /// The reward of a single-step episode with per-function rewards under `settings`' weights (0 when unscorable),
 /// for its row's reward, score and return; `None` for other episodes.
-pub(super) fn row_reward(episode: &Episode, settings: &AdvantageSettings) -> Option<f64> {
-    if episode.steps.len() != 1 {
+pub(super) fn row_reward<I: EngineInput + ?Sized>(input: &I, e: usize, settings: &AdvantageSettings) -> Option<f64> {
+    if input.step_count(e) != 1 {
         return None;
     }
-    let rewards = recorded_rewards(episode)?;
+    let rewards = input.recorded_rewards(e)?;
     let r = weighted_nansum(&rewards, |k| weight(settings, k));
     Some(if r.is_nan() { 0.0 } else { r })
 }
@@ -94,25 +93,25 @@ pub fn nan_mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, usi
 
 /// TRL's advantage of every episode of `episodes` grouped as in `table`, written into the table as A_E (and
 /// the final advantage, by estimator), with TRL's group statistics.
-pub(super) fn apply(table: &mut AdvantageTable, episodes: &[Episode], settings: &AdvantageSettings) {
+pub(super) fn apply<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I, settings: &AdvantageSettings) {
     let Some(scale) = settings.scale_rewards else { return };
+    let n = input.episode_count();
     // Per-function rewards of each episode; a single reward (its total) where none are recorded.
-    let rewards: Vec<Vec<f64>> = episodes
-        .iter()
-        .enumerate()
-        .map(|(e, episode)| {
-            recorded_rewards(episode).unwrap_or_else(|| vec![table.episode_rows(e).iter().map(|r| r.reward).sum()])
+    let rewards: Vec<Vec<f64>> = (0..n)
+        .map(|e| match input.recorded_rewards(e) {
+            Some(r) => r.into_owned(),
+            None => vec![table.episode_rows(e).iter().map(|r| r.reward).sum()],
         })
         .collect();
     let mut batches: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-    for (e, episode) in episodes.iter().enumerate() {
-        batches.entry(episode.iteration).or_default().push(e);
+    for e in 0..n {
+        batches.entry(input.iteration(e)).or_default().push(e);
     }
     let groups: Vec<Vec<usize>> =
         table.episode_groups.iter().map(|g| g.episodes.iter().map(|&e| e as usize).collect()).collect();
 
     // R per episode, and for each group the baseline subtracted and the divisor.
-    let mut reward = vec![f64::NAN; episodes.len()];
+    let mut reward = vec![f64::NAN; n];
     let mut baseline_of = vec![f64::NAN; groups.len()];
     let mut factor_of = vec![1.0; groups.len()];
     match settings.aggregation {
@@ -128,7 +127,7 @@ pub(super) fn apply(table: &mut AdvantageTable, episodes: &[Episode], settings: 
                 factor_of[g] = match scale {
                     ScaleRewards::Group => std + TRL_STD_EPSILON,
                     ScaleRewards::Batch => {
-                        let it = members.first().map(|&e| episodes[e].iteration);
+                        let it = members.first().map(|&e| input.iteration(e));
                         it.and_then(|it| batch_std.get(&it)).copied().unwrap_or(f64::NAN) + TRL_STD_EPSILON
                     }
                     ScaleRewards::None => 1.0,
@@ -167,7 +166,7 @@ pub(super) fn apply(table: &mut AdvantageTable, episodes: &[Episode], settings: 
                 })
                 .collect();
             for (g, members) in groups.iter().enumerate() {
-                let it = members.first().map(|&e| episodes[e].iteration);
+                let it = members.first().map(|&e| input.iteration(e));
                 let (mean, std) = it.and_then(|it| batch_stats.get(&it)).copied().unwrap_or((f64::NAN, f64::NAN));
                 baseline_of[g] = mean;
                 factor_of[g] = std + TRL_STD_EPSILON;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::lean::ReadFrom;
 use super::settings::AdvantageOverrides;
 
 /// The value of `run.json`'s `format` key for this version.
@@ -66,6 +67,9 @@ pub struct Episode {
     pub advantages: Option<Vec<f64>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// Where the reader found this record (not part of it: never written, ignored by equality).
+    #[serde(skip)]
+    pub read_from: ReadFrom,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -172,6 +176,7 @@ impl Episode {
             outcome: None,
             advantages: None,
             extra: Map::new(),
+            read_from: ReadFrom::default(),
         }
     }
 
@@ -188,6 +193,13 @@ impl Episode {
     /// run directory, as the reader records it in `extra.source.file`.
     pub fn source_file(&self) -> Option<&str> {
         self.extra.get(SOURCE_KEY)?.get("file")?.as_str()
+    }
+
+    /// The per-reward-function rewards recorded in `outcome.extra["rewards"]` ([`REWARDS_KEY`]: TRL logs one
+    /// per reward function), names and values in the trainer's order; null and non-numbers read as NaN.
+    pub fn reward_functions(&self) -> Option<(Vec<String>, Vec<f64>)> {
+        let rewards = self.outcome.as_ref()?.extra.get(REWARDS_KEY)?.as_object()?;
+        Some(rewards.iter().map(|(name, v)| (name.clone(), v.as_f64().unwrap_or(f64::NAN))).unzip())
     }
 
     pub fn instruction(&self) -> &str {

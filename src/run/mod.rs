@@ -2,6 +2,7 @@
 
 mod error;
 mod format;
+pub mod lean;
 mod reader;
 pub mod settings;
 pub mod source;
@@ -11,6 +12,7 @@ mod writer;
 
 pub use error::RunError;
 pub use format::*;
+pub use lean::anchor_hash;
 pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch};
 pub use source::{Layout, SourceOptions};
 pub use writer::{write_atomic, RunWriter};

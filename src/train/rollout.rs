@@ -74,6 +74,7 @@ impl<E: Environment> Slot<E> {
             outcome: Some(self.outcome()),
             advantages: None,
             extra: Map::new(),
+            read_from: Default::default(),
         }
     }
 }

@@ -554,6 +554,7 @@ fn episode(r: RowData, group: usize, step: u64, rel: &str, reward_names: &[Strin
         outcome: Some(Outcome { success: false, score: reward, extra: outcome_extra }),
         advantages: r.advantage.map(|a| vec![a]),
         extra,
+        read_from: Default::default(),
     }
 }
 

@@ -724,6 +724,7 @@ fn episode(name: &str, step: u64, draft: Draft, unread_scores: &mut Vec<(u64, St
         outcome: Some(outcome),
         advantages: None,
         extra,
+        read_from: Default::default(),
     };
     (first_line, episode)
 }

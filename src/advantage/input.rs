@@ -1,0 +1,140 @@
+//! What the engine reads of a run: [`EngineInput`], implemented by the run's episodes with their text
+//! ([`crate::run::Episode`], where the environment layer supplies the page anchors: `crate::webshop::page`) and
+//! without it ([`LeanEpisode`], whose anchors are hashes and whose page anchors were supplied when they were
+//! made). The engine knows no environment: anchors are data it is handed.
+
+use std::borrow::Cow;
+
+use crate::run::lean::LeanEpisode;
+
+/// The anchors the engine groups steps by without comparing text: equal keys, same anchor-state group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyedAnchor {
+    /// The step's anchor (its observation when it has none), as a 128-bit hash of the text.
+    Exact,
+    /// The environment's anchor of the step (WebShop's page type).
+    Page,
+}
+
+/// A run's episodes in file order, as the engine reads them: `e` is an episode's index, `t` a step's.
+pub trait EngineInput: Sync {
+    fn episode_count(&self) -> usize;
+    fn episode_id(&self, e: usize) -> &str;
+    /// The episode group (same task, same start state).
+    fn group(&self, e: usize) -> &str;
+    fn iteration(&self, e: usize) -> i64;
+    fn success(&self, e: usize) -> bool;
+    fn step_count(&self, e: usize) -> usize;
+    fn reward(&self, e: usize, t: usize) -> f64;
+    fn valid(&self, e: usize, t: usize) -> bool;
+    /// How many times the trainer counted the step ([`crate::run::Step::copies`]).
+    fn copies(&self, e: usize, t: usize) -> u32;
+    /// Σ tokens over the episode's steps, a step without a count counting 0.
+    fn tokens(&self, e: usize) -> u64;
+    /// Per-reward-function rewards (TRL), in the trainer's order; NaN for a function that returned none.
+    fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>>;
+    /// The names of the reward functions of [`Self::recorded_rewards`].
+    fn reward_names(&self, e: usize) -> Option<Vec<String>>;
+    /// What the trainer itself computed, one per step.
+    fn recorded_advantages(&self, e: usize) -> Option<&[f64]>;
+    /// The step's anchor key: steps of an episode group with equal keys share an anchor-state group.
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128;
+}
+
+impl<T> EngineInput for Vec<T>
+where
+    [T]: EngineInput,
+    T: Sync,
+{
+    fn episode_count(&self) -> usize {
+        self.as_slice().episode_count()
+    }
+    fn episode_id(&self, e: usize) -> &str {
+        self.as_slice().episode_id(e)
+    }
+    fn group(&self, e: usize) -> &str {
+        self.as_slice().group(e)
+    }
+    fn iteration(&self, e: usize) -> i64 {
+        self.as_slice().iteration(e)
+    }
+    fn success(&self, e: usize) -> bool {
+        self.as_slice().success(e)
+    }
+    fn step_count(&self, e: usize) -> usize {
+        self.as_slice().step_count(e)
+    }
+    fn reward(&self, e: usize, t: usize) -> f64 {
+        self.as_slice().reward(e, t)
+    }
+    fn valid(&self, e: usize, t: usize) -> bool {
+        self.as_slice().valid(e, t)
+    }
+    fn copies(&self, e: usize, t: usize) -> u32 {
+        self.as_slice().copies(e, t)
+    }
+    fn tokens(&self, e: usize) -> u64 {
+        self.as_slice().tokens(e)
+    }
+    fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
+        self.as_slice().recorded_rewards(e)
+    }
+    fn reward_names(&self, e: usize) -> Option<Vec<String>> {
+        self.as_slice().reward_names(e)
+    }
+    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
+        self.as_slice().recorded_advantages(e)
+    }
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
+        self.as_slice().anchor_key(e, t, anchor)
+    }
+}
+
+impl EngineInput for [LeanEpisode] {
+    fn episode_count(&self) -> usize {
+        self.len()
+    }
+    fn episode_id(&self, e: usize) -> &str {
+        &self[e].id
+    }
+    fn group(&self, e: usize) -> &str {
+        &self[e].group
+    }
+    fn iteration(&self, e: usize) -> i64 {
+        self[e].iteration
+    }
+    fn success(&self, e: usize) -> bool {
+        self[e].success
+    }
+    fn step_count(&self, e: usize) -> usize {
+        self[e].steps.len()
+    }
+    fn reward(&self, e: usize, t: usize) -> f64 {
+        self[e].steps[t].reward
+    }
+    fn valid(&self, e: usize, t: usize) -> bool {
+        self[e].steps[t].valid
+    }
+    fn copies(&self, e: usize, t: usize) -> u32 {
+        self[e].steps[t].copies
+    }
+    fn tokens(&self, e: usize) -> u64 {
+        self[e].tokens
+    }
+    fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
+        self[e].rewards.as_deref().map(Cow::Borrowed)
+    }
+    fn reward_names(&self, e: usize) -> Option<Vec<String>> {
+        self[e].reward_names.as_ref().map(|names| names.iter().map(|n| n.to_string()).collect())
+    }
+    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
+        self[e].advantages.as_deref()
+    }
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
+        let step = &self[e].steps[t];
+        match anchor {
+            KeyedAnchor::Exact => step.anchor,
+            KeyedAnchor::Page => u128::from(step.page),
+        }
+    }
+}

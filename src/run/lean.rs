@@ -1,0 +1,295 @@
+//! Episodes without their text: what the numbers and the groupings need, and where the text is on disk.
+//!
+//! A viewer of a large run cannot hold every observation, prompt and action in memory (a 623 MB run read as
+//! [`Episode`]s takes 1.5 GB). It keeps a [`LeanEpisode`] per episode instead: ids, group, iteration, outcome,
+//! per step the reward, validity, copies, a 128-bit hash of the anchor and the environment's anchor (page) as a
+//! small interned id, and the byte span of the episode's line in `episodes.jsonl`. [`TextStore`] reads an
+//! episode back from that span when a view shows it, and checks that the line is still the one that was read
+//! (a checksum of its bytes): a file truncated, replaced or rewritten since is an error, never other text.
+//!
+//! Exact anchor groups are formed by equality of the 128-bit hashes ([`anchor_hash`], XXH3-128). Two different
+//! anchors of one episode group collide with probability about k²/2¹²⁹ for k distinct anchors in the group: for
+//! a million distinct anchors in one group, about 1.5·10⁻²⁷.
+//!
+//! Episodes read from other layouts (verl dumps, TRL logs: converted from other files, with no line of their
+//! own) and episodes handed over in memory keep their text in memory ([`EpisodeText::InMemory`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::format::{Episode, SOURCE_KEY};
+
+/// The 128-bit hash anchors are grouped by (XXH3-128 of the UTF-8 text).
+pub fn anchor_hash(text: &str) -> u128 {
+    twox_hash::XxHash3_128::oneshot(text.as_bytes())
+}
+
+/// Checksum of a line's bytes, to tell that a file still holds the line that was read.
+pub fn line_checksum(bytes: &[u8]) -> u64 {
+    twox_hash::XxHash3_64::oneshot(bytes)
+}
+
+/// Where a record's line is in its file: its 1-based number, the byte offset and length of the whole line
+/// (newline included) and a checksum of those bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LineSpan {
+    pub line: u64,
+    pub offset: u64,
+    pub len: u64,
+    pub checksum: u64,
+}
+
+/// Where a reader found a record: the span of its line in `episodes.jsonl` (gigscope-run/1), `None` for
+/// records made in memory or converted from other layouts. Not part of the record: never written, and equal
+/// to any other, since records equal in content are equal wherever they were read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadFrom(pub Option<LineSpan>);
+
+impl PartialEq for ReadFrom {
+    fn eq(&self, _: &ReadFrom) -> bool {
+        true
+    }
+}
+
+/// An environment anchor (WebShop's page type) as a small id; [`PageIds`] interns the names.
+pub type PageId = u16;
+
+/// Interned page names: each distinct name gets the next id. Environments have a handful of page types; past
+/// `PageId::MAX` names, the rest share the last id (and so one page anchor group).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageIds {
+    names: Vec<Box<str>>,
+    ids: HashMap<Box<str>, PageId>,
+}
+
+impl PageIds {
+    pub fn id(&mut self, name: &str) -> PageId {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = PageId::try_from(self.names.len()).unwrap_or(PageId::MAX);
+        if id < PageId::MAX {
+            self.names.push(name.into());
+            self.ids.insert(name.into(), id);
+        }
+        id
+    }
+
+    pub fn name(&self, id: PageId) -> Option<&str> {
+        self.names.get(usize::from(id)).map(|n| &**n)
+    }
+}
+
+/// What the engine needs of one step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeanStep {
+    /// [`anchor_hash`] of the step's anchor (the observation when it has none).
+    pub anchor: u128,
+    pub reward: f64,
+    /// [`super::Step::copies`].
+    pub copies: u32,
+    /// The environment's anchor: the recorded `page`, else the classification the reader was given.
+    pub page: PageId,
+    pub valid: bool,
+}
+
+/// Where an episode's full record is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EpisodeText {
+    OnDisk(LineSpan),
+    InMemory(Arc<Episode>),
+}
+
+/// One episode without its text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeanEpisode {
+    pub id: Box<str>,
+    pub group: Box<str>,
+    pub iteration: i64,
+    pub success: bool,
+    /// `extra.source` when it is a string (`"play"` for groups played in the TUI).
+    pub source: Option<Box<str>>,
+    /// Σ tokens over the steps (0 for a step without a count), and how many steps record a count.
+    pub tokens: u64,
+    pub token_steps: u32,
+    pub steps: Box<[LeanStep]>,
+    /// Per-reward-function rewards ([`Episode::reward_functions`]): names and values.
+    pub reward_names: Option<Box<[Box<str>]>>,
+    pub rewards: Option<Box<[f64]>>,
+    /// What the trainer computed, one per step.
+    pub advantages: Option<Box<[f64]>>,
+    pub text: EpisodeText,
+}
+
+impl LeanEpisode {
+    /// The lean form of `episode`. Its text stays on disk when the reader recorded where its line is, else it
+    /// is kept in memory. The page anchor of a step is its recorded `page`, else `classify(observation)` (the
+    /// environment's classification, from the layer that knows the environment), else none (an empty name).
+    pub fn new(episode: Episode, pages: &mut PageIds, classify: Option<&dyn Fn(&str) -> &'static str>) -> LeanEpisode {
+        let steps: Box<[LeanStep]> = episode
+            .steps
+            .iter()
+            .map(|s| {
+                let page = match (&s.page, classify) {
+                    (Some(page), _) => pages.id(page),
+                    (None, Some(classify)) => pages.id(classify(&s.observation)),
+                    (None, None) => pages.id(""),
+                };
+                LeanStep {
+                    anchor: anchor_hash(s.anchor_key()),
+                    reward: s.reward,
+                    copies: s.copies(),
+                    page,
+                    valid: s.valid,
+                }
+            })
+            .collect();
+        let tokens = episode.steps.iter().map(|s| s.tokens.unwrap_or(0)).sum();
+        let token_steps = episode.steps.iter().filter(|s| s.tokens.is_some()).count() as u32;
+        let (reward_names, rewards) = match episode.reward_functions() {
+            Some((names, values)) => {
+                (Some(names.into_iter().map(String::into_boxed_str).collect()), Some(values.into_boxed_slice()))
+            }
+            None => (None, None),
+        };
+        let source = episode.extra.get(SOURCE_KEY).and_then(Value::as_str).map(Into::into);
+        LeanEpisode {
+            id: episode.id.as_str().into(),
+            group: episode.group.as_str().into(),
+            iteration: episode.iteration,
+            success: episode.success(),
+            source,
+            tokens,
+            token_steps,
+            steps,
+            reward_names,
+            rewards,
+            advantages: episode.advantages.as_ref().map(|a| a.clone().into_boxed_slice()),
+            text: match episode.read_from.0 {
+                Some(span) => EpisodeText::OnDisk(span),
+                None => EpisodeText::InMemory(Arc::new(episode)),
+            },
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Undiscounted sum of the step rewards ([`Episode::total_reward`]).
+    pub fn total_reward(&self) -> f64 {
+        self.steps.iter().map(|s| s.reward).sum()
+    }
+}
+
+/// Reading an episode's text back failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TextError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: line {line} is no longer the line that was read (the file was truncated, replaced or rewritten)")]
+    Changed { path: PathBuf, line: u64 },
+    #[error("{path}: line {line}: {message}")]
+    Parse { path: PathBuf, line: u64, message: String },
+}
+
+/// Episodes kept in the cache of a [`TextStore`]: the views show a few episodes at a time.
+const CACHED_EPISODES: usize = 64;
+
+/// Reads episodes back from their lines in `episodes.jsonl`, with a small cache of the latest ones. Cheap to
+/// clone (shared): a background job takes one along.
+///
+/// Lines are read with positioned reads rather than a memory map: a map of a file that another process
+/// truncates faults (SIGBUS) on access, a read just comes back short.
+#[derive(Clone, Debug)]
+pub struct TextStore {
+    inner: Arc<StoreInner>,
+}
+
+#[derive(Debug)]
+struct StoreInner {
+    path: PathBuf,
+    cache: Mutex<VecDeque<(LineSpan, Arc<Episode>)>>,
+}
+
+impl TextStore {
+    /// A store for the lines of the file at `path`.
+    pub fn new(path: &Path) -> TextStore {
+        TextStore { inner: Arc::new(StoreInner { path: path.to_path_buf(), cache: Mutex::new(VecDeque::new()) }) }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The full record of an episode.
+    pub fn episode(&self, text: &EpisodeText) -> Result<Arc<Episode>, TextError> {
+        match text {
+            EpisodeText::InMemory(episode) => Ok(Arc::clone(episode)),
+            EpisodeText::OnDisk(span) => self.read(span),
+        }
+    }
+
+    /// Forget what was cached (the file was reset: cached records may no longer be in it).
+    pub fn clear(&self) {
+        self.cache().clear();
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, VecDeque<(LineSpan, Arc<Episode>)>> {
+        // A panic elsewhere while holding the lock leaves a cache that is still consistent (entries are whole).
+        self.inner.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn read(&self, span: &LineSpan) -> Result<Arc<Episode>, TextError> {
+        if let Some((_, episode)) = self.cache().iter().find(|(s, _)| s == span) {
+            return Ok(Arc::clone(episode));
+        }
+        let path = &self.inner.path;
+        let io = |source| TextError::Io { path: path.clone(), source };
+        let changed = || TextError::Changed { path: path.clone(), line: span.line };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = usize::try_from(span.len).map_err(|_| changed())?;
+        let mut bytes = vec![0u8; len];
+        match read_at(&file, &mut bytes, span.offset) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(changed()),
+            Err(err) => return Err(io(err)),
+        }
+        if line_checksum(&bytes) != span.checksum {
+            return Err(changed());
+        }
+        let parse = |message: String| TextError::Parse { path: path.clone(), line: span.line, message };
+        let text = std::str::from_utf8(&bytes).map_err(|e| parse(e.to_string()))?;
+        let mut episode: Episode =
+            serde_json::from_str(text.trim_end_matches(['\n', '\r'])).map_err(|e| parse(e.to_string()))?;
+        episode.read_from = ReadFrom(Some(*span));
+        let episode = Arc::new(episode);
+        let mut cache = self.cache();
+        if cache.len() == CACHED_EPISODES {
+            cache.pop_front();
+        }
+        cache.push_back((*span, Arc::clone(&episode)));
+        Ok(episode)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
