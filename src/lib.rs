@@ -5,9 +5,11 @@
 
 pub mod advantage;
 pub mod cli;
+pub mod env;
 pub mod index;
 pub mod live;
 pub mod run;
+pub mod sokoban;
 pub mod text;
 #[cfg(feature = "train")]
 pub mod train;

@@ -220,7 +220,7 @@ fn the_update_lowers_the_loss_on_a_fixed_batch() {
     let vs = tch::nn::VarStore::new(tch::Device::Cpu);
     let policy = Policy::new(&vs.root(), Default::default());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
-    let mut slots: Vec<Slot<_>> = (0..6).map(|g| Slot::new(ToyShop.start(Split::Train, g).unwrap())).collect();
+    let mut slots: Vec<Slot> = (0..6).map(|g| Slot::new(ToyShop.start_in(Split::Train, g).unwrap())).collect();
     rollout::play(&mut slots, &mut Chooser::Sample(&policy, &mut rng), 15, tch::Device::Cpu).unwrap();
     // Alternate signs so that the batch asks for some actions to go up and others down.
     let samples: Vec<Sample> = slots
@@ -248,10 +248,10 @@ fn the_update_lowers_the_loss_on_a_fixed_batch() {
 #[test]
 fn episodes_a_policy_plays_carry_the_reward_breakdown_as_hand_played_ones_do() {
     use gigscope::train::rollout::{self, Chooser, Slot};
-    use gigscope::train::webshop::WebShopTasks;
     use gigscope::train::{Split, Tasks};
+    use gigscope::webshop::port::WebShopTasks;
     let tasks = WebShopTasks::open(None, None).unwrap();
-    let mut slots = vec![Slot::new(tasks.start(Split::Train, 0).unwrap())];
+    let mut slots = vec![Slot::new(tasks.start_in(Split::Train, 0).unwrap())];
     // The rule baseline always buys, so the episode ends with WebShop's reward.
     rollout::play(&mut slots, &mut Chooser::<rand_chacha::ChaCha8Rng>::Rule, 15, tch::Device::Cpu).unwrap();
     let episode = slots[0].to_episode("e".into(), "g".into(), 0);

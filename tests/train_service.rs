@@ -19,7 +19,7 @@ fn serve(request: &Request) -> (Vec<TrainEvent>, Result<Vec<u8>, String>) {
 fn burst(run: &std::path::Path, mode: RunMode) -> Request {
     Request::Train(Box::new(TrainRequest {
         run: run.to_path_buf(),
-        tasks: TaskSource::Webshop { catalog: None, goal_source: None },
+        tasks: TaskSource::new("webshop", Default::default()),
         config: TrainConfig {
             iterations: 1,
             goals_per_iteration: 2,
@@ -78,8 +78,8 @@ fn the_policy_plays_a_group_and_says_which_policy_it_was() {
     let request = |first| {
         Request::Autoplay(AutoplayRequest {
             run: dir.path().to_path_buf(),
-            catalog: None,
-            goal: 3,
+            tasks: TaskSource::new("webshop", Default::default()),
+            task: 3,
             group: "auto-3".into(),
             first,
             n: 2,
@@ -99,13 +99,13 @@ fn the_policy_plays_a_group_and_says_which_policy_it_was() {
     assert_eq!(serde_json::from_slice::<AutoplayResult>(&again.unwrap()).unwrap(), played);
 
     let (_, missing) = serve(&Request::Autoplay(AutoplayRequest {
-        goal: 1_000_000,
+        task: 1_000_000,
         ..match request(0) {
             Request::Autoplay(r) => r,
             _ => unreachable!(),
         }
     }));
-    assert_eq!(missing.unwrap_err(), "no goal 1000000");
+    assert_eq!(missing.unwrap_err(), "webshop: no task goal-1000000");
 }
 
 #[test]

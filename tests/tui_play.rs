@@ -8,14 +8,15 @@ use std::time::Instant;
 use gigscope::live::LiveEvent;
 use gigscope::tui::burst_dialog::{BurstPoint, BurstRequest, BurstUpdate};
 use gigscope::tui::play::fresh_group_name;
+use gigscope::tui::play::TasksHandle;
 use gigscope::tui::state::{Popup, Prompt};
 use gigscope::tui::update::InputKey;
 use gigscope::tui::{open, update, Action, Config, Effects, Msg, State, View};
-use gigscope::webshop::shop::Shop;
+use gigscope::webshop::port::WebShopTasks;
 
-fn shop() -> Arc<Shop> {
-    static SHOP: OnceLock<Arc<Shop>> = OnceLock::new();
-    Arc::clone(SHOP.get_or_init(|| Arc::new(Shop::open(None, None).unwrap())))
+fn shop() -> TasksHandle {
+    static SHOP: OnceLock<TasksHandle> = OnceLock::new();
+    Arc::clone(SHOP.get_or_init(|| Arc::new(WebShopTasks::open(None, None).unwrap())))
 }
 
 fn state() -> State {
@@ -31,9 +32,9 @@ fn act(s: &mut State, a: Action) -> Effects {
 fn playing() -> State {
     let mut s = state();
     let fx = act(&mut s, Action::Play);
-    assert!(fx.open_shop, "the first play asks the app to open the shop");
+    assert!(fx.open_env, "the first play asks the app to open the run's environment");
     assert_eq!(s.ui.view, View::Play);
-    update(&mut s, Msg::ShopReady(Ok(shop())));
+    update(&mut s, Msg::EnvReady(Ok(shop())));
     assert!(s.ui.play.is_some());
     s
 }
@@ -79,7 +80,7 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
     let fx = play_one_episode(&mut s, "shorts");
     assert!(fx.write.is_empty(), "nothing is written before the group is complete");
     let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
-    assert_eq!((session.finished.len(), session.env.steps()), (1, 0), "the next episode starts afresh");
+    assert_eq!((session.finished.len(), session.steps()), (1, 0), "the next episode starts afresh");
     let page = s.ui.play.as_ref().unwrap().finished_page.clone().expect("the page the episode ended on is shown");
     assert!(page.observation.contains("Thank you"), "{}", page.observation);
     act(&mut s, Action::Open);

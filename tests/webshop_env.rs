@@ -5,9 +5,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use gigscope::env::EpisodeRecorder;
+use gigscope::run::Task;
 use gigscope::webshop::actions::SEARCH_ACTION;
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::env::{EpisodeRecorder, ProductSearch, WebShopEnv, DEFAULT_MAX_STEPS};
+use gigscope::webshop::env::{ProductSearch, WebShopEnv, DEFAULT_MAX_STEPS};
 use gigscope::webshop::goals::{build_goals, Goal, GoalOptions, GoalSource};
 use gigscope::webshop::page::{classify_observation, PageType};
 use gigscope::webshop::render::{self, format_for_gigpo, SubPage};
@@ -263,7 +265,8 @@ fn a_recorded_episode_is_a_run_format_episode() {
     for a in ["search[shoes]", "nonsense", &format!("click[{asin}]"), "click[buy now]"] {
         rec.step(&mut env, a);
     }
-    let ep = rec.finish(&env, "e1", "g1", "7");
+    let task = Task { id: "7".into(), instruction: goal.instruction_text.clone(), extra: Default::default() };
+    let ep = rec.finish(&env, "e1", "g1", task);
     assert_eq!(ep.steps.len(), 4);
     let pages: Vec<&str> = ep.steps.iter().map(|s| s.page.as_deref().unwrap()).collect();
     assert_eq!(pages, ["search", "results", "results", "item"]);

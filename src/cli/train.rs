@@ -11,18 +11,21 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use clap::builder::{PossibleValue, PossibleValuesParser};
+
 use super::advantages::SettingsFlags;
+use crate::env::{EnvOptions, ENVIRONMENTS};
+use crate::training::protocol::TOY_ENV;
 use crate::training::{
     DeviceChoice, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest, Training,
 };
 use crate::webshop::goals::GoalSource;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EnvChoice {
-    /// The in-process WebShop environment.
-    Webshop,
-    /// A six-product shop with WebShop's pages, for smoke tests.
-    Toy,
+/// `--env`: the registry's environments, and the trainer's toy shop.
+fn env_names() -> PossibleValuesParser {
+    let registered = ENVIRONMENTS.iter().map(|r| PossibleValue::new(r.name).help(r.about));
+    let toy = PossibleValue::new(TOY_ENV).help("a six-product shop with WebShop's pages, for smoke tests");
+    PossibleValuesParser::new(registered.chain([toy]))
 }
 
 #[derive(clap::Args, Debug)]
@@ -40,14 +43,19 @@ pub struct Args {
     /// trainer, or played by hand); its iterations are numbered after the run's last one.
     #[arg(long)]
     pub append: bool,
-    #[arg(long, value_enum, default_value_t = EnvChoice::Webshop)]
-    pub env: EnvChoice,
-    /// WebShop catalog directory (default: the embedded demo catalog).
+    /// The environment.
+    #[arg(long, default_value = "webshop", value_parser = env_names())]
+    pub env: String,
+    /// WebShop catalog directory (default: the embedded demo catalog); `--env-option catalog=DIR`.
     #[arg(long)]
     pub catalog: Option<PathBuf>,
     /// WebShop goals (default: human when the catalog has human instructions, else synthetic).
     #[arg(long, value_enum)]
     pub goal_source: Option<GoalSource>,
+    /// An option of the environment, KEY=VALUE (repeatable), e.g. Sokoban's `size=6`, `boxes=2`,
+    /// `max_steps=20`.
+    #[arg(long = "env-option", value_name = "KEY=VALUE")]
+    pub env_options: Vec<String>,
     /// E: goals per iteration.
     #[arg(long, default_value_t = 16)]
     pub goals: usize,
@@ -126,16 +134,32 @@ impl Args {
 }
 
 impl Args {
+    /// `--env-option`s, with `--catalog` and `--goal-source` as the options they stand for.
+    fn env_options(&self) -> anyhow::Result<EnvOptions> {
+        let mut options = EnvOptions::parse(&self.env_options).map_err(|e| anyhow::anyhow!("--env-option {e}"))?;
+        if let Some(catalog) = &self.catalog {
+            options.set("catalog", catalog.display().to_string());
+        }
+        if let Some(name) = self.goal_source.and_then(|g| clap::ValueEnum::to_possible_value(&g)) {
+            options.set("goal_source", name.get_name());
+        }
+        Ok(options)
+    }
+
+    /// The environment and its options, checked against the registry before the plugin is loaded.
+    fn tasks(&self) -> anyhow::Result<TaskSource> {
+        let options = self.env_options()?;
+        if self.env != TOY_ENV {
+            crate::env::registry::check(&self.env, &options)?;
+        }
+        Ok(TaskSource::new(&self.env, options))
+    }
+
     /// What the plugin is asked to run.
     pub fn request(&self) -> anyhow::Result<TrainRequest> {
         Ok(TrainRequest {
             run: self.run.clone(),
-            tasks: match self.env {
-                EnvChoice::Toy => TaskSource::Toy,
-                EnvChoice::Webshop => {
-                    TaskSource::Webshop { catalog: self.catalog.clone(), goal_source: self.goal_source }
-                }
-            },
+            tasks: self.tasks()?,
             config: self.config()?,
             mode: RunMode::AsConfigured,
         })

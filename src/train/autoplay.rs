@@ -8,12 +8,11 @@ use rand_chacha::ChaCha8Rng;
 use tch::Device;
 
 use super::checkpoint;
-use super::env::{Environment, Started};
 use super::ppo::Adam;
 use super::rollout::{self, Chooser, Slot};
 use super::trainer::{initial_policy, TrainConfig};
-use super::webshop::start_goal;
 use super::TrainError;
+use crate::env::Started;
 use crate::run::Episode;
 use crate::training::protocol::{AutoplayRequest, AutoplayResult};
 
@@ -26,11 +25,11 @@ pub enum PolicySource {
     Untrained,
 }
 
-/// Episodes `{group}-{first}`, `{group}-{first+1}`, … (`n` of them, iteration 0) of the goal `started` was
+/// Episodes `{group}-{first}`, `{group}-{first+1}`, … (`n` of them, iteration 0) of the task `started` was
 /// reset to, sampled from the run's policy on the CPU and recorded as training rollouts record them.
-pub fn play_group<E: Environment + Clone>(
+pub fn play_group(
     run_dir: &Path,
-    started: Started<E>,
+    started: Started,
     group: &str,
     first: usize,
     n: usize,
@@ -58,11 +57,11 @@ pub fn play_group<E: Environment + Clone>(
     Ok((episodes.collect(), source))
 }
 
-/// [`play_group`] as the host asks for it: goal `request.goal` of the request's catalog (human goals where it
-/// has them), and which policy played, in words.
+/// [`play_group`] as the host asks for it: task `request.task` of the request's environment, and which policy
+/// played, in words.
 pub fn autoplay(request: &AutoplayRequest) -> Result<AutoplayResult, String> {
-    let shop = super::request::shop(request.catalog.as_deref(), None).map_err(|e| format!("opening the shop: {e}"))?;
-    let started = start_goal(&shop, request.goal).ok_or_else(|| format!("no goal {}", request.goal))?;
+    let tasks = super::request::open_tasks(&request.tasks).map_err(|e| e.to_string())?;
+    let started = tasks.start(request.task).map_err(|e| e.to_string())?;
     let (episodes, source) =
         play_group(&request.run, started, &request.group, request.first, request.n, request.step_limit, request.seed)
             .map_err(|e| format!("policy play: {e}"))?;

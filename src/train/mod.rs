@@ -11,8 +11,6 @@
 
 mod autoplay;
 pub mod checkpoint;
-pub mod env;
-pub mod features;
 mod output;
 pub mod policy;
 pub mod ppo;
@@ -21,16 +19,14 @@ pub mod rollout;
 pub mod service;
 pub mod toy;
 mod trainer;
-pub mod webshop;
 
 use std::path::PathBuf;
 
+pub use crate::env::{Environment, Split, Started, Tasks, Transition};
 pub use autoplay::{autoplay, play_group, PolicySource};
-pub use env::{Environment, Split, Started, Tasks, Transition};
 pub use policy::PolicyShape;
 pub use ppo::PpoConfig;
 pub use trainer::{resolve_device, DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
-pub use webshop::start_goal;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
@@ -56,8 +52,6 @@ pub enum TrainError {
     NoCuda,
     #[error("the environment has no training goals")]
     NoGoals,
-    #[error("no goal {0}")]
-    NoSuchGoal(usize),
-    #[error("environment: {0}")]
-    Env(String),
+    #[error(transparent)]
+    Env(#[from] crate::env::EnvError),
 }

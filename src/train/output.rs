@@ -14,7 +14,7 @@ use crate::run::{
 
 pub struct RunOutput {
     dir: PathBuf,
-    env: &'static str,
+    env: String,
     writer: RunWriter,
 }
 
@@ -32,11 +32,11 @@ fn file_len(path: &Path) -> Result<u64, TrainError> {
 
 impl RunOutput {
     /// Open `dir` for writing. A new run must not have episodes yet; a resumed one keeps what it has.
-    pub fn open(dir: &Path, resume: bool, env: &'static str) -> Result<RunOutput, TrainError> {
+    pub fn open(dir: &Path, resume: bool, env: &str) -> Result<RunOutput, TrainError> {
         if !resume && file_len(&dir.join(EPISODES_FILE))? > 0 {
             return Err(TrainError::RunNotEmpty(dir.to_path_buf()));
         }
-        Ok(RunOutput { dir: dir.to_path_buf(), env, writer: RunWriter::create(dir)? })
+        Ok(RunOutput { dir: dir.to_path_buf(), env: env.to_owned(), writer: RunWriter::create(dir)? })
     }
 
     /// The advantage settings recorded in `run.json` (none when there is no `run.json`).
@@ -49,7 +49,7 @@ impl RunOutput {
     pub fn write_meta(&self, settings: &AdvantageSettings, config: &TrainConfig) -> Result<(), TrainError> {
         let mut meta = read_meta(&self.dir)?.unwrap_or_default();
         meta.format = Some(FORMAT_V1.to_string());
-        meta.env.get_or_insert_with(|| self.env.to_string());
+        meta.env.get_or_insert_with(|| self.env.clone());
         if let Some(name) = &config.name {
             meta.name = Some(name.clone());
         }

@@ -9,7 +9,7 @@
 use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 
-use super::features::{Decision, ACTION_DENSE, BUCKETS, STATE_DENSE};
+use crate::env::features::{Decision, ACTION_DENSE, BUCKETS, STATE_DENSE};
 pub use crate::training::protocol::PolicyShape;
 
 /// Logit given to padding slots: far below any real logit, finite so that 0·logit stays 0 in the entropy.

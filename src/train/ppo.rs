@@ -6,8 +6,8 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use tch::{Device, Kind, Tensor};
 
-use super::features::Decision;
 use super::policy::{Batch, Policy};
+use crate::env::features::Decision;
 pub use crate::training::protocol::PpoConfig;
 
 /// One training sample: a decision, the action taken, its log-probability when it was taken, and the

@@ -3,43 +3,31 @@
 //! plugin runs this for a TUI burst (on the TUI's background thread) and for `gigscope train`; a raised stop
 //! flag ends it after the current iteration, leaving a valid run and checkpoint.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::checkpoint;
-use super::env::{Split, Tasks};
 use super::toy::ToyShop;
 use super::trainer::{Progress, TrainConfig, Trainer};
-use super::webshop::WebShopTasks;
-use crate::training::protocol::{IterationSummary, RunMode, TaskSource, TrainEvent, TrainRequest};
-use crate::webshop::goals::GoalSource;
-use crate::webshop::shop::Shop;
+use crate::env::{registry, EnvError, Split, Tasks};
+use crate::training::protocol::{IterationSummary, RunMode, TaskSource, TrainEvent, TrainRequest, TOY_ENV};
 
 /// Run `request` to its end, reporting every event to `emit` (the last one `Finished` or `Failed`).
 pub fn run(request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {
-    match &request.tasks {
-        TaskSource::Toy => run_with(ToyShop, request, stop, emit),
-        TaskSource::Webshop { catalog, goal_source } => match shop(catalog.as_deref(), *goal_source) {
-            Ok(shop) => run_with(WebShopTasks::new(shop), request, stop, emit),
-            Err(e) => emit(TrainEvent::Failed { error: format!("cannot set up WebShop: {e}") }),
-        },
+    match open_tasks(&request.tasks) {
+        Ok(tasks) => run_with(tasks, request, stop, emit),
+        Err(e) => emit(TrainEvent::Failed { error: format!("cannot set up the environment: {e}") }),
     }
 }
 
-/// The shop of a catalog, opened once per process and shared (clones share the catalog and search index):
-/// bursts and policy play in one TUI session open it once.
-pub fn shop(catalog: Option<&Path>, source: Option<GoalSource>) -> Result<Shop, String> {
-    type Opened = Vec<((Option<PathBuf>, Option<GoalSource>), Shop)>;
-    static OPENED: Mutex<Opened> = Mutex::new(Vec::new());
-    let key = (catalog.map(Path::to_path_buf), source);
-    let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, shop)) = opened.iter().find(|(k, _)| *k == key) {
-        return Ok(shop.clone());
+/// The task list a request names: the registry's environment (WebShop opens each catalog once per process,
+/// so bursts and policy play in one TUI session share it), or the trainer's toy shop.
+pub fn open_tasks(source: &TaskSource) -> Result<Arc<dyn Tasks>, EnvError> {
+    if source.env == TOY_ENV {
+        return Ok(Arc::new(ToyShop));
     }
-    let shop = Shop::open(catalog, source).map_err(|e| e.to_string())?;
-    opened.push((key, shop.clone()));
-    Ok(shop)
+    registry::open(&source.env, &source.options)
 }
 
 /// How a burst continues `run_dir`: its checkpoint when it has one, else a fresh policy numbered after the
@@ -62,13 +50,13 @@ fn describe(config: &TrainConfig) -> String {
     }
 }
 
-fn run_with<T: Tasks>(tasks: T, request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {
+fn run_with(tasks: Arc<dyn Tasks>, request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {
     let mut config = request.config.clone();
     let how = match request.mode {
         RunMode::Continue => continue_run(&request.run, &mut config),
         RunMode::AsConfigured => describe(&config),
     };
-    let (train_goals, test_goals) = (tasks.len(Split::Train), tasks.len(Split::Test));
+    let (train_goals, test_goals) = (tasks.split_len(Split::Train), tasks.split_len(Split::Test));
     let mut trainer = match Trainer::new(tasks, config.clone(), &request.run) {
         Ok(t) => t,
         Err(e) => {

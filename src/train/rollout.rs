@@ -1,15 +1,17 @@
 //! Rollouts: many episodes stepped in lockstep so that each step is one batched policy forward pass, recorded
 //! both as run-format episodes (what the TUI shows) and as training decisions (what the update consumes).
 
+use std::sync::Arc;
+
 use rand::Rng;
 use serde_json::Map;
 use tch::Device;
 
-use super::env::{Environment, Started};
-use super::features::{self, ActionKind, Decision, History, Instruction, PageView};
 use super::policy::{Batch, Policy};
 use super::TrainError;
-use crate::run::{Episode, Outcome, Step, Task, REWARD_INFO_KEY};
+use crate::env::features::{token_count, Decision, PolicyFeatures, StateView, Taken};
+use crate::env::{Environment, Started, Transition};
+use crate::run::{Episode, Outcome, Step, Task};
 
 /// How actions are picked.
 pub enum Chooser<'a, R: Rng> {
@@ -17,46 +19,67 @@ pub enum Chooser<'a, R: Rng> {
     Sample(&'a Policy, &'a mut R),
     /// The policy's most likely action (evaluation).
     Greedy(&'a Policy),
-    /// The rule baseline: search the full instruction, click the first result, buy.
+    /// The environment's rule baseline ([`PolicyFeatures::rule_choice`]).
     Rule,
 }
 
 /// One episode being played.
 #[derive(Clone)]
-pub struct Slot<E> {
-    pub env: E,
+pub struct Slot {
+    pub env: Box<dyn Environment>,
     pub task_id: String,
     pub instruction_text: String,
-    instruction: Instruction,
-    history: History,
+    features: Arc<dyn PolicyFeatures>,
+    history: Vec<Taken>,
     pub steps: Vec<Step>,
     /// The decision at each step and the index of the chosen action in it.
     pub decisions: Vec<(Decision, i64)>,
     done: bool,
 }
 
-impl<E: Environment> Slot<E> {
-    pub fn new(started: Started<E>) -> Slot<E> {
+impl Slot {
+    pub fn new(started: Started) -> Slot {
         Slot {
-            instruction: Instruction::new(&started.instruction),
+            features: started.features,
             env: started.env,
             task_id: started.task_id,
             instruction_text: started.instruction,
-            history: History::default(),
+            history: Vec::new(),
             steps: Vec::new(),
             decisions: Vec::new(),
             done: false,
         }
     }
 
-    /// Episode outcome: WebShop scores an episode by the reward of its purchase; success is a perfect one.
+    /// Episode outcome, as the environment scores it.
     pub fn outcome(&self) -> Outcome {
-        let score: f64 = self.steps.iter().map(|s| s.reward).sum();
-        let mut extra = Map::new();
-        if let Some(info) = self.env.reward_info() {
-            extra.insert(REWARD_INFO_KEY.to_owned(), info);
-        }
-        Outcome { success: (score - 1.0).abs() < 1e-9, score, extra }
+        self.env.outcome()
+    }
+
+    /// Take `action` in the current state and record the step: its observation, anchor, page, the
+    /// `candidates` chosen among, the policy's log-probability (when a policy chose it), reward and validity.
+    fn record(&mut self, action: &str, anchor: String, candidates: Vec<String>, logprob: Option<f32>) -> Transition {
+        let mut step = Step::new(self.env.observation(), action, 0.0);
+        step.anchor = Some(anchor.into());
+        step.page = self.env.page().map(str::to_owned);
+        step.tokens = Some(token_count(action));
+        step.logprob = logprob.map(f64::from);
+        self.history.push(Taken { action: action.to_owned(), page: step.page.clone() });
+        let transition = self.env.step(action);
+        step.reward = transition.reward;
+        step.valid = transition.valid;
+        step.available_actions = Some(candidates);
+        self.steps.push(step);
+        self.done = transition.done;
+        transition
+    }
+
+    /// Take `action`, which no policy chose (a recorded action replayed, the first action of a branch), and
+    /// record the step as a rollout does. `decisions` keeps only the policy's choices.
+    pub fn act(&mut self, action: &str) -> Transition {
+        let candidates = self.features.candidates(&self.env.available_actions());
+        let anchor = self.env.anchor();
+        self.record(action, anchor, candidates, None)
     }
 
     /// The run-format episode.
@@ -74,19 +97,8 @@ impl<E: Environment> Slot<E> {
             outcome: Some(self.outcome()),
             advantages: None,
             extra: Map::new(),
-            read_from: Default::default(),
         }
     }
-}
-
-/// The rule baseline's choice among `actions` on a page of type `page`.
-fn rule_choice(actions: &[String], page: &str) -> usize {
-    let first_of = |kind: ActionKind| actions.iter().position(|a| ActionKind::of(a, page) == kind);
-    // Search candidates start with the full instruction, so the first search action is "search the instruction".
-    first_of(ActionKind::Search)
-        .or_else(|| first_of(ActionKind::Product))
-        .or_else(|| first_of(ActionKind::Buy))
-        .unwrap_or(0)
 }
 
 /// Index of a draw from the categorical distribution with log-probabilities `logp` (length ≥ n).
@@ -108,37 +120,43 @@ fn argmax(values: &[f32]) -> usize {
 }
 
 /// Play every slot to the end (or `step_limit` steps). Returns the number of environment steps taken.
-pub fn play<E: Environment, R: Rng>(
-    slots: &mut [Slot<E>],
+pub fn play<R: Rng>(
+    slots: &mut [Slot],
     chooser: &mut Chooser<'_, R>,
     step_limit: usize,
     device: Device,
 ) -> Result<usize, TrainError> {
     let mut env_steps = 0;
-    for t in 0..step_limit {
+    loop {
         let mut live: Vec<usize> = Vec::new();
         let mut candidates: Vec<Vec<String>> = Vec::new();
         let mut anchors: Vec<String> = Vec::new();
         let mut decisions: Vec<Decision> = Vec::new();
+        let mut rule_choices: Vec<usize> = Vec::new();
         for (i, slot) in slots.iter_mut().enumerate() {
-            if slot.done {
+            // A slot may start part-way (a state rebuilt from a recorded episode): its own step count is where
+            // it is, and the limit counts from its first step.
+            if slot.done || slot.steps.len() >= step_limit {
                 continue;
             }
-            let actions = features::candidate_actions(&slot.env.available_actions(), &slot.instruction);
+            let actions = slot.features.candidates(&slot.env.available_actions());
             if actions.is_empty() {
-                // Nothing to do on this page (WebShop's done page): the episode is over.
+                // Nothing to do in this state (WebShop's done page): the episode is over.
                 slot.done = true;
                 continue;
             }
             let anchor = slot.env.anchor();
-            let view = PageView {
+            let view = StateView {
                 observation: slot.env.observation(),
                 anchor: &anchor,
                 page: slot.env.page(),
-                step: t,
+                step: slot.steps.len(),
                 step_limit,
             };
-            decisions.push(features::featurize(&slot.instruction, view, &slot.history, &actions));
+            if matches!(chooser, Chooser::Rule) {
+                rule_choices.push(slot.features.rule_choice(view, &actions));
+            }
+            decisions.push(slot.features.describe(view, &slot.history, &actions));
             live.push(i);
             candidates.push(actions);
             anchors.push(anchor);
@@ -170,23 +188,12 @@ pub fn play<E: Environment, R: Rng>(
                     let k = argmax(row);
                     (k, Some(row[k]))
                 }
-                _ => (rule_choice(&actions, slot.env.page()), None),
+                _ => (rule_choices[j], None),
             };
-            let action = &actions[choice];
-            let mut step = Step::new(slot.env.observation(), action.clone(), 0.0);
-            step.anchor = Some(anchor.into());
-            step.page = Some(slot.env.page().to_string());
-            step.tokens = Some(features::token_count(action));
-            step.logprob = logprob.map(f64::from);
-            slot.history.push(action, slot.env.page());
-            let transition = slot.env.step(action);
+            let action = actions[choice].clone();
+            slot.record(&action, anchor, actions, logprob);
             env_steps += 1;
-            step.reward = transition.reward;
-            step.valid = transition.valid;
-            step.available_actions = Some(actions.clone());
-            slot.steps.push(step);
             slot.decisions.push((decision, choice as i64));
-            slot.done = transition.done;
         }
     }
     Ok(env_steps)

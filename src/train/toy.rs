@@ -1,8 +1,13 @@
 //! A tiny shop with WebShop's page structure (search → results → item → options → buy): small enough that
 //! tests and benchmarks of the trainer run in seconds without a catalog or a search index.
 
-use super::env::{Environment, Split, Started, Tasks, Transition};
-use super::TrainError;
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::env::features::words;
+use crate::env::{EnvError, Environment, Split, Started, TaskInfo, Tasks, Transition};
+use crate::run::Outcome;
+use crate::webshop::policy_features::{click_argument, search_argument, WebShopFeatures};
 
 struct Product {
     asin: &'static str,
@@ -53,6 +58,8 @@ pub struct ToyEnv {
     instruction: String,
     page: Page,
     observation: String,
+    /// The purchase's reward, once bought.
+    bought: Option<f64>,
 }
 
 impl ToyEnv {
@@ -65,7 +72,7 @@ impl ToyEnv {
             color,
             product.price + 10.0
         );
-        let mut env = ToyEnv { goal, instruction, page: Page::Search, observation: String::new() };
+        let mut env = ToyEnv { goal, instruction, page: Page::Search, observation: String::new(), bought: None };
         env.render();
         env
     }
@@ -102,11 +109,11 @@ impl ToyEnv {
 
     /// Products ranked by how many query words their title shares (ties by catalog order).
     fn search(query: &str) -> Vec<usize> {
-        let words: Vec<String> = super::features::words(query).collect();
+        let query_words: Vec<String> = words(query).collect();
         let mut scored: Vec<(usize, usize)> = PRODUCTS
             .iter()
             .enumerate()
-            .map(|(i, p)| (i, super::features::words(p.title).filter(|w| words.contains(w)).count()))
+            .map(|(i, p)| (i, words(p.title).filter(|w| query_words.contains(w)).count()))
             .collect();
         scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.into_iter().take(4).map(|(i, _)| i).collect()
@@ -138,13 +145,13 @@ impl Environment for ToyEnv {
         rest.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(" [SEP] ")
     }
 
-    fn page(&self) -> &str {
-        match self.page {
+    fn page(&self) -> Option<&str> {
+        Some(match self.page {
             Page::Search => "search",
             Page::Results(_) => "results",
             Page::Item { .. } => "item",
             Page::Done => "done",
-        }
+        })
     }
 
     fn available_actions(&self) -> Vec<String> {
@@ -166,9 +173,9 @@ impl Environment for ToyEnv {
     fn step(&mut self, action: &str) -> Transition {
         let mut reward = 0.0;
         let mut valid = true;
-        let next = if let Some(q) = super::features::search_argument(action) {
+        let next = if let Some(q) = search_argument(action) {
             Some(Page::Results(Self::search(q)))
-        } else if let Some(arg) = super::features::click_argument(action) {
+        } else if let Some(arg) = click_argument(action) {
             match (&self.page, arg) {
                 (Page::Results(_) | Page::Item { .. }, "back to search") => Some(Page::Search),
                 (Page::Results(shown), "next >") => Some(Page::Results(shown.clone())),
@@ -179,6 +186,7 @@ impl Environment for ToyEnv {
                 (Page::Item { .. }, "< prev") => Some(Page::Results(Self::search(&self.instruction))),
                 (Page::Item { product, color }, "buy now") => {
                     reward = self.reward(*product, color.as_deref());
+                    self.bought = Some(reward);
                     Some(Page::Done)
                 }
                 (Page::Item { product, .. }, value) if PRODUCTS[*product].colors.contains(&value) => {
@@ -196,6 +204,16 @@ impl Environment for ToyEnv {
         self.render();
         Transition { reward, done: self.page == Page::Done, valid }
     }
+
+    /// WebShop's scoring: the purchase's reward; success is a perfect one.
+    fn outcome(&self) -> Outcome {
+        let score = self.bought.unwrap_or(0.0);
+        Outcome { success: (score - 1.0).abs() < 1e-9, score, ..Outcome::default() }
+    }
+
+    fn box_clone(&self) -> Box<dyn Environment> {
+        Box::new(self.clone())
+    }
 }
 
 /// The toy shop's goals; the test split is the same list (the point is speed, not generalisation).
@@ -203,19 +221,42 @@ impl Environment for ToyEnv {
 pub struct ToyShop;
 
 impl Tasks for ToyShop {
-    type Env = ToyEnv;
-    const ENV: &'static str = "toy-shop";
+    fn env_name(&self) -> &str {
+        "toy-shop"
+    }
 
-    fn len(&self, _split: Split) -> usize {
+    fn len(&self) -> usize {
         GOALS.len()
     }
 
-    fn start(&self, _split: Split, index: usize) -> Result<Started<ToyEnv>, TrainError> {
+    fn task(&self, index: usize) -> Option<TaskInfo> {
+        (index < GOALS.len()).then(|| TaskInfo {
+            id: format!("toy-{index}"),
+            instruction: ToyEnv::new(index).instruction,
+            details: Vec::new(),
+        })
+    }
+
+    fn split(&self, _split: Split) -> Range<usize> {
+        0..GOALS.len()
+    }
+
+    fn start(&self, index: usize) -> Result<Started, EnvError> {
         if index >= GOALS.len() {
-            return Err(TrainError::NoSuchGoal(index));
+            return Err(self.no_such_task(&format!("toy-{index}")));
         }
         let env = ToyEnv::new(index);
-        Ok(Started { task_id: format!("toy-{index}"), instruction: env.instruction.clone(), env })
+        let instruction = env.instruction.clone();
+        Ok(Started {
+            task_id: format!("toy-{index}"),
+            features: Arc::new(WebShopFeatures::new(&instruction)),
+            instruction,
+            env: Box::new(env),
+        })
+    }
+
+    fn index_of(&self, task_id: &str) -> Option<usize> {
+        task_id.strip_prefix("toy-")?.parse().ok().filter(|&i| i < GOALS.len())
     }
 }
 
@@ -225,10 +266,10 @@ mod tests {
 
     #[test]
     fn the_right_clicks_score_one() {
-        let mut env = ToyShop.start(Split::Train, 4).unwrap().env;
+        let mut env = ToyShop.start_in(Split::Train, 4).unwrap().env;
         assert_eq!(env.anchor(), "'Search'");
         assert!(env.step("search[wool winter hat]").valid);
-        assert_eq!(env.page(), "results");
+        assert_eq!(env.page(), Some("results"));
         assert!(env.available_actions().contains(&"click[b0toy00005]".to_string()));
         env.step("click[b0toy00005]");
         env.step("click[navy blue]");
@@ -238,7 +279,7 @@ mod tests {
 
     #[test]
     fn inadmissible_actions_are_no_ops() {
-        let mut env = ToyShop.start(Split::Train, 0).unwrap().env;
+        let mut env = ToyShop.start_in(Split::Train, 0).unwrap().env;
         let before = env.observation().to_string();
         let t = env.step("click[buy now]");
         assert!(!t.valid && !t.done);

@@ -14,13 +14,13 @@ use tch::nn::VarStore;
 use tch::Device;
 
 use super::checkpoint::{self, TrainerState};
-use super::env::{Environment, Split, Tasks};
 use super::output::RunOutput;
 use super::policy::{Policy, PolicyShape};
 use super::ppo::{self, Adam, Sample, UpdateStats};
 use super::rollout::{self, Chooser, Slot};
 use super::TrainError;
 use crate::advantage::{self, AdvantageSettings, AdvantageTable};
+use crate::env::{Split, Tasks};
 use crate::run::{Episode, MetricsRecord};
 pub use crate::training::protocol::{DeviceChoice, EvalResult, TrainConfig};
 
@@ -111,7 +111,7 @@ impl<T: Tasks> Trainer<T> {
             config.shape = saved.shape;
             config.seed = saved.seed;
         }
-        let mut output = RunOutput::open(run_dir, config.resume || config.append, T::ENV)?;
+        let mut output = RunOutput::open(run_dir, config.resume || config.append, tasks.env_name())?;
         let settings = config.advantage.apply(output.recorded_settings()?.apply(AdvantageSettings::default()));
         settings.validate()?;
         let (vs, policy) = initial_policy(config.seed, config.shape, device);
@@ -193,7 +193,7 @@ impl<T: Tasks> Trainer<T> {
             return Ok(b);
         }
         let mut slots = self.eval_slots()?;
-        rollout::play::<_, ChaCha8Rng>(&mut slots, &mut Chooser::Rule, self.config.step_limit, self.device)?;
+        rollout::play::<ChaCha8Rng>(&mut slots, &mut Chooser::Rule, self.config.step_limit, self.device)?;
         let result = summarize(&slots);
         self.baseline = Some(result);
         Ok(result)
@@ -202,7 +202,7 @@ impl<T: Tasks> Trainer<T> {
     /// Greedy actions on the evaluation goals.
     pub fn evaluate(&self) -> Result<EvalResult, TrainError> {
         let mut slots = self.eval_slots()?;
-        rollout::play::<_, ChaCha8Rng>(
+        rollout::play::<ChaCha8Rng>(
             &mut slots,
             &mut Chooser::Greedy(&self.policy),
             self.config.step_limit,
@@ -211,16 +211,16 @@ impl<T: Tasks> Trainer<T> {
         Ok(summarize(&slots))
     }
 
-    fn eval_slots(&self) -> Result<Vec<Slot<T::Env>>, TrainError> {
-        let n = self.config.eval_goals.min(self.tasks.len(Split::Test));
-        (0..n).map(|i| self.tasks.start(Split::Test, i).map(Slot::new)).collect()
+    fn eval_slots(&self) -> Result<Vec<Slot>, TrainError> {
+        let n = self.config.eval_goals.min(self.tasks.split_len(Split::Test));
+        (0..n).map(|i| Ok(Slot::new(self.tasks.start_in(Split::Test, i)?))).collect()
     }
 
     /// One iteration.
     pub fn iterate(&mut self) -> Result<IterationReport, TrainError> {
         let iteration = self.state.iteration + 1;
         let mut rng = iteration_rng(self.config.seed, iteration);
-        let n_train = self.tasks.len(Split::Train);
+        let n_train = self.tasks.split_len(Split::Train);
         if n_train == 0 {
             return Err(TrainError::NoGoals);
         }
@@ -232,7 +232,7 @@ impl<T: Tasks> Trainer<T> {
         let rollout_clock = Instant::now();
         let mut slots = Vec::with_capacity(goals.len() * self.config.episodes_per_goal);
         for &g in &goals {
-            let first = Slot::new(self.tasks.start(Split::Train, g)?);
+            let first = Slot::new(self.tasks.start_in(Split::Train, g)?);
             // Clones of one reset environment: the group's episodes share their start state.
             slots.extend(std::iter::repeat_n(first.clone(), self.config.episodes_per_goal.saturating_sub(1)));
             slots.push(first);
@@ -341,7 +341,7 @@ impl<T: Tasks> Trainer<T> {
     }
 }
 
-fn summarize<E: Environment>(slots: &[Slot<E>]) -> EvalResult {
+fn summarize(slots: &[Slot]) -> EvalResult {
     let n = slots.len();
     let outcomes: Vec<_> = slots.iter().map(Slot::outcome).collect();
     let d = n.max(1) as f64;

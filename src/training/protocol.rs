@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::advantage::AdvantageOverrides;
+use crate::env::EnvOptions;
 use crate::run::Episode;
-use crate::webshop::goals::GoalSource;
 
 /// Where the network runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -127,19 +127,23 @@ pub struct EvalResult {
     pub episodes: usize,
 }
 
-/// Which tasks a training run plays.
+/// Which tasks a training run (or the policy's play) takes: an environment of the registry
+/// ([`crate::env::registry`]) set up with its options, or the trainer's toy shop ([`TOY_ENV`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TaskSource {
-    /// The in-process WebShop environment on a catalog directory (`None`: the embedded demo catalog).
-    Webshop {
-        catalog: Option<PathBuf>,
-        /// `None`: human goals when the catalog has human instructions, else synthetic ones.
-        #[serde(with = "goal_source")]
-        goal_source: Option<GoalSource>,
-    },
-    /// A six-product shop with WebShop's pages, for smoke tests.
-    Toy,
+pub struct TaskSource {
+    pub env: String,
+    #[serde(default)]
+    pub options: EnvOptions,
+}
+
+/// The trainer's own six-product shop with WebShop's pages, for smoke tests (not in the registry: it lives
+/// with the trainer).
+pub const TOY_ENV: &str = "toy";
+
+impl TaskSource {
+    pub fn new(env: &str, options: EnvOptions) -> TaskSource {
+        TaskSource { env: env.to_owned(), options }
+    }
 }
 
 /// How a training run treats what the run directory already holds.
@@ -163,14 +167,14 @@ pub struct TrainRequest {
     pub mode: RunMode,
 }
 
-/// Episodes `{group}-{first}` … `{group}-{first+n-1}` (iteration 0) of WebShop goal `goal`, played by the run's
-/// policy: its checkpoint when it has one, else an untrained policy.
+/// Episodes `{group}-{first}` … `{group}-{first+n-1}` (iteration 0) of task `task` (numbered across the
+/// environment's whole task list), played by the run's policy: its checkpoint when it has one, else an
+/// untrained policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AutoplayRequest {
     pub run: PathBuf,
-    /// The catalog the goal is numbered in (`None`: the embedded demo catalog, human goals).
-    pub catalog: Option<PathBuf>,
-    pub goal: usize,
+    pub tasks: TaskSource,
+    pub task: usize,
     pub group: String,
     pub first: usize,
     pub n: usize,
@@ -252,28 +256,6 @@ impl TrainEvent {
     }
 }
 
-/// `GoalSource` by its command-line name (`human`, `synthetic`).
-mod goal_source {
-    use clap::ValueEnum;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use crate::webshop::goals::GoalSource;
-
-    pub fn serialize<S: Serializer>(source: &Option<GoalSource>, s: S) -> Result<S::Ok, S::Error> {
-        match source.and_then(|g| g.to_possible_value()) {
-            Some(v) => s.serialize_some(v.get_name()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<GoalSource>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            None => Ok(None),
-            Some(name) => GoalSource::from_str(&name, false).map(Some).map_err(serde::de::Error::custom),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,7 +264,10 @@ mod tests {
     fn requests_and_events_round_trip_through_json() {
         let request = Request::Train(Box::new(TrainRequest {
             run: "/tmp/run".into(),
-            tasks: TaskSource::Webshop { catalog: Some("/data/shop".into()), goal_source: Some(GoalSource::Synthetic) },
+            tasks: TaskSource::new(
+                "webshop",
+                EnvOptions::parse(&["catalog=/data/shop".into(), "goal_source=synthetic".into()]).unwrap(),
+            ),
             config: TrainConfig { iterations: 3, ..TrainConfig::default() },
             mode: RunMode::Continue,
         }));

@@ -18,6 +18,7 @@ use ratatui::DefaultTerminal;
 use super::action::Action;
 use super::burst_dialog::{BurstRequest, BurstUpdate};
 use super::config::{Config, ConfigError};
+use super::play::TasksHandle;
 use super::state::{GroupingRequest, State};
 use super::theme::color_enabled;
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
@@ -25,8 +26,7 @@ use crate::advantage::{AdvantageSettings, AnchorGrouping};
 use crate::index::{IndexError, SearchResults, TrajectoryIndex};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
-use crate::training::{self, BurstHandle, TrainEvent, Training};
-use crate::webshop::shop::Shop;
+use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -154,7 +154,8 @@ fn draw(terminal: &mut DefaultTerminal, state: &State) -> Result<(), std::io::Er
 struct Effector {
     searcher: Searcher,
     catalog: Option<PathBuf>,
-    shop: Option<Arc<Shop>>,
+    /// The run's environment, opened on first use and shared by play and bursts.
+    tasks: Option<TasksHandle>,
     /// The running training burst (in the training plugin, on its own thread).
     burst: Option<BurstHandle>,
     /// The anchor grouping being computed on a background thread: for which episodes, where it arrives, and
@@ -164,17 +165,31 @@ struct Effector {
 
 impl Effector {
     fn new(catalog: Option<PathBuf>) -> Effector {
-        Effector { searcher: Searcher::default(), catalog, shop: None, burst: None, grouping: None }
+        Effector { searcher: Searcher::default(), catalog, tasks: None, burst: None, grouping: None }
     }
 
-    /// The shop, opened on first use and shared by play and bursts.
-    fn shop(&mut self) -> Result<Arc<Shop>, String> {
-        if let Some(shop) = &self.shop {
-            return Ok(Arc::clone(shop));
+    /// The run's environment as the training side names it: the registry's entry for the run, WebShop on the
+    /// TUI's `--catalog`.
+    fn task_source(&self, run: &crate::run::Run) -> Result<TaskSource, String> {
+        let registered = crate::env::registry::of_run(run).ok_or_else(|| {
+            format!("this run's environment is not one gigscope has ({})", crate::env::registry::names())
+        })?;
+        let mut options = crate::env::EnvOptions::default();
+        if let Some(catalog) = self.catalog.as_ref().filter(|_| registered.name == "webshop") {
+            options.set("catalog", catalog.display().to_string());
         }
-        let shop = Arc::new(Shop::open(self.catalog.as_deref(), None).map_err(|e| format!("opening the shop: {e}"))?);
-        self.shop = Some(Arc::clone(&shop));
-        Ok(shop)
+        Ok(TaskSource::new(registered.name, options))
+    }
+
+    /// The run's environment, opened on first use.
+    fn tasks(&mut self, run: &crate::run::Run) -> Result<TasksHandle, String> {
+        if let Some(tasks) = &self.tasks {
+            return Ok(Arc::clone(tasks));
+        }
+        let source = self.task_source(run)?;
+        let tasks = crate::env::registry::open(&source.env, &source.options).map_err(|e| e.to_string())?;
+        self.tasks = Some(Arc::clone(&tasks));
+        Ok(tasks)
     }
 
     /// Carry out an update's effects and those of the messages they answer with; `true` when the app should quit.
@@ -196,7 +211,7 @@ impl Effector {
                 }
                 return Ok(true);
             }
-            let slow = fx.search.is_some() || fx.open_shop || fx.autoplay.is_some() || fx.start_burst.is_some();
+            let slow = fx.search.is_some() || fx.open_env || fx.autoplay.is_some() || fx.start_burst.is_some();
             if slow {
                 // Show the "… running" message while the work happens.
                 draw(terminal, state)?;
@@ -206,17 +221,17 @@ impl Effector {
                 let result = self.searcher.search(state, &query).map_err(|e| e.to_string());
                 answers.push(Msg::SearchDone { query, result });
             }
-            if fx.open_shop {
-                answers.push(Msg::ShopReady(self.shop()));
+            if fx.open_env {
+                answers.push(Msg::EnvReady(self.tasks(&state.domain.run)));
             }
             if !fx.write.is_empty() {
                 answers.push(Msg::Written(write_episodes(&state.domain.run.dir, &fx.write)));
             }
             if let Some(request) = fx.autoplay {
-                answers.push(Msg::Autoplayed(self.autoplay(&state.domain.run.dir, &request)));
+                answers.push(Msg::Autoplayed(self.autoplay(&state.domain.run, &request)));
             }
             if let Some(request) = fx.start_burst {
-                if let Err(e) = self.start_burst(&state.domain.run.dir, request) {
+                if let Err(e) = self.start_burst(&state.domain.run, request) {
                     answers.push(Msg::Burst(BurstUpdate::Failed(e)));
                 }
             }
@@ -232,15 +247,15 @@ impl Effector {
     }
 
     /// The run's policy plays a group, in the training plugin (loaded on first use).
-    fn autoplay(&mut self, run_dir: &Path, request: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
+    fn autoplay(&mut self, run: &crate::run::Run, request: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
         let request = training::AutoplayRequest {
-            run: run_dir.to_path_buf(),
-            catalog: self.catalog.clone(),
-            goal: request.goal,
+            run: run.dir.clone(),
+            tasks: self.task_source(run)?,
+            task: request.goal,
             group: request.group.clone(),
             first: request.first,
             n: request.n,
-            step_limit: crate::webshop::env::DEFAULT_MAX_STEPS,
+            step_limit: training::TrainConfig::default().step_limit,
             seed: request.seed,
         };
         let played = Training::load().map_err(|e| e.to_string())?.autoplay(&request)?;
@@ -249,12 +264,13 @@ impl Effector {
 
     /// Start a burst into the open run, in the training plugin (loaded on first use: a clear error when it
     /// cannot be). How it continues the run is the training side's decision.
-    fn start_burst(&mut self, run_dir: &Path, request: BurstRequest) -> Result<(), String> {
+    fn start_burst(&mut self, run: &crate::run::Run, request: BurstRequest) -> Result<(), String> {
         if self.burst.is_some() {
             return Err("a burst is already running".into());
         }
+        let tasks = self.task_source(run)?;
         let training = Training::load().map_err(|e| e.to_string())?;
-        self.burst = Some(training.start(&request.train_request(run_dir, self.catalog.as_deref())));
+        self.burst = Some(training.start(&request.train_request(&run.dir, tasks)));
         Ok(())
     }
 

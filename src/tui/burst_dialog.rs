@@ -113,12 +113,12 @@ impl BurstRequest {
         self
     }
 
-    /// The burst into the open run `run` (WebShop on `catalog`, `None`: the embedded demo catalog). The
-    /// training side decides how it continues the run (its checkpoint, else a fresh policy after its episodes).
-    pub fn train_request(&self, run: &Path, catalog: Option<&Path>) -> TrainRequest {
+    /// The burst into the open run `run` on `tasks` (the run's environment). The training side decides how it
+    /// continues the run (its checkpoint, else a fresh policy after its episodes).
+    pub fn train_request(&self, run: &Path, tasks: TaskSource) -> TrainRequest {
         TrainRequest {
             run: run.to_path_buf(),
-            tasks: TaskSource::Webshop { catalog: catalog.map(Path::to_path_buf), goal_source: None },
+            tasks,
             config: TrainConfig {
                 iterations: self.iterations,
                 goals_per_iteration: self.goals,

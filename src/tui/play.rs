@@ -1,17 +1,16 @@
-//! Live play: WebShop episodes played by hand inside the TUI, as episode groups ("group play": N episodes of
-//! one goal from the same start state). A finished group is handed back whole, to be written to the run like a
+//! Live play: episodes of the run's environment (any of the registry's, through the port [`crate::env`])
+//! played by hand inside the TUI, as episode groups ("group play": N episodes of one task from the same start
+//! state). A finished group is handed back whole, to be written to the run like a
 //! trainer's group, so its anchor groups and advantages appear the moment the group is complete. The policy
 //! can play the rest of a group (see `Effects::autoplay`).
 
 use std::sync::Arc;
 
-use crate::run::Episode;
-use crate::webshop::actions::SEARCH_ACTION;
-use crate::webshop::env::{EpisodeRecorder, WebShopEnv};
-use crate::webshop::shop::Shop;
+use crate::env::{template_name, Environment, EpisodeRecorder, Tasks};
+use crate::run::{Episode, Task};
 
-/// The shop play takes its goals and environments from, shared with the app that opened it.
-pub type ShopHandle = Arc<Shop>;
+/// The task list play takes its tasks and environments from, shared with the app that opened it.
+pub type TasksHandle = Arc<dyn Tasks>;
 
 pub const DEFAULT_GROUP_SIZE: usize = 4;
 pub const MAX_GROUP_SIZE: usize = 16;
@@ -27,7 +26,8 @@ pub fn mark_played(episode: &mut Episode) {
         .insert(super::domain::SOURCE_KEY.into(), serde_json::Value::String(super::domain::PLAY_SOURCE.into()));
 }
 
-/// The last page of an episode that ended (WebShop's "Thank you" page after a purchase), shown until a key.
+/// The last observation of an episode that ended (WebShop's "Thank you" page after a purchase), shown until a
+/// key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinishedPage {
     pub observation: String,
@@ -71,9 +71,9 @@ impl Replay {
     }
 }
 
-/// The play view's state: the shop, the goal picker, and the group being played.
+/// The play view's state: the task list, the task picker, and the group being played.
 pub struct Play {
-    pub shop: Arc<Shop>,
+    pub tasks: TasksHandle,
     pub goal_cursor: usize,
     pub group_size: usize,
     pub session: Option<GroupPlay>,
@@ -88,7 +88,7 @@ pub struct Play {
 
 impl std::fmt::Debug for Play {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Play").field("goals", &self.shop.goals.len()).field("goal_cursor", &self.goal_cursor).finish()
+        f.debug_struct("Play").field("tasks", &self.tasks.len()).field("goal_cursor", &self.goal_cursor).finish()
     }
 }
 
@@ -98,7 +98,7 @@ pub struct GroupPlay {
     pub group: String,
     pub size: usize,
     /// The episode in progress.
-    pub env: WebShopEnv,
+    pub env: Box<dyn Environment>,
     pub recorder: EpisodeRecorder,
     /// Episodes of the group finished so far.
     pub finished: Vec<Episode>,
@@ -118,9 +118,9 @@ pub enum Played {
 }
 
 impl Play {
-    pub fn new(shop: Arc<Shop>) -> Play {
+    pub fn new(tasks: TasksHandle) -> Play {
         Play {
-            shop,
+            tasks,
             goal_cursor: 0,
             group_size: DEFAULT_GROUP_SIZE,
             session: None,
@@ -134,7 +134,8 @@ impl Play {
     /// Start a group of the selected goal under the (unused) group name `group`.
     pub fn start(&mut self, group: String) {
         let goal = self.goal_cursor;
-        if let Some(env) = self.shop.start(goal) {
+        if let Ok(started) = self.tasks.start(goal) {
+            let env = started.env;
             let size = self.group_size;
             self.session = Some(GroupPlay {
                 goal,
@@ -152,7 +153,7 @@ impl Play {
     pub fn act(&mut self, action: &str) -> Option<Played> {
         let session = self.session.as_mut()?;
         let chosen = session.actions().get(session.cursor).cloned();
-        let out = session.recorder.step(&mut session.env, action);
+        let out = session.recorder.step(session.env.as_mut(), action);
         // The cursor stays on the action it was on when the page still offers it (options on an item page),
         // else it goes to the first.
         session.cursor = chosen.and_then(|c| session.actions().iter().position(|a| *a == c)).unwrap_or(0);
@@ -161,7 +162,11 @@ impl Play {
         }
         let recorder = std::mem::take(&mut session.recorder);
         let id = format!("{}-{}", session.group, session.finished.len());
-        let mut episode = recorder.finish(&session.env, id, session.group.clone(), Shop::task_id(session.goal));
+        let task = match self.tasks.task(session.goal) {
+            Some(info) => Task { id: info.id, instruction: info.instruction, extra: Default::default() },
+            None => Task { id: session.goal.to_string(), instruction: String::new(), extra: Default::default() },
+        };
+        let mut episode = recorder.finish(session.env.as_ref(), id, session.group.clone(), task);
         mark_played(&mut episode);
         let page = FinishedPage {
             observation: session.env.observation().to_string(),
@@ -193,8 +198,8 @@ impl Play {
             return Played::GroupDone(done.finished);
         }
         session.recorder = EpisodeRecorder::new();
-        if let Some(env) = self.shop.start(session.goal) {
-            session.env = env;
+        if let Ok(started) = self.tasks.start(session.goal) {
+            session.env = started.env;
         }
         Played::EpisodeDone { reward, finished: session.finished.len(), size: session.size }
     }
@@ -210,13 +215,28 @@ impl GroupPlay {
         self.size.saturating_sub(self.finished.len())
     }
 
-    /// The selected action, or `None` when it is the search bar (a query must be typed first).
+    /// The selected action, or `None` when it is a template (WebShop's search bar: a query must be typed
+    /// first).
     pub fn selected_action(&self) -> Option<String> {
-        self.actions().get(self.cursor).filter(|a| *a != SEARCH_ACTION).cloned()
+        self.actions().get(self.cursor).filter(|a| template_name(a).is_none()).cloned()
     }
 
-    pub fn search_selected(&self) -> bool {
-        self.actions().get(self.cursor).is_some_and(|a| a == SEARCH_ACTION)
+    /// The name of the selected template (`search` for WebShop's search bar), when a template is selected.
+    pub fn selected_template(&self) -> Option<String> {
+        self.actions().get(self.cursor).and_then(|a| template_name(a)).map(str::to_owned)
+    }
+
+    /// The name of an action template offered in this episode so far (WebShop's `search`), if any: what the
+    /// actions' title tells the user to type into.
+    pub fn template_seen(&self) -> Option<String> {
+        let recorded = self.recorder.steps().iter().filter_map(|s| s.available_actions.as_ref()).flatten();
+        let current = self.actions();
+        recorded.chain(current.iter()).find_map(|a| template_name(a)).map(str::to_owned)
+    }
+
+    /// Steps taken in the episode in progress.
+    pub fn steps(&self) -> usize {
+        self.recorder.steps().len()
     }
 }
 

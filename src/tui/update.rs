@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::action::Action;
 use super::burst_dialog::{BurstField, BurstRequest, BurstStatus, BurstUpdate};
 use super::fields::Field;
-use super::play::{Play, ShopHandle};
+use super::play::{Play, TasksHandle};
 use super::state::{GroupingRequest, Popup, Prompt, SearchState, State, View};
 use super::views::{self, component};
 use crate::advantage::AnchorGrouping;
@@ -39,8 +39,8 @@ pub enum Msg {
         query: String,
         result: Result<SearchResults, String>,
     },
-    /// The shop for live play, opened for an [`Effects::open_shop`].
-    ShopReady(Result<ShopHandle, String>),
+    /// The run's environment for live play, opened for an [`Effects::open_env`].
+    EnvReady(Result<TasksHandle, String>),
     /// The policy played the rest of a play group ([`Effects::autoplay`]): its episodes and which policy.
     Autoplayed(Result<(Vec<Episode>, String), String>),
     /// A play group was appended to the run ([`Effects::write`]): how many episodes, or why not.
@@ -69,8 +69,8 @@ pub struct Effects {
     pub quit: bool,
     /// Run this query against the run's index and answer with [`Msg::SearchDone`].
     pub search: Option<String>,
-    /// Open the shop (catalog, search index, goals) and answer with [`Msg::ShopReady`].
-    pub open_shop: bool,
+    /// Open the run's environment (WebShop: catalog, search index, goals) and answer with [`Msg::EnvReady`].
+    pub open_env: bool,
     /// Append these episodes (a finished play group) to the run and answer with [`Msg::Written`].
     pub write: Vec<Episode>,
     /// Let the run's policy play episodes and answer with [`Msg::Autoplayed`].
@@ -156,13 +156,13 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             }
             Effects::redraw()
         }
-        Msg::ShopReady(Ok(shop)) => {
+        Msg::EnvReady(Ok(tasks)) => {
             state.ui.message =
-                Some(format!("{} goals · ↑↓ pick a goal, ←→ group size, Enter starts the group", shop.goals.len()));
-            state.ui.play = Some(Play::new(shop));
+                Some(format!("{} goals · ↑↓ pick a goal, ←→ group size, Enter starts the group", tasks.len()));
+            state.ui.play = Some(Play::new(tasks));
             Effects::redraw()
         }
-        Msg::ShopReady(Err(e)) | Msg::Autoplayed(Err(e)) | Msg::Written(Err(e)) => {
+        Msg::EnvReady(Err(e)) | Msg::Autoplayed(Err(e)) | Msg::Written(Err(e)) => {
             state.ui.message = Some(e);
             Effects::redraw()
         }
@@ -196,7 +196,7 @@ fn on_input(state: &mut State, key: InputKey) -> Effects {
                 return Effects::redraw();
             }
             if state.ui.prompt == Prompt::PlayQuery {
-                return views::play::play_action(state, &format!("search[{query}]"));
+                return views::play::play_typed(state, &query);
             }
             state.ui.message = Some(format!("searching for {query} …"));
             return Effects { redraw: true, search: Some(query), ..Effects::default() };
@@ -366,20 +366,21 @@ fn on_help(state: &mut State, scroll: u16, a: Action) -> Effects {
 }
 
 fn open_play(state: &mut State) -> Effects {
-    if !state.domain.is_webshop() {
+    let Some(registered) = crate::env::registry::of_run(&state.domain.run) else {
         let env = state.domain.run.meta.as_ref().and_then(|m| m.env.clone()).unwrap_or_else(|| "not recorded".into());
         state.ui.message = Some(format!(
-            "live play is WebShop's, and this run is not a WebShop run (env: {env}, {})",
+            "live play needs an environment gigscope has ({}), and this run's is not one (env: {env}, {})",
+            crate::env::registry::names(),
             state.domain.run.layout.name()
         ));
         return Effects::redraw();
-    }
+    };
     state.ui.view = View::Play;
     if state.ui.play.is_some() {
         return Effects::redraw();
     }
-    state.ui.message = Some("opening the shop (catalog, search index, goals) …".into());
-    Effects { redraw: true, open_shop: true, ..Effects::default() }
+    state.ui.message = Some(format!("opening {} …", registered.name));
+    Effects { redraw: true, open_env: true, ..Effects::default() }
 }
 
 fn autoplay(state: &mut State, watch: bool) -> Effects {

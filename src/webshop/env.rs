@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::run::{Episode, Outcome, Step, Task, REWARD_INFO_KEY};
 use crate::webshop::actions::{available_actions, dedup_clickables, parse_action};
 use crate::webshop::catalog::{Catalog, Product};
 use crate::webshop::goals::Goal;
@@ -381,62 +380,5 @@ impl WebShopEnv {
                 steps: self.steps,
             },
         }
-    }
-}
-
-/// Records an episode step by step in the run format: each step carries the observation, anchor,
-/// available actions and page type of the state the action was taken in.
-#[derive(Clone, Debug, Default)]
-pub struct EpisodeRecorder {
-    steps: Vec<Step>,
-}
-
-impl EpisodeRecorder {
-    pub fn new() -> EpisodeRecorder {
-        EpisodeRecorder::default()
-    }
-
-    /// Steps `env` with `action` and records the step.
-    pub fn step(&mut self, env: &mut WebShopEnv, action: &str) -> StepOutcome {
-        let mut step = Step::new(env.observation(), action, 0.0);
-        step.anchor = Some(env.anchor().into());
-        step.available_actions = Some(env.available_actions());
-        step.page = Some(env.page().as_str().to_owned());
-        let out = env.step(action);
-        step.reward = out.reward;
-        step.valid = out.info.admissible;
-        self.steps.push(step);
-        out
-    }
-
-    pub fn steps(&self) -> &[Step] {
-        &self.steps
-    }
-
-    /// The finished episode: its task is the env's goal, its outcome the purchase (score 0 and no
-    /// breakdown when the episode ended without buying). `task_id` names the goal (e.g. its index).
-    pub fn finish(
-        self,
-        env: &WebShopEnv,
-        id: impl Into<String>,
-        group: impl Into<String>,
-        task_id: impl Into<String>,
-    ) -> Episode {
-        let mut episode = Episode::new(id, group, self.steps);
-        episode.task = Some(Task {
-            id: task_id.into(),
-            instruction: env.goal().map_or(String::new(), |g| g.instruction_text.clone()),
-            extra: Default::default(),
-        });
-        let mut outcome = Outcome::default();
-        if let Some(r) = env.final_reward() {
-            outcome.success = r.success();
-            outcome.score = r.reward;
-            if let Ok(value) = serde_json::to_value(r) {
-                outcome.extra.insert(REWARD_INFO_KEY.to_owned(), value);
-            }
-        }
-        episode.outcome = Some(outcome);
-        episode
     }
 }

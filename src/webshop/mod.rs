@@ -5,6 +5,8 @@ pub mod catalog;
 pub mod env;
 pub mod goals;
 pub mod page;
+pub mod policy_features;
+pub mod port;
 pub mod pyrandom;
 pub mod render;
 pub mod reward;

@@ -14,8 +14,6 @@ use crate::tui::action::Action;
 use crate::tui::play::{self, GroupPlay, Play, Played, MAX_GROUP_SIZE};
 use crate::tui::state::{Prompt, State, View};
 use crate::tui::update::Effects;
-use crate::webshop::goals::GoalOptions;
-use crate::webshop::shop::Shop;
 
 pub struct PlayView;
 
@@ -34,7 +32,7 @@ impl Component for PlayView {
                 format!("{} › episode {}/{}", session.group, session.finished.len() + 1, session.size)
             }
             Some(None) => "pick a goal".into(),
-            None => "opening the shop".into(),
+            None => "opening the environment".into(),
         }]
     }
 
@@ -98,7 +96,7 @@ impl Component for PlayView {
             Some(session) => {
                 ListRegion { rect: layout::inner(a.side), len: session.actions().len(), selected: session.cursor }
             }
-            None => ListRegion { rect: layout::inner(a.main), len: p.shop.goals.len(), selected: p.goal_cursor },
+            None => ListRegion { rect: layout::inner(a.main), len: p.tasks.len(), selected: p.goal_cursor },
         })
     }
 
@@ -111,7 +109,7 @@ impl Component for PlayView {
             Some(Play { session: Some(session), .. }) => {
                 session.cursor = clamp_add(session.cursor, by, session.actions().len());
             }
-            Some(play) => play.goal_cursor = clamp_add(play.goal_cursor, by, play.shop.goals.len()),
+            Some(play) => play.goal_cursor = clamp_add(play.goal_cursor, by, play.tasks.len()),
             None => {}
         }
     }
@@ -176,7 +174,7 @@ fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
         },
         Some(session) => match a {
             Action::Open | Action::Right => {
-                if session.search_selected() {
+                if session.selected_template().is_some() {
                     state.ui.input = Some(String::new());
                     state.ui.prompt = Prompt::PlayQuery;
                     return redraw;
@@ -260,6 +258,15 @@ pub fn autoplayed(state: &mut State, episodes: Vec<crate::run::Episode>, who: St
     }
 }
 
+/// Fill the selected action template (WebShop's search bar) with the text typed at the prompt, and take it.
+pub fn play_typed(state: &mut State, text: &str) -> Effects {
+    let template = state.ui.play.as_ref().and_then(|p| p.session.as_ref()).and_then(|s| s.selected_template());
+    match template {
+        Some(name) => play_action(state, &format!("{name}[{text}]")),
+        None => Effects::default(),
+    }
+}
+
 /// Take `action` in the play view's episode.
 pub fn play_action(state: &mut State, action: &str) -> Effects {
     match state.ui.play.as_mut().and_then(|p| p.act(action)) {
@@ -309,7 +316,7 @@ pub fn areas(body: Rect) -> PlayAreas {
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let Some(play) = &state.ui.play else {
-        let text = "Opening the shop: catalog, search index (built once, then cached) and goals …";
+        let text = "Opening the environment (WebShop: catalog, search index, built once then cached, and goals) …";
         Paragraph::new(text).block(block(state, "Play")).render(area, buf);
         return;
     };
@@ -330,7 +337,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             group_note(state, a.group, buf);
         }
         Some(session) => {
-            session_header(state, &play.shop, session, a.header, buf);
+            session_header(state, play, session, a.header, buf);
             observation(state, session, a.main, buf);
             actions(state, session, a.side, buf);
             finished(state, session, a.group, buf);
@@ -405,7 +412,7 @@ fn picker_header(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
     let lines = vec![
         Line::from(vec![
             Span::styled("Pick a goal", theme.title()),
-            Span::raw(format!(" · {} goals · group size N = ", play.shop.goals.len())),
+            Span::raw(format!(" · {} goals · group size N = ", play.tasks.len())),
             Span::styled(play.group_size.to_string(), theme.accent()),
             Span::raw(" (←→)"),
         ]),
@@ -415,9 +422,15 @@ fn picker_header(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
 }
 
 fn goal_list(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
-    let goals = &play.shop.goals;
-    let text = |i: usize| format!("{i:>5}  {}", goals[i].instruction_text);
-    cursor_list(state, "Goals".into(), goals.len(), play.goal_cursor, text, area, buf);
+    let inner = layout::inner(area);
+    let start = layout::window_start(play.goal_cursor, play.tasks.len(), inner.height as usize);
+    // Only the visible tasks are asked for (a task list may be long).
+    let visible: Vec<String> = (start..play.tasks.len())
+        .take(inner.height as usize)
+        .map(|i| play.tasks.task(i).map_or(String::new(), |t| t.instruction))
+        .collect();
+    let text = |i: usize| format!("{i:>5}  {}", visible.get(i - start).map_or("", String::as_str));
+    cursor_list(state, "Goals".into(), play.tasks.len(), play.goal_cursor, text, area, buf);
 }
 
 /// A bordered list of `len` rows (`text(i)` each, cut to the width) scrolled to keep `cursor` in view.
@@ -449,22 +462,10 @@ fn cursor_list(
 
 fn goal_detail(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let Some(goal) = play.shop.goals.get(play.goal_cursor) else { return };
-    let options = match &goal.goal_options {
-        GoalOptions::Pairs(p) => p.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", "),
-        GoalOptions::Values(v) => v.join(", "),
-    };
+    let Some(task) = play.tasks.task(play.goal_cursor) else { return };
     let row = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<11}"), theme.dim()), Span::raw(v)]);
-    let lines = vec![
-        Line::raw(goal.instruction_text.clone()),
-        Line::raw(""),
-        row("task", Shop::task_id(play.goal_cursor)),
-        row("product", format!("{} ({})", goal.asin, trunc(&goal.name, 60))),
-        row("price <", format!("{:.2}", goal.price_upper)),
-        row("attributes", goal.attributes.join(", ")),
-        row("options", options),
-        row("category", goal.product_category.clone()),
-    ];
+    let mut lines = vec![Line::raw(task.instruction), Line::raw(""), row("task", task.id)];
+    lines.extend(task.details.into_iter().map(|(k, v)| row(&k, v)));
     Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, "Goal")).render(area, buf);
 }
 
@@ -475,21 +476,21 @@ fn group_note(state: &State, area: Rect, buf: &mut Buffer) {
     Paragraph::new(text).style(state.config.theme.dim()).wrap(Wrap { trim: true }).render(area, buf);
 }
 
-fn session_header(state: &State, shop: &Shop, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
+fn session_header(state: &State, play: &Play, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let instruction = shop.goals.get(session.goal).map_or("", |g| g.instruction_text.as_str());
+    let instruction = play.tasks.task(session.goal).map_or(String::new(), |t| t.instruction);
+    let page = session.env.page().map_or(String::new(), |p| format!(" · {p}"));
     let lines = vec![
         Line::from(vec![
             Span::styled(session.group.clone(), theme.accent()),
             Span::raw(format!(
-                " · episode {}/{} · step {} · {}",
+                " · episode {}/{} · step {}{page}",
                 session.finished.len() + 1,
                 session.size,
-                session.env.steps(),
-                session.env.page().as_str()
+                session.steps(),
             )),
         ]),
-        Line::raw(trunc(instruction, area.width as usize)),
+        Line::raw(trunc(&instruction, area.width as usize)),
     ];
     Paragraph::new(lines).render(area, buf);
 }
@@ -500,17 +501,19 @@ fn observation(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer)
 
 fn actions(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
     let actions = session.actions();
-    let title = format!("Actions ({}) · Enter acts, on search[…] type a query", actions.len());
+    let title = match session.template_seen() {
+        Some(name) => format!("Actions ({}) · Enter acts, on {name}[…] type a query", actions.len()),
+        None => format!("Actions ({}) · Enter acts", actions.len()),
+    };
     let text = |i: usize| with_title(session, &actions[i]);
     cursor_list(state, title, actions.len(), session.cursor, text, area, buf);
 }
 
-/// A product click with the product's title, so the user need not remember asins.
+/// An action with the environment's label for it (a WebShop product click's title, so the user need not
+/// remember asins).
 fn with_title(session: &GroupPlay, action: &str) -> String {
-    let catalog = session.env.catalog();
-    let asin = action.strip_prefix("click[").and_then(|a| a.strip_suffix(']')).map(str::to_uppercase);
-    match asin.and_then(|a| catalog.by_asin.get(&a)) {
-        Some(&i) => format!("{action} · {}", catalog.products[i].title),
+    match session.env.action_label(action) {
+        Some(label) => format!("{action} · {label}"),
         None => action.to_string(),
     }
 }

@@ -1,22 +1,20 @@
-//! What the policy sees: hashed tokens of the instruction, the page and the episode's previous actions, a few
-//! cheap dense features per state and per (state, action) pair, and the search queries it may choose from.
+//! How the policy sees WebShop ([`PolicyFeatures`]): hashed tokens of the instruction, the page and the
+//! episode's previous actions, a few cheap dense features per state and per (state, action) pair, and the
+//! search queries it may choose from.
 //!
-//! Hashing instead of a vocabulary keeps the policy independent of the catalog (any product text maps to a
-//! bucket). The dense features are the signals WebShop's choice models learn from text overlap (does this
-//! title or option value say what the instruction asks for, is the price under the cap, was this already
-//! clicked); giving them directly is what lets a small network learn within minutes on a CPU.
+//! The dense features are the signals WebShop's choice models learn from text overlap (does this title or
+//! option value say what the instruction asks for, is the price under the cap, was this already clicked);
+//! giving them directly is what lets a small network learn within minutes on a CPU.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-/// Number of hash buckets (rows of the embedding table).
-pub const BUCKETS: i64 = 1 << 14;
-/// Length of [`StateFeatures::dense`].
-pub const STATE_DENSE: usize = 9;
-/// Length of [`ActionFeatures::dense`].
-pub const ACTION_DENSE: usize = 15;
+use crate::env::features::{
+    hashed, words, ActionFeatures, Decision, PolicyFeatures, StateFeatures, StateView, Taken, ACTION_DENSE, STATE_DENSE,
+};
+
 /// Observation tokens kept per state: the first screen of a page carries what matters (titles, options).
 const MAX_OBS_TOKENS: usize = 192;
 /// Previous actions kept in the history bag.
@@ -32,27 +30,8 @@ const STOP_WORDS: &[&str] = &[
     "dollars", "less", "under", "would", "like", "im",
 ];
 
-/// Lower-cased alphanumeric words of `text`.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
-}
-
 fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.contains(&word)
-}
-
-/// FNV-1a: stable across runs and platforms, so checkpoints stay valid.
-fn bucket(word: &str) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in word.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    (h % BUCKETS as u64) as i64
-}
-
-fn hashed(text: &str, limit: usize) -> Vec<i64> {
-    words(text).take(limit).map(|w| bucket(&w)).collect()
 }
 
 /// What kind of control an action is; one-hot in [`ActionFeatures::dense`].
@@ -166,29 +145,6 @@ impl Instruction {
     }
 }
 
-/// Features of one state.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StateFeatures {
-    pub instruction: Vec<i64>,
-    pub observation: Vec<i64>,
-    pub history: Vec<i64>,
-    pub dense: [f32; STATE_DENSE],
-}
-
-/// Features of one candidate action in a state.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ActionFeatures {
-    pub text: Vec<i64>,
-    pub dense: [f32; ACTION_DENSE],
-}
-
-/// One decision point: a state and the actions the policy chooses among (in the order of `actions`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decision {
-    pub state: StateFeatures,
-    pub actions: Vec<ActionFeatures>,
-}
-
 /// The actions the policy chooses among: the env's actions with the search bar expanded into the
 /// instruction's query candidates. WebShop lists `click[search]` on the search page, but it does nothing
 /// there (the original's quirk), so it is not a choice.
@@ -233,6 +189,15 @@ pub struct History {
 }
 
 impl History {
+    /// The history of the actions `taken`, each classified on the page it was taken on.
+    pub fn of(taken: &[Taken]) -> History {
+        let mut history = History::default();
+        for t in taken {
+            history.push(&t.action, t.page.as_deref().unwrap_or(""));
+        }
+        history
+    }
+
     pub fn push(&mut self, action: &str, page: &str) {
         self.actions.push((action.to_string(), ActionKind::of(action, page)));
     }
@@ -256,19 +221,10 @@ impl History {
     }
 }
 
-/// The current page as the environment shows it, and where the episode is.
-#[derive(Clone, Copy, Debug)]
-pub struct PageView<'a> {
-    pub observation: &'a str,
-    pub anchor: &'a str,
-    pub page: &'a str,
-    pub step: usize,
-    pub step_limit: usize,
-}
-
 /// Build the features of one decision. `actions` are the candidates from [`candidate_actions`].
-pub fn featurize(instruction: &Instruction, view: PageView<'_>, history: &History, actions: &[String]) -> Decision {
-    let PageView { observation, anchor, page, step, step_limit } = view;
+pub fn featurize(instruction: &Instruction, view: StateView<'_>, history: &History, actions: &[String]) -> Decision {
+    let StateView { observation, anchor, page, step, step_limit } = view;
+    let page = page.unwrap_or("");
     let segments: Vec<&str> = observation.split(" [SEP] ").map(str::trim).collect();
     let kinds: Vec<ActionKind> = actions.iter().map(|a| ActionKind::of(a, page)).collect();
     let mut product_rank = 0usize;
@@ -343,9 +299,37 @@ pub fn featurize(instruction: &Instruction, view: PageView<'_>, history: &Histor
     }
 }
 
-/// Tokens in an action's text, as written to a step's `tokens`.
-pub fn token_count(action: &str) -> u64 {
-    words(action).count() as u64
+/// WebShop's [`PolicyFeatures`] for one goal: its instruction parsed once.
+pub struct WebShopFeatures {
+    instruction: Instruction,
+}
+
+impl WebShopFeatures {
+    pub fn new(instruction: &str) -> WebShopFeatures {
+        WebShopFeatures { instruction: Instruction::new(instruction) }
+    }
+}
+
+impl PolicyFeatures for WebShopFeatures {
+    fn candidates(&self, available: &[String]) -> Vec<String> {
+        candidate_actions(available, &self.instruction)
+    }
+
+    fn describe(&self, state: StateView<'_>, history: &[Taken], candidates: &[String]) -> Decision {
+        featurize(&self.instruction, state, &History::of(history), candidates)
+    }
+
+    /// Search the full instruction, click the first result, buy.
+    fn rule_choice(&self, state: StateView<'_>, candidates: &[String]) -> usize {
+        let page = state.page.unwrap_or("");
+        let first_of = |kind: ActionKind| candidates.iter().position(|a| ActionKind::of(a, page) == kind);
+        // Search candidates start with the full instruction, so the first search action is "search the
+        // instruction".
+        first_of(ActionKind::Search)
+            .or_else(|| first_of(ActionKind::Product))
+            .or_else(|| first_of(ActionKind::Buy))
+            .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]
@@ -388,7 +372,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let view = PageView { observation: obs, anchor: obs, page: "results", step: 1, step_limit: 15 };
+        let view = StateView { observation: obs, anchor: obs, page: Some("results"), step: 1, step_limit: 15 };
         let d = featurize(&ins, view, &History::default(), &actions);
         assert_eq!(d.state.dense[1], 1.0, "results page");
         let shoes = &d.actions[2].dense;
@@ -410,7 +394,7 @@ mod tests {
         history.push("search[a shirt]", "search");
         history.push("click[b00abcdefg]", "results");
         history.push("click[navy blue]", "item");
-        let view = PageView { observation: "obs", anchor: "obs", page: "item", step: 3, step_limit: 15 };
+        let view = StateView { observation: "obs", anchor: "obs", page: Some("item"), step: 3, step_limit: 15 };
         let d = featurize(&ins, view, &history, &actions);
         assert_eq!(d.actions[0].dense[KINDS + 5], 1.0);
         assert_eq!(d.actions[0].dense[KINDS + 2], 1.0, "already clicked");
