@@ -220,3 +220,83 @@ fn a_fresh_watcher_delivers_the_whole_run() {
     assert_eq!(run.episodes.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
     assert_eq!(run.metrics.len(), 1);
 }
+
+#[test]
+fn a_read_budget_splits_a_file_into_whole_line_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(EPISODES_FILE);
+    let text: String = (0..10).map(|i| line(&format!("e{i}"))).collect();
+    append(&path, &text);
+    let mut tail = gigscope::run::JsonlTail::<Episode>::new(path);
+    tail.set_budget(text.len() as u64 / 4);
+    let (mut ids, mut parts) = (Vec::new(), 0);
+    loop {
+        let batch = tail.poll().unwrap();
+        parts += 1;
+        assert_eq!((batch.file_len, batch.offset), (text.len() as u64, tail.offset()));
+        ids.extend(batch.records.into_iter().map(|(l, e)| (l, e.id)));
+        if !batch.more {
+            break;
+        }
+    }
+    assert!((4..=5).contains(&parts), "{parts} parts");
+    let expected: Vec<(u64, String)> = (0..10).map(|i| (i as u64 + 1, format!("e{i}"))).collect();
+    assert_eq!(ids, expected, "every line once, in order, with its line number");
+    assert_eq!(tail.offset(), text.len() as u64);
+}
+
+#[test]
+fn a_large_run_arrives_in_parts_with_progress_and_the_status_follows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A long observation makes each line ~20 kB: 1,000 lines are more than one part.
+    let observation = "WebShop [SEP] ".repeat(1500);
+    let text: String = (0..1000)
+        .map(|i| {
+            let episode = Episode::new(format!("e{i}"), "g", vec![Step::new(observation.as_str(), "click[x]", 0.0)]);
+            serde_json::to_string(&episode).unwrap() + "\n"
+        })
+        .collect();
+    let total = text.len() as u64;
+    assert!(total > gigscope::run::source::EPISODES_PART_BYTES, "the test run must be larger than one part");
+    append(&dir.path().join(EPISODES_FILE), &text);
+
+    let (run, tails) = live::start_as(dir.path(), None, &Default::default()).unwrap();
+    assert!(run.episodes.is_empty(), "starting reads nothing");
+    let (_watcher, rx) = Watcher::spawn(dir.path(), tails, options(false)).unwrap();
+    let caught_up = |seen: &[LiveEvent]| {
+        seen.iter().any(|e| matches!(e, LiveEvent::Progress { read, total: t } if *read == *t && *t == total))
+    };
+    let events = wait_until(&rx, |seen| episode_ids(seen).len() >= 1000 && caught_up(seen));
+    let progress: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            LiveEvent::Progress { read, total } => Some((*read, *total)),
+            _ => None,
+        })
+        .collect();
+    assert!(progress.len() >= 2, "one progress per part: {progress:?}");
+    assert!(progress.windows(2).all(|w| w[0].0 < w[1].0), "progress only grows");
+    assert_eq!(progress.last(), Some(&(total, total)), "the last one says reading has caught up");
+
+    // The status shows the indicator while reading is behind and drops it when it has caught up.
+    let mut run = run;
+    let mut status = LiveStatus::default();
+    let mut was_loading = false;
+    let start = Instant::now();
+    for (k, event) in events.into_iter().enumerate() {
+        let applied = apply(&mut run, event);
+        status.record(&applied, &run, start + Duration::from_millis(k as u64));
+        if let Some(loading) = &status.loading {
+            was_loading = true;
+            assert!(loading.fraction() < 1.0 && loading.total == total);
+        }
+    }
+    assert!(was_loading);
+    assert!(status.loading.is_none());
+    assert_eq!(run.episodes.len(), 1000);
+
+    // Reading the same run at once (the CLI's way) gives the same run.
+    let (whole, _) = live::open(dir.path()).unwrap();
+    assert_eq!(whole.episodes, run.episodes);
+    assert_eq!(whole.episode_lines, run.episode_lines);
+}

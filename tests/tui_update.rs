@@ -1,5 +1,7 @@
 //! `update` is pure: these drive it with messages on the fixture run and check the state it leaves.
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -347,4 +349,50 @@ fn page_anchors_are_offered_only_on_webshop_runs() {
         verl.contains(&AnchorMode::Exact) && verl.iter().any(|m| matches!(m, AnchorMode::Similarity(_))),
         "{verl:?}"
     );
+}
+
+/// The app's way of opening: an empty state at once, then the run as the watcher's first scan delivers it.
+#[test]
+fn a_run_read_in_the_background_fills_in_with_progress_and_takes_its_recorded_settings() {
+    use gigscope::live::{WatchOptions, Watcher};
+    use gigscope::run::SourceOptions;
+    let (_tmp, dir) = support::runs::copy_fixture("basic");
+    let meta = std::fs::read_to_string(dir.join("run.json")).unwrap().replace("\"omega\": 1.0", "\"omega\": 0.5");
+    std::fs::write(dir.join("run.json"), meta).unwrap();
+    let (run, tails) = gigscope::live::start_as(&dir, None, &SourceOptions::default()).unwrap();
+    let mut s = State::new(run, Config::defaults(true).unwrap(), (120, 40));
+    assert!(s.domain.run.episodes.is_empty());
+    let t0 = Instant::now();
+    // Half-way through reading: the status bar says so, and keys work meanwhile.
+    update(&mut s, Msg::Live(vec![LiveEvent::Progress { read: 50, total: 100 }], t0));
+    let line = status_line(&s);
+    assert!(line.contains("⟳ loading 50% of"), "{line}");
+    assert!(act(&mut s, Action::Help));
+    act(&mut s, Action::Help);
+
+    let whole = open(&dir, Config::defaults(true).unwrap(), (120, 40)).unwrap().0;
+    let n = whole.domain.run.episodes.len();
+    let options = WatchOptions { notify: false, ..WatchOptions::default() };
+    let (_watcher, rx) = Watcher::spawn(&dir, tails, options).unwrap();
+    let events = support::live::wait_until(&rx, |seen| {
+        let episodes: usize =
+            seen.iter().map(|e| if let LiveEvent::Episodes(r) = e { r.len() } else { 0 }).sum();
+        episodes >= n
+    });
+    update(&mut s, Msg::Live(events, t0 + Duration::from_millis(10)));
+    update(&mut s, Msg::Live(vec![LiveEvent::Progress { read: 100, total: 100 }], t0 + Duration::from_millis(20)));
+    assert!(!status_line(&s).contains("loading"), "the indicator goes once reading has caught up");
+    assert_eq!(s.domain.run.episodes, whole.domain.run.episodes);
+    assert_eq!(s.domain.settings.omega, 0.5);
+    assert_eq!(s.domain.settings, whole.domain.settings, "run.json's settings are taken, not marked as changed");
+    assert!(!s.domain.settings_modified());
+    assert_eq!(s.domain.derived.table, whole.domain.derived.table);
+}
+
+fn status_line(s: &State) -> String {
+    use ratatui::{backend::TestBackend, Terminal};
+    let mut terminal = Terminal::new(TestBackend::new(s.ui.size.0, s.ui.size.1)).unwrap();
+    terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
+    let screen = terminal.backend().to_string();
+    screen.lines().rev().find(|l| l.contains(" ep ·")).unwrap_or_default().to_string()
 }

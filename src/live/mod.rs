@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::run::source::{open_source, resolve_layout, GigscopeSource, RunSource};
+use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource};
 use crate::run::{check_run_dir, Layout, Run, RunError, SourceOptions};
 
 pub use crate::run::source::{apply, Applied, LiveEvent, LiveFile};
@@ -47,13 +47,19 @@ pub fn open(dir: &Path) -> Result<(Run, Tails), RunError> {
 
 /// [`open`], reading the run as `from` (else the detected layout) with the layout's `options`.
 pub fn open_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Result<(Run, Tails), RunError> {
+    let (mut run, mut tails) = start_as(dir, from, options)?;
+    read_all(tails.source.as_mut(), &mut run);
+    Ok((run, tails))
+}
+
+/// [`open_as`] without reading anything: the empty run and a reader at the start of every file, so that
+/// [`Watcher::spawn`]'s first scan delivers the whole run as events, part by part with
+/// [`LiveEvent::Progress`] (a viewer shows its first frame at once and fills in as the run arrives). Errors
+/// that stop a run from being read at all (no such directory) still come from here.
+pub fn start_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Result<(Run, Tails), RunError> {
     let layout = resolve_layout(dir, from, true)?;
-    let mut source = open_source(dir, layout, options)?;
-    let mut run = Run::empty(dir, layout);
-    for event in source.poll().events {
-        apply(&mut run, event);
-    }
-    Ok((run, Tails { source }))
+    let source = open_source(dir, layout, options)?;
+    Ok((Run::empty(dir, layout), Tails { source }))
 }
 
 /// For the status bar: when the run last changed and how many lines were skipped as broken.
@@ -63,6 +69,41 @@ pub struct LiveStatus {
     /// Broken lines seen in the current content of the files (reset with them).
     pub broken_lines: usize,
     pub last_error: Option<String>,
+    /// The first read of a large run, while it is under way.
+    pub loading: Option<Loading>,
+}
+
+/// How far the first read of a run is, for the progress indicator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Loading {
+    pub started: Instant,
+    /// Bytes read of the episodes file's size, as of `at`.
+    pub read: u64,
+    pub total: u64,
+    pub at: Instant,
+}
+
+impl Loading {
+    /// Share read, 0..=1.
+    pub fn fraction(&self) -> f64 {
+        if self.total == 0 {
+            1.0
+        } else {
+            self.read as f64 / self.total as f64
+        }
+    }
+
+    /// Bytes per second so far (`None` before any time has passed).
+    pub fn rate(&self) -> Option<f64> {
+        let secs = self.at.saturating_duration_since(self.started).as_secs_f64();
+        (secs > 0.0).then(|| self.read as f64 / secs)
+    }
+
+    /// Time left at the rate so far.
+    pub fn eta(&self) -> Option<Duration> {
+        let rate = self.rate().filter(|r| *r > 0.0)?;
+        Some(Duration::from_secs_f64(self.total.saturating_sub(self.read) as f64 / rate))
+    }
 }
 
 impl LiveStatus {
@@ -74,6 +115,14 @@ impl LiveStatus {
         self.broken_lines = run.errors.len() + run.metrics_errors.len();
         if let Some(error) = applied.errors.last() {
             self.last_error = Some(error.clone());
+        }
+        if let Some((read, total)) = applied.progress {
+            self.loading = (read < total).then(|| Loading {
+                started: self.loading.map_or(now, |l| l.started),
+                read,
+                total,
+                at: now,
+            });
         }
     }
 
@@ -248,12 +297,17 @@ impl Scanner {
         paths.is_empty() || paths.iter().any(|p| self.source.watches(p))
     }
 
-    /// Poll the source and send what it found; whether data is pending.
+    /// Poll the source until it has caught up and send what it found, part by part (each part is on its way
+    /// to the viewer while the next is read); whether data is pending.
     fn scan(&mut self) -> Result<bool, Disconnected> {
-        let poll = self.source.poll();
-        for event in poll.events {
-            self.events.send(event).map_err(|_| Disconnected)?;
+        loop {
+            let poll = self.source.poll();
+            for event in poll.events {
+                self.events.send(event).map_err(|_| Disconnected)?;
+            }
+            if !poll.more {
+                return Ok(poll.pending);
+            }
         }
-        Ok(poll.pending)
     }
 }

@@ -49,6 +49,12 @@ pub struct TailBatch<T> {
     /// Good records with their 1-based line numbers.
     pub records: Vec<(u64, T)>,
     pub errors: Vec<LineError>,
+    /// The poll stopped at its byte budget ([`JsonlTail::set_budget`]) with complete lines still unread: poll
+    /// again at once.
+    pub more: bool,
+    /// The file's size when polled, and the offset reached: how far reading is (0 and 0 for a missing file).
+    pub file_len: u64,
+    pub offset: u64,
 }
 
 /// Identity of the file behind a path, to notice when it is replaced (e.g. by an atomic rename).
@@ -82,12 +88,28 @@ pub struct JsonlTail<T> {
     identity: Option<FileIdentity>,
     /// The last complete line read, to notice a replacement that keeps the inode but rewrites the content.
     last_line: Vec<u8>,
+    /// At most this many bytes are read per poll (whole lines; at least one line).
+    budget: u64,
     _record: PhantomData<fn() -> T>,
 }
 
 impl<T: DeserializeOwned> JsonlTail<T> {
     pub fn new(path: PathBuf) -> Self {
-        JsonlTail { path, offset: 0, lines: 0, identity: None, last_line: Vec::new(), _record: PhantomData }
+        JsonlTail {
+            path,
+            offset: 0,
+            lines: 0,
+            identity: None,
+            last_line: Vec::new(),
+            budget: u64::MAX,
+            _record: PhantomData,
+        }
+    }
+
+    /// Read at most about `bytes` per poll (whole lines, at least one), so a large file arrives in parts that
+    /// a viewer can show as they come; the batch says when there is [`TailBatch::more`].
+    pub fn set_budget(&mut self, bytes: u64) {
+        self.budget = bytes.max(1);
     }
 
     pub fn path(&self) -> &Path {
@@ -116,7 +138,8 @@ impl<T: DeserializeOwned> JsonlTail<T> {
     /// Like [`poll`](Self::poll), but hands each good record to `sink` as it streams instead of collecting
     /// it, so a very large file can be reduced on the fly. The returned batch's `records` are empty.
     pub fn poll_with(&mut self, mut sink: impl FnMut(u64, T)) -> Result<TailBatch<T>, RunError> {
-        let mut batch = TailBatch { reset: false, records: Vec::new(), errors: Vec::new() };
+        let mut batch =
+            TailBatch { reset: false, records: Vec::new(), errors: Vec::new(), more: false, file_len: 0, offset: 0 };
         let file = match File::open(&self.path) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
@@ -134,11 +157,17 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             self.restart(&mut batch);
         }
         self.identity = Some(identity);
+        batch.file_len = meta.len();
 
+        let start = self.offset;
         let mut reader = BufReader::with_capacity(1 << 16, file);
         reader.seek(SeekFrom::Start(self.offset)).map_err(RunError::io(&self.path))?;
         let mut buf = Vec::new();
         loop {
+            if self.offset - start >= self.budget {
+                batch.more = self.offset < batch.file_len;
+                break;
+            }
             buf.clear();
             let n = reader.read_until(b'\n', &mut buf).map_err(RunError::io(&self.path))?;
             if n == 0 || buf.last() != Some(&b'\n') {
@@ -154,6 +183,7 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             }
             std::mem::swap(&mut self.last_line, &mut buf);
         }
+        batch.offset = self.offset;
         Ok(batch)
     }
 

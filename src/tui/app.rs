@@ -374,8 +374,10 @@ const POLL: Duration = Duration::from_millis(200);
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
     let config = Config::load(opts.config.as_deref(), color)?.with_display(opts.theme.as_deref(), opts.present)?;
-    // Open and read before touching the terminal, so errors print normally.
-    let (mut state, tails) = open_as(&opts.run, opts.from, &opts.source, config, (80, 24))?;
+    // Errors that stop the run from being read at all print before the terminal is touched; the run itself
+    // is read by the watcher's first scan, part by part, while the first frame is already on screen.
+    let (run, tails) = live::start_as(&opts.run, opts.from, &opts.source)?;
+    let mut state = State::new(run, config, (80, 24));
     let (tx, rx) = mpsc::channel::<Incoming>();
     let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;
     let live_tx = tx.clone();

@@ -213,6 +213,7 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     // Remember the selected episode by id: a reset (file replaced) renumbers everything.
     let selected_id = state.episode_index().map(|e| state.domain.run.episodes[e].id.clone());
     let selected_step = state.ui.sel.step;
+    let had_meta = state.domain.run.meta.is_some();
     let mut applied = Applied {
         new_episodes: state.domain.run.episodes.len()..state.domain.run.episodes.len(),
         ..Applied::default()
@@ -223,15 +224,27 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     if !applied.changed() {
         return Effects::default();
     }
+    // Notes found by the first read are listed in the overview and counted in the status bar, as when the
+    // run was read before the first frame; later ones also show as the message.
+    let first_read = state.domain.live.last_update.is_none();
     state.domain.live.record(&applied, &state.domain.run, at);
     state.ui.now = Some(at);
-    if let Some(e) = applied.errors.last() {
+    if let Some(e) = applied.errors.last().filter(|_| !first_read) {
         state.ui.message = Some(e.clone());
     }
+    let mut adopt_settings = false;
     if applied.meta_changed {
-        state.domain.recorded = super::state::recorded_settings(state.domain.run.meta.as_ref());
+        let recorded = super::state::recorded_settings(state.domain.run.meta.as_ref());
+        // The first run.json seen (it arrives with the first part of a run read in the background, after the
+        // first frame) sets the settings the user has not changed; a later change of it only marks them as
+        // differing, so the numbers on screen never change under the user.
+        adopt_settings = !had_meta && !state.domain.settings_modified() && state.domain.settings != recorded;
+        if adopt_settings {
+            state.domain.settings = recorded;
+        }
+        state.domain.recorded = recorded;
     }
-    if applied.episodes_reset {
+    if applied.episodes_reset || adopt_settings {
         state.rebuild();
     } else if !applied.new_episodes.is_empty() {
         state.extend(applied.new_episodes.start);

@@ -112,6 +112,87 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// What opening the app's way measured.
+struct Loading {
+    first_frame: Duration,
+    loaded: Duration,
+    /// Key press → the frame that shows it, for keys pressed every few ms while the run was loading, sorted.
+    keys: Vec<Duration>,
+}
+
+/// Everything the app's main loop waits for, on one channel (as in `tui::app`).
+enum Incoming {
+    Key(Instant),
+    Live(LiveEvent),
+}
+
+/// Open `dir` the way the app does (an empty state and a frame at once, the watcher's first scan delivering
+/// the run in parts) while a thread presses a key every 5 ms; the loop handles everything queued, then draws
+/// once, like the app's.
+fn progressive_open(dir: &Path) -> Loading {
+    use std::sync::mpsc;
+    let start = Instant::now();
+    let (run, tails) = gigscope::live::start_as(dir, None, &Default::default()).unwrap();
+    let mut state = State::new(run, Config::defaults(true).unwrap(), (120, 40));
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    frame(&mut terminal, &state);
+    let first_frame = start.elapsed();
+    let (tx, rx) = mpsc::channel();
+    let (_watcher, live) = Watcher::spawn(dir, tails, WatchOptions::default()).unwrap();
+    let live_tx = tx.clone();
+    std::thread::spawn(move || {
+        while let Ok(ev) = live.recv() {
+            if live_tx.send(Incoming::Live(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let presser = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
+                if tx.send(Incoming::Key(Instant::now())).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let keys_script = [Action::Down, Action::Down, Action::Up, Action::PageDown, Action::Top];
+    let mut keys = Vec::new();
+    let mut pressed = 0usize;
+    let mut loaded = None;
+    while loaded.is_none() {
+        let first = rx.recv().unwrap();
+        let mut waiting = Vec::new();
+        let mut events = Vec::new();
+        for incoming in std::iter::once(first).chain(rx.try_iter()) {
+            match incoming {
+                Incoming::Key(at) => {
+                    update(&mut state, Msg::Action(keys_script[pressed % keys_script.len()]));
+                    pressed += 1;
+                    waiting.push(at);
+                }
+                Incoming::Live(ev) => events.push(ev),
+            }
+        }
+        let caught_up = events.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
+        if !events.is_empty() {
+            update(&mut state, Msg::Live(events, Instant::now()));
+        }
+        frame(&mut terminal, &state);
+        keys.extend(waiting.iter().map(|at| at.elapsed()));
+        if caught_up {
+            loaded = Some(start.elapsed());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    presser.join().unwrap();
+    keys.sort();
+    Loading { first_frame, loaded: loaded.unwrap(), keys }
+}
+
 fn main() {
     let episodes: usize = std::env::var("TUI_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let tmp = tempfile::tempdir().unwrap();
@@ -119,6 +200,8 @@ fn main() {
     let t = Instant::now();
     let bytes = write_run(tmp.path(), episodes, &mut rng);
     eprintln!("generated {episodes} episodes, {:.0} MB, in {:.1?}", bytes as f64 / 1e6, t.elapsed());
+
+    let loading = progressive_open(tmp.path());
 
     let rss0 = rss_kib();
     let (t, c) = (Instant::now(), cpu());
@@ -233,6 +316,15 @@ fn main() {
     println!("| key press → frame, p50 | {:.2?} |", percentile(&times, 0.5));
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
+    println!("| first frame (app's way: the run is read by the watcher in the background) | {:.2?} |", loading.first_frame);
+    println!("| whole run on screen (read in parts, merged and drawn as they come) | {:.2?} |", loading.loaded);
+    println!(
+        "| key press → frame while loading, p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
+        loading.keys.len(),
+        percentile(&loading.keys, 0.5),
+        percentile(&loading.keys, 0.99),
+        loading.keys[loading.keys.len() - 1]
+    );
     println!("| settings change → recomputed frame | {recompute:.2?} ({recompute_cpu:.2?}) |");
     for (label, wall, cpu) in &switches {
         println!("| anchor mode {label} | {wall:.2?} ({cpu:.2?}) |");

@@ -18,18 +18,27 @@ pub struct GigscopeSource {
     meta_read: bool,
     /// Lasting problems of episodes, metrics and run.json, each reported once.
     errors: [ErrorOnce; 3],
+    /// The last poll stopped at the read budget (or there was none yet): the next one reports progress even
+    /// if it catches up, so a reader that waits for the first read to end always hears of it.
+    behind: bool,
 }
+
+/// Bytes of `episodes.jsonl` read per poll: a large run arrives in parts a viewer shows as they come.
+pub const EPISODES_PART_BYTES: u64 = 16 << 20;
 
 impl GigscopeSource {
     /// Readers at the start of every file: the first poll delivers the whole run.
     pub fn new(dir: &Path) -> Self {
+        let mut episodes = JsonlTail::new(dir.join(EPISODES_FILE));
+        episodes.set_budget(EPISODES_PART_BYTES);
         GigscopeSource {
             dir: dir.to_path_buf(),
-            episodes: JsonlTail::new(dir.join(EPISODES_FILE)),
+            episodes,
             metrics: JsonlTail::new(dir.join(METRICS_FILE)),
             meta_bytes: None,
             meta_read: false,
             errors: Default::default(),
+            behind: true,
         }
     }
 
@@ -86,10 +95,22 @@ impl RunSource for GigscopeSource {
         let mut events = Vec::new();
         self.poll_meta(&mut events);
         let [episode_errors, metric_errors, _] = &mut self.errors;
-        batch_events(self.episodes.poll(), LiveFile::Episodes, LiveEvent::Episodes, episode_errors, &mut events);
-        batch_events(self.metrics.poll(), LiveFile::Metrics, LiveEvent::Metrics, metric_errors, &mut events);
+        let episodes = self.episodes.poll();
+        let (more, progress) = match &episodes {
+            Ok(b) => (b.more, LiveEvent::Progress { read: b.offset, total: b.file_len }),
+            Err(_) => (false, LiveEvent::Progress { read: 0, total: 0 }),
+        };
+        batch_events(episodes, LiveFile::Episodes, LiveEvent::Episodes, episode_errors, &mut events);
+        // Metrics are read once the episodes have caught up (they are small, and come after them in time).
+        if !more {
+            batch_events(self.metrics.poll(), LiveFile::Metrics, LiveEvent::Metrics, metric_errors, &mut events);
+        }
+        if more || self.behind {
+            events.push(progress);
+        }
+        self.behind = more;
         // A torn last line is picked up when its newline arrives, which the writer's next event announces.
-        SourcePoll { events, pending: false }
+        SourcePoll { events, pending: false, more }
     }
 
     fn watches(&self, path: &Path) -> bool {

@@ -23,7 +23,7 @@ use super::error::RunError;
 use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE, RUN_META_FILE};
 use super::reader::{check_run_dir, LineError, Run};
 
-pub use gigscope::GigscopeSource;
+pub use gigscope::{GigscopeSource, EPISODES_PART_BYTES};
 pub use trl::TrlSource;
 pub use verl::VerlSource;
 
@@ -187,6 +187,8 @@ pub struct SourcePoll {
     /// Some data was seen but is not complete yet (a torn line, a file still being written, a session whose
     /// end has not arrived): poll again soon rather than at the next periodic re-scan.
     pub pending: bool,
+    /// Complete data is still unread (a large file is read in parts): poll again at once.
+    pub more: bool,
 }
 
 /// Which of the run's record streams an event is about.
@@ -214,6 +216,9 @@ pub enum LiveEvent {
     /// A file could not be read (e.g. a malformed `run.json`, permissions), or a quirk of the trainer's
     /// output worth knowing was found. Reported once per distinct problem; reading goes on.
     Error(String),
+    /// How far reading a large episodes file is (it arrives in parts): `read` of `total` bytes. Sent with
+    /// every part while reading is behind, and once more when it has caught up (`read == total`).
+    Progress { read: u64, total: u64 },
 }
 
 /// What applying events changed, for the consumer to decide what to recompute and redraw.
@@ -229,6 +234,8 @@ pub struct Applied {
     /// Broken lines reported.
     pub broken_lines: usize,
     pub errors: Vec<String>,
+    /// The latest [`LiveEvent::Progress`]: bytes read and the file's size.
+    pub progress: Option<(u64, u64)>,
 }
 
 impl Applied {
@@ -240,6 +247,7 @@ impl Applied {
             || self.meta_changed
             || self.broken_lines > 0
             || !self.errors.is_empty()
+            || self.progress.is_some()
     }
 
     /// Combine with the summary of a later event.
@@ -255,6 +263,7 @@ impl Applied {
         self.meta_changed |= later.meta_changed;
         self.broken_lines += later.broken_lines;
         self.errors.extend(later.errors);
+        self.progress = later.progress.or(self.progress);
     }
 }
 
@@ -312,8 +321,23 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             run.notices.push(message.clone());
             applied.errors.push(message);
         }
+        LiveEvent::Progress { read, total } => applied.progress = Some((read, total)),
     }
     applied
+}
+
+/// Poll `source` until nothing complete is left unread (a large file arrives in several parts), applying
+/// every event to `run`.
+pub fn read_all(source: &mut dyn RunSource, run: &mut Run) {
+    loop {
+        let poll = source.poll();
+        for event in poll.events {
+            apply(run, event);
+        }
+        if !poll.more {
+            return;
+        }
+    }
 }
 
 /// Reports a lasting problem of one part of a source once: the same message again is not repeated until
@@ -348,9 +372,7 @@ impl Run {
         }
         let mut source = open_source(dir, layout, options)?;
         let mut run = Run::empty(dir, layout);
-        for event in source.poll().events {
-            apply(&mut run, event);
-        }
+        read_all(source.as_mut(), &mut run);
         Ok(run)
     }
 

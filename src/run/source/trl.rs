@@ -321,7 +321,7 @@ impl RunSource for TrlSource {
                 }
                 Err(err) => {
                     events.extend(self.listing.report(Some(err.to_string())));
-                    return SourcePoll { events, pending: false };
+                    return SourcePoll { events, pending: false, more: false };
                 }
             }
         } else {
@@ -391,7 +391,7 @@ impl RunSource for TrlSource {
             events.insert(0, LiveEvent::Meta(Some(Box::new(meta.clone()))));
             self.meta = Some(meta);
         }
-        SourcePoll { events, pending }
+        SourcePoll { events, pending, more: false }
     }
 
     fn watches(&self, path: &Path) -> bool {

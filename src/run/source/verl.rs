@@ -306,7 +306,7 @@ impl RunSource for VerlSource {
             }
             Err(err) => {
                 events.extend(self.dir_error.report(Some(err.to_string())));
-                return SourcePoll { events, pending: false };
+                return SourcePoll { events, pending: false, more: false };
             }
         };
         let current = self.scan(names, &mut events);
@@ -390,7 +390,7 @@ impl RunSource for VerlSource {
                 Delivery::Failed => {}
             }
         }
-        SourcePoll { events, pending }
+        SourcePoll { events, pending, more: false }
     }
 
     fn watches(&self, path: &Path) -> bool {

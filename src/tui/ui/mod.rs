@@ -175,6 +175,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let s = &state.domain.settings;
     // Most important first, so a narrow terminal cuts the least useful part.
     let mut spans = Vec::new();
+    if let Some(loading) = &state.domain.live.loading {
+        spans.push(Span::styled(format!("{} · ", loading_summary(loading)), theme.accent()));
+    }
     if let Some(pending) = state.domain.grouping_job {
         let short = |m| Field::Anchor.short(&crate::advantage::AdvantageSettings { anchor: m, ..*s });
         let note =
@@ -391,4 +394,17 @@ fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
         spans.push(Span::raw(format!(" {}  ", h.label)));
     }
     Paragraph::new(Line::from(spans)).style(Style::new()).render(area, buf);
+}
+
+/// "⟳ loading 35% of 623 MB · 210 MB/s · 2 s left": the first read of a large run, under way.
+fn loading_summary(loading: &crate::live::Loading) -> String {
+    const MB: f64 = 1e6;
+    let mut text = format!("⟳ loading {:.0}% of {:.0} MB", 100.0 * loading.fraction(), loading.total as f64 / MB);
+    if let Some(rate) = loading.rate() {
+        text.push_str(&format!(" · {:.0} MB/s", rate / MB));
+    }
+    if let Some(eta) = loading.eta() {
+        text.push_str(&format!(" · {} s left", eta.as_secs_f64().ceil() as u64));
+    }
+    text
 }
