@@ -97,6 +97,7 @@ impl Slot {
             outcome: Some(self.outcome()),
             advantages: None,
             extra: Map::new(),
+            read_from: Default::default(),
         }
     }
 }
