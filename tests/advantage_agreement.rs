@@ -80,7 +80,7 @@ fn agreement_measures_equal_the_python_oracle() {
     for _ in 0..60 {
         let n = rng.random_range(1..50);
         let ties = rng.random_bool(0.5);
-        let mut draw = |rng: &mut ChaCha8Rng| {
+        let draw = |rng: &mut ChaCha8Rng| {
             if ties {
                 f64::from(rng.random_range(-3i32..=3)) / 2.0
             } else {

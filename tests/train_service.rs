@@ -12,7 +12,9 @@ use gigscope::training::{
 fn serve(request: &Request) -> (Vec<TrainEvent>, Result<Vec<u8>, String>) {
     let mut events = Vec::new();
     let json = serde_json::to_vec(request).unwrap();
-    let result = gigscope::train::service::serve(&json, &AtomicBool::new(false), &mut |e| events.push(e.clone()));
+    let result = gigscope::train::service::serve(&json, &AtomicBool::new(false), &mut |e| {
+        events.push(serde_json::from_slice(e).expect("events are JSON"))
+    });
     (events, result)
 }
 

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use support::plugin::plugin;
 use support::runs::{copy_fixture, episode_lines};
 use support::tmux::{tmux_available, Session};
 
@@ -239,27 +240,6 @@ fn policy_play_without_the_plugin_explains_itself_and_play_goes_on() {
 // ---------------------------------------------------------------------------------------------------------
 // With the plugin (`./scripts/dev test` builds it first).
 
-/// The plugin where gigscope looks for it: `$GIGSCOPE_TRAIN_LIB` when the tests run with it set (then the TUI
-/// sessions, which take their environment from the tmux server, are given it too), else next to the binary.
-/// `None` (skip) when it was not built, which CI does not allow.
-fn plugin() -> Option<PathBuf> {
-    let path = match std::env::var_os("GIGSCOPE_TRAIN_LIB") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(BIN).parent().unwrap().join("libgigscope_train.so"),
-    };
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: build it first (`cargo build --release -p gigscope-train` in its own cargo invocation; \
-         `./scripts/dev test` does)",
-        path.display()
-    );
-    eprintln!("{} not built: skipping", path.display());
-    None
-}
-
 /// The environment a TUI session needs to find the plugin as this test process does.
 fn plugin_env() -> String {
     std::env::var("GIGSCOPE_TRAIN_LIB").map(|p| format!("GIGSCOPE_TRAIN_LIB={p}")).unwrap_or_default()
@@ -267,7 +247,7 @@ fn plugin_env() -> String {
 
 #[test]
 fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
-    if plugin().is_none() {
+    if plugin(BIN).is_none() {
         return;
     }
     let home = tempfile::tempdir().unwrap();
@@ -299,7 +279,7 @@ fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
 
 #[test]
 fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
-    if plugin().is_none() || !tmux_available() {
+    if plugin(BIN).is_none() || !tmux_available() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
@@ -323,7 +303,7 @@ fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
 
 #[test]
 fn the_policy_plays_a_group_in_the_tui_through_the_plugin() {
-    if plugin().is_none() || !tmux_available() {
+    if plugin(BIN).is_none() || !tmux_available() {
         return;
     }
     let (_tmp, dir) = copy_fixture("basic");
@@ -352,7 +332,7 @@ fn the_policy_plays_a_group_in_the_tui_through_the_plugin() {
 /// does when torch was uninstalled, and the message says so.
 #[test]
 fn a_plugin_whose_libtorch_is_gone_says_so() {
-    let Some(plugin) = plugin() else { return };
+    let Some(plugin) = plugin(BIN) else { return };
     let original = std::fs::read(&plugin).unwrap();
     let out = Command::new("readelf").args(["-d", plugin.to_str().unwrap()]).output();
     let Ok(out) = out else {

@@ -49,8 +49,7 @@ fn write_truth(dir: &Path, run: &str) {
         efficiency_alpha1: 0.0,
         efficiency_alpha2: 0.0,
         env: "webshop".into(),
-        catalog: None,
-        created: None,
+        env_options: Default::default(),
     };
     let agreement = |estimator: &str, spearman: f64| TruthAgreement {
         estimator: estimator.into(),

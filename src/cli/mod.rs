@@ -13,6 +13,7 @@ mod source;
 mod stats;
 mod stream;
 mod train;
+mod truth;
 mod tui;
 mod validate;
 mod webshop;
@@ -48,6 +49,9 @@ pub enum Command {
     Webshop(webshop::Command),
     /// Train a policy with GiGPO on WebShop, writing a run directory (loads the training plugin).
     Train(train::Args),
+    /// Monte-Carlo ground truth at an iteration's anchor states, and each estimator's agreement with it
+    /// (loads the training plugin).
+    Truth(truth::Args),
 }
 
 /// Entry point of the binary: parse, dispatch, print errors with their causes.
@@ -62,6 +66,7 @@ pub fn main() -> ExitCode {
         Some(Command::Search(args)) => search::run(args),
         Some(Command::Webshop(cmd)) => webshop::run(cmd),
         Some(Command::Train(args)) => train::run(args),
+        Some(Command::Truth(args)) => truth::run(args),
         None => match cli.run {
             Some(run) => tui::run(tui::Args { run, view: cli.view }),
             None => {

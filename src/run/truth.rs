@@ -13,6 +13,7 @@
 //!
 //! The file is written whole to a temporary file and renamed into place, so a reader never sees half of one.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -20,6 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::RunError;
 use super::format::RunMeta;
+use super::source::Layout;
+use super::Run;
 
 /// The header's `format`.
 pub const TRUTH_FORMAT: &str = "gigscope-truth/1";
@@ -49,6 +52,60 @@ pub fn truth_run_name(run_dir: &Path, meta: Option<&RunMeta>) -> String {
     })
 }
 
+/// Why no ground truth can be measured on a run's iteration. Checked by the command line before the training
+/// plugin is loaded, and by the plugin itself (the TUI's path).
+#[derive(Debug, thiserror::Error)]
+pub enum NoTruth {
+    #[error(
+        "{run} was not trained by gigscope ({why}): there is no policy to branch with, so no Monte-Carlo truth; \
+         the estimators still compute (`gigscope stats RUN --estimator NAME`)"
+    )]
+    NoPolicy { run: String, why: String },
+    #[error("{run}: iteration {iteration} has no stored policy weights ({path} is missing){hint}")]
+    NoWeights { run: String, iteration: i64, path: PathBuf, hint: &'static str },
+    #[error("{run}: no episodes of iteration {iteration} (the run's iterations: {known})")]
+    NoIteration { run: String, iteration: i64, known: String },
+}
+
+/// The weights of the policy that played `iteration` of `run`, if the truth can be measured there: the run was
+/// trained by gigscope (not another trainer's layout, a conversion or an export), has episodes of that
+/// iteration, and kept that iteration's weights.
+pub fn branchable(run: &Run, iteration: i64) -> Result<PathBuf, NoTruth> {
+    let name = truth_run_name(&run.dir, run.meta.as_ref());
+    let why = if run.layout != Layout::Gigscope {
+        Some(format!("it is a {} run", run.layout.name()))
+    } else {
+        match &run.meta {
+            Some(meta) if meta.extra.contains_key("converted_from") => {
+                Some("it was converted from another trainer's layout".into())
+            }
+            Some(meta) if meta.extra.contains_key("train") => None,
+            _ => Some("run.json has no `train` record: a verl-agent export, or episodes played by hand".into()),
+        }
+    };
+    if let Some(why) = why {
+        return Err(NoTruth::NoPolicy { run: name, why });
+    }
+    if !run.episodes.iter().any(|e| e.iteration == iteration) {
+        let known =
+            match (run.episodes.iter().map(|e| e.iteration).min(), run.episodes.iter().map(|e| e.iteration).max()) {
+                (Some(a), Some(b)) => format!("{a}..={b}"),
+                _ => "none".into(),
+            };
+        return Err(NoTruth::NoIteration { run: name, iteration, known });
+    }
+    let path = weights_path(&run.dir, iteration);
+    if !path.is_file() {
+        let hint = if run.dir.join(WEIGHTS_DIR).is_dir() {
+            ""
+        } else {
+            "; the run has no weights/ directory: it was trained before gigscope kept every iteration's policy"
+        };
+        return Err(NoTruth::NoWeights { run: name, iteration, path, hint });
+    }
+    Ok(path)
+}
+
 /// The first line: what was measured, and under which settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TruthHeader {
@@ -74,13 +131,10 @@ pub struct TruthHeader {
     pub efficiency_alpha1: f64,
     #[serde(default)]
     pub efficiency_alpha2: f64,
-    /// The environment the continuations were played in (`webshop`, …) and its catalog, when it has one.
+    /// The environment the continuations were played in (`webshop`, …) and its options (WebShop's catalog, …).
     pub env: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub catalog: Option<String>,
-    /// RFC 3339 time the file was written.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_options: BTreeMap<String, String>,
 }
 
 /// One step row with its Monte-Carlo values.
@@ -144,7 +198,7 @@ pub enum TruthLine {
 }
 
 /// A whole truth file, read and checked.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TruthFile {
     pub header: TruthHeader,
     pub rows: Vec<TruthRow>,
@@ -258,8 +312,7 @@ mod tests {
             efficiency_alpha1: 0.0,
             efficiency_alpha2: 0.0,
             env: "webshop".into(),
-            catalog: None,
-            created: None,
+            env_options: BTreeMap::new(),
         };
         let row = TruthRow {
             run: "r".into(),

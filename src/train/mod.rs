@@ -19,6 +19,7 @@ pub mod rollout;
 pub mod service;
 pub mod toy;
 mod trainer;
+pub mod truth;
 
 use std::path::PathBuf;
 

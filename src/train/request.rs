@@ -57,7 +57,9 @@ fn run_with(tasks: Arc<dyn Tasks>, request: &TrainRequest, stop: &AtomicBool, em
         RunMode::AsConfigured => describe(&config),
     };
     let (train_goals, test_goals) = (tasks.split_len(Split::Train), tasks.split_len(Split::Test));
-    let mut trainer = match Trainer::new(tasks, config.clone(), &request.run) {
+    let trainer = Trainer::new(tasks, config.clone(), &request.run);
+    let recorded = trainer.and_then(|t| super::truth::record_tasks(&request.run, &request.tasks).map(|()| t));
+    let mut trainer = match recorded {
         Ok(t) => t,
         Err(e) => {
             let error = format!("cannot start training in {}: {e}", request.run.display());

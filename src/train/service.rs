@@ -3,22 +3,38 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::training::protocol::{Request, TrainEvent};
+use serde::Serialize;
 
-/// Answer one request: a training run reports its events to `on_event` and has no result (`null`); policy play
-/// returns its [`AutoplayResult`](crate::training::AutoplayResult). `Err`: the request was not understood or
-/// policy play failed (a failed training run says so in its last event).
-pub fn serve(request: &[u8], stop: &AtomicBool, on_event: &mut dyn FnMut(&TrainEvent)) -> Result<Vec<u8>, String> {
+use crate::training::protocol::Request;
+
+/// Answer one request, sending each event to `on_event` as JSON: a training run reports its
+/// [`TrainEvent`](crate::training::TrainEvent)s and has no result (`null`); policy play returns its
+/// [`AutoplayResult`](crate::training::AutoplayResult); ground truth reports
+/// [`TruthProgress`](crate::training::TruthProgress) and returns its [`TruthFile`](crate::run::truth::TruthFile).
+/// `Err`: the request was not understood, or policy play or ground truth failed (a failed training run says so
+/// in its last event).
+pub fn serve(request: &[u8], stop: &AtomicBool, on_event: &mut dyn FnMut(&[u8])) -> Result<Vec<u8>, String> {
     let request: Request = serde_json::from_slice(request)
         .map_err(|e| format!("the training plugin cannot read the request (another gigscope build?): {e}"))?;
     match request {
         Request::Train(train) => {
-            super::request::run(&train, stop, &mut |event| on_event(&event));
+            super::request::run(&train, stop, &mut |event| on_event(&to_json(&event)));
             Ok(b"null".to_vec())
         }
         Request::Autoplay(play) => {
             let result = super::autoplay::autoplay(&play)?;
             serde_json::to_vec(&result).map_err(|e| format!("policy play: {e}"))
         }
+        Request::Truth(truth) => {
+            let file = super::truth::measure(&truth, stop, &mut |progress| on_event(&to_json(progress)))
+                .map_err(|e| e.to_string())?;
+            serde_json::to_vec(&file).map_err(|e| format!("ground truth: {e}"))
+        }
     }
+}
+
+/// An event as JSON. The events are plain records of strings and numbers, which always encode (a non-finite
+/// number becomes `null`); an empty event would be reported by the host as unreadable.
+fn to_json(event: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(event).unwrap_or_default()
 }

@@ -15,9 +15,10 @@ use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::run::truth::TruthFile;
 pub use protocol::{
     AutoplayRequest, AutoplayResult, DeviceChoice, EvalResult, IterationSummary, PolicyShape, PpoConfig, Request,
-    RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
+    RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
 };
 
 use loader::{Plugin, Reply};
@@ -99,6 +100,58 @@ impl Training {
             Reply::Event(_) => {}
         });
         out
+    }
+}
+
+impl Training {
+    /// Monte-Carlo ground truth ([`TruthRequest`]) on this thread, progress to `on_progress`; raising `cancel`
+    /// stops it between episode groups (the error is then "cancelled").
+    pub fn truth(
+        &self,
+        request: &TruthRequest,
+        cancel: &AtomicBool,
+        mut on_progress: impl FnMut(&TruthProgress),
+    ) -> Result<TruthFile, String> {
+        let json = serde_json::to_vec(&Request::Truth(request.clone())).expect("requests serialise");
+        let mut out = Err("the training plugin sent no result".to_string());
+        self.plugin.call(&json, cancel, |reply| match reply {
+            Reply::Event(bytes) => {
+                if let Ok(progress) = serde_json::from_slice(bytes) {
+                    on_progress(&progress);
+                }
+            }
+            Reply::Result(bytes) => {
+                out = serde_json::from_slice(bytes)
+                    .map_err(|e| format!("the training plugin sent a result this gigscope cannot read: {e}"))
+            }
+            Reply::Error(text) => out = Err(String::from_utf8_lossy(text).into_owned()),
+        });
+        out
+    }
+
+    /// The ground truth of one episode group of `iteration` (the group of the anchor group a view shows), K
+    /// continuations per state and action, on this thread (run it on a background thread): its rows for every
+    /// anchor group of that episode group, and the estimators' agreement over them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn truth_of_group(
+        &self,
+        run: &std::path::Path,
+        iteration: i64,
+        group: &str,
+        rollouts: usize,
+        seed: u64,
+        on_progress: impl FnMut(&TruthProgress),
+        cancel: &AtomicBool,
+    ) -> Result<TruthFile, String> {
+        let request = TruthRequest {
+            run: run.to_path_buf(),
+            iteration,
+            rollouts,
+            groups: TruthGroups::Named { ids: vec![group.to_owned()] },
+            seed,
+            threads: 0,
+        };
+        self.truth(&request, cancel, on_progress)
     }
 }
 

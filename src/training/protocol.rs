@@ -136,6 +136,10 @@ pub struct TaskSource {
     pub options: EnvOptions,
 }
 
+/// Key of `run.json` where a training run records its [`TaskSource`], so that the policy can be put back in the
+/// same environment later (`gigscope truth`).
+pub const TASKS_KEY: &str = "tasks";
+
 /// The trainer's own six-product shop with WebShop's pages, for smoke tests (not in the registry: it lives
 /// with the trainer).
 pub const TOY_ENV: &str = "toy";
@@ -189,6 +193,46 @@ pub struct AutoplayResult {
     pub policy: String,
 }
 
+/// Which episode groups of the iteration `gigscope truth` measures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TruthGroups {
+    All,
+    /// A sample of this many, drawn with the request's seed (every group when the iteration has fewer).
+    Sample {
+        n: usize,
+    },
+    /// These groups, by id (the TUI's open group).
+    Named {
+        ids: Vec<String>,
+    },
+}
+
+/// Monte-Carlo ground truth at the anchor states of one iteration of a run gigscope trained: K continuations
+/// per state and per action taken there, with that iteration's policy. Answered with progress events
+/// ([`TruthProgress`]) and a [`TruthFile`](crate::run::truth::TruthFile).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TruthRequest {
+    pub run: PathBuf,
+    pub iteration: i64,
+    /// K, continuations per state and per action (at least 2, for a standard error).
+    pub rollouts: usize,
+    pub groups: TruthGroups,
+    pub seed: u64,
+    /// Worker threads, one episode group each at a time; 0: every core.
+    pub threads: usize,
+}
+
+/// Progress of a [`TruthRequest`]: episode groups and states measured so far, of how many.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TruthProgress {
+    pub groups_done: usize,
+    pub groups: usize,
+    pub states_done: usize,
+    /// Continuations played so far (environment episodes).
+    pub continuations: usize,
+}
+
 /// One call into the plugin.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
@@ -197,6 +241,8 @@ pub enum Request {
     Train(Box<TrainRequest>),
     /// Answered with an [`AutoplayResult`].
     Autoplay(AutoplayRequest),
+    /// Answered with [`TruthProgress`] events and a [`TruthFile`](crate::run::truth::TruthFile).
+    Truth(TruthRequest),
 }
 
 /// One finished iteration, as progress reports need it.

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses only part of it
 
 pub mod live;
+pub mod plugin;
 pub mod runs;
 pub mod screen;
 pub mod tmux;

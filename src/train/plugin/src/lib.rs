@@ -38,10 +38,7 @@ pub unsafe extern "C" fn gigscope_train_call(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let request = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(request, len) } };
         let stop = unsafe { &*cancel };
-        gigscope::train::service::serve(request, stop, &mut |event| match serde_json::to_vec(event) {
-            Ok(json) => send(EMIT_EVENT, &json),
-            Err(e) => send(EMIT_ERROR, format!("cannot encode a training event: {e}").as_bytes()),
-        })
+        gigscope::train::service::serve(request, stop, &mut |json| send(EMIT_EVENT, json))
     }));
     match outcome {
         Ok(Ok(result)) => {
