@@ -4,7 +4,7 @@
 //! 1. the room: walls all round, floor carved inside by a random walk of a "digger";
 //! 2. the solved state: the boxes on targets on random floor cells, the player on another;
 //! 3. reverse play: the player walks at random and, when it steps away from a box beside it, may pull the box
-//!    along (the inverse of a push). Every state reached this way is solvable by playing the walk backwards;
+//!    along (the inverse of a push; where it can pull, it prefers to half the time). Every state reached this way is solvable by playing the walk backwards;
 //!    the level is the state of the walks' prefixes (at most `max_steps` moves, so the backward walk solves it
 //!    within the step limit) that moved the boxes furthest from their targets, with at least one box off its
 //!    target.
@@ -178,7 +178,8 @@ fn attempt_level(rng: &mut ChaCha8Rng, config: LevelConfig) -> Option<Level> {
         for _ in 0..config.max_steps {
             reverse_move(rng, &mut level);
             let score = displacement(&level);
-            if level.boxes_on_targets() < level.box_count() && best.as_ref().is_none_or(|(b, _)| score > *b) {
+            // Ties go to the later state: a longer walk back.
+            if level.boxes_on_targets() < level.box_count() && best.as_ref().is_none_or(|(b, _)| score >= *b) {
                 best = Some((score, level.clone()));
             }
         }
@@ -207,20 +208,32 @@ fn dig_room(rng: &mut ChaCha8Rng, n: usize) -> Vec<bool> {
     walls
 }
 
-/// One random move of reverse play: walk, and pull a box that is behind the player along with probability
-/// 3/4 (the inverse of pushing it).
+/// One random move of reverse play. Where the player can pull a box (it steps away from a box beside it), it
+/// does so with probability 1/2 (the inverse of a push); otherwise it walks in a random direction and pulls a
+/// box that happens to be behind it with probability 3/4.
 fn reverse_move(rng: &mut ChaCha8Rng, level: &mut Level) {
-    let (_, dr, dc) = MOVES[rng.random_range(0..MOVES.len())];
-    let Some(next) = level.neighbour(level.player, (dr, dc)) else { return };
+    let pulls: Vec<(i32, i32)> = MOVES
+        .iter()
+        .map(|&(_, dr, dc)| (dr, dc))
+        .filter(|&(dr, dc)| {
+            let free = level.neighbour(level.player, (dr, dc)).is_some_and(|n| level.free(n));
+            free && level.neighbour(level.player, (-dr, -dc)).is_some_and(|b| level.boxes[b])
+        })
+        .collect();
+    let (direction, pull) = if !pulls.is_empty() && rng.random_bool(0.5) {
+        (pulls[rng.random_range(0..pulls.len())], true)
+    } else {
+        let (_, dr, dc) = MOVES[rng.random_range(0..MOVES.len())];
+        ((dr, dc), rng.random_bool(0.75))
+    };
+    let Some(next) = level.neighbour(level.player, direction) else { return };
     if !level.free(next) {
         return;
     }
-    let behind = level.neighbour(level.player, (-dr, -dc));
-    if let Some(b) = behind.filter(|&b| level.boxes[b]) {
-        if rng.random_bool(0.75) {
-            level.boxes[b] = false;
-            level.boxes[level.player] = true;
-        }
+    let behind = level.neighbour(level.player, (-direction.0, -direction.1));
+    if let Some(b) = behind.filter(|&b| level.boxes[b] && pull) {
+        level.boxes[b] = false;
+        level.boxes[level.player] = true;
     }
     level.player = next;
 }
