@@ -186,7 +186,7 @@ fn tampered_observation_is_reported(run: &Path, clean: &TruthFile, home: &Path) 
 
 fn errors_are_clear(run: &Path, home: &Path) {
     let fails_with = |out: Output, expected: &[&str]| {
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
         let stderr = text(&out.stderr);
         for e in expected {
             assert!(stderr.contains(e), "{e:?} not in {stderr}");
@@ -198,10 +198,13 @@ fn errors_are_clear(run: &Path, home: &Path) {
         &["iteration 1 has no stored policy weights", "iteration-1.ot"],
     );
     fails_with(truth(run, &["--iteration", "9"], home), &["no episodes of iteration 9", "1..=2"]);
-    fails_with(truth(run, &["--iteration", "2", "--rollouts", "1"], home), &["--rollouts must be at least 2"]);
+    let one_rollout = gigscope(&["truth", run.to_str().unwrap(), "--iteration", "2", "--rollouts", "1"], home);
+    fails_with(one_rollout, &["--rollouts must be at least 2"]);
     // Runs gigscope did not train: another trainer's layout, and a run with no training record.
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    for (dir, why) in [("verl/v1", "it is a verl run"), ("tui/basic", "no `train` record")] {
+    for (dir, why) in
+        [("verl/v1", "recorded by another trainer: verl rollout dump"), ("tui/basic", "no `train` record")]
+    {
         let out = truth(&fixtures.join(dir), &["--iteration", "1"], home);
         fails_with(out, &["was not trained by gigscope", why, "no policy to branch with"]);
     }

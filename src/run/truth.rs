@@ -73,7 +73,7 @@ pub enum NoTruth {
 pub fn branchable(run: &Run, iteration: i64) -> Result<PathBuf, NoTruth> {
     let name = truth_run_name(&run.dir, run.meta.as_ref());
     let why = if run.layout != Layout::Gigscope {
-        Some(format!("it is a {} run", run.layout.name()))
+        Some(format!("it was recorded by another trainer: {}", run.layout.name()))
     } else {
         match &run.meta {
             Some(meta) if meta.extra.contains_key("converted_from") => {
