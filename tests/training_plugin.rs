@@ -277,6 +277,41 @@ fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
     assert!(text(&out.stderr).contains("already holds episodes"), "{}", text(&out.stderr));
 }
 
+/// Sokoban through the port and the plugin: one tiny iteration of `gigscope train --env sokoban` writes a
+/// Sokoban run (its options reach the environment); options it does not take are refused before the plugin loads.
+#[test]
+fn gigscope_train_env_sokoban_trains_one_tiny_iteration_through_the_plugin() {
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run");
+    let run_arg = run.to_str().unwrap();
+    let bad = ["train", "--env", "sokoban", "--run", run_arg, "--env-option", "colour=red"];
+    let out = gigscope(&bad, &[("GIGSCOPE_TRAIN_LIB", "/nonexistent/libgigscope_train.so")], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("colour") && err.contains("size, boxes, max_steps"), "{err}");
+    if plugin(BIN).is_none() {
+        return;
+    }
+    let tiny = "--env-option size=7 --iterations 1 --goals 2 --group-size 3 --eval-goals 2 --seed 1";
+    let args: Vec<&str> = ["train", "--env", "sokoban", "--run", run_arg].into_iter().chain(tiny.split(' ')).collect();
+    let out = gigscope(&args, &[], home.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("10000 training goals, 100 test goals"), "{}", text(&out.stderr));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["env"], "sokoban");
+    let written = episode_lines(&run);
+    assert_eq!(written.len(), 2 * 3);
+    for e in &written {
+        assert!(e["task"]["id"].as_str().is_some_and(|id| id.starts_with("seed-")), "{e}");
+        let steps = e["steps"].as_array().unwrap();
+        assert_eq!(e["advantages"].as_array().map(Vec::len), Some(steps.len()));
+        let grid = steps[0]["observation"].as_str().unwrap();
+        assert_eq!(grid.lines().count(), 7, "size=7 reached the environment:\n{grid}");
+        assert!(steps.iter().all(|s| s.get("page").is_none() && s["action"].as_str().is_some()), "{e}");
+    }
+}
+
 #[test]
 fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
     if plugin(BIN).is_none() || !tmux_available() {

@@ -285,3 +285,54 @@ fn the_estimators_view_lists_every_estimator_on_the_sample_run() {
     s.keys(&["j", "Enter"]);
     s.wait_for(&["[Episode]", "step 1"]);
 }
+
+/// Sokoban (the second environment, through the port): the bundled sample opens, a step's grid shows in the
+/// episode view without WebShop's page column, and live play plays a level by hand into the run.
+#[test]
+fn the_sokoban_sample_opens_and_a_level_is_played_into_it() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = support::runs::copy_sample("sokoban-gigpo");
+    let before = episode_lines(&dir).len();
+    let s = Session::start("sokoban", &dir, "");
+    s.wait_for(&["[Overview]", "sokoban-gigpo", "Iterations (8)", "512 ep"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "group i1-seed-"]);
+    s.keys(&["Enter"]);
+    let screen = s.wait_for(&["[Episode]", "Enter anchor grp", "######"]);
+    assert!(!screen.contains(" page "), "no page column outside WebShop:\n{screen}");
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Groups]"]);
+    s.keys(&["p"]);
+    s.wait_for(&["Pick a goal", "task       seed-0", "room       6×6"]);
+    s.keys(&["h", "h", "h"]);
+    s.wait_for(&["group size N = 1"]);
+    s.keys(&["Enter"]);
+    // Level 0 (seed 0): the player stands on the target with the box to its right; it walks round the box
+    // (down, right, right, up) and pushes it left. The cursor stays on the action it was on.
+    s.wait_for(&["episode 1/1", "Actions (4) · Enter acts", "#_SX_#"]);
+    for (keys, step) in [(&["j", "Enter"][..], "step 1"), (&["j", "j", "Enter"], "step 2"), (&["Enter"], "step 3")] {
+        s.keys(keys);
+        s.wait_for(&[step]);
+    }
+    s.keys(&["k", "k", "k", "Enter"]);
+    s.wait_for(&["step 4", "#_OXP#"]);
+    s.keys(&["j", "j", "Enter"]);
+    s.wait_for(&["Episode 1/1 ended", "reward 10.900", "#_√P_#"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "play-goal-0-1"]);
+    let episodes = episode_lines(&dir);
+    assert_eq!(episodes.len(), before + 1);
+    let played = episodes.last().unwrap();
+    assert_eq!((played["group"].as_str(), played["source"].as_str()), (Some("play-goal-0-1"), Some("play")));
+    assert_eq!(played["task"]["id"], "seed-0");
+    let actions: Vec<&str> = played["steps"].as_array().unwrap().iter().filter_map(|s| s["action"].as_str()).collect();
+    assert_eq!(actions, ["down", "right", "right", "up", "left"]);
+    let step = &played["steps"][4];
+    assert_eq!(step["reward"].as_f64(), Some(10.9), "a push onto the target that solves the level: -0.1 + 1 + 10");
+    assert!(step.get("page").is_none(), "{step}");
+    assert_eq!(step["anchor"], step["observation"]);
+    assert_eq!(played["outcome"]["success"], true);
+    assert_eq!(played["outcome"]["reward_info"]["solved"], true);
+}

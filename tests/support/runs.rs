@@ -5,10 +5,20 @@ use std::path::{Path, PathBuf};
 /// A copy of the TUI fixture run `name` (`tests/fixtures/tui/NAME`) in a temporary directory, so a test may
 /// write to it.
 pub fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    copy_run("tests/fixtures/tui", name)
+}
+
+/// A copy of the bundled sample run `name` (`sample_runs/NAME`) in a temporary directory.
+pub fn copy_sample(name: &str) -> (tempfile::TempDir, PathBuf) {
+    copy_run("sample_runs", name)
+}
+
+/// A copy of the run `PARENT/NAME` (relative to the repository) in a temporary directory.
+fn copy_run(parent: &str, name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join(name);
     std::fs::create_dir(&dir).expect("mkdir");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui").join(name);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(parent).join(name);
     for entry in std::fs::read_dir(fixture).expect("fixture") {
         let entry = entry.expect("entry");
         std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
