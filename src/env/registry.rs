@@ -16,7 +16,10 @@ use super::{EnvError, Tasks};
 use crate::run::Run;
 
 /// Every environment, by name.
-pub const ENVIRONMENTS: &[Registered] = &[crate::webshop::port::REGISTERED, crate::sokoban::REGISTERED];
+pub const ENVIRONMENTS: &[Registered] = &[
+    crate::webshop::port::REGISTERED, // src/webshop/port.rs
+    crate::sokoban::REGISTERED,       // src/sokoban/mod.rs
+];
 
 /// One registered environment.
 #[derive(Clone, Copy)]
