@@ -28,7 +28,7 @@ fn every_settings_change_equals_a_rebuild() {
             update(&mut s, Msg::Action(key));
             assert_eq!(
                 s.domain.derived,
-                Derived::build(&s.domain.run.episodes, &s.domain.settings),
+                Derived::build(&s.domain.episodes, &s.domain.settings),
                 "field {field}, {key:?}"
             );
         }
@@ -53,7 +53,7 @@ fn to_theta(s: &mut State) {
 }
 
 fn built(s: &State) -> Derived {
-    Derived::build(&s.domain.run.episodes, &s.domain.settings)
+    Derived::build(&s.domain.episodes, &s.domain.settings)
 }
 
 #[test]
@@ -66,7 +66,7 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     // Until it arrives: the exact groups, with every other setting applied; the wait is shown.
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
     assert_eq!(s.domain.grouping_job, Some(AnchorMode::Similarity(0.85)));
-    assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
+    assert_eq!(s.domain.derived, Derived::build(&s.domain.episodes, &s.domain.table_settings()));
     let grouping = request.job.run();
     let fx = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping });
     assert!(fx.redraw && fx.group_anchors.is_none());
@@ -74,7 +74,7 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     assert_eq!(s.domain.derived, built(&s));
     assert_ne!(
         built(&s).table.anchor_groups.len(),
-        Derived::build(&s.domain.run.episodes, &s.domain.recorded).table.anchor_groups.len()
+        Derived::build(&s.domain.episodes, &s.domain.recorded).table.anchor_groups.len()
     );
 }
 
@@ -93,7 +93,7 @@ fn other_changes_while_a_grouping_is_on_its_way_are_applied_at_once() {
     update(&mut s, Msg::Action(Action::Left));
     assert_ne!(s.domain.settings.omega, before.settings.omega);
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
-    assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
+    assert_eq!(s.domain.derived, Derived::build(&s.domain.episodes, &s.domain.table_settings()));
     assert_ne!(s.domain.derived.table, before.table);
     update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() });
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Similarity(0.85));
@@ -140,10 +140,10 @@ fn a_grouping_of_older_episodes_is_asked_for_again() {
     let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
     // A live run appends an episode meanwhile: the table takes it in under its present (exact) groups.
     let line = r#"{"id":"late","group":"late-g","steps":[{"observation":"o","action":"a","reward":1}]}"#;
-    let n = s.domain.run.episodes.len() as u64;
+    let n = s.domain.episodes.len() as u64;
     let events = vec![LiveEvent::Episodes(vec![(n + 1, serde_json::from_str::<Episode>(line).unwrap())])];
     update(&mut s, Msg::Live(events, Instant::now()));
-    assert_eq!(s.domain.derived, Derived::build(&s.domain.run.episodes, &s.domain.table_settings()));
+    assert_eq!(s.domain.derived, Derived::build(&s.domain.episodes, &s.domain.table_settings()));
     let again =
         update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
             .group_anchors
@@ -156,7 +156,7 @@ fn a_grouping_of_older_episodes_is_asked_for_again() {
 #[test]
 fn small_runs_group_by_similarity_at_once() {
     let mut s = state();
-    assert!(s.domain.run.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.config.background_grouping_steps);
+    assert!(s.domain.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.config.background_grouping_steps);
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
     assert!(fx.group_anchors.is_none());

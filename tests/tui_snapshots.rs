@@ -131,7 +131,7 @@ fn help_follows_a_remapped_key() {
 fn broken_run_shows_skipped_lines() {
     let config = Config::defaults(false).unwrap();
     let s = open(Path::new("tests/fixtures/tui/broken"), config, (80, 24)).unwrap().0;
-    assert_eq!(s.domain.run.episodes.len(), 3);
+    assert_eq!(s.domain.episodes.len(), 3);
     insta::assert_snapshot!(render(&s));
 }
 
@@ -360,7 +360,7 @@ fn every_view_at_80x24_and_160x45() {
         insta::assert_snapshot!(name("estimators"), render(&s));
         let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
         let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
-        update(&mut s, Msg::SearchDone { query: "adv_s:<0".into(), result });
+        update(&mut s, Msg::SearchDone { query: "adv_s:<0".into(), result, partial: None });
         insta::assert_snapshot!(name("search"), render(&s));
         keys(&mut s, &[Action::Help]);
         insta::assert_snapshot!(name("help"), render(&s));
@@ -380,7 +380,7 @@ fn the_80x24_layout_keeps_what_matters() {
     keys(&mut s, &[Action::Open]);
     // A group with a 15-step trajectory.
     let longest = |s: &State| {
-        s.group_episodes().iter().map(|&e| s.domain.run.episodes[e as usize].steps.len()).max().unwrap_or(0)
+        s.group_episodes().iter().map(|&e| s.domain.episodes[e as usize].steps.len()).max().unwrap_or(0)
     };
     for _ in 0..40 {
         if longest(&s) == 15 {

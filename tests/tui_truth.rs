@@ -148,3 +148,47 @@ fn runs_recorded_by_other_trainers_have_no_policy_to_branch_with() {
         assert_eq!(values.matches("absent").count(), 1, "only soft-page is absent: {values}");
     }
 }
+
+/// A group measured from the TUI is merged into the iteration's file: its rows join (or replace) the others in
+/// file order, the header lists every group in the iteration's order, and the agreements are recomputed over
+/// all rows.
+#[test]
+fn a_measured_group_is_merged_into_the_iterations_truth_file() {
+    use gigscope::advantage::estimators::EnvInputs;
+    use gigscope::run::truth::read_truth;
+    use gigscope::tui::truth_job::merge;
+
+    let (_tmp, dir) = copy_fixture("basic");
+    write_truth(&dir, "tui-fixture");
+    let s = state(&dir, (80, 24));
+    let existing = read_truth(&truth_path(&dir, 0), "tui-fixture", 0).expect("the file just written");
+    let episodes: Vec<gigscope::run::Episode> = (0..s.domain.episodes.len())
+        .filter(|&e| s.domain.episodes[e].iteration == 0)
+        .map(|e| gigscope::run::Episode::clone(&s.domain.episode(e).expect("the episode reads back")))
+        .collect();
+    let hat = |step: usize, q: f64| TruthRow { group: "hat-it0".into(), ..row("it0-g0-t1", step, q, 1.0, 0.1, 0.1) };
+    let measured = TruthFile {
+        header: TruthHeader { groups: vec!["hat-it0".into()], ..existing.header.clone() },
+        rows: vec![hat(1, 3.0), hat(0, 2.0)],
+        divergences: vec![],
+        agreements: vec![],
+    };
+    let merged = merge(Some(existing.clone()), measured, &episodes, &s.domain.recorded, &EnvInputs::default());
+    assert_eq!(merged.header.groups, ["hat-it0", "socks-it0"]);
+    let order: Vec<(&str, usize)> = merged.rows.iter().map(|r| (r.episode.as_str(), r.step)).collect();
+    assert_eq!(order, [("it0-g0-t1", 0), ("it0-g0-t1", 1), ("it0-socks-t1", 0), ("it0-socks-t2", 0)]);
+    assert_eq!(merged.agreements.len(), 9, "every estimator of the family");
+    assert!(merged.agreements.iter().all(|a| a.states == 4 || a.error.is_some()), "{:?}", merged.agreements);
+
+    // Measured again, a group's rows replace its old ones.
+    let again = TruthFile {
+        header: TruthHeader { groups: vec!["socks-it0".into()], ..existing.header.clone() },
+        rows: vec![row("it0-socks-t1", 0, 1.0, 0.5, 0.1, 0.1)],
+        divergences: vec![],
+        agreements: vec![],
+    };
+    let merged = merge(Some(merged), again, &episodes, &s.domain.recorded, &EnvInputs::default());
+    let socks: Vec<f64> = merged.rows.iter().filter(|r| r.group == "socks-it0").map(|r| r.a_star).collect();
+    assert_eq!(socks, [0.5]);
+    assert_eq!(merged.header.groups, ["hat-it0", "socks-it0"]);
+}

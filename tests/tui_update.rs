@@ -35,7 +35,7 @@ fn goto_socks(s: &mut State) {
 #[test]
 fn opening_reads_the_whole_run() {
     let s = state();
-    assert_eq!(s.domain.run.episodes.len(), 12);
+    assert_eq!(s.domain.episodes.len(), 12);
     assert_eq!(s.domain.derived.iterations.len(), 2);
     assert_eq!(s.domain.run.metrics.len(), 2);
     assert_eq!(s.ui.view, View::Overview);
@@ -51,7 +51,7 @@ fn navigation_drills_down_and_back() {
     assert_eq!(s.ui.sel.traj, 1);
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
     act(&mut s, Action::Bottom);
     assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::Down);
@@ -87,7 +87,7 @@ fn anchor_view_opens_on_the_selected_step_and_jumps_to_members() {
     act(&mut s, Action::Down);
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
     assert_eq!(s.ui.sel.step, 0);
 }
 
@@ -159,7 +159,7 @@ fn appended_episodes_keep_the_position() {
     let t0 = Instant::now();
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 2))])];
     assert!(update(&mut s, Msg::Live(events, t0)).redraw);
-    assert_eq!(s.domain.run.episodes.len(), 13);
+    assert_eq!(s.domain.episodes.len(), 13);
     assert_eq!(s.domain.derived.iterations.len(), 3);
     assert_eq!((s.ui.view, s.ui.sel.clone()), before);
 }
@@ -173,7 +173,7 @@ fn follow_mode_jumps_to_newest_on_append() {
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 5))])];
     update(&mut s, Msg::Live(events, Instant::now()));
     assert_eq!(s.domain.derived.iterations[s.ui.sel.iteration].iteration, 5);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "new");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "new");
 }
 
 #[test]
@@ -190,15 +190,15 @@ fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode
     assert_eq!(s.domain.live.broken_lines, 2);
     assert_eq!(s.domain.run.errors.last().map(|b| b.line), Some(14));
     // The file is replaced by one holding the selected episode after another one.
-    let kept = s.domain.run.episodes[s.episode_index().unwrap()].clone();
+    let kept = gigscope::run::Episode::clone(&s.domain.episode(s.episode_index().unwrap()).unwrap());
     let events = vec![
         LiveEvent::Reset(LiveFile::Episodes),
         LiveEvent::Episodes(vec![(1, episode("other", "g", 0)), (2, kept.clone())]),
     ];
     update(&mut s, Msg::Live(events, t0));
-    assert_eq!(s.domain.run.episodes.len(), 2);
+    assert_eq!(s.domain.episodes.len(), 2);
     assert_eq!(s.domain.live.broken_lines, 0);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, kept.id, "the selection is found again by id");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, kept.id, "the selection is found again by id");
     assert_eq!(s.ui.sel.step, 1);
 }
 
@@ -271,13 +271,33 @@ fn search_results_are_listed_and_n_walks_them() {
     assert_eq!(s.ui.view, View::Search);
     act(&mut s, Action::SearchNext);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
     assert_eq!(s.ui.sel.step, 1);
     act(&mut s, Action::SearchNext);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
     assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::SearchPrev);
-    assert_eq!(s.domain.run.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+}
+
+#[test]
+fn a_search_over_a_growing_index_says_so_and_its_rerun_keeps_the_place() {
+    let mut s = state();
+    let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
+    let partial = Ok(SearchResults { total: 1, hits: vec![hit(1, 2)] });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result: partial, partial: Some((10, 40)) });
+    assert_eq!(s.ui.view, View::Search);
+    let note = s.ui.message.clone().unwrap();
+    assert!(note.contains("first 10 of 40 episodes") && note.contains("still indexing"), "{note}");
+    act(&mut s, Action::SearchNext);
+    assert_eq!(s.ui.view, View::Episode);
+    // The index is complete: the same query's results arrive again and the user stays where they are.
+    let complete = Ok(SearchResults { total: 3, hits: vec![hit(1, 2), hit(5, 1), hit(6, 0)] });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result: complete, partial: None });
+    assert_eq!(s.ui.view, View::Episode);
+    let search = s.ui.search.as_ref().unwrap();
+    assert_eq!((search.total, search.current), (3, 0));
+    assert_eq!(s.ui.message, None);
 }
 
 #[test]
@@ -291,12 +311,15 @@ fn search_error_is_shown_not_fatal() {
 #[test]
 fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
     use gigscope::advantage::AdvantageSettings;
+    use gigscope::run::lean::{LeanEpisode, PageIds};
     use gigscope::tui::state::Derived;
     let s = state();
     let settings = AdvantageSettings::default();
-    let mut episodes = s.domain.run.episodes.clone();
+    let lean = |episode| LeanEpisode::new(episode, &s.domain.text, &mut PageIds::default(), None);
+    let mut episodes = s.domain.episodes.clone();
     let old = Derived::build(&episodes, &settings);
     let old_len = episodes.len();
+    assert!(old_len > 0);
     // A new group whose members share a first state, and one more for an existing group.
     let mut a = episode("n1", "new-g", 3);
     let mut b = episode("n2", "new-g", 3);
@@ -317,7 +340,7 @@ fn the_search_prompt_examples_find_something() {
     let cache = tempfile::tempdir().unwrap();
     let mut index =
         gigscope::index::TrajectoryIndex::open(&s.domain.run.dir, cache.path(), &s.domain.settings).unwrap();
-    index.update(&s.domain.run.episodes, &s.domain.derived.table).unwrap();
+    index.update(s.domain.episodes.as_slice(), &s.domain.derived.table).unwrap();
     for query in gigscope::tui::ui::SEARCH_EXAMPLES {
         let found = index.search(query, 10).unwrap();
         assert!(found.total > 0, "{query} finds nothing in the sample run");
@@ -361,7 +384,7 @@ fn a_run_read_in_the_background_fills_in_with_progress_and_takes_its_recorded_se
     std::fs::write(dir.join("run.json"), meta).unwrap();
     let (run, tails) = gigscope::live::start_as(&dir, None, &SourceOptions::default()).unwrap();
     let mut s = State::new(run, Config::defaults(true).unwrap(), (120, 40));
-    assert!(s.domain.run.episodes.is_empty());
+    assert!(s.domain.episodes.is_empty());
     let t0 = Instant::now();
     // Half-way through reading: the status bar says so, and keys work meanwhile.
     update(&mut s, Msg::Live(vec![LiveEvent::Progress { read: 50, total: 100 }], t0));
@@ -371,7 +394,7 @@ fn a_run_read_in_the_background_fills_in_with_progress_and_takes_its_recorded_se
     act(&mut s, Action::Help);
 
     let whole = open(&dir, Config::defaults(true).unwrap(), (120, 40)).unwrap().0;
-    let n = whole.domain.run.episodes.len();
+    let n = whole.domain.episodes.len();
     let options = WatchOptions { notify: false, ..WatchOptions::default() };
     let (_watcher, rx) = Watcher::spawn(&dir, tails, options).unwrap();
     let events = support::live::wait_until(&rx, |seen| {
@@ -382,7 +405,7 @@ fn a_run_read_in_the_background_fills_in_with_progress_and_takes_its_recorded_se
     update(&mut s, Msg::Live(events, t0 + Duration::from_millis(10)));
     update(&mut s, Msg::Live(vec![LiveEvent::Progress { read: 100, total: 100 }], t0 + Duration::from_millis(20)));
     assert!(!status_line(&s).contains("loading"), "the indicator goes once reading has caught up");
-    assert_eq!(s.domain.run.episodes, whole.domain.run.episodes);
+    assert_eq!(s.domain.episodes, whole.domain.episodes);
     assert_eq!(s.domain.settings.omega, 0.5);
     assert_eq!(s.domain.settings, whole.domain.settings, "run.json's settings are taken, not marked as changed");
     assert!(!s.domain.settings_modified());

@@ -17,7 +17,8 @@ use super::engine::{group_episodes, recompute, AdvantageTable, SimilarClusters, 
 use super::input::{EngineInput, KeyedAnchor};
 use super::settings::{AdvantageSettings, AnchorMode};
 use super::{AnchorGroup, RowRef};
-use crate::run::{Episode, Step};
+use crate::run::lean::{EpisodeText, LeanEpisode, LineSpan, TextError, TextStore};
+use crate::run::Episode;
 
 /// Which anchor-state group every row belongs to under one anchor mode.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,10 +126,19 @@ pub fn regroup<I: EngineInput + ?Sized>(
 pub struct SimilarityJob {
     theta: f64,
     exact: AnchorGrouping,
-    /// The distinct anchors (shared with the episodes: a large run's are hundreds of MB), in the exact
-    /// grouping's numbering; episode group `g`'s are `anchors[starts[g]..starts[g + 1]]`.
-    anchors: Vec<Arc<str>>,
+    /// The distinct anchors, in the exact grouping's numbering; episode group `g`'s are
+    /// `anchors[starts[g]..starts[g + 1]]`.
+    anchors: Vec<JobAnchor>,
     starts: Vec<usize>,
+}
+
+/// One distinct anchor of a [`SimilarityJob`].
+#[derive(Clone, Debug, PartialEq)]
+enum JobAnchor {
+    /// Its text, shared with the episodes (a large run's are hundreds of MB).
+    Text(Arc<str>),
+    /// Step `step` of the episode on line `span` of the file `store` reads, read back while the job runs.
+    OnDisk { span: LineSpan, store: TextStore, step: u32 },
 }
 
 impl SimilarityJob {
@@ -140,7 +150,32 @@ impl SimilarityJob {
         for (step, &a) in episodes.iter().flat_map(|e| &e.steps).zip(&exact.row_group) {
             first[a as usize].get_or_insert(step);
         }
-        let anchors: Vec<Arc<str>> = first.into_iter().flatten().map(Step::anchor_arc).collect();
+        let anchors = first.into_iter().flatten().map(|step| JobAnchor::Text(step.anchor_arc())).collect();
+        SimilarityJob::assemble(exact, theta, anchors)
+    }
+
+    /// [`Self::new`] for lean episodes: the anchors whose text is on disk are read back while the job runs,
+    /// one episode group at a time (memory holds the group being clustered, not the run's text).
+    pub fn lean(episodes: &[LeanEpisode], exact: AnchorGrouping, theta: f64) -> SimilarityJob {
+        let mut first = vec![None; exact.episode_group.len()];
+        let rows = episodes.iter().enumerate().flat_map(|(e, ep)| (0..ep.steps.len()).map(move |t| (e, t)));
+        for ((e, t), &a) in rows.zip(&exact.row_group) {
+            first[a as usize].get_or_insert((e, t));
+        }
+        let anchors = first
+            .into_iter()
+            .flatten()
+            .map(|(e, t)| match &episodes[e].text {
+                EpisodeText::InMemory(episode) => JobAnchor::Text(episode.steps[t].anchor_arc()),
+                EpisodeText::OnDisk { span, store } => {
+                    JobAnchor::OnDisk { span: *span, store: store.clone(), step: t as u32 }
+                }
+            })
+            .collect();
+        SimilarityJob::assemble(exact, theta, anchors)
+    }
+
+    fn assemble(exact: AnchorGrouping, theta: f64, anchors: Vec<JobAnchor>) -> Self {
         assert_eq!(
             anchors.len(),
             exact.episode_group.len(),
@@ -160,28 +195,45 @@ impl SimilarityJob {
     }
 
     /// The [`AnchorMode::Similarity`] grouping: equal to `group_anchors(episodes, Similarity(θ))`.
+    ///
+    /// # Panics
+    /// When anchors kept on disk can no longer be read back (the file changed): see [`Self::try_run`].
     pub fn run(self) -> AnchorGrouping {
-        let grouping = self.run_unless(&AtomicBool::new(false));
-        grouping.expect("a job that cannot be cancelled finishes")
+        self.try_run().expect("the anchors' text is readable")
+    }
+
+    /// [`Self::run`], or why the anchors kept on disk could not be read back.
+    pub fn try_run(self) -> Result<AnchorGrouping, TextError> {
+        let grouping = self.try_run_unless(&AtomicBool::new(false))?;
+        Ok(grouping.expect("a job that cannot be cancelled finishes"))
     }
 
     /// [`Self::run`], given up (`None`) soon after `cancelled` is set: a viewer whose user has moved on to
-    /// another θ does not wait for groupings nobody wants.
+    /// another θ does not wait for groupings nobody wants. Also `None` when anchors kept on disk can no longer
+    /// be read back: the file changed, and the viewer reads the run again.
     pub fn run_unless(self, cancelled: &AtomicBool) -> Option<AnchorGrouping> {
+        self.try_run_unless(cancelled).ok().flatten()
+    }
+
+    /// [`Self::run_unless`], saying why the anchors' text could not be read back.
+    pub fn try_run_unless(self, cancelled: &AtomicBool) -> Result<Option<AnchorGrouping>, TextError> {
         let theta = self.theta;
         let clusters: Vec<Vec<u32>> = self
             .starts
             .par_windows(2)
             .map_init(SimilarClusters::default, |similar, range| {
                 if cancelled.load(Ordering::Relaxed) {
-                    return Vec::new();
+                    return Ok(Vec::new());
                 }
                 similar.reset();
-                self.anchors[range[0]..range[1]].iter().map(|a| similar.assign(a, theta)).collect()
+                self.anchors[range[0]..range[1]]
+                    .iter()
+                    .map(|a| Ok(similar.assign(&self.text(a)?, theta)))
+                    .collect::<Result<Vec<u32>, TextError>>()
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         if cancelled.load(Ordering::Relaxed) {
-            return None;
+            return Ok(None);
         }
         let counts: Vec<u32> = clusters.iter().map(|c| c.iter().max().map_or(0, |&m| m + 1)).collect();
         let bases = prefix_sums(&counts);
@@ -196,11 +248,22 @@ impl SimilarityJob {
                 bases[g] + clusters[g][a - self.starts[g]]
             })
             .collect();
-        Some(AnchorGrouping {
+        Ok(Some(AnchorGrouping {
             mode: AnchorMode::Similarity(theta),
             row_group: self.exact.row_group.iter().map(|&a| to_similar[a as usize]).collect(),
             episode_group: numbered_groups(&counts),
-        })
+        }))
+    }
+
+    fn text(&self, anchor: &JobAnchor) -> Result<Arc<str>, TextError> {
+        match anchor {
+            JobAnchor::Text(text) => Ok(Arc::clone(text)),
+            JobAnchor::OnDisk { span, store, step } => {
+                let episode = store.read(span)?;
+                let step = episode.steps.get(*step as usize).ok_or_else(|| store.changed(span))?;
+                Ok(step.anchor_arc())
+            }
+        }
     }
 }
 

@@ -99,15 +99,29 @@ pub struct LeanStep {
 /// Where an episode's full record is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EpisodeText {
-    OnDisk(LineSpan),
+    /// On line `span` of the file `store` reads.
+    OnDisk {
+        span: LineSpan,
+        store: TextStore,
+    },
     InMemory(Arc<Episode>),
+}
+
+impl EpisodeText {
+    /// The full record, read back from disk when it is there.
+    pub fn read(&self) -> Result<Arc<Episode>, TextError> {
+        match self {
+            EpisodeText::InMemory(episode) => Ok(Arc::clone(episode)),
+            EpisodeText::OnDisk { span, store } => store.read(span),
+        }
+    }
 }
 
 /// One episode without its text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeanEpisode {
-    pub id: Box<str>,
-    pub group: Box<str>,
+    pub id: String,
+    pub group: String,
     pub iteration: i64,
     pub success: bool,
     /// `extra.source` when it is a string (`"play"` for groups played in the TUI).
@@ -125,10 +139,16 @@ pub struct LeanEpisode {
 }
 
 impl LeanEpisode {
-    /// The lean form of `episode`. Its text stays on disk when the reader recorded where its line is, else it
-    /// is kept in memory. The page anchor of a step is its recorded `page`, else `classify(observation)` (the
-    /// environment's classification, from the layer that knows the environment), else none (an empty name).
-    pub fn new(episode: Episode, pages: &mut PageIds, classify: Option<&dyn Fn(&str) -> &'static str>) -> LeanEpisode {
+    /// The lean form of `episode`. Its text stays on disk, read back through `store`, when the reader recorded
+    /// where its line is; else it is kept in memory. The page anchor of a step is its recorded `page`, else
+    /// `classify(observation)` (the environment's classification, from the layer that knows the environment),
+    /// else none (an empty name).
+    pub fn new(
+        episode: Episode,
+        store: &TextStore,
+        pages: &mut PageIds,
+        classify: Option<&dyn Fn(&str) -> &'static str>,
+    ) -> LeanEpisode {
         let steps: Box<[LeanStep]> = episode
             .steps
             .iter()
@@ -157,8 +177,8 @@ impl LeanEpisode {
         };
         let source = episode.extra.get(SOURCE_KEY).and_then(Value::as_str).map(Into::into);
         LeanEpisode {
-            id: episode.id.as_str().into(),
-            group: episode.group.as_str().into(),
+            id: episode.id.clone(),
+            group: episode.group.clone(),
             iteration: episode.iteration,
             success: episode.success(),
             source,
@@ -169,7 +189,7 @@ impl LeanEpisode {
             rewards,
             advantages: episode.advantages.as_ref().map(|a| a.clone().into_boxed_slice()),
             text: match episode.read_from.0 {
-                Some(span) => EpisodeText::OnDisk(span),
+                Some(span) => EpisodeText::OnDisk { span, store: store.clone() },
                 None => EpisodeText::InMemory(Arc::new(episode)),
             },
         }
@@ -213,6 +233,13 @@ pub struct TextStore {
     inner: Arc<StoreInner>,
 }
 
+/// Stores are the same when they read the same file.
+impl PartialEq for TextStore {
+    fn eq(&self, other: &TextStore) -> bool {
+        self.inner.path == other.inner.path
+    }
+}
+
 #[derive(Debug)]
 struct StoreInner {
     path: PathBuf,
@@ -229,14 +256,6 @@ impl TextStore {
         &self.inner.path
     }
 
-    /// The full record of an episode.
-    pub fn episode(&self, text: &EpisodeText) -> Result<Arc<Episode>, TextError> {
-        match text {
-            EpisodeText::InMemory(episode) => Ok(Arc::clone(episode)),
-            EpisodeText::OnDisk(span) => self.read(span),
-        }
-    }
-
     /// Forget what was cached (the file was reset: cached records may no longer be in it).
     pub fn clear(&self) {
         self.cache().clear();
@@ -247,35 +266,48 @@ impl TextStore {
         self.inner.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn read(&self, span: &LineSpan) -> Result<Arc<Episode>, TextError> {
+    /// The error for a line the file no longer holds as it was read.
+    pub fn changed(&self, span: &LineSpan) -> TextError {
+        TextError::Changed { path: self.inner.path.clone(), line: span.line }
+    }
+
+    /// The episode on line `span`.
+    pub fn read(&self, span: &LineSpan) -> Result<Arc<Episode>, TextError> {
         if let Some((_, episode)) = self.cache().iter().find(|(s, _)| s == span) {
             return Ok(Arc::clone(episode));
         }
-        let path = &self.inner.path;
-        let io = |source| TextError::Io { path: path.clone(), source };
-        let changed = || TextError::Changed { path: path.clone(), line: span.line };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let len = usize::try_from(span.len).map_err(|_| changed())?;
-        let mut bytes = vec![0u8; len];
-        match read_at(&file, &mut bytes, span.offset) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(changed()),
-            Err(err) => return Err(io(err)),
-        }
-        if line_checksum(&bytes) != span.checksum {
-            return Err(changed());
-        }
-        let parse = |message: String| TextError::Parse { path: path.clone(), line: span.line, message };
-        let text = std::str::from_utf8(&bytes).map_err(|e| parse(e.to_string()))?;
-        let mut episode: Episode =
-            serde_json::from_str(text.trim_end_matches(['\n', '\r'])).map_err(|e| parse(e.to_string()))?;
-        episode.read_from = ReadFrom(Some(*span));
+        let file = std::fs::File::open(&self.inner.path)
+            .map_err(|source| TextError::Io { path: self.inner.path.clone(), source })?;
+        let episode = self.parse_at(&file, span)?;
         let episode = Arc::new(episode);
         let mut cache = self.cache();
         if cache.len() == CACHED_EPISODES {
             cache.pop_front();
         }
         cache.push_back((*span, Arc::clone(&episode)));
+        Ok(episode)
+    }
+}
+
+impl TextStore {
+    /// The episode on line `span` of `file`, checked to be the line that was read.
+    fn parse_at(&self, file: &std::fs::File, span: &LineSpan) -> Result<Episode, TextError> {
+        let path = &self.inner.path;
+        let len = usize::try_from(span.len).map_err(|_| self.changed(span))?;
+        let mut bytes = vec![0u8; len];
+        match read_at(file, &mut bytes, span.offset) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(self.changed(span)),
+            Err(source) => return Err(TextError::Io { path: path.clone(), source }),
+        }
+        if line_checksum(&bytes) != span.checksum {
+            return Err(self.changed(span));
+        }
+        let parse = |message: String| TextError::Parse { path: path.clone(), line: span.line, message };
+        let text = std::str::from_utf8(&bytes).map_err(|e| parse(e.to_string()))?;
+        let mut episode: Episode =
+            serde_json::from_str(text.trim_end_matches(['\n', '\r'])).map_err(|e| parse(e.to_string()))?;
+        episode.read_from = ReadFrom(Some(*span));
         Ok(episode)
     }
 }

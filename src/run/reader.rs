@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::RunError;
 use super::format::{Episode, MetricsRecord, RunMeta, RUN_META_FILE};
+use super::lean::{line_checksum, LineSpan};
 use super::source::Layout;
 
 /// A line that could not be read as a record.
@@ -129,8 +130,17 @@ impl<T: DeserializeOwned> JsonlTail<T> {
     /// Read every complete line that arrived since the last poll. A missing file reads as empty (a run
     /// directory may exist before its first episode is written).
     pub fn poll(&mut self) -> Result<TailBatch<T>, RunError> {
+        self.poll_located(|_, _| {})
+    }
+
+    /// [`poll`](Self::poll), telling `locate` where each record's line is (its byte span and checksum), so
+    /// that a reader may drop the record's text and read it back later ([`super::lean`]).
+    pub fn poll_located(&mut self, mut locate: impl FnMut(&mut T, LineSpan)) -> Result<TailBatch<T>, RunError> {
         let mut records = Vec::new();
-        let mut batch = self.poll_with(|line, record| records.push((line, record)))?;
+        let mut batch = self.poll_spans(|span, mut record| {
+            locate(&mut record, span);
+            records.push((span.line, record))
+        })?;
         batch.records = records;
         Ok(batch)
     }
@@ -138,6 +148,11 @@ impl<T: DeserializeOwned> JsonlTail<T> {
     /// Like [`poll`](Self::poll), but hands each good record to `sink` as it streams instead of collecting
     /// it, so a very large file can be reduced on the fly. The returned batch's `records` are empty.
     pub fn poll_with(&mut self, mut sink: impl FnMut(u64, T)) -> Result<TailBatch<T>, RunError> {
+        self.poll_spans(|span, record| sink(span.line, record))
+    }
+
+    /// [`poll_with`](Self::poll_with), each record with its line's span.
+    fn poll_spans(&mut self, mut sink: impl FnMut(LineSpan, T)) -> Result<TailBatch<T>, RunError> {
         let mut batch =
             TailBatch { reset: false, records: Vec::new(), errors: Vec::new(), more: false, file_len: 0, offset: 0 };
         let file = match File::open(&self.path) {
@@ -177,7 +192,11 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             self.offset += n as u64;
             self.lines += 1;
             match parse_line::<T>(&buf) {
-                Ok(Some(record)) => sink(self.lines, record),
+                Ok(Some(record)) => {
+                    let offset = self.offset - n as u64;
+                    let checksum = line_checksum(&buf);
+                    sink(LineSpan { line: self.lines, offset, len: n as u64, checksum }, record)
+                }
                 Ok(None) => {}
                 Err(reason) => batch.errors.push(LineError::new(self.lines, reason)),
             }

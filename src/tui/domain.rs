@@ -4,15 +4,17 @@
 //! state and keeps its selection valid when the domain changes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::advantage::explain::{explain, Explanation};
 use crate::advantage::stats::compare_stored;
 use crate::advantage::{
-    compute, group_anchors, recompute, regroup, run_stats, AdvantageSettings, AdvantageTable, AnchorGrouping,
-    AnchorMode, RowRef, SimilarityJob,
+    compute_grouped, group_keyed, recompute, regroup, run_stats, AdvantageSettings, AdvantageTable, AnchorGrouping,
+    AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
 };
-use crate::live::LiveStatus;
-use crate::run::{Episode, Run, RunMeta};
+use crate::live::{Applied, LiveEvent, LiveStatus};
+use crate::run::lean::{LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
 /// the TUI, by hand or by the policy), which the training charts leave out.
@@ -28,12 +30,11 @@ pub const PLAY_SOURCE: &str = "play";
 
 /// Whether `episode` was played in the TUI: it says so (`"source": "play"`), or it is one of the `play-goal-…`
 /// groups written before episodes said so.
-pub fn is_played(episode: &Episode) -> bool {
-    episode.extra.get(SOURCE_KEY).and_then(|v| v.as_str()) == Some(PLAY_SOURCE)
-        || episode.group.starts_with("play-goal-")
+pub fn is_played(episode: &LeanEpisode) -> bool {
+    episode.source.as_deref() == Some(PLAY_SOURCE) || episode.group.starts_with("play-goal-")
 }
 
-pub fn bucket_of(episode: &Episode) -> Bucket {
+pub fn bucket_of(episode: &LeanEpisode) -> Bucket {
     if is_played(episode) {
         Bucket::Play
     } else {
@@ -88,30 +89,61 @@ pub struct Derived {
     pub size_histogram: BTreeMap<usize, usize>,
     /// Largest |trainer-recorded − recomputed| advantage over steps that carry one (the engine's comparison).
     pub max_trainer_diff: Option<f64>,
+    /// Why the grouping the settings ask for could not be made (its anchors' text could not be read back).
+    pub read_error: Option<String>,
+}
+
+/// The anchor grouping of `episodes` under `mode`, made at once (a similarity grouping reads the anchors' text
+/// back from disk where it is there).
+fn group_now(episodes: &[LeanEpisode], mode: AnchorMode) -> Result<AnchorGrouping, TextError> {
+    match mode {
+        AnchorMode::Exact => Ok(group_keyed(episodes, KeyedAnchor::Exact)),
+        AnchorMode::Page => Ok(group_keyed(episodes, KeyedAnchor::Page)),
+        AnchorMode::Similarity(theta) => {
+            SimilarityJob::lean(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).try_run()
+        }
+    }
 }
 
 impl Derived {
-    pub fn build(episodes: &[Episode], settings: &AdvantageSettings) -> Derived {
-        Derived::from_table(episodes, compute(episodes, settings), *settings)
+    /// Everything derived from `episodes` under `settings`. Should the anchors' text of a similarity grouping no
+    /// longer be readable (the file changed under the viewer, which the watcher is about to report), the exact
+    /// grouping stands in until the run is read again, and [`Derived::read_error`] says so.
+    pub fn build(episodes: &[LeanEpisode], settings: &AdvantageSettings) -> Derived {
+        match group_now(episodes, settings.anchor) {
+            Ok(grouping) => Derived::from_table(episodes, compute_grouped(episodes, &grouping, settings), *settings),
+            Err(err) => {
+                let exact = AdvantageSettings { anchor: AnchorMode::Exact, ..*settings };
+                let grouping = group_keyed(episodes, KeyedAnchor::Exact);
+                let table = compute_grouped(episodes, &grouping, &exact);
+                Derived {
+                    read_error: Some(format!("anchor grouping: {err}")),
+                    ..Derived::from_table(episodes, table, exact)
+                }
+            }
+        }
     }
 
     /// After episodes were appended to `episodes` (those from `old_len` on): when every new episode belongs
     /// to a group that did not exist before, only the new episodes are computed and their table appended
     /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
     /// run that writes whole groups at a time fast however large it grows.
-    pub fn extend(self, episodes: &[Episode], old_len: usize, settings: &AdvantageSettings) -> Derived {
+    pub fn extend(self, episodes: &[LeanEpisode], old_len: usize, settings: &AdvantageSettings) -> Derived {
         let known: std::collections::HashSet<&str> =
             self.table.episode_groups.iter().map(|g| g.name.as_str()).collect();
         if old_len > episodes.len() || episodes[old_len..].iter().any(|e| known.contains(e.group.as_str())) {
             return Derived::build(episodes, settings);
         }
+        let Ok(grouping) = group_now(&episodes[old_len..], settings.anchor) else {
+            return Derived::build(episodes, settings);
+        };
         let mut table = self.table;
-        table.append(compute(&episodes[old_len..], settings));
+        table.append(compute_grouped(&episodes[old_len..], &grouping, settings));
         Derived::from_table(episodes, table, *settings)
     }
 
     /// The summaries shown beside the table: the engine's run statistics, and per-iteration sums.
-    pub(crate) fn from_table(episodes: &[Episode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
+    pub(crate) fn from_table(episodes: &[LeanEpisode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
         let stats = run_stats(episodes, &table);
         let size_histogram = stats.step_group_sizes.iter().map(|s| (s.size, s.count)).collect();
         let max_trainer_diff = compare_stored(episodes, &table).and_then(|c| c.largest).map(|l| l.abs_diff);
@@ -129,15 +161,11 @@ impl Derived {
         for ep in episodes {
             let a = acc.entry(bucket_of(ep)).or_default();
             a.episodes += 1;
-            a.success += usize::from(ep.success());
+            a.success += usize::from(ep.success);
             a.ret += ep.total_reward();
             a.steps += ep.steps.len();
-            for s in &ep.steps {
-                if let Some(t) = s.tokens {
-                    a.tokens += t;
-                    a.token_steps += 1;
-                }
-            }
+            a.tokens += ep.tokens;
+            a.token_steps += ep.token_steps as usize;
         }
         // Groups are attached to their first episode's bucket.
         for (g, group) in table.episode_groups.iter().enumerate() {
@@ -182,7 +210,7 @@ impl Derived {
             });
             groups_of_iteration.push(a.groups);
         }
-        Derived { table, settings, iterations, groups_of_iteration, size_histogram, max_trainer_diff }
+        Derived { table, settings, iterations, groups_of_iteration, size_histogram, max_trainer_diff, read_error: None }
     }
 
     /// The training iterations (the play bucket left out), for the charts.
@@ -218,9 +246,20 @@ pub fn recorded_settings(meta: Option<&RunMeta>) -> AdvantageSettings {
 }
 
 /// The run, the settings, what they derive, and the anchor groupings kept for reuse.
+///
+/// The episodes are held lean ([`LeanEpisode`]: numbers, ids, anchor hashes and where each episode's line is)
+/// and their text stays on disk: views read the episodes they show through [`Domain::episode`]. Episodes that
+/// arrive in [`Domain::run`] (what [`Domain::new`] is given, and what live events add) are moved into
+/// [`Domain::episodes`] at once, so `run.episodes` is only ever a staging area.
 pub struct Domain {
-    /// The run as read so far (live events are merged into it).
+    /// The run as read so far (live events are merged into it), without its episodes: see [`Domain::episodes`].
     pub run: Run,
+    /// The run's episodes, without their text, in file order.
+    pub episodes: Vec<LeanEpisode>,
+    /// Reads an episode's text back from `episodes.jsonl`.
+    pub text: TextStore,
+    /// The page names of the episodes' page anchors.
+    pub pages: PageIds,
     pub run_name: String,
     /// The settings the run recorded (run.json), or the defaults.
     pub recorded: AdvantageSettings,
@@ -247,8 +286,12 @@ impl Domain {
             .or_else(|| run.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| run.dir.display().to_string());
         let live = LiveStatus { broken_lines: run.errors.len() + run.metrics_errors.len(), ..LiveStatus::default() };
+        let text = TextStore::new(&run.dir.join(EPISODES_FILE));
         let mut domain = Domain {
             run,
+            episodes: Vec::new(),
+            text,
+            pages: PageIds::default(),
             run_name,
             recorded,
             settings: recorded,
@@ -258,8 +301,44 @@ impl Domain {
             grouping_job: None,
             episodes_version: 0,
         };
+        domain.take_episodes();
         domain.rebuild();
         domain
+    }
+
+    /// Move the episodes that arrived in `run.episodes` into [`Domain::episodes`], lean; returns where they went.
+    fn take_episodes(&mut self) -> std::ops::Range<usize> {
+        let start = self.episodes.len();
+        // WebShop runs that record no page type get it classified, as the environment's anchor.
+        let classify = |observation: &str| crate::webshop::page::classify_observation(observation).as_str();
+        let classify: Option<&dyn Fn(&str) -> &'static str> = self.run.is_webshop().then_some(&classify);
+        let (pages, text) = (&mut self.pages, &self.text);
+        self.episodes.extend(self.run.episodes.drain(..).map(|e| LeanEpisode::new(e, text, pages, classify)));
+        start..self.episodes.len()
+    }
+
+    /// Merge live events into the run (see [`crate::live::apply`]); the episodes they add are taken in lean.
+    /// The summary's `new_episodes` are indices into [`Domain::episodes`].
+    pub fn apply_live(&mut self, events: Vec<LiveEvent>) -> Applied {
+        let n = self.episodes.len();
+        let mut applied = Applied { new_episodes: n..n, ..Applied::default() };
+        for event in events {
+            let mut one = crate::live::apply(&mut self.run, event);
+            if one.episodes_reset {
+                self.episodes.clear();
+                self.text.clear();
+            }
+            one.new_episodes = self.take_episodes();
+            applied.absorb(one);
+        }
+        applied
+    }
+
+    /// The full record of episode `e`, text and all: read back from the run's file (or kept in memory for
+    /// layouts converted from other files). An error when the file no longer holds it (truncated, replaced or
+    /// rewritten since it was read: the watcher is about to read the run again).
+    pub fn episode(&self, e: usize) -> Result<Arc<Episode>, TextError> {
+        self.episodes[e].text.read()
     }
 
     /// Whether the run is a WebShop run ([`crate::run::Run::is_webshop`]).
@@ -278,14 +357,22 @@ impl Domain {
 
     /// The engine's explanation of row `r`'s advantage, under the settings the table was computed with.
     pub fn explanation(&self, r: RowRef) -> Option<Explanation> {
-        explain(&self.derived.table, &self.run.episodes, &self.derived.settings, r)
+        explain(&self.derived.table, self.episodes.as_slice(), &self.derived.settings, r)
     }
 
     /// Recompute everything derived (after a reset of the episodes).
     pub fn rebuild(&mut self) {
         self.episodes_changed();
         self.grouping_job = None;
-        self.derived = Derived::build(&self.run.episodes, &self.settings);
+        self.derived = Derived::build(&self.episodes, &self.settings);
+        self.note(self.derived.read_error.clone());
+    }
+
+    /// A problem the views should show (reading text back failed).
+    fn note(&mut self, error: Option<String>) {
+        if error.is_some() {
+            self.live.last_error = error;
+        }
     }
 
     /// Recompute after a settings change, the episodes unchanged. The anchor grouping is reused when the
@@ -300,7 +387,7 @@ impl Domain {
         let mut request = None;
         if wanted == anchor {
             self.grouping_job = None;
-            recompute(&mut table, &self.run.episodes, &self.settings);
+            recompute(&mut table, self.episodes.as_slice(), &self.settings);
         } else {
             self.keep_grouping(table.grouping(anchor));
             let kept = self.groupings.iter().position(|g| g.mode == wanted).map(|i| self.groupings.remove(i));
@@ -311,30 +398,36 @@ impl Domain {
                     request = Some(self.similarity_request(theta));
                     None
                 }
-                (None, mode) => Some(group_anchors(&self.run.episodes, mode)),
+                (None, mode) => match group_now(&self.episodes, mode) {
+                    Ok(g) => Some(g),
+                    Err(err) => {
+                        self.note(Some(format!("anchor grouping: {err}")));
+                        None
+                    }
+                },
             };
             match grouping {
                 Some(grouping) => {
                     self.grouping_job = None;
-                    regroup(&mut table, &self.run.episodes, &grouping, &self.settings);
+                    regroup(&mut table, self.episodes.as_slice(), &grouping, &self.settings);
                     anchor = wanted;
                     self.keep_grouping(grouping);
                 }
                 None if self.table_settings() == self.derived.settings => {
                     // Only the anchor mode changed and its grouping is on its way: the table stands as it is
                     // (on a large run, recomputing it for nothing would hold the frame back).
-                    self.grouping_job = Some(wanted);
+                    self.grouping_job = request.is_some().then_some(wanted);
                     self.derived.table = table;
                     return request;
                 }
                 None => {
-                    self.grouping_job = Some(wanted);
-                    recompute(&mut table, &self.run.episodes, &self.table_settings());
+                    self.grouping_job = request.is_some().then_some(wanted);
+                    recompute(&mut table, self.episodes.as_slice(), &self.table_settings());
                 }
             }
         }
         let settings = AdvantageSettings { anchor, ..self.settings };
-        self.derived = Derived::from_table(&self.run.episodes, table, settings);
+        self.derived = Derived::from_table(&self.episodes, table, settings);
         request
     }
 
@@ -364,14 +457,14 @@ impl Domain {
         let exact = match self.groupings.iter().find(|g| g.mode == AnchorMode::Exact) {
             Some(g) => g.clone(),
             None => {
-                let g = group_anchors(&self.run.episodes, AnchorMode::Exact);
+                let g = group_keyed(self.episodes.as_slice(), KeyedAnchor::Exact);
                 self.keep_grouping(g.clone());
                 g
             }
         };
         GroupingRequest {
             episodes_version: self.episodes_version,
-            job: SimilarityJob::new(&self.run.episodes, exact, theta),
+            job: SimilarityJob::lean(&self.episodes, exact, theta),
         }
     }
 
@@ -392,6 +485,7 @@ impl Domain {
     pub fn extend(&mut self, old_len: usize) {
         self.episodes_changed();
         let settings = self.table_settings();
-        self.derived = std::mem::take(&mut self.derived).extend(&self.run.episodes, old_len, &settings);
+        self.derived = std::mem::take(&mut self.derived).extend(&self.episodes, old_len, &settings);
+        self.note(self.derived.read_error.clone());
     }
 }

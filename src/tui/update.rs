@@ -211,16 +211,10 @@ fn age_secs(state: &State) -> Option<u64> {
 
 fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     // Remember the selected episode by id: a reset (file replaced) renumbers everything.
-    let selected_id = state.episode_index().map(|e| state.domain.run.episodes[e].id.clone());
+    let selected_id = state.episode_index().map(|e| state.domain.episodes[e].id.clone());
     let selected_step = state.ui.sel.step;
     let had_meta = state.domain.run.meta.is_some();
-    let mut applied = Applied {
-        new_episodes: state.domain.run.episodes.len()..state.domain.run.episodes.len(),
-        ..Applied::default()
-    };
-    for event in events {
-        applied.absorb(live::apply(&mut state.domain.run, event));
-    }
+    let applied = state.domain.apply_live(events);
     if !applied.changed() {
         return Effects::default();
     }
@@ -260,7 +254,7 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
         if state.ui.follow {
             jump_to_newest(state);
         } else if applied.episodes_reset {
-            if let Some(e) = selected_id.and_then(|id| state.domain.run.episodes.iter().position(|x| x.id == id)) {
+            if let Some(e) = selected_id.and_then(|id| state.domain.episodes.iter().position(|x| x.id == id)) {
                 state.select_row(e, selected_step);
             }
         }
@@ -292,7 +286,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
     let view = component(state.ui.view);
     let jobs = matches!(a, Action::Play | Action::Autoplay | Action::WatchPolicy | Action::Train | Action::CancelBurst);
     if view.needs_episodes()
-        && state.domain.run.episodes.is_empty()
+        && state.domain.episodes.is_empty()
         && !jobs
         && !matches!(a, Action::Help | Action::Settings | Action::Follow)
     {
@@ -329,7 +323,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         }
         Action::Follow => {
             state.ui.follow = !state.ui.follow;
-            if state.ui.follow && !state.domain.run.episodes.is_empty() {
+            if state.ui.follow && !state.domain.episodes.is_empty() {
                 jump_to_newest(state);
             }
         }
@@ -410,7 +404,7 @@ fn autoplay(state: &mut State, watch: bool) -> Effects {
         group: session.group.clone(),
         first: session.finished.len(),
         n: session.remaining(),
-        seed: state.domain.run.episodes.len() as u64,
+        seed: state.domain.episodes.len() as u64,
     };
     play.watching = watch;
     state.ui.message = Some(format!(

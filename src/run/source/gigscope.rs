@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourcePoll};
 use crate::run::format::{Episode, MetricsRecord, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+use crate::run::lean::ReadFrom;
 use crate::run::reader::{read_meta, JsonlTail, TailBatch};
 
 /// Where the readers of a gigscope run directory stand.
@@ -95,7 +96,8 @@ impl RunSource for GigscopeSource {
         let mut events = Vec::new();
         self.poll_meta(&mut events);
         let [episode_errors, metric_errors, _] = &mut self.errors;
-        let episodes = self.episodes.poll();
+        // Each episode records where its line is, so that a viewer may keep its text on disk.
+        let episodes = self.episodes.poll_located(|episode, span| episode.read_from = ReadFrom(Some(span)));
         let (more, progress) = match &episodes {
             Ok(b) => (b.more, LiveEvent::Progress { read: b.offset, total: b.file_len }),
             Err(_) => (false, LiveEvent::Progress { read: 0, total: 0 }),

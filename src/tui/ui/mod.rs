@@ -24,7 +24,7 @@ impl Widget for &State {
         let [crumb, body, status, hints] = layout::frame(self, area);
         breadcrumb(self, crumb, buf);
         let view = component(self.ui.view);
-        if view.needs_episodes() && self.domain.run.episodes.is_empty() {
+        if view.needs_episodes() && self.domain.episodes.is_empty() {
             empty(self, body, buf);
         } else {
             view.render(self, body, buf);
@@ -126,7 +126,7 @@ fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let view = component(state.ui.view);
     let mut parts = vec![state.domain.run_name.clone()];
-    if !view.needs_episodes() || !state.domain.run.episodes.is_empty() {
+    if !view.needs_episodes() || !state.domain.episodes.is_empty() {
         parts.extend(view.crumbs(state));
     }
     // The view name first: on a narrow terminal the end of the path is what gets cut.
@@ -206,7 +206,7 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     }
     spans.push(Span::raw(format!(
         "{} ep · {} steps · {} groups ·",
-        state.domain.run.episodes.len(),
+        state.domain.episodes.len(),
         t.rows.len(),
         t.episode_groups.len()
     )));
@@ -334,7 +334,7 @@ pub fn hints(state: &State) -> Vec<Hint> {
 /// The keys of the current view (whatever popup is open): the view's own, then the keys of every view.
 pub fn view_hints(state: &State) -> Vec<Hint> {
     use Action::*;
-    let mut v = if component(state.ui.view).needs_episodes() && state.domain.run.episodes.is_empty() {
+    let mut v = if component(state.ui.view).needs_episodes() && state.domain.episodes.is_empty() {
         vec![]
     } else {
         component(state.ui.view).hints(state)

@@ -98,7 +98,7 @@ impl Component for Anchor {
     }
 
     fn item(&self, state: &mut State, by: isize) {
-        let n = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len());
+        let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
         state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
         select_self(state);
     }
@@ -145,7 +145,10 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
     let t = &state.domain.derived.table;
     let ag = t.anchor_group_of(r);
-    let step = &state.domain.run.episodes[r.episode as usize].steps[r.step as usize];
+    let anchor_text = match state.domain.episode(r.episode as usize) {
+        Ok(ep) => ep.steps.get(r.step as usize).map_or(String::new(), |s| s.anchor_key().to_string()),
+        Err(err) => format!("(cannot read it back: {err})"),
+    };
     let mut out = Vec::new();
     let title = format!(
         "anchor group #{} · {} member(s) · group {} · mean R {:.4} · std {:.4}",
@@ -159,7 +162,7 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
         out.push(Line::styled(format!("{m}{l}"), theme.title()))
     });
     let mut anchor = Vec::new();
-    crate::tui::ui::text::hanging("", &format!("anchor: {}", step.anchor_key()), width as usize, &mut |m, l| {
+    crate::tui::ui::text::hanging("", &format!("anchor: {anchor_text}"), width as usize, &mut |m, l| {
         anchor.push(format!("{m}{l}"))
     });
     if anchor.len() > ANCHOR_LINES {
@@ -191,15 +194,15 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let group_eps = state.group_episodes();
     // With a truth file for the iteration, Q̂, V̂ and A* ± se follow each member's estimates; on a narrow
     // terminal the ids keep their distinguishing end and the marker is a glyph, so the numbers fit.
-    let iteration = state.domain.run.episodes[r.episode as usize].iteration;
+    let iteration = state.domain.episodes[r.episode as usize].iteration;
     let truth = super::estimators::truth(state, iteration);
     let with_truth = matches!(truth, super::estimators::Truth::Present { .. });
     let narrow = with_truth && area.width < 100;
     let id_w =
-        ag.members.iter().map(|m| state.domain.run.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
+        ag.members.iter().map(|m| state.domain.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
     let id_w = if narrow { 7 } else { id_w.clamp(7, (area.width as usize / 3).max(12)) } as u16;
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
-        let ep = &state.domain.run.episodes[m.episode as usize];
+        let ep = &state.domain.episodes[m.episode as usize];
         let row = t.row(*m);
         let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
         let this = match (*m == r, narrow) {
@@ -211,7 +214,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from(traj),
             Cell::from(super::trunc_start(&ep.id, id_w as usize)),
             Cell::from(m.step.to_string()),
-            Cell::from(ep.steps[m.step as usize].action.clone()),
+            Cell::from(match state.domain.episode(m.episode as usize) {
+                Ok(full) => full.steps.get(m.step as usize).map_or(String::new(), |s| s.action.clone()),
+                Err(_) => "(cannot read it back)".into(),
+            }),
             Cell::from(format!("{:.4}", row.ret)),
             Cell::from(adv_span(state, row.step_advantage)),
         ];

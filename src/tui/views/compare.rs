@@ -24,10 +24,10 @@ impl Component for Compare {
     fn crumbs(&self, state: &State) -> Vec<String> {
         let mut v = super::groups::Groups.crumbs(state);
         if let Some(e) = state.episode_index() {
-            v.push(format!("ep {}", state.domain.run.episodes[e].id));
+            v.push(format!("ep {}", state.domain.episodes[e].id));
         }
         if let Some(o) = state.other_index() {
-            v.push(format!("vs {}", state.domain.run.episodes[o].id));
+            v.push(format!("vs {}", state.domain.episodes[o].id));
         }
         v
     }
@@ -43,8 +43,8 @@ impl Component for Compare {
 
     fn highlight(&self, state: &State) -> Option<String> {
         let (ea, eb) = (state.episode_index()?, state.other_index()?);
-        let (a, b) = (&state.domain.run.episodes[ea], &state.domain.run.episodes[eb]);
-        let d = divergence(a, b);
+        let (a, b) = (state.domain.episode(ea).ok()?, state.domain.episode(eb).ok()?);
+        let d = divergence(&a, &b);
         let t = &state.domain.derived.table;
         let at = |e: usize| t.episode_rows(e).get(d).map_or("—".to_string(), |r| adv(r.advantage));
         Some(format!("at the first divergent step {d}: A {} for trajectory A, {} for B", at(ea), at(eb)))
@@ -96,7 +96,7 @@ impl Component for Compare {
 }
 
 fn compare_len(state: &State) -> usize {
-    let len = |e: Option<usize>| e.map_or(0, |e| state.domain.run.episodes[e].steps.len());
+    let len = |e: Option<usize>| e.map_or(0, |e| state.domain.episodes[e].steps.len());
     len(state.episode_index()).max(len(state.other_index()))
 }
 
@@ -108,7 +108,12 @@ pub fn divergence(a: &Episode, b: &Episode) -> usize {
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let (Some(ea), Some(eb)) = (state.episode_index(), state.other_index()) else { return };
-    let (a, b) = (&state.domain.run.episodes[ea], &state.domain.run.episodes[eb]);
+    let read = |e: usize| state.domain.episode(e);
+    let (a, b) = match (read(ea), read(eb)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(err), _) | (_, Err(err)) => return super::unreadable(state, &err, area, buf),
+    };
+    let (a, b) = (&*a, &*b);
     let t = &state.domain.derived.table;
     let d = divergence(a, b);
     let [head, table] = ratatui::layout::Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);

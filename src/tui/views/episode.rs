@@ -27,7 +27,7 @@ impl Component for EpisodeView {
     fn crumbs(&self, state: &State) -> Vec<String> {
         let mut v = super::groups::Groups.crumbs(state);
         if let Some(e) = state.episode_index() {
-            v.push(format!("ep {}", state.domain.run.episodes[e].id));
+            v.push(format!("ep {}", state.domain.episodes[e].id));
         }
         v.push(format!("step {}", state.ui.sel.step));
         v
@@ -61,9 +61,12 @@ impl Component for EpisodeView {
 
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
         let Some(e) = state.episode_index() else { return };
-        let ep = &state.domain.run.episodes[e];
+        let ep = match state.domain.episode(e) {
+            Ok(ep) => ep,
+            Err(err) => return super::unreadable(state, &err, area, buf),
+        };
         let a = areas(state, area);
-        header(state, ep, a.header, buf);
+        header(state, &ep, a.header, buf);
         steps(state, e, a.steps, buf);
         if let Some(step) = ep.steps.get(state.ui.sel.step) {
             detail(state, e, step, a.detail, buf);
@@ -71,7 +74,7 @@ impl Component for EpisodeView {
     }
 
     fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
-        let len = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len());
+        let len = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
         Some(ListRegion { rect: layout::table_body(areas(state, body).steps), len, selected: state.ui.sel.step })
     }
 
@@ -80,7 +83,7 @@ impl Component for EpisodeView {
     }
 
     fn move_by(&self, state: &mut State, by: isize) {
-        let n = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len());
+        let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
         state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
         state.ui.episode.obs_scroll = 0;
     }
@@ -121,7 +124,7 @@ pub fn areas(state: &State, body: Rect) -> EpisodeAreas {
         let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(rest);
         (l, r)
     } else {
-        let n = state.episode_index().map_or(0, |e| state.domain.run.episodes[e].steps.len()) as u16;
+        let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len()) as u16;
         let h = (n + 3).min(rest.height * 2 / 5).max(4.min(rest.height));
         let [t, d] = Layout::vertical([Constraint::Length(h), Constraint::Min(0)]).areas(rest);
         (t, d)
@@ -133,7 +136,7 @@ pub fn areas(state: &State, body: Rect) -> EpisodeAreas {
 fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
     let Some(e) = state.episode_index() else { return vec![] };
-    let ep = &state.domain.run.episodes[e];
+    let Ok(ep) = state.domain.episode(e) else { return vec![] };
     let outcome = match &ep.outcome {
         Some(o) => format!("{} score {:.3}", if o.success { "✓ success" } else { "✗ failure" }, o.score),
         None => "no outcome".into(),
@@ -161,7 +164,7 @@ fn header(state: &State, _ep: &Episode, area: Rect, buf: &mut Buffer) {
 
 fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    let ep = &state.domain.run.episodes[e];
+    let Ok(ep) = state.domain.episode(e) else { return };
     let t = &state.domain.derived.table;
     let rows_adv = t.episode_rows(e);
     let body = layout::table_body(area);
@@ -341,7 +344,7 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     facts.push(format!("valid {}", if step.valid { "yes" } else { "no" }));
     lines.push(Line::from(facts.join(" · ")));
     let row = state.domain.derived.table.episode_rows(e).get(state.ui.sel.step);
-    let recorded = state.domain.run.episodes[e].advantages.as_ref().and_then(|a| a.get(state.ui.sel.step)).copied();
+    let recorded = state.domain.episodes[e].advantages.as_ref().and_then(|a| a.get(state.ui.sel.step)).copied();
     if let (Some(r), Some(rec)) = (row, recorded) {
         let d = rec - r.advantage;
         lines.push(Line::from(vec![

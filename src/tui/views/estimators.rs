@@ -45,9 +45,13 @@ pub struct EstimatorsUi {
     memo: Mutex<Memo>,
 }
 
-/// The episode `e` of the run: the one place this view reads episodes.
-fn episode(state: &State, e: u32) -> &Episode {
-    &state.domain.run.episodes[e as usize]
+/// The episode `e` of the run, read back from the run's file: the one place this view reads episodes. One that
+/// can no longer be read (the file changed; the watcher reads the run again) stands in without steps.
+fn episode(state: &State, e: u32) -> Arc<Episode> {
+    state.domain.episode(e as usize).unwrap_or_else(|_| {
+        let lean = &state.domain.episodes[e as usize];
+        Arc::new(Episode::new(lean.id.as_str(), lean.group.as_str(), Vec::new()))
+    })
 }
 
 impl Component for Estimators {
@@ -152,7 +156,9 @@ fn group_rows(state: &State) -> Vec<RowRef> {
     state
         .group_episodes()
         .iter()
-        .flat_map(|&e| (0..episode(state, e).steps.len() as u32).map(move |step| RowRef { episode: e, step }))
+        .flat_map(|&e| {
+            (0..state.domain.episodes[e as usize].steps.len() as u32).map(move |step| RowRef { episode: e, step })
+        })
         .collect()
 }
 
@@ -249,10 +255,10 @@ pub fn group_columns(state: &State) -> Option<Arc<GroupColumns>> {
     if let Some(hit) = memo(state).groups.iter().find(|g| g.key == key) {
         return Some(hit.clone());
     }
-    let group_eps: Vec<Episode> = state.group_episodes().iter().map(|&e| episode(state, e).clone()).collect();
+    let group_eps: Vec<Episode> = state.group_episodes().iter().map(|&e| Episode::clone(&episode(state, e))).collect();
     let env = env_inputs(&state.domain.run);
     let table = compute(&group_eps, &key.settings);
-    let iteration = episode(state, first).iteration;
+    let iteration = state.domain.episodes[first as usize].iteration;
     let rows = group_rows(state);
     let columns = EstimatorKind::ALL
         .into_iter()
@@ -293,11 +299,13 @@ fn batch_column(state: &State, iteration: i64, kind: EstimatorKind) -> Result<By
             let mut members: Vec<u32> = table
                 .episode_groups
                 .iter()
-                .filter(|g| g.episodes.first().is_some_and(|&e| episode(state, e).iteration == iteration))
+                .filter(|g| {
+                    g.episodes.first().is_some_and(|&e| state.domain.episodes[e as usize].iteration == iteration)
+                })
                 .flat_map(|g| g.episodes.iter().copied())
                 .collect();
             members.sort_unstable();
-            let eps: Vec<Episode> = members.iter().map(|&e| episode(state, e).clone()).collect();
+            let eps: Vec<Episode> = members.iter().map(|&e| Episode::clone(&episode(state, e))).collect();
             let batch_table = compute(&eps, &settings);
             let env = env_inputs(&state.domain.run);
             let columns = EstimatorKind::ALL
@@ -422,7 +430,7 @@ pub fn a_star_text(row: &TruthRow) -> String {
 
 /// The iteration the selected group belongs to (its first episode's).
 fn group_iteration(state: &State) -> Option<i64> {
-    state.group_episodes().first().map(|&e| episode(state, e).iteration)
+    state.group_episodes().first().map(|&e| state.domain.episodes[e as usize].iteration)
 }
 
 // ---- Layout and drawing ----

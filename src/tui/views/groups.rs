@@ -142,7 +142,7 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
     let t = &state.domain.derived.table;
     let rows = groups.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &g)| {
         let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.domain.run.episodes[e as usize].success()).count();
+        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
         let row = Row::new(vec![
             trunc(&eg.name, 14),
             format!("{}/{}", ok, eg.episodes.len()),
@@ -170,7 +170,7 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
     let sel = groups.iter().position(|&g| g == state.ui.sel.group).unwrap_or(0);
     let label = |g: u32| {
         let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.domain.run.episodes[e as usize].success()).count();
+        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
         format!(" {} {ok}/{}{} ", eg.name, eg.episodes.len(), if eg.zero_variance { " ∅" } else { "" })
     };
     let width = area.width as usize;
@@ -197,7 +197,12 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
 fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
     let Some(g) = state.domain.derived.table.episode_groups.get(state.ui.sel.group as usize) else { return vec![] };
-    let instruction = g.episodes.first().map_or("", |&e| state.domain.run.episodes[e as usize].instruction());
+    let first = g.episodes.first().map(|&e| state.domain.episode(e as usize));
+    let instruction = match &first {
+        Some(Ok(episode)) => episode.instruction().to_string(),
+        Some(Err(err)) => format!("(cannot read it back: {err})"),
+        None => String::new(),
+    };
     let pos = state.current_groups().iter().position(|&x| x == state.ui.sel.group).map_or(0, |p| p + 1);
     let mut out = Vec::new();
     let mut push = |text: String, style: Style| {
@@ -240,7 +245,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     // flag and a gap; then without the gap; then two columns with the flag as an underline.
     let longest = eps.iter().map(|&e| t.episode_rows(e as usize).len()).max().unwrap_or(0);
     let gap = super::spacing(state) as usize;
-    let id_w = eps.iter().map(|&e| state.domain.run.episodes[e as usize].id.chars().count()).max().unwrap_or(7);
+    let id_w = eps.iter().map(|&e| state.domain.episodes[e as usize].id.chars().count()).max().unwrap_or(7);
     let fixed = |id: usize| 3 + id + 7 + 2 + 3 + 7 + 6 * gap;
     let avail = |id: usize| (body.width as usize).saturating_sub(fixed(id));
     let id_w = (1..=id_w.clamp(7, 24)).rev().find(|&w| w <= 8 || avail(w) >= longest * 3).unwrap_or(7);
@@ -249,7 +254,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.ui.sel.traj, eps.len(), body.height as usize);
     let omega = state.domain.settings.omega;
     let rows = eps.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &e)| {
-        let ep = &state.domain.run.episodes[e as usize];
+        let ep = &state.domain.episodes[e as usize];
         let rows = t.episode_rows(e as usize);
         let a_e = rows.first().map_or(0.0, |r| r.episode_advantage);
         let shown = if rows.len() > cells { cells.saturating_sub(1) } else { rows.len() };
@@ -292,7 +297,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from((i + 1).to_string()),
             Cell::from(super::trunc_start(&ep.id, id_w)),
             Cell::from(format!("{:.3}", ep.total_reward())),
-            Cell::from(if ep.success() { "✓" } else { "✗" }),
+            Cell::from(if ep.success { "✓" } else { "✗" }),
             Cell::from(ep.steps.len().to_string()),
             Cell::from(Span::styled(adv(a_e), theme.signed(a_e))),
             Cell::from(Line::from(heat)),

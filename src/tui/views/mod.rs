@@ -205,3 +205,13 @@ pub fn go(state: &mut State, view: View) {
 pub fn hint(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
     Hint { actions: actions.to_vec(), label, help, essential: false }
 }
+
+/// What a view draws instead of an episode whose text could not be read back from the run's file (truncated,
+/// replaced or rewritten since it was read: the watcher reads the run again).
+pub fn unreadable(state: &State, err: &crate::run::lean::TextError, area: Rect, buf: &mut Buffer) {
+    use ratatui::widgets::{Paragraph, Widget, Wrap};
+    Paragraph::new(format!("cannot show this episode: {err}"))
+        .style(state.config.theme.warn())
+        .wrap(Wrap { trim: false })
+        .render(area, buf);
+}

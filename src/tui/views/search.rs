@@ -68,7 +68,7 @@ pub fn jump_hit(state: &mut State, by: isize) {
     search.current = (search.current as isize + by).rem_euclid(n.max(1)) as usize;
     let Some(hit) = search.hits.get(search.current) else { return };
     let (e, step, current) = (hit.episode, hit.step, search.current);
-    if e < state.domain.run.episodes.len() {
+    if e < state.domain.episodes.len() {
         state.select_row(e, step);
         state.ui.view = View::Episode;
         state.ui.message = Some(format!("hit {}/{}", current + 1, n));
@@ -102,11 +102,13 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let extra = asked(&search.query);
     let start = layout::window_start(search.current, search.hits.len(), body.height as usize);
     let pages = search.hits.iter().any(|h| {
-        state.domain.run.episodes.get(h.episode).and_then(|e| e.steps.get(h.step)).is_some_and(|s| s.page.is_some())
+        let step = state.domain.episodes.get(h.episode).and_then(|e| e.steps.get(h.step));
+        step.and_then(|s| state.domain.pages.name(s.page)).is_some_and(|page| !page.is_empty())
     });
     let rows = search.hits.iter().enumerate().skip(start).take(body.height as usize).filter_map(|(i, h)| {
-        let ep = state.domain.run.episodes.get(h.episode)?;
-        let step = ep.steps.get(h.step)?;
+        let ep = state.domain.episodes.get(h.episode)?;
+        let full = state.domain.episode(h.episode).ok()?;
+        let step = full.steps.get(h.step)?;
         let row = t.episode_rows(h.episode).get(h.step)?;
         let mut cells = vec![
             Cell::from((i + 1).to_string()),
@@ -126,7 +128,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                 Cell::from(Span::raw(format!("{v:.3}")))
             });
         }
-        cells.extend([Cell::from(adv_span(state, row.advantage)), Cell::from(if ep.success() { "✓" } else { "✗" })]);
+        cells.extend([Cell::from(adv_span(state, row.advantage)), Cell::from(if ep.success { "✓" } else { "✗" })]);
         let r = Row::new(cells);
         Some(if i == search.current { r.style(theme.selected()) } else { r })
     });
