@@ -281,26 +281,6 @@ fn search_results_are_listed_and_n_walks_them() {
 }
 
 #[test]
-fn a_search_over_a_growing_index_says_so_and_its_rerun_keeps_the_place() {
-    let mut s = state();
-    let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
-    let partial = Ok(SearchResults { total: 1, hits: vec![hit(1, 2)] });
-    update(&mut s, Msg::SearchDone { query: "q".into(), result: partial, partial: Some((10, 40)) });
-    assert_eq!(s.ui.view, View::Search);
-    let note = s.ui.message.clone().unwrap();
-    assert!(note.contains("first 10 of 40 episodes") && note.contains("still indexing"), "{note}");
-    act(&mut s, Action::SearchNext);
-    assert_eq!(s.ui.view, View::Episode);
-    // The index is complete: the same query's results arrive again and the user stays where they are.
-    let complete = Ok(SearchResults { total: 3, hits: vec![hit(1, 2), hit(5, 1), hit(6, 0)] });
-    update(&mut s, Msg::SearchDone { query: "q".into(), result: complete, partial: None });
-    assert_eq!(s.ui.view, View::Episode);
-    let search = s.ui.search.as_ref().unwrap();
-    assert_eq!((search.total, search.current), (3, 0));
-    assert_eq!(s.ui.message, None);
-}
-
-#[test]
 fn search_error_is_shown_not_fatal() {
     let mut s = state();
     update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()) });
@@ -311,8 +291,8 @@ fn search_error_is_shown_not_fatal() {
 #[test]
 fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
     use gigscope::advantage::AdvantageSettings;
-    use gigscope::run::lean::{LeanEpisode, PageIds};
     use gigscope::tui::state::Derived;
+    use gigscope::run::lean::{LeanEpisode, PageIds};
     let s = state();
     let settings = AdvantageSettings::default();
     let lean = |episode| LeanEpisode::new(episode, &s.domain.text, &mut PageIds::default(), None);
@@ -325,9 +305,9 @@ fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() 
     let mut b = episode("n2", "new-g", 3);
     a.steps[0].reward = 10.0;
     b.steps[0].reward = 0.0;
-    episodes.extend([a, b]);
+    episodes.extend([lean(a), lean(b)]);
     assert_eq!(old.clone().extend(&episodes, old_len, &settings), Derived::build(&episodes, &settings));
-    episodes.push(episode("n3", "hat-it0", 0));
+    episodes.push(lean(episode("n3", "hat-it0", 0)));
     let old = Derived::build(&episodes[..old_len + 2], &settings);
     assert_eq!(old.extend(&episodes, old_len + 2, &settings), Derived::build(&episodes, &settings));
 }
@@ -340,7 +320,7 @@ fn the_search_prompt_examples_find_something() {
     let cache = tempfile::tempdir().unwrap();
     let mut index =
         gigscope::index::TrajectoryIndex::open(&s.domain.run.dir, cache.path(), &s.domain.settings).unwrap();
-    index.update(s.domain.episodes.as_slice(), &s.domain.derived.table).unwrap();
+    index.update(&s.domain.run.episodes, &s.domain.derived.table).unwrap();
     for query in gigscope::tui::ui::SEARCH_EXAMPLES {
         let found = index.search(query, 10).unwrap();
         assert!(found.total > 0, "{query} finds nothing in the sample run");

@@ -145,30 +145,6 @@ impl Searcher {
     }
 }
 
-/// Bring `index` up to date with the run in the background, in committed batches (each searchable at once),
-/// reading the episodes' text back from the run's file as it goes; the job gives the index back.
-fn start_index_update(runner: &mut Runner, mut index: TrajectoryIndex, state: &State) {
-    // The job works on a snapshot of the numbers (the text stays on disk): the run may grow meanwhile, and
-    // the next search updates the index again.
-    let episodes = state.domain.episodes.clone();
-    let table = state.domain.derived.table.clone();
-    let total = episodes.len();
-    runner.spawn(JobKind::Index { indexed: index.episodes_indexed().min(total), total }, move |ctx| {
-        let result = index
-            .update_in_batches(episodes.as_slice(), &table, INDEX_BATCH, |p| {
-                ctx.progress(JobKind::Index { indexed: p.episodes_indexed, total: p.episodes_total });
-                if ctx.cancelled() {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
-            .map(|_| ())
-            .map_err(|e| e.to_string());
-        Outcome::Index(Box::new(index), result)
-    });
-}
-
 fn draw(terminal: &mut DefaultTerminal, state: &State) -> Result<(), std::io::Error> {
     terminal.draw(|f| f.render_widget(state, f.area())).map(|_| ())
 }

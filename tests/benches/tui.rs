@@ -310,22 +310,6 @@ fn main() {
     let (append, append_cpu) = (t.elapsed(), cpu() - c);
     assert_eq!(state.domain.episodes.len(), episodes + GROUP);
 
-    // Jobs the app runs off the UI thread, each measured with keys pressed meanwhile: building the trajectory
-    // index of the whole run (its text read back from the file, as the TUI's search does) and opening the
-    // demo catalog's environment (catalog, search index, goals).
-    let mut jobs = Vec::new();
-    let cache = tempfile::tempdir().unwrap();
-    let (lean, table, dir) = (state.domain.episodes.clone(), state.domain.derived.table.clone(), tmp.path().to_path_buf());
-    let settings = state.domain.settings;
-    let cache_dir = cache.path().to_path_buf();
-    jobs.push(("building the trajectory index (batches of 10,000)", keys_while(&mut state, &mut terminal, move || {
-        let mut index = gigscope::index::TrajectoryIndex::open(&dir, &cache_dir, &settings).unwrap();
-        index.update_in_batches(lean.as_slice(), &table, 10_000, |_| std::ops::ControlFlow::Continue(())).unwrap();
-    })));
-    jobs.push(("opening the demo catalog's environment", keys_while(&mut state, &mut terminal, || {
-        gigscope::env::registry::open("webshop", &Default::default()).unwrap();
-    })));
-
     println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | wall (CPU) |", bytes as f64 / 1e6);
     println!("|---|---|");
     println!("| open (read + recompute + overview stats) | {open_time:.2?} ({open_cpu:.2?}) |");
