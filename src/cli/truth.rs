@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::run::truth::{branchable, truth_path, TruthFile};
 use crate::run::Run;
-use crate::training::{Training, TruthGroups, TruthRequest};
+use crate::training::{Training, TruthGroups, TruthProgress, TruthRequest};
 
 /// `--groups`: `all`, or how many episode groups to sample.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +86,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         threads: args.threads,
     };
+    let mut last = TruthProgress::default();
     let result = training.truth(&request, &cancel, |p| {
+        last = p.clone();
         bar.set_length(p.groups as u64);
         bar.set_position(p.groups_done as u64);
         bar.set_message(format!("{} states, {} continuations", p.states_done, p.continuations));
@@ -100,21 +102,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         other => other.map_err(anyhow::Error::msg)?,
     };
     file.write(&out)?;
-    report(&file, &out);
+    report(&file, &last, &out);
     Ok(ExitCode::SUCCESS)
 }
 
 /// What was measured, each divergence, and the agreement table.
-fn report(file: &TruthFile, out: &std::path::Path) {
+fn report(file: &TruthFile, progress: &TruthProgress, out: &std::path::Path) {
     let h = &file.header;
     println!(
-        "{}: iteration {}, {} of {} episode groups, {} step rows, K = {} -> {}",
+        "{}: iteration {}, {} of {} episode groups, {} states, {} step rows, K = {}, {} continuations -> {}",
         h.run,
         h.iteration,
         h.groups.len(),
         h.groups_in_iteration,
+        progress.states_done,
         file.rows.len(),
         h.rollouts,
+        progress.continuations,
         out.display()
     );
     for d in &file.divergences {
@@ -127,7 +131,7 @@ fn report(file: &TruthFile, out: &std::path::Path) {
             clip(&d.replayed)
         );
     }
-    println!("{:<10} {:>6} {:>9} {:>6} {:>9} {:>9}", "estimator", "states", "spearman", "sign", "scale", "rmse");
+    println!("{:<10} {:>6} {:>9} {:>6} {:>9} {:>9}", "estimator", "rows", "spearman", "sign", "scale", "rmse");
     let num = |v: Option<f64>, digits: usize| v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"));
     for a in &file.agreements {
         match &a.error {
