@@ -62,7 +62,7 @@ pub enum TruthError {
 /// What every group's measurement shares.
 struct Plan<'a> {
     run_name: String,
-    episodes: Vec<&'a Episode>,
+    episodes: &'a [Episode],
     settings: AdvantageSettings,
     tasks: Arc<dyn Tasks>,
     step_limit: usize,
@@ -99,7 +99,7 @@ pub fn measure(
     let run_name = truth_run_name(&run.dir, run.meta.as_ref());
     let weights = branchable(&run, request.iteration)?;
     let meta = run.meta.clone().unwrap_or_default();
-    let episodes: Vec<&Episode> = run.episodes.iter().filter(|e| e.iteration == request.iteration).collect();
+    let episodes: Vec<Episode> = run.episodes.iter().filter(|e| e.iteration == request.iteration).cloned().collect();
     let settings = meta.advantage.clone().unwrap_or_default().apply(AdvantageSettings::default());
     let config: TrainConfig = meta
         .extra
@@ -111,8 +111,7 @@ pub fn measure(
         .unwrap_or_default();
     let source = recorded_tasks(&meta);
     let tasks = super::request::open_tasks(&source)?;
-    let owned: Vec<Episode> = episodes.iter().map(|e| (*e).clone()).collect();
-    let table = advantage::compute(&owned, &settings);
+    let table = advantage::compute(&episodes, &settings);
     let jobs = plan_groups(request, &run_name, &table)?;
     let header = TruthHeader {
         format: TRUTH_FORMAT.into(),
@@ -131,7 +130,14 @@ pub fn measure(
         env: source.env.clone(),
         env_options: source.options.0.clone(),
     };
-    let plan = Plan { run_name, episodes, settings, tasks, step_limit: config.step_limit, rollouts: request.rollouts };
+    let plan = Plan {
+        run_name,
+        episodes: &episodes,
+        settings,
+        tasks,
+        step_limit: config.step_limit,
+        rollouts: request.rollouts,
+    };
     let results = run_parallel(&plan, &jobs, &weights, request, stop, progress)?;
 
     let mut rows = Vec::new();
@@ -144,7 +150,7 @@ pub fn measure(
     rows.sort_by_key(|r| (position.get(r.episode.as_str()).copied(), r.step));
     let page = |o: &str| crate::webshop::page::classify_observation(o).as_str();
     let env = EnvInputs { page_of: run.is_webshop().then_some(&page as &(dyn Fn(&str) -> &'static str + Sync)) };
-    let agreements = agreement::agreements(&owned, &plan.settings, &EstimatorSettings::default(), &env, &rows);
+    let agreements = agreement::agreements(&episodes, &plan.settings, &EstimatorSettings::default(), &env, &rows);
     Ok(TruthFile { header, rows, divergences, agreements })
 }
 
@@ -346,7 +352,7 @@ fn measure_group(
         let (v, v_se) = batch(k);
         let q: Vec<(f64, f64)> = state.actions.iter().map(|_| batch(k)).collect();
         for member in &state.members {
-            let episode = plan.episodes[member.episode as usize];
+            let episode = &plan.episodes[member.episode as usize];
             let step = member.step as usize;
             let action = &episode.steps[step].action;
             let Some(a) = state.actions.iter().position(|x| x == action) else { continue };
@@ -371,7 +377,7 @@ fn measure_group(
 /// A fresh environment on `episode`'s task with its first `step` recorded actions replayed, every recorded
 /// observation up to and including step `step` checked. `Ok(Err(..))`: the environment diverged.
 fn replay(plan: &Plan<'_>, episode: usize, step: usize) -> Result<Result<Slot, TruthDivergence>, TruthError> {
-    let recorded = plan.episodes[episode];
+    let recorded = &plan.episodes[episode];
     let task = recorded.task.as_ref().map(|t| t.id.as_str()).unwrap_or("");
     let mut slot = Slot::new(plan.tasks.start_task(task)?);
     for (j, s) in recorded.steps[..=step].iter().enumerate() {
