@@ -312,6 +312,37 @@ fn gigscope_train_env_sokoban_trains_one_tiny_iteration_through_the_plugin() {
     }
 }
 
+/// On a Sokoban run the TUI's policy play and bursts take Sokoban from the run's `env`: the policy plays a group
+/// of level 0 into the run, and a burst trains Sokoban levels after the run's last iteration.
+#[test]
+fn on_the_sokoban_sample_the_policy_plays_and_a_burst_trains_sokoban() {
+    if plugin(BIN).is_none() || !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = support::runs::copy_sample("sokoban-gigpo");
+    let s = Session::tui("sokoban", &dir, &plugin_env());
+    s.wait_for(&["[Overview]", "Iterations (8)"]);
+    s.keys(&["p"]);
+    s.wait_for(&["Pick a goal", "task       seed-0", "group size N = 4"]);
+    s.keys(&["h", "h"]);
+    s.wait_for(&["group size N = 2"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["episode 1/2", "Actions (4) · Enter acts"]);
+    s.keys(&["A"]);
+    s.wait_for(&["[Groups]", "play-goal-0-1", "2 trajectories"]);
+    let played: Vec<_> = episode_lines(&dir).into_iter().filter(|e| e["group"] == "play-goal-0-1").collect();
+    assert_eq!(played.len(), 2);
+    assert!(played.iter().all(|e| e["task"]["id"] == "seed-0" && e["source"] == "play"), "{played:?}");
+    assert!(played[0]["steps"][0]["observation"].as_str().is_some_and(|o| o.starts_with("######")));
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Overview]"]);
+    start_a_small_burst(&s);
+    s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
+    let trained: Vec<_> = episode_lines(&dir).into_iter().filter(|e| e["iteration"] == 9).collect();
+    assert_eq!(trained.len(), 2 * 2);
+    assert!(trained.iter().all(|e| e["task"]["id"].as_str().is_some_and(|id| id.starts_with("seed-"))));
+}
+
 #[test]
 fn a_burst_loads_libtorch_into_the_tui_only_when_it_starts() {
     if plugin(BIN).is_none() || !tmux_available() {
