@@ -175,7 +175,9 @@ impl Effector {
             format!("this run's environment is not one gigscope has ({})", crate::env::registry::names())
         })?;
         let mut options = crate::env::EnvOptions::default();
-        if let Some(catalog) = self.catalog.as_ref().filter(|_| registered.name == "webshop") {
+        // `--catalog` is the option of the environments that take one (WebShop's catalog directory).
+        let takes_catalog = registered.options.iter().any(|(key, _)| *key == "catalog");
+        if let Some(catalog) = self.catalog.as_ref().filter(|_| takes_catalog) {
             options.set("catalog", catalog.display().to_string());
         }
         Ok(TaskSource::new(registered.name, options))
