@@ -1,11 +1,13 @@
 //! Environment benchmark: steps per second of a uniformly random policy on the embedded demo catalog,
-//! on one thread, searches included (every step the policy takes on the search page is a search).
+//! on one thread, searches included (every step the policy takes on the search page is a search); then the
+//! same on Sokoban through the environment port, each episode a newly generated level (reverse play included).
 //!
 //! `cargo bench --no-default-features --bench env`; `GIGSCOPE_BENCH_STEPS` sets the number of steps.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use gigscope::env::{registry, EnvOptions};
 use gigscope::webshop::actions::SEARCH_ACTION;
 use gigscope::webshop::catalog::Catalog;
 use gigscope::webshop::env::WebShopEnv;
@@ -56,5 +58,33 @@ fn main() {
         steps as f64 / secs,
         100.0 * searches as f64 / steps as f64,
         if bought > 0 { total_reward / bought as f64 } else { 0.0 },
+    );
+    sokoban(steps);
+}
+
+/// A random policy on Sokoban (6×6, one box, 15 steps) through the port: every episode starts a new level of the
+/// train split, so level generation is part of the time.
+fn sokoban(steps: usize) {
+    let tasks = registry::open("sokoban", &EnvOptions::default()).expect("sokoban");
+    let train = tasks.split(gigscope::env::Split::Train);
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let (mut episodes, mut solved) = (0usize, 0usize);
+    let t = Instant::now();
+    let mut env = tasks.start(train.start).expect("level").env;
+    for _ in 0..steps {
+        let actions = env.available_actions();
+        let action = actions.choose(&mut rng).expect("a live episode offers actions");
+        if std::hint::black_box(env.step(action)).done {
+            episodes += 1;
+            solved += usize::from(env.outcome().success);
+            env = tasks.start(train.start + episodes % train.len()).expect("level").env;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "env random policy, Sokoban 6x6 with one box: {steps} steps in {secs:.2} s = {:.0} steps/s on one thread; \
+         {episodes} episodes (a level generated for each, {:.0} levels/s), {solved} solved",
+        steps as f64 / secs,
+        episodes as f64 / secs,
     );
 }
