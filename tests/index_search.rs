@@ -446,3 +446,32 @@ fn exact_values_of_advantages_are_searched_as_ranges() {
     assert_eq!(positions(&index, r#"adv_e:"4" AND step:0"#), ids(&[("t1", 0)]));
     assert_eq!(positions(&index, "NOT adv_e:4").len(), 2);
 }
+
+/// A viewer's lean episodes (text left on disk, read back as the index writes them) build the same index as
+/// the episodes held in memory, and each recognises the other's index as up to date.
+#[test]
+fn lean_episodes_read_back_from_disk_index_like_episodes_in_memory() {
+    use gigscope::run::lean::{LeanEpisode, PageIds, TextStore};
+    use gigscope::run::Run;
+    let mut episodes = worked_example();
+    episodes.extend(second_group());
+    let fx = Fixture::new(&episodes);
+    let read = Run::open(fx.run.path()).unwrap().episodes;
+    let store = TextStore::new(&fx.run.path().join(EPISODES_FILE));
+    let mut pages = PageIds::default();
+    let lean: Vec<LeanEpisode> = read.iter().map(|e| LeanEpisode::new(e.clone(), &store, &mut pages, None)).collect();
+    let table = compute(&episodes, &fx.settings);
+
+    let from_memory = fx.indexed(&episodes);
+    let other_cache = tempfile::tempdir().unwrap();
+    let mut from_disk = TrajectoryIndex::open(fx.run.path(), other_cache.path(), &fx.settings).unwrap();
+    let stats = from_disk.update(&lean, &table).unwrap();
+    assert_eq!((stats.episodes_written, stats.steps_written), (4, 8));
+    for query in ["shoes", "action:\"buy now\"", "adv_e:>0", "page:item AND success:true", "thought:search"] {
+        assert_eq!(positions(&from_disk, query), positions(&from_memory, query), "{query}");
+    }
+    drop(from_memory);
+    let mut reopened = fx.open();
+    let stats = reopened.update(&lean, &table).unwrap();
+    assert_eq!((stats.rebuilt, stats.episodes_written), (false, 0), "the same run, whichever way it is held");
+}

@@ -267,7 +267,7 @@ fn search_results_are_listed_and_n_walks_them() {
     let mut s = state();
     let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
     let result = Ok(SearchResults { total: 2, hits: vec![hit(1, 2), hit(5, 1)] });
-    update(&mut s, Msg::SearchDone { query: "q".into(), result });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result, partial: None });
     assert_eq!(s.ui.view, View::Search);
     act(&mut s, Action::SearchNext);
     assert_eq!(s.ui.view, View::Episode);
@@ -281,9 +281,29 @@ fn search_results_are_listed_and_n_walks_them() {
 }
 
 #[test]
+fn a_search_over_a_growing_index_says_so_and_its_rerun_keeps_the_place() {
+    let mut s = state();
+    let hit = |episode: usize, step: usize| Hit { episode, episode_id: String::new(), step, score: 1.0 };
+    let partial = Ok(SearchResults { total: 1, hits: vec![hit(1, 2)] });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result: partial, partial: Some((10, 40)) });
+    assert_eq!(s.ui.view, View::Search);
+    let note = s.ui.message.clone().unwrap();
+    assert!(note.contains("first 10 of 40 episodes") && note.contains("still indexing"), "{note}");
+    act(&mut s, Action::SearchNext);
+    assert_eq!(s.ui.view, View::Episode);
+    // The index is complete: the same query's results arrive again and the user stays where they are.
+    let complete = Ok(SearchResults { total: 3, hits: vec![hit(1, 2), hit(5, 1), hit(6, 0)] });
+    update(&mut s, Msg::SearchDone { query: "q".into(), result: complete, partial: None });
+    assert_eq!(s.ui.view, View::Episode);
+    let search = s.ui.search.as_ref().unwrap();
+    assert_eq!((search.total, search.current), (3, 0));
+    assert_eq!(s.ui.message, None);
+}
+
+#[test]
 fn search_error_is_shown_not_fatal() {
     let mut s = state();
-    update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()) });
+    update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()), partial: None });
     assert_eq!(s.ui.message.as_deref(), Some("bad query"));
     assert_eq!(s.ui.view, View::Overview);
 }
@@ -291,8 +311,8 @@ fn search_error_is_shown_not_fatal() {
 #[test]
 fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
     use gigscope::advantage::AdvantageSettings;
-    use gigscope::tui::state::Derived;
     use gigscope::run::lean::{LeanEpisode, PageIds};
+    use gigscope::tui::state::Derived;
     let s = state();
     let settings = AdvantageSettings::default();
     let lean = |episode| LeanEpisode::new(episode, &s.domain.text, &mut PageIds::default(), None);
@@ -320,7 +340,7 @@ fn the_search_prompt_examples_find_something() {
     let cache = tempfile::tempdir().unwrap();
     let mut index =
         gigscope::index::TrajectoryIndex::open(&s.domain.run.dir, cache.path(), &s.domain.settings).unwrap();
-    index.update(&s.domain.run.episodes, &s.domain.derived.table).unwrap();
+    index.update(s.domain.episodes.as_slice(), &s.domain.derived.table).unwrap();
     for query in gigscope::tui::ui::SEARCH_EXAMPLES {
         let found = index.search(query, 10).unwrap();
         assert!(found.total > 0, "{query} finds nothing in the sample run");
@@ -378,8 +398,7 @@ fn a_run_read_in_the_background_fills_in_with_progress_and_takes_its_recorded_se
     let options = WatchOptions { notify: false, ..WatchOptions::default() };
     let (_watcher, rx) = Watcher::spawn(&dir, tails, options).unwrap();
     let events = support::live::wait_until(&rx, |seen| {
-        let episodes: usize =
-            seen.iter().map(|e| if let LiveEvent::Episodes(r) = e { r.len() } else { 0 }).sum();
+        let episodes: usize = seen.iter().map(|e| if let LiveEvent::Episodes(r) = e { r.len() } else { 0 }).sum();
         episodes >= n
     });
     update(&mut s, Msg::Live(events, t0 + Duration::from_millis(10)));
@@ -398,4 +417,19 @@ fn status_line(s: &State) -> String {
     terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
     let screen = terminal.backend().to_string();
     screen.lines().rev().find(|l| l.contains(" ep ·")).unwrap_or_default().to_string()
+}
+
+#[test]
+fn jobs_running_off_the_ui_thread_show_in_the_status_bar_and_x_cancels_them() {
+    use gigscope::tui::state::JobKind;
+    let mut s = state();
+    assert!(update(&mut s, Msg::Jobs(vec![JobKind::OpenEnv, JobKind::Write])).redraw);
+    let line = status_line(&s);
+    assert!(line.contains("⟳ opening the environment (X cancels)"), "{line}");
+    assert!(line.contains("⟳ writing the played group ·"), "a write cannot be cancelled: {line}");
+    let fx = update(&mut s, Msg::Action(Action::CancelBurst));
+    assert!(fx.cancel_jobs && !fx.cancel_burst);
+    assert!(!update(&mut s, Msg::Jobs(vec![JobKind::OpenEnv, JobKind::Write])).redraw, "nothing changed");
+    update(&mut s, Msg::Jobs(vec![JobKind::Write]));
+    assert!(!update(&mut s, Msg::Action(Action::CancelBurst)).cancel_jobs, "only a write left: nothing to cancel");
 }

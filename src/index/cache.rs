@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::source::{EpisodeIdentity, IndexSource};
 use crate::advantage::AdvantageSettings;
-use crate::run::Episode;
 
 /// Bump when the schema or the meaning of a field changes: old indexes are then rebuilt, never misread.
-pub(crate) const INDEX_FORMAT: u32 = 2;
+pub(crate) const INDEX_FORMAT: u32 = 3;
 
 /// The cache root: `$GIGSCOPE_CACHE`, else `$XDG_CACHE_HOME/gigscope`, else `~/.cache/gigscope`.
 pub fn default_cache_dir() -> Option<PathBuf> {
@@ -65,15 +65,17 @@ impl PrefixDigest {
         self.0 = (self.0 ^ 0xff).wrapping_mul(FNV_PRIME);
     }
 
-    pub(crate) fn episode(&mut self, episode: &Episode) {
-        self.bytes(episode.id.as_bytes());
-        self.bytes(episode.group.as_bytes());
-        self.bytes(&episode.iteration.to_le_bytes());
-        self.bytes(&(episode.steps.len() as u64).to_le_bytes());
-        self.bytes(&[u8::from(episode.success())]);
-        for step in &episode.steps {
-            self.bytes(&step.reward.to_bits().to_le_bytes());
-            self.bytes(step.action.as_bytes());
+    /// Add what identifies one episode: its ids, iteration, outcome and per step the reward and the anchor's
+    /// hash (the same whether the episode is held with its text or without it).
+    pub(crate) fn episode(&mut self, identity: &EpisodeIdentity<'_>) {
+        self.bytes(identity.id.as_bytes());
+        self.bytes(identity.group.as_bytes());
+        self.bytes(&identity.iteration.to_le_bytes());
+        self.bytes(&(identity.steps.len() as u64).to_le_bytes());
+        self.bytes(&[u8::from(identity.success)]);
+        for (reward, anchor) in &identity.steps {
+            self.bytes(&reward.to_bits().to_le_bytes());
+            self.bytes(&anchor.to_le_bytes());
         }
     }
 
@@ -81,10 +83,10 @@ impl PrefixDigest {
         format!("{:016x}", self.0)
     }
 
-    pub(crate) fn of(episodes: &[Episode]) -> Self {
+    pub(crate) fn of(source: &(impl IndexSource + ?Sized), episodes: std::ops::Range<usize>) -> Self {
         let mut digest = PrefixDigest::default();
-        for episode in episodes {
-            digest.episode(episode);
+        for e in episodes {
+            digest.episode(&source.identity(e));
         }
         digest
     }

@@ -29,6 +29,7 @@
 
 mod cache;
 mod schema;
+mod source;
 
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
@@ -50,12 +51,14 @@ use tantivy::{
 };
 
 use crate::advantage::{AdvantageSettings, AdvantageTable};
+use crate::run::lean::TextError;
 use crate::run::Episode;
 
 pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
 use schema::{Fields, COLUMN_ONLY_FIELDS};
 pub use schema::{NUMERIC_FIELDS, STRING_FIELDS, TEXT_FIELDS};
+pub use source::{EpisodeIdentity, Fetched, IndexSource};
 
 /// Settings variants kept per run; older ones are deleted when a new one is created.
 const KEEP_SETTINGS_VARIANTS: usize = 3;
@@ -93,6 +96,9 @@ pub enum IndexError {
     Query { query: String, message: String },
     #[error("the advantage table covers {table} episodes but {episodes} episodes were given")]
     TableMismatch { table: usize, episodes: usize },
+    /// An episode's text could not be read back from the run (for a source that keeps it on disk).
+    #[error("reading an episode to index it: {0}")]
+    Text(#[from] TextError),
 }
 
 /// One matching step.
@@ -267,7 +273,11 @@ impl TrajectoryIndex {
     /// Bring the index up to date with `episodes` (the run's episodes in file order) and `table` (the
     /// engine's output for exactly these episodes under the settings the index was opened with), in one
     /// commit.
-    pub fn update(&mut self, episodes: &[Episode], table: &AdvantageTable) -> Result<UpdateStats, IndexError> {
+    pub fn update(
+        &mut self,
+        episodes: &(impl IndexSource + ?Sized),
+        table: &AdvantageTable,
+    ) -> Result<UpdateStats, IndexError> {
         self.update_in_batches(episodes, table, usize::MAX, |_| ControlFlow::Continue(()))
     }
 
@@ -281,7 +291,7 @@ impl TrajectoryIndex {
     /// gives relative to the whole group), so a committed prefix is always consistent with `table`.
     pub fn update_in_batches(
         &mut self,
-        episodes: &[Episode],
+        episodes: &(impl IndexSource + ?Sized),
         table: &AdvantageTable,
         batch: usize,
         mut progress: impl FnMut(Progress) -> ControlFlow<()>,
@@ -295,7 +305,7 @@ impl TrajectoryIndex {
         // One pass over the episodes: hash the prefix the index claims to hold, compare, and later extend the
         // same hash over the rest for the new manifests.
         let prefix = known.min(n);
-        let mut digest = PrefixDigest::of(&episodes[..prefix]);
+        let mut digest = PrefixDigest::of(episodes, 0..prefix);
         let rebuilt = !(known <= n && digest.hex() == self.manifest.digest);
         let start = if rebuilt { 0 } else { known };
         if !rebuilt && start == n {
@@ -333,11 +343,12 @@ impl TrajectoryIndex {
             }
             to_write.sort_unstable();
             for &e in &to_write {
-                stats.steps_written += self.add_episode(&writer, e, &episodes[e], table)?;
+                let episode = episodes.episode(e)?;
+                stats.steps_written += self.add_episode(&writer, e, &episode, table)?;
             }
             stats.episodes_written += to_write.len();
 
-            episodes[digested.max(a).min(b)..b].iter().for_each(|e| digest.episode(e));
+            (digested.max(a).min(b)..b).for_each(|e| digest.episode(&episodes.identity(e)));
             digested = digested.max(b);
             let manifest = Manifest {
                 format: INDEX_FORMAT,

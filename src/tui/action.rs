@@ -125,7 +125,7 @@ impl Action {
             }
             Action::Abandon => "in play: abandon the group being played (press twice; nothing is written)",
             Action::Train => "training burst dialog: train into this run, watch its progress",
-            Action::CancelBurst => "cancel the running burst after its current iteration",
+            Action::CancelBurst => "cancel the burst (after its iteration) or a job",
         }
     }
 
@@ -161,7 +161,7 @@ impl Action {
             Action::WatchPolicy => "watch policy",
             Action::Abandon => "abandon",
             Action::Train => "train",
-            Action::CancelBurst => "cancel burst",
+            Action::CancelBurst => "cancel",
         }
     }
 }

@@ -3,6 +3,7 @@
 //! everything to `update`, and draw only when it says something changed.
 
 use std::io::stdout;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -19,11 +20,13 @@ use super::action::Action;
 use super::burst_dialog::{BurstRequest, BurstUpdate};
 use super::config::{Config, ConfigError};
 use super::play::TasksHandle;
+use super::runner::{JobNews, Outcome, Runner};
+use super::state::JobKind;
 use super::state::{GroupingRequest, State};
 use super::theme::color_enabled;
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::{AdvantageSettings, AnchorGrouping};
-use crate::index::{IndexError, SearchResults, TrajectoryIndex};
+use crate::index::{IndexSearcher, TrajectoryIndex};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
 use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
@@ -122,27 +125,85 @@ fn translate(state: &State, ev: Event) -> Option<Msg> {
 
 /// Results listed per search; `total` still counts every match.
 const SEARCH_LIMIT: usize = 1000;
+/// Episodes indexed per commit of a background build: each commit makes them searchable.
+const INDEX_BATCH: usize = 10_000;
 
-/// The run's search index, opened on first use and reopened when the settings change (the advantage
-/// fields it indexes depend on them). Brought up to date with the episodes before every search.
+/// The run's search index, built and brought up to date in the background (a job) and searched meanwhile
+/// through a handle on what is committed. Opened on the first search and again when the settings change
+/// (the advantage fields it indexes depend on them).
 #[derive(Default)]
 struct Searcher {
-    index: Option<(AdvantageSettings, TrajectoryIndex)>,
+    /// The settings the index was opened for, and a handle that searches what it has committed.
+    handle: Option<(AdvantageSettings, IndexSearcher)>,
+    /// The index while no update runs (an update takes it to its thread and gives it back).
+    index: Option<TrajectoryIndex>,
+    /// A query answered from part of the run while the index was being built: asked again when it is done.
+    rerun: Option<String>,
 }
 
 impl Searcher {
-    fn search(&mut self, state: &State, query: &str) -> Result<SearchResults, IndexError> {
-        if self.index.as_ref().is_none_or(|(s, _)| *s != state.domain.settings) {
-            self.index = None;
-            self.index = Some((
-                state.domain.settings,
-                TrajectoryIndex::open_default(&state.domain.run.dir, &state.domain.settings)?,
-            ));
+    /// Search for `query`: a search job over what the index has committed, and an update job first when the
+    /// index does not hold every episode yet (the search then covers part of the run and runs again when the
+    /// update is done).
+    fn search(&mut self, runner: &mut Runner, state: &State, query: String) -> Result<(), String> {
+        let settings = state.domain.settings;
+        let updating = runner.has(|k| matches!(k, JobKind::Index { .. }));
+        // Opened for other settings, or the index went with a cancelled update: open it (again).
+        if self.handle.as_ref().is_none_or(|(s, _)| *s != settings) || (self.index.is_none() && !updating) {
+            if updating {
+                // The update of the previous settings' index must give it back first.
+                self.rerun = Some(query);
+                return Ok(());
+            }
+            let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings).map_err(|e| e.to_string())?;
+            self.handle = Some((settings, index.searcher()));
+            self.index = Some(index);
         }
-        let (_, index) = self.index.as_mut().expect("opened above");
-        index.update(&state.domain.run.episodes, &state.domain.derived.table)?;
-        index.search(query, SEARCH_LIMIT)
+        let total = state.domain.episodes.len();
+        let (_, handle) = self.handle.as_ref().expect("opened above");
+        let snapshot = handle.snapshot();
+        if snapshot.episodes_indexed() != total || self.index.as_ref().is_some_and(|i| i.episodes_indexed() != total) {
+            if let Some(index) = self.index.take() {
+                start_index_update(runner, index, state);
+            }
+            self.rerun = Some(query.clone());
+            if snapshot.episodes_indexed() == 0 {
+                // Nothing searchable yet: the search runs once the update is done (the status bar says how
+                // far it is).
+                return Ok(());
+            }
+        }
+        runner.spawn(JobKind::Search, move |_| {
+            let partial = (snapshot.episodes_indexed() < total).then_some((snapshot.episodes_indexed(), total));
+            let result = snapshot.search(&query, SEARCH_LIMIT).map_err(|e| e.to_string());
+            Outcome::Msg(Msg::SearchDone { query, result, partial })
+        });
+        Ok(())
     }
+}
+
+/// Bring `index` up to date with the run in the background, in committed batches (each searchable at once),
+/// reading the episodes' text back from the run's file as it goes; the job gives the index back.
+fn start_index_update(runner: &mut Runner, mut index: TrajectoryIndex, state: &State) {
+    // The job works on a snapshot of the numbers (the text stays on disk): the run may grow meanwhile, and
+    // the next search updates the index again.
+    let episodes = state.domain.episodes.clone();
+    let table = state.domain.derived.table.clone();
+    let total = episodes.len();
+    runner.spawn(JobKind::Index { indexed: index.episodes_indexed().min(total), total }, move |ctx| {
+        let result = index
+            .update_in_batches(episodes.as_slice(), &table, INDEX_BATCH, |p| {
+                ctx.progress(JobKind::Index { indexed: p.episodes_indexed, total: p.episodes_total });
+                if ctx.cancelled() {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        Outcome::Index(Box::new(index), result)
+    });
 }
 
 fn draw(terminal: &mut DefaultTerminal, state: &State) -> Result<(), std::io::Error> {
@@ -153,6 +214,8 @@ fn draw(terminal: &mut DefaultTerminal, state: &State) -> Result<(), std::io::Er
 /// training bursts) and feeds the outcomes back to `update`.
 struct Effector {
     searcher: Searcher,
+    /// Slow effects run as jobs off the UI thread.
+    runner: Runner,
     catalog: Option<PathBuf>,
     /// The run's environment, opened on first use and shared by play and bursts.
     tasks: Option<TasksHandle>,
@@ -164,8 +227,9 @@ struct Effector {
 }
 
 impl Effector {
-    fn new(catalog: Option<PathBuf>) -> Effector {
-        Effector { searcher: Searcher::default(), catalog, tasks: None, burst: None, grouping: None }
+    /// `runner` delivers jobs' news to the main loop.
+    fn new(catalog: Option<PathBuf>, runner: Runner) -> Effector {
+        Effector { searcher: Searcher::default(), runner, catalog, tasks: None, burst: None, grouping: None }
     }
 
     /// The run's environment as the training side names it: the registry's entry for the run, WebShop on the
@@ -183,15 +247,57 @@ impl Effector {
         Ok(TaskSource::new(registered.name, options))
     }
 
-    /// The run's environment, opened on first use.
-    fn tasks(&mut self, run: &crate::run::Run) -> Result<TasksHandle, String> {
+    /// Open the run's environment as a job (at once when it is open already).
+    fn open_env(&mut self, run: &crate::run::Run) -> Option<Msg> {
         if let Some(tasks) = &self.tasks {
-            return Ok(Arc::clone(tasks));
+            return Some(Msg::EnvReady(Ok(Arc::clone(tasks))));
         }
-        let source = self.task_source(run)?;
-        let tasks = crate::env::registry::open(&source.env, &source.options).map_err(|e| e.to_string())?;
-        self.tasks = Some(Arc::clone(&tasks));
-        Ok(tasks)
+        let source = match self.task_source(run) {
+            Ok(source) => source,
+            Err(e) => return Some(Msg::EnvReady(Err(e))),
+        };
+        self.runner.spawn(JobKind::OpenEnv, move |_| {
+            Outcome::Env(crate::env::registry::open(&source.env, &source.options).map_err(|e| e.to_string()))
+        });
+        None
+    }
+
+    /// News of a job: what `update` should hear of it (nothing for progress, a cancelled job, or what the app
+    /// keeps).
+    fn news(&mut self, state: &State, news: JobNews) -> Option<Msg> {
+        match self.runner.news(news)? {
+            Outcome::Msg(msg) => Some(msg),
+            Outcome::Env(result) => {
+                if let Ok(tasks) = &result {
+                    self.tasks = Some(Arc::clone(tasks));
+                }
+                Some(Msg::EnvReady(result))
+            }
+            Outcome::Burst(Ok(handle)) => {
+                self.burst = Some(handle);
+                None
+            }
+            Outcome::Burst(Err(e)) => Some(Msg::Burst(BurstUpdate::Failed(e))),
+            Outcome::Index(index, result) => {
+                self.searcher.index = Some(*index);
+                let rerun = self.searcher.rerun.take();
+                match (result, rerun) {
+                    (Err(e), _) => Some(Msg::SearchDone { query: String::new(), result: Err(e), partial: None }),
+                    (Ok(()), Some(query)) => self.search(state, query),
+                    (Ok(()), None) => None,
+                }
+            }
+        }
+    }
+
+    /// Start a search (see [`Searcher::search`]); an error to show at once.
+    fn search(&mut self, state: &State, query: String) -> Option<Msg> {
+        let Effector { searcher, runner, .. } = self;
+        searcher.search(runner, state, query.clone()).err().map(|e| Msg::SearchDone {
+            query,
+            result: Err(e),
+            partial: None,
+        })
     }
 
     /// Carry out an update's effects and those of the messages they answer with; `true` when the app should quit.
@@ -213,24 +319,22 @@ impl Effector {
                 }
                 return Ok(true);
             }
-            let slow = fx.search.is_some() || fx.open_env || fx.autoplay.is_some() || fx.start_burst.is_some();
-            if slow {
-                // Show the "… running" message while the work happens.
-                draw(terminal, state)?;
-            }
+            let jobs_before = self.runner.kinds();
             let mut answers = Vec::new();
             if let Some(query) = fx.search {
-                let result = self.searcher.search(state, &query).map_err(|e| e.to_string());
-                answers.push(Msg::SearchDone { query, result });
+                answers.extend(self.search(state, query));
             }
             if fx.open_env {
-                answers.push(Msg::EnvReady(self.tasks(&state.domain.run)));
+                answers.extend(self.open_env(&state.domain.run));
             }
             if !fx.write.is_empty() {
-                answers.push(Msg::Written(write_episodes(&state.domain.run.dir, &fx.write)));
+                let (dir, episodes) = (state.domain.run.dir.clone(), fx.write);
+                self.runner.spawn(JobKind::Write, move |_| Outcome::Msg(Msg::Written(write_episodes(&dir, &episodes))));
             }
             if let Some(request) = fx.autoplay {
-                answers.push(Msg::Autoplayed(self.autoplay(&state.domain.run, &request)));
+                if let Err(e) = self.autoplay(&state.domain.run, &request) {
+                    answers.push(Msg::Autoplayed(Err(e)));
+                }
             }
             if let Some(request) = fx.start_burst {
                 if let Err(e) = self.start_burst(&state.domain.run, request) {
@@ -240,6 +344,12 @@ impl Effector {
             if fx.cancel_burst {
                 self.cancel_burst();
             }
+            if fx.cancel_jobs {
+                self.runner.cancel();
+            }
+            if self.runner.kinds() != jobs_before {
+                answers.push(Msg::Jobs(self.runner.kinds()));
+            }
             if let Some(request) = fx.group_anchors {
                 self.start_grouping(request);
             }
@@ -248,8 +358,8 @@ impl Effector {
         Ok(false)
     }
 
-    /// The run's policy plays a group, in the training plugin (loaded on first use).
-    fn autoplay(&mut self, run: &crate::run::Run, request: &AutoplayRequest) -> Result<(Vec<Episode>, String), String> {
+    /// The run's policy plays a group, in the training plugin (loaded on first use), as a job.
+    fn autoplay(&mut self, run: &crate::run::Run, request: &AutoplayRequest) -> Result<(), String> {
         let request = training::AutoplayRequest {
             run: run.dir.clone(),
             tasks: self.task_source(run)?,
@@ -260,19 +370,24 @@ impl Effector {
             step_limit: training::TrainConfig::default().step_limit,
             seed: request.seed,
         };
-        let played = Training::load().map_err(|e| e.to_string())?.autoplay(&request)?;
-        Ok((played.episodes, played.policy))
+        self.runner.spawn(JobKind::Autoplay, move |_| {
+            let played = Training::load().map_err(|e| e.to_string()).and_then(|t| t.autoplay(&request));
+            Outcome::Msg(Msg::Autoplayed(played.map(|p| (p.episodes, p.policy))))
+        });
+        Ok(())
     }
 
     /// Start a burst into the open run, in the training plugin (loaded on first use: a clear error when it
     /// cannot be). How it continues the run is the training side's decision.
     fn start_burst(&mut self, run: &crate::run::Run, request: BurstRequest) -> Result<(), String> {
-        if self.burst.is_some() {
+        if self.burst.is_some() || self.runner.kinds().contains(&JobKind::StartBurst) {
             return Err("a burst is already running".into());
         }
-        let tasks = self.task_source(run)?;
-        let training = Training::load().map_err(|e| e.to_string())?;
-        self.burst = Some(training.start(&request.train_request(&run.dir, tasks)));
+        let request = request.train_request(&run.dir, self.task_source(run)?);
+        // Loading the plugin (and libtorch with it) the first time takes a while: a job.
+        self.runner.spawn(JobKind::StartBurst, move |_| {
+            Outcome::Burst(Training::load().map(|t| t.start(&request)).map_err(|e| e.to_string()))
+        });
         Ok(())
     }
 
@@ -324,7 +439,7 @@ impl Effector {
         Some(Msg::Grouped { episodes_version, grouping })
     }
 
-    /// Whether background work is under way that the main loop must poll for.
+    /// Whether background work is under way that the main loop must poll for (jobs wake it themselves).
     fn busy(&self) -> bool {
         self.burst_running() || self.grouping.is_some()
     }
@@ -358,14 +473,20 @@ pub fn open_as(
     config: Config,
     size: (u16, u16),
 ) -> Result<(State, Tails), AppError> {
-    let (run, tails) = live::open_as(dir, from, options)?;
-    Ok((State::new(run, config, size), tails))
+    // Part by part, each part's episodes taken in lean before the next is read: the run's text is never in
+    // memory whole.
+    let (run, mut tails) = live::start_as(dir, from, options)?;
+    let mut state = State::new(run, config, size);
+    state.domain.read_all(&mut tails);
+    state.rebuild();
+    Ok((state, tails))
 }
 
 /// Everything the main loop waits for, on one channel.
 enum Incoming {
     Terminal(Event),
     Live(LiveEvent),
+    Job(JobNews),
 }
 
 /// The "updated N s ago" clock.
@@ -383,6 +504,7 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let (tx, rx) = mpsc::channel::<Incoming>();
     let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;
     let live_tx = tx.clone();
+    let jobs_tx = tx.clone();
     std::thread::spawn(move || {
         // Ends when the watcher stops (its sender is dropped) or the main loop has gone.
         while let Ok(ev) = live_rx.recv() {
@@ -409,7 +531,11 @@ pub fn run(opts: Options) -> Result<(), AppError> {
 
     draw(&mut guard.terminal, &state)?;
     let mut next_tick = Instant::now() + TICK;
-    let mut effector = Effector::new(opts.catalog.clone());
+    let jobs_tx = std::sync::Mutex::new(jobs_tx);
+    let runner = Runner::new(move |job| {
+        let _ = jobs_tx.lock().map(|tx| tx.send(Incoming::Job(job)));
+    });
+    let mut effector = Effector::new(opts.catalog.clone(), runner);
     loop {
         let mut wait = next_tick.saturating_duration_since(Instant::now());
         if effector.busy() {
@@ -423,6 +549,16 @@ pub fn run(opts: Options) -> Result<(), AppError> {
                 for incoming in std::iter::once(first).chain(rx.try_iter()) {
                     match incoming {
                         Incoming::Live(ev) => live_events.push(ev),
+                        Incoming::Job(job) => {
+                            let mut answers: Vec<Msg> = effector.news(&state, job).into_iter().collect();
+                            answers.push(Msg::Jobs(effector.runner.kinds()));
+                            for msg in answers {
+                                let fx = update(&mut state, msg);
+                                if effector.apply(&mut guard.terminal, &mut state, fx, &mut redraw)? {
+                                    return Ok(());
+                                }
+                            }
+                        }
                         Incoming::Terminal(ev) => {
                             if let Some(msg) = translate(&state, ev) {
                                 let fx = update(&mut state, msg);

@@ -14,6 +14,7 @@ pub mod domain;
 pub mod fields;
 pub mod keymap;
 pub mod play;
+mod runner;
 pub mod state;
 pub mod theme;
 pub mod ui;

@@ -130,6 +130,37 @@ pub struct Jobs {
     pub burst: Option<BurstStatus>,
     /// A group written by play: selected as soon as the run shows it.
     pub pending_group: Option<String>,
+    /// Effects running off the UI thread (as the job runner last reported them), oldest first.
+    pub running: Vec<JobKind>,
+}
+
+/// The kinds of work the app runs off the UI thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    OpenEnv,
+    Autoplay,
+    StartBurst,
+    Write,
+    /// Building the run's trajectory index for search: episodes searchable so far of those it will hold.
+    Index {
+        indexed: usize,
+        total: usize,
+    },
+    Search,
+}
+
+impl JobKind {
+    /// For the status bar: "opening the environment".
+    pub fn label(self) -> String {
+        match self {
+            JobKind::OpenEnv => "opening the environment".into(),
+            JobKind::Autoplay => "the policy is playing".into(),
+            JobKind::StartBurst => "loading the trainer".into(),
+            JobKind::Write => "writing the played group".into(),
+            JobKind::Index { indexed, total } => format!("indexing for search: {indexed} of {total} episodes"),
+            JobKind::Search => "searching".into(),
+        }
+    }
 }
 
 pub struct State {

@@ -7,11 +7,11 @@ use super::action::Action;
 use super::burst_dialog::{BurstField, BurstRequest, BurstStatus, BurstUpdate};
 use super::fields::Field;
 use super::play::{Play, TasksHandle};
-use super::state::{GroupingRequest, Popup, Prompt, SearchState, State, View};
+use super::state::{GroupingRequest, JobKind, Popup, Prompt, SearchState, State, View};
 use super::views::{self, component};
 use crate::advantage::AnchorGrouping;
 use crate::index::SearchResults;
-use crate::live::{self, Applied, LiveEvent};
+use crate::live::LiveEvent;
 use crate::run::Episode;
 
 /// Everything that can happen to the TUI.
@@ -34,10 +34,12 @@ pub enum Msg {
     Live(Vec<LiveEvent>, Instant),
     /// A key typed while the search prompt is open.
     Input(InputKey),
-    /// The outcome of a search the app ran for an [`Effects::search`].
+    /// The outcome of a search the app ran for an [`Effects::search`]; `partial`: the index held only the first
+    /// `.0` of the run's `.1` episodes (it is still being built; the search runs again when it is done).
     SearchDone {
         query: String,
         result: Result<SearchResults, String>,
+        partial: Option<(usize, usize)>,
     },
     /// The run's environment for live play, opened for an [`Effects::open_env`].
     EnvReady(Result<TasksHandle, String>),
@@ -52,6 +54,8 @@ pub enum Msg {
         episodes_version: u64,
         grouping: AnchorGrouping,
     },
+    /// The jobs now running off the UI thread (sent by the job runner whenever the list changes).
+    Jobs(Vec<JobKind>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +83,8 @@ pub struct Effects {
     pub start_burst: Option<BurstRequest>,
     /// Ask the running burst to stop after its current iteration.
     pub cancel_burst: bool,
+    /// Cancel the other running jobs (their outcomes are dropped; a write always finishes).
+    pub cancel_jobs: bool,
     /// Compute this anchor grouping in the background and answer with [`Msg::Grouped`] (a request replaces
     /// one still running).
     pub group_anchors: Option<GroupingRequest>,
@@ -144,14 +150,25 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
         }
         Msg::Live(events, at) => on_live(state, events, at),
         Msg::Input(key) => on_input(state, key),
-        Msg::SearchDone { query, result } => {
+        Msg::SearchDone { query, result, partial } => {
+            let within = partial
+                .map(|(n, of)| {
+                    format!(" in the first {n} of {of} episodes (still indexing; searching again when done)")
+                })
+                .unwrap_or_default();
+            // The same query again (once the index is complete): new results, the place kept, the view left
+            // where the user is.
+            let again = state.ui.search.as_ref().filter(|s| s.query == query).map(|s| s.current);
             match result {
                 Err(e) => state.ui.message = Some(e),
-                Ok(r) if r.hits.is_empty() => state.ui.message = Some(format!("no match for {query}")),
+                Ok(r) if r.hits.is_empty() => state.ui.message = Some(format!("no match for {query}{within}")),
                 Ok(r) => {
-                    state.ui.message = None;
-                    state.ui.search = Some(SearchState { query, total: r.total, hits: r.hits, current: 0 });
-                    state.ui.view = View::Search;
+                    state.ui.message = partial.map(|_| format!("results{within}"));
+                    let current = again.unwrap_or(0).min(r.hits.len() - 1);
+                    state.ui.search = Some(SearchState { query, total: r.total, hits: r.hits, current });
+                    if again.is_none() {
+                        state.ui.view = View::Search;
+                    }
                 }
             }
             Effects::redraw()
@@ -175,6 +192,11 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
         Msg::Burst(news) => {
             state.jobs.burst.get_or_insert_with(BurstStatus::default).apply(news);
             Effects::redraw()
+        }
+        Msg::Jobs(kinds) => {
+            let changed = state.jobs.running != kinds;
+            state.jobs.running = kinds;
+            Effects { redraw: changed, ..Effects::default() }
         }
         Msg::Grouped { episodes_version, grouping } => {
             Effects { redraw: true, group_anchors: state.grouped(episodes_version, grouping), ..Effects::default() }
@@ -422,8 +444,12 @@ fn cancel_burst(state: &mut State) -> Effects {
             state.ui.message = Some("cancelling: the burst stops after its current iteration".into());
             Effects { redraw: true, cancel_burst: true, ..Effects::default() }
         }
+        _ if state.jobs.running.iter().any(|k| *k != JobKind::Write) => {
+            state.ui.message = Some("cancelled what was running (a played group being written is still saved)".into());
+            Effects { redraw: true, cancel_jobs: true, ..Effects::default() }
+        }
         _ => {
-            state.ui.message = Some("no burst is running".into());
+            state.ui.message = Some("no burst or job is running".into());
             Effects::redraw()
         }
     }

@@ -178,6 +178,10 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some(loading) = &state.domain.live.loading {
         spans.push(Span::styled(format!("{} · ", loading_summary(loading)), theme.accent()));
     }
+    for job in &state.jobs.running {
+        let cancels = if *job == crate::tui::state::JobKind::Write { "" } else { " (X cancels)" };
+        spans.push(Span::styled(format!("⟳ {}{cancels} · ", job.label()), theme.accent()));
+    }
     if let Some(pending) = state.domain.grouping_job {
         let short = |m| Field::Anchor.short(&crate::advantage::AdvantageSettings { anchor: m, ..*s });
         let note =
