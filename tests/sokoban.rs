@@ -6,6 +6,8 @@
 use std::collections::{HashSet, VecDeque};
 
 use gigscope::env::{registry, EnvOptions, Split, Tasks};
+use gigscope::sokoban::features::parse_grid;
+use gigscope::sokoban::level::{Level, LevelConfig};
 use proptest::prelude::*;
 
 const MOVES: [(&str, i32, i32); 4] = [("up", -1, 0), ("down", 1, 0), ("left", 0, -1), ("right", 0, 1)];
@@ -191,6 +193,14 @@ proptest! {
         prop_assert!(count(obs, &['X']) >= 1, "unsolved at the start");
         let moves = solve(obs, max_steps);
         prop_assert!(moves.is_some(), "seed {} has no solution within {} moves:\n{}", seed, max_steps, obs);
+    }
+
+    /// The policy reads the state back from the text; every glyph maps back to the level it was drawn from.
+    #[test]
+    fn the_grid_text_reads_back_as_the_level(seed in 0u64..10_100, size in 5usize..=8, boxes in 1usize..=2) {
+        let config = LevelConfig { size, boxes, max_steps: 15 };
+        let level = Level::generate(seed, config).expect("a level");
+        prop_assert_eq!(parse_grid(&level.render()), Some(level));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub fn parse_grid(observation: &str) -> Option<Level> {
             '#' => level.walls[cell] = true,
             'O' => level.targets[cell] = true,
             'X' => level.boxes[cell] = true,
-            '√' | '*' => (level.boxes[cell], level.targets[cell]) = (true, true),
+            '√' => (level.boxes[cell], level.targets[cell]) = (true, true),
             'P' => level.player = cell,
             'S' => (level.player, level.targets[cell]) = (cell, true),
             _ => {}
