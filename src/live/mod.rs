@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource};
+use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource, SourcePoll};
 use crate::run::{check_run_dir, Layout, Run, RunError, SourceOptions};
 
 pub use crate::run::source::{apply, Applied, LiveEvent, LiveFile};
@@ -35,6 +35,12 @@ impl Tails {
 
     pub fn layout(&self) -> Layout {
         self.source.layout()
+    }
+
+    /// What arrived since the last poll ([`RunSource::poll`]): a consumer that reads the run itself, part by
+    /// part, before handing the reader on to [`Watcher::spawn`].
+    pub fn poll(&mut self) -> SourcePoll {
+        self.source.poll()
     }
 }
 

@@ -278,32 +278,53 @@ pub struct Domain {
 
 impl Domain {
     pub fn new(run: Run) -> Domain {
-        let recorded = recorded_settings(run.meta.as_ref());
-        let run_name = run
-            .meta
-            .as_ref()
-            .and_then(|m| m.name.clone())
-            .or_else(|| run.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| run.dir.display().to_string());
-        let live = LiveStatus { broken_lines: run.errors.len() + run.metrics_errors.len(), ..LiveStatus::default() };
         let text = TextStore::new(&run.dir.join(EPISODES_FILE));
         let mut domain = Domain {
             run,
             episodes: Vec::new(),
             text,
             pages: PageIds::default(),
-            run_name,
-            recorded,
-            settings: recorded,
+            run_name: String::new(),
+            recorded: AdvantageSettings::default(),
+            settings: AdvantageSettings::default(),
             derived: Derived::default(),
-            live,
+            live: LiveStatus::default(),
             groupings: Vec::new(),
             grouping_job: None,
             episodes_version: 0,
         };
         domain.take_episodes();
+        domain.adopt_run();
         domain.rebuild();
         domain
+    }
+
+    /// Read the rest of the run from `tails` (all of it, for a run just started), part by part: each part's
+    /// episodes are taken in lean before the next part is read. The caller rebuilds what is derived.
+    pub fn read_all(&mut self, tails: &mut crate::live::Tails) {
+        loop {
+            let poll = tails.poll();
+            self.apply_live(poll.events);
+            if !poll.more {
+                break;
+            }
+        }
+        self.adopt_run();
+    }
+
+    /// The run's name, its recorded settings (which become the settings) and its broken lines, from what has
+    /// been read of it.
+    fn adopt_run(&mut self) {
+        let run = &self.run;
+        self.recorded = recorded_settings(run.meta.as_ref());
+        self.settings = self.recorded;
+        self.run_name = run
+            .meta
+            .as_ref()
+            .and_then(|m| m.name.clone())
+            .or_else(|| run.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| run.dir.display().to_string());
+        self.live.broken_lines = run.errors.len() + run.metrics_errors.len();
     }
 
     /// Move the episodes that arrived in `run.episodes` into [`Domain::episodes`], lean; returns where they went.
