@@ -193,6 +193,32 @@ fn progressive_open(dir: &Path) -> Loading {
     Loading { first_frame, loaded: loaded.unwrap(), keys }
 }
 
+/// Key press → frame on the UI thread while `job` runs on another thread (as the app runs its jobs), one key
+/// every 5 ms until the job is done: (the latencies sorted, how long the job took).
+fn keys_while(
+    state: &mut State,
+    terminal: &mut Terminal<TestBackend>,
+    job: impl FnOnce() + Send + 'static,
+) -> (Vec<Duration>, Duration) {
+    let start = Instant::now();
+    let worker = std::thread::spawn(move || {
+        job();
+        start.elapsed()
+    });
+    let script = [Action::Down, Action::Down, Action::Up, Action::PageDown, Action::Top, Action::Open, Action::Back];
+    let mut keys = Vec::new();
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(5));
+        let t = Instant::now();
+        update(state, Msg::Action(script[keys.len() % script.len()]));
+        frame(terminal, state);
+        keys.push(t.elapsed());
+    }
+    let took = worker.join().unwrap();
+    keys.sort();
+    (keys, took)
+}
+
 fn main() {
     let episodes: usize = std::env::var("TUI_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let tmp = tempfile::tempdir().unwrap();
@@ -310,13 +336,33 @@ fn main() {
     let (append, append_cpu) = (t.elapsed(), cpu() - c);
     assert_eq!(state.domain.episodes.len(), episodes + GROUP);
 
+    // Jobs the app runs off the UI thread, each measured with keys pressed meanwhile: building the trajectory
+    // index of the whole run (its text read back from the file, as the TUI's search does) and opening the
+    // demo catalog's environment (catalog, search index, goals).
+    let mut jobs = Vec::new();
+    let cache = tempfile::tempdir().unwrap();
+    let (lean, table) = (state.domain.episodes.clone(), state.domain.derived.table.clone());
+    let (dir, cache_dir, settings) = (tmp.path().to_path_buf(), cache.path().to_path_buf(), state.domain.settings);
+    let index_job = keys_while(&mut state, &mut terminal, move || {
+        let mut index = gigscope::index::TrajectoryIndex::open(&dir, &cache_dir, &settings).unwrap();
+        index.update_in_batches(lean.as_slice(), &table, 10_000, |_| std::ops::ControlFlow::Continue(())).unwrap();
+    });
+    jobs.push(("building the trajectory index (batches of 10,000)", index_job));
+    let env_job = keys_while(&mut state, &mut terminal, || {
+        gigscope::env::registry::open("webshop", &Default::default()).unwrap();
+    });
+    jobs.push(("opening the demo catalog's environment", env_job));
+
     println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | wall (CPU) |", bytes as f64 / 1e6);
     println!("|---|---|");
     println!("| open (read + recompute + overview stats) | {open_time:.2?} ({open_cpu:.2?}) |");
     println!("| key press → frame, p50 | {:.2?} |", percentile(&times, 0.5));
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
-    println!("| first frame (app's way: the run is read by the watcher in the background) | {:.2?} |", loading.first_frame);
+    println!(
+        "| first frame (app's way: the run is read by the watcher in the background) | {:.2?} |",
+        loading.first_frame
+    );
     println!("| whole run on screen (read in parts, merged and drawn as they come) | {:.2?} |", loading.loaded);
     println!(
         "| key press → frame while loading, p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
@@ -325,6 +371,15 @@ fn main() {
         percentile(&loading.keys, 0.99),
         loading.keys[loading.keys.len() - 1]
     );
+    for (job, (keys, took)) in &jobs {
+        println!(
+            "| key press → frame while {job} ({took:.1?}), p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
+            keys.len(),
+            percentile(keys, 0.5),
+            percentile(keys, 0.99),
+            keys[keys.len() - 1]
+        );
+    }
     println!("| settings change → recomputed frame | {recompute:.2?} ({recompute_cpu:.2?}) |");
     for (label, wall, cpu) in &switches {
         println!("| anchor mode {label} | {wall:.2?} ({cpu:.2?}) |");
