@@ -71,6 +71,16 @@ pub enum NoTruth {
 /// trained by gigscope (not another trainer's layout, a conversion or an export), has episodes of that
 /// iteration, and kept that iteration's weights.
 pub fn branchable(run: &Run, iteration: i64) -> Result<PathBuf, NoTruth> {
+    branchable_among(run, run.episodes.iter().map(|e| e.iteration), iteration)
+}
+
+/// [`branchable`] for a run whose episodes are held elsewhere (the TUI keeps them lean, outside `run.episodes`):
+/// `iterations` are its episodes' iterations.
+pub fn branchable_among(
+    run: &Run,
+    iterations: impl Iterator<Item = i64> + Clone,
+    iteration: i64,
+) -> Result<PathBuf, NoTruth> {
     let name = truth_run_name(&run.dir, run.meta.as_ref());
     let why = if run.layout != Layout::Gigscope {
         Some(format!("it was recorded by another trainer: {}", run.layout.name()))
@@ -86,12 +96,11 @@ pub fn branchable(run: &Run, iteration: i64) -> Result<PathBuf, NoTruth> {
     if let Some(why) = why {
         return Err(NoTruth::NoPolicy { run: name, why });
     }
-    if !run.episodes.iter().any(|e| e.iteration == iteration) {
-        let known =
-            match (run.episodes.iter().map(|e| e.iteration).min(), run.episodes.iter().map(|e| e.iteration).max()) {
-                (Some(a), Some(b)) => format!("{a}..={b}"),
-                _ => "none".into(),
-            };
+    if !iterations.clone().any(|i| i == iteration) {
+        let known = match (iterations.clone().min(), iterations.max()) {
+            (Some(a), Some(b)) => format!("{a}..={b}"),
+            _ => "none".into(),
+        };
         return Err(NoTruth::NoIteration { run: name, iteration, known });
     }
     let path = weights_path(&run.dir, iteration);

@@ -30,6 +30,7 @@ pub enum Action {
     Anchor,
     Compare,
     Estimators,
+    Truth,
     Settings,
     ResetSettings,
     Follow,
@@ -68,6 +69,7 @@ impl Action {
         Action::Anchor,
         Action::Compare,
         Action::Estimators,
+        Action::Truth,
         Action::Settings,
         Action::ResetSettings,
         Action::Follow,
@@ -110,6 +112,10 @@ impl Action {
             Action::Anchor => "anchor-state group of the selected step",
             Action::Compare => "compare two trajectories of the group",
             Action::Estimators => "every estimator side by side on the group's steps, beside the Monte-Carlo truth A*",
+            Action::Truth => {
+                "in the estimators and anchor views: measure the open group's Monte-Carlo truth in the background \
+                 (again: cancel)"
+            }
             Action::Settings => "advantage settings panel",
             Action::ResetSettings => "reset settings to the run's recorded ones",
             Action::Follow => "follow mode: jump to the newest episodes as they arrive",
@@ -151,6 +157,7 @@ impl Action {
             Action::Anchor => "anchor",
             Action::Compare => "compare",
             Action::Estimators => "estimators",
+            Action::Truth => "truth",
             Action::Settings => "settings",
             Action::ResetSettings => "reset",
             Action::Follow => "follow",

@@ -24,6 +24,7 @@ use super::runner::{JobNews, Outcome, Runner};
 use super::state::JobKind;
 use super::state::{GroupingRequest, State};
 use super::theme::color_enabled;
+use super::truth_job::{TruthJob, TruthNews};
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::{AdvantageSettings, AnchorGrouping};
 use crate::index::{IndexSearcher, TrajectoryIndex};
@@ -224,12 +225,22 @@ struct Effector {
     /// The anchor grouping being computed on a background thread: for which episodes, where it arrives, and
     /// the flag that gives it up.
     grouping: Option<(u64, mpsc::Receiver<AnchorGrouping>, Arc<AtomicBool>)>,
+    /// The open group's truth being measured (in the training plugin, on its own thread).
+    truth: Option<TruthJob>,
 }
 
 impl Effector {
     /// `runner` delivers jobs' news to the main loop.
     fn new(catalog: Option<PathBuf>, runner: Runner) -> Effector {
-        Effector { searcher: Searcher::default(), runner, catalog, tasks: None, burst: None, grouping: None }
+        Effector {
+            searcher: Searcher::default(),
+            runner,
+            catalog,
+            tasks: None,
+            burst: None,
+            grouping: None,
+            truth: None,
+        }
     }
 
     /// The run's environment as the training side names it: the registry's entry for the run, WebShop on the
@@ -353,6 +364,12 @@ impl Effector {
             if let Some(request) = fx.group_anchors {
                 self.start_grouping(request);
             }
+            if let Some(request) = fx.truth {
+                self.truth = Some(TruthJob::start(*request));
+            }
+            if let (true, Some(job)) = (fx.cancel_truth, &self.truth) {
+                job.cancel();
+            }
             queue.extend(answers.into_iter().map(|msg| update(state, msg)));
         }
         Ok(false)
@@ -441,7 +458,17 @@ impl Effector {
 
     /// Whether background work is under way that the main loop must poll for (jobs wake it themselves).
     fn busy(&self) -> bool {
-        self.burst_running() || self.grouping.is_some()
+        self.burst_running() || self.grouping.is_some() || self.truth.is_some()
+    }
+
+    /// News from the truth measurement since the last call.
+    fn truth_news(&mut self) -> Vec<TruthNews> {
+        let Some(job) = &self.truth else { return Vec::new() };
+        let (news, ended) = job.poll();
+        if ended {
+            self.truth = None;
+        }
+        news
     }
 
     fn burst_running(&self) -> bool {
@@ -578,6 +605,9 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         }
         for news in effector.burst_news() {
             redraw |= update(&mut state, Msg::Burst(news)).redraw;
+        }
+        for news in effector.truth_news() {
+            redraw |= update(&mut state, Msg::Truth(news)).redraw;
         }
         if let Some(msg) = effector.grouping_news() {
             let fx = update(&mut state, msg);

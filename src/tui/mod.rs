@@ -17,6 +17,7 @@ pub mod play;
 mod runner;
 pub mod state;
 pub mod theme;
+pub mod truth_job;
 pub mod ui;
 pub mod update;
 pub mod views;

@@ -132,6 +132,8 @@ pub struct Jobs {
     pub pending_group: Option<String>,
     /// Effects running off the UI thread (as the job runner last reported them), oldest first.
     pub running: Vec<JobKind>,
+    /// The open group's Monte-Carlo truth being measured (`T`).
+    pub truth: Option<super::truth_job::TruthStatus>,
 }
 
 /// The kinds of work the app runs off the UI thread.

@@ -56,6 +56,8 @@ pub enum Msg {
     },
     /// The jobs now running off the UI thread (sent by the job runner whenever the list changes).
     Jobs(Vec<JobKind>),
+    /// News from the truth measurement started for an [`Effects::truth`].
+    Truth(super::truth_job::TruthNews),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +90,11 @@ pub struct Effects {
     /// Compute this anchor grouping in the background and answer with [`Msg::Grouped`] (a request replaces
     /// one still running).
     pub group_anchors: Option<GroupingRequest>,
+    /// Measure this group's Monte-Carlo truth in the background; progress and the end come back as
+    /// [`Msg::Truth`].
+    pub truth: Option<Box<super::truth_job::TruthJobRequest>>,
+    /// Cancel the truth measurement under way (nothing is written).
+    pub cancel_truth: bool,
 }
 
 /// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.
@@ -201,6 +208,7 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
         Msg::Grouped { episodes_version, grouping } => {
             Effects { redraw: true, group_anchors: state.grouped(episodes_version, grouping), ..Effects::default() }
         }
+        Msg::Truth(news) => super::truth_job::news(state, news),
     }
 }
 
@@ -327,6 +335,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         }
         Action::Train => state.ui.popup = Some(Popup::Burst { field: BurstField::Iterations }),
         Action::CancelBurst => return cancel_burst(state),
+        Action::Truth => return super::truth_job::elsewhere(state),
         Action::Fold => {
             state.ui.episode.unfolded = !state.ui.episode.unfolded;
             state.ui.episode.obs_scroll = 0;

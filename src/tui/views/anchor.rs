@@ -39,12 +39,20 @@ impl Component for Anchor {
             hint(&[Open], "go to step", "the selected member's step in its own trajectory"),
             hint(&[ScrollDown, ScrollUp], "scroll formula", "scroll the explanation panel (also the wheel over it)"),
             hint(&[PrevItem, NextItem], "step", "previous / next step of the trajectory"),
+            hint(&[Truth], "truth", "measure this group's Monte-Carlo truth in the background (again: cancel)"),
         ]
     }
 
     fn highlight(&self, state: &State) -> Option<String> {
         let x = state.explanation()?;
         Some(format!("the selected member's {}", term_text(&x.advantage)))
+    }
+
+    fn on_action(&self, state: &mut State, a: Action) -> Option<crate::tui::Effects> {
+        match a {
+            Action::Truth => Some(crate::tui::truth_job::toggle(state)),
+            _ => super::standard(self, state, a),
+        }
     }
 
     fn enter(&self, state: &mut State) {
@@ -172,6 +180,9 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
         }
     }
     out.extend(anchor.into_iter().map(|l| Line::styled(l, theme.dim())));
+    if let Some(job) = &state.jobs.truth {
+        out.push(Line::styled(trunc(&job.describe(), width as usize), theme.warn()));
+    }
     out
 }
 

@@ -27,8 +27,9 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use super::{adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
 use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, RowRef};
-use crate::run::source::Layout as RunLayout;
-use crate::run::truth::{read_truth, truth_path, truth_run_name, TruthAgreement, TruthFile, TruthRow};
+use crate::run::truth::{
+    branchable_among, read_truth, truth_path, truth_run_name, NoTruth, TruthAgreement, TruthFile, TruthRow,
+};
 use crate::run::{Episode, Run};
 use crate::tui::action::Action;
 use crate::tui::state::{State, View};
@@ -75,6 +76,7 @@ impl Component for Estimators {
             hint(&[Left, Right], "columns", "show the estimator columns left / right of these when not all fit"),
             hint(&[ScrollDown, ScrollUp], "scroll agreement", "scroll the agreement panel under the table"),
             hint(&[Open], "episode", "the selected step in the episode view"),
+            hint(&[Truth], "truth", "measure this group's Monte-Carlo truth in the background (again: cancel)"),
         ]
     }
 
@@ -114,6 +116,7 @@ impl Component for Estimators {
         match a {
             Action::Left => ui.first_column = ui.first_column.saturating_sub(1),
             Action::Right => ui.first_column = (ui.first_column + 1).min(EstimatorKind::ALL.len() - 1),
+            Action::Truth => return Some(crate::tui::truth_job::toggle(state)),
             _ => return super::standard(self, state, a),
         }
         Some(crate::tui::Effects::redraw())
@@ -371,21 +374,6 @@ impl Truth {
     }
 }
 
-/// Why a run has no policy to branch with: it was recorded by another trainer.
-pub fn recorded_elsewhere(run: &Run) -> Option<String> {
-    let meta = run.meta.as_ref();
-    let trainer = meta.and_then(|m| m.extra.get("source")).and_then(|s| s.get("trainer")).and_then(|t| t.as_str());
-    match run.layout {
-        RunLayout::Verl => Some("verl run".into()),
-        RunLayout::Trl => Some("TRL run".into()),
-        RunLayout::Gigscope => match (trainer, meta.and_then(|m| m.extra.get("converted_from"))) {
-            (Some(trainer), _) => Some(format!("{trainer} run")),
-            (None, Some(_)) => Some("run converted from another trainer's layout".into()),
-            (None, None) => None,
-        },
-    }
-}
-
 /// The truth of iteration `iteration` of the open run: its truth file (read again when it changed), else why
 /// there is none.
 pub fn truth(state: &State, iteration: i64) -> Truth {
@@ -393,10 +381,15 @@ pub fn truth(state: &State, iteration: i64) -> Truth {
     let path = truth_path(&run.dir, iteration);
     let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
     let Some(modified) = modified else {
-        let reason = match recorded_elsewhere(run) {
-            Some(what) => format!("no policy to branch with ({what})"),
-            None => {
-                format!("no truth file — `gigscope truth {} --iteration {iteration}` writes one", run.dir.display())
+        let reason = match branchable_among(run, state.domain.episodes.iter().map(|e| e.iteration), iteration) {
+            Err(NoTruth::NoPolicy { why, .. }) => format!("no policy to branch with ({why})"),
+            Err(other) => other.to_string(),
+            Ok(_) => {
+                let command = format!("`gigscope truth {} --iteration {iteration}`", run.dir.display());
+                match state.config.keymap.first_label(Action::Truth) {
+                    Some(key) => format!("no truth file — press {key} (this group) / {command} (the iteration)"),
+                    None => format!("no truth file — {command} writes one"),
+                }
             }
         };
         return Truth::Absent(reason);
@@ -500,13 +493,16 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
             ),
             theme.title(),
         ),
-        Line::styled(
-            trunc(
-                "sg = anchor-group size · A* = Q̂ − V̂ ± se · family estimators at their defaults",
-                area.width as usize,
+        match &state.jobs.truth {
+            Some(job) => Line::styled(trunc(&job.describe(), area.width as usize), theme.warn()),
+            None => Line::styled(
+                trunc(
+                    "sg = anchor-group size · A* = Q̂ − V̂ ± se · family estimators at their defaults",
+                    area.width as usize,
+                ),
+                theme.dim(),
             ),
-            theme.dim(),
-        ),
+        },
     ];
     Paragraph::new(header).render(a.header, buf);
 
