@@ -209,3 +209,30 @@ fn errors_are_clear(run: &Path, home: &Path) {
         fails_with(out, &["was not trained by gigscope", why, "no policy to branch with"]);
     }
 }
+
+/// `T` in the TUI's estimators view measures the open group through the plugin (the real binary in tmux): the
+/// truth column and the agreement lines fill in, and the group's rows land in the iteration's truth file.
+#[test]
+fn the_tuis_truth_key_measures_the_open_group() {
+    use support::tmux::{tmux_available, Session};
+    if !tmux_available() || plugin(BIN).is_none() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let run = train(home.path());
+    let env = std::env::var("GIGSCOPE_TRAIN_LIB").map(|p| format!("GIGSCOPE_TRAIN_LIB={p}")).unwrap_or_default();
+    let s = Session::launch_with_env("truth-key", &env, &format!("tui {} --rescan-ms 200", run.display()), (160, 45));
+    s.wait_for(&["[Overview]"]);
+    // Iteration 2's first group, in the estimators view.
+    s.keys(&["j", "Enter"]);
+    s.wait_for(&["[Groups]", "iter 2"]);
+    s.keys(&["E"]);
+    s.wait_for(&["[Estimators]", "A* absent: no truth file — press T"]);
+    s.keys(&["T"]);
+    let screen = s.wait_for(&["Agreement with A* over iteration 2 (K = 32)", "gigpo      Spearman"]);
+    assert!(screen.contains('±'), "the truth column shows A* ± se:\n{screen}");
+    let file = read_truth(&truth_path(&run, 2), "tiny", 2).unwrap();
+    assert_eq!(file.header.groups.len(), 1, "{:?}", file.header.groups);
+    assert!(!file.rows.is_empty() && file.rows.iter().all(|r| r.group == file.header.groups[0] && r.k == 32));
+    assert_eq!(file.agreements.len(), 9);
+}
