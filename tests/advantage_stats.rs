@@ -64,3 +64,34 @@ fn stored_advantages_are_compared_where_lengths_agree() {
     assert_eq!((largest.episode_id.as_str(), largest.at.episode, largest.at.step), (run[3].id.as_str(), 3, 0));
     assert!((largest.abs_diff - 0.25).abs() < 1e-12);
 }
+
+/// Per-slice statistics (the overview's iterations): each episode counts under its own key, each group with
+/// its anchor groups under its first episode's key.
+#[test]
+fn statistics_by_iteration() {
+    use gigscope::advantage::stats::stats_by;
+    let mut run = vec![
+        episode("a", "same", &[0.0, 1.0], &["s", "s"]),
+        episode("b", "same", &[1.0, 0.0], &["s", "u"]),
+        episode("c", "diff", &[1.0], &["s"]),
+        episode("d", "diff", &[0.0], &["t"]),
+        // A late member of "diff" recorded under iteration 1: it counts there, its group under iteration 0.
+        episode("e", "diff", &[2.0, 0.0, 0.0], &["s", "v", "w"]),
+    ];
+    run[4].iteration = 1;
+    for (e, tokens) in [(0, Some(4)), (1, None)] {
+        run[0].steps[e].tokens = tokens;
+    }
+    let table = compute(&run, &AdvantageSettings::default());
+    let slices = stats_by(&run, &table, |e| run[e].iteration);
+    assert_eq!(slices.iter().map(|(k, _)| *k).collect::<Vec<_>>(), [0, 1]);
+    let (zero, one) = (&slices[0].1, &slices[1].1);
+    assert_eq!((zero.episodes, zero.groups.clone()), (4, vec![0, 1]));
+    assert_eq!((zero.success_rate, zero.mean_return, zero.mean_len), (0.0, 0.75, 1.5));
+    assert_eq!(zero.tokens_per_step, Some(4.0), "one step of iteration 0 records 4 tokens");
+    assert_eq!(zero.zero_variance_share, 0.5);
+    // Anchor groups: same/s ×3, same/u, diff/s ×2 (c, e), diff/t, diff/v, diff/w: 9 members in 6 groups.
+    assert_eq!(zero.mean_step_group_size, 1.5);
+    assert_eq!((one.episodes, one.groups.len(), one.mean_return, one.mean_len), (1, 0, 2.0, 3.0));
+    assert_eq!((one.tokens_per_step, one.zero_variance_share, one.mean_step_group_size), (None, 0.0, 0.0));
+}

@@ -31,6 +31,8 @@ pub trait EngineInput: Sync {
     fn copies(&self, e: usize, t: usize) -> u32;
     /// Σ tokens over the episode's steps, a step without a count counting 0.
     fn tokens(&self, e: usize) -> u64;
+    /// How many of the episode's steps record a token count.
+    fn token_steps(&self, e: usize) -> usize;
     /// Per-reward-function rewards (TRL), in the trainer's order; NaN for a function that returned none.
     fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>>;
     /// The names of the reward functions of [`Self::recorded_rewards`].
@@ -75,6 +77,9 @@ where
     }
     fn tokens(&self, e: usize) -> u64 {
         self.as_slice().tokens(e)
+    }
+    fn token_steps(&self, e: usize) -> usize {
+        self.as_slice().token_steps(e)
     }
     fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
         self.as_slice().recorded_rewards(e)
@@ -121,14 +126,17 @@ impl EngineInput for [LeanEpisode] {
     fn tokens(&self, e: usize) -> u64 {
         self[e].tokens
     }
+    fn token_steps(&self, e: usize) -> usize {
+        self[e].token_steps as usize
+    }
     fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
-        self[e].rewards.as_deref().map(Cow::Borrowed)
+        self[e].rewards().map(Cow::Borrowed)
     }
     fn reward_names(&self, e: usize) -> Option<Vec<String>> {
-        self[e].reward_names.as_ref().map(|names| names.iter().map(|n| n.to_string()).collect())
+        self[e].reward_names().map(<[String]>::to_vec)
     }
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
-        self[e].advantages.as_deref()
+        self[e].advantages()
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
         let step = &self[e].steps[t];

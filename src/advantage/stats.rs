@@ -164,3 +164,89 @@ pub fn compare_stored<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTa
     }
     any.then_some(comparison)
 }
+
+/// The statistics of a slice of the run (an iteration's episodes and groups): what the run overview shows
+/// per iteration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SliceStats {
+    pub episodes: usize,
+    /// The episode groups of the slice (by index into the table's), in table order.
+    pub groups: Vec<u32>,
+    pub success_rate: f64,
+    /// Mean total (unshaped) reward per episode.
+    pub mean_return: f64,
+    /// Steps per episode.
+    pub mean_len: f64,
+    /// Mean tokens per step over the steps that record a count; `None` when no step does.
+    pub tokens_per_step: Option<f64>,
+    /// Share of the slice's episode groups whose trajectories all have the same total reward.
+    pub zero_variance_share: f64,
+    /// Members per anchor-state group, over the slice's groups.
+    pub mean_step_group_size: f64,
+}
+
+/// The run split by `key`, in key order: each episode counts under its own key, each episode group (with its
+/// anchor groups) under its first episode's key.
+pub fn stats_by<I: EngineInput + ?Sized, K: Ord>(
+    episodes: &I,
+    table: &AdvantageTable,
+    key: impl Fn(usize) -> K,
+) -> Vec<(K, SliceStats)> {
+    #[derive(Default)]
+    struct Acc {
+        episodes: usize,
+        success: usize,
+        ret: f64,
+        steps: usize,
+        tokens: u64,
+        token_steps: usize,
+        groups: Vec<u32>,
+        zero_variance: usize,
+        members: usize,
+        anchor_groups: usize,
+    }
+    let mut acc: BTreeMap<K, Acc> = BTreeMap::new();
+    for e in 0..episodes.episode_count() {
+        let a = acc.entry(key(e)).or_default();
+        let steps = episodes.step_count(e);
+        a.episodes += 1;
+        a.success += usize::from(episodes.success(e));
+        a.ret += (0..steps).map(|t| episodes.reward(e, t)).sum::<f64>();
+        a.steps += steps;
+        a.tokens += episodes.tokens(e);
+        a.token_steps += episodes.token_steps(e);
+    }
+    // Where each episode group counts: under its first episode's key.
+    let mut group_slot: Vec<Option<K>> = Vec::with_capacity(table.episode_groups.len());
+    for (g, group) in table.episode_groups.iter().enumerate() {
+        let slot = group.episodes.first().map(|&first| key(first as usize));
+        if let Some(a) = slot.as_ref().and_then(|k| acc.get_mut(k)) {
+            a.groups.push(g as u32);
+            a.zero_variance += usize::from(group.zero_variance);
+        }
+        group_slot.push(slot);
+    }
+    for anchor in &table.anchor_groups {
+        if let Some(a) = group_slot[anchor.episode_group as usize].as_ref().and_then(|k| acc.get_mut(k)) {
+            a.members += anchor.members.len();
+            a.anchor_groups += 1;
+        }
+    }
+    let share = |part: usize, whole: usize| if whole == 0 { 0.0 } else { part as f64 / whole as f64 };
+    acc.into_iter()
+        .map(|(k, a)| {
+            let n = a.episodes.max(1) as f64;
+            let stats = SliceStats {
+                episodes: a.episodes,
+                success_rate: a.success as f64 / n,
+                mean_return: a.ret / n,
+                mean_len: a.steps as f64 / n,
+                tokens_per_step: (a.token_steps > 0).then(|| a.tokens as f64 / a.token_steps as f64),
+                zero_variance_share: share(a.zero_variance, a.groups.len()),
+                mean_step_group_size: share(a.members, a.anchor_groups),
+                groups: a.groups,
+            };
+            (k, stats)
+        })
+        .collect()
+}

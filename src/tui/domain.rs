@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::advantage::explain::{explain, Explanation};
-use crate::advantage::stats::compare_stored;
+use crate::advantage::stats::{compare_stored, stats_by};
 use crate::advantage::{
     compute_grouped, group_keyed, recompute, regroup, run_stats, AdvantageSettings, AdvantageTable, AnchorGrouping,
     AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
@@ -31,7 +31,7 @@ pub const PLAY_SOURCE: &str = "play";
 /// Whether `episode` was played in the TUI: it says so (`"source": "play"`), or it is one of the `play-goal-…`
 /// groups written before episodes said so.
 pub fn is_played(episode: &LeanEpisode) -> bool {
-    episode.source.as_deref() == Some(PLAY_SOURCE) || episode.group.starts_with("play-goal-")
+    episode.source() == Some(PLAY_SOURCE) || episode.group.starts_with("play-goal-")
 }
 
 pub fn bucket_of(episode: &LeanEpisode) -> Bucket {
@@ -147,68 +147,27 @@ impl Derived {
         let stats = run_stats(episodes, &table);
         let size_histogram = stats.step_group_sizes.iter().map(|s| (s.size, s.count)).collect();
         let max_trainer_diff = compare_stored(episodes, &table).and_then(|c| c.largest).map(|l| l.abs_diff);
-        #[derive(Default)]
-        struct Acc {
-            episodes: usize,
-            success: usize,
-            ret: f64,
-            steps: usize,
-            tokens: u64,
-            token_steps: usize,
-            groups: Vec<u32>,
-        }
-        let mut acc: BTreeMap<Bucket, Acc> = BTreeMap::new();
-        for ep in episodes {
-            let a = acc.entry(bucket_of(ep)).or_default();
-            a.episodes += 1;
-            a.success += usize::from(ep.success);
-            a.ret += ep.total_reward();
-            a.steps += ep.steps.len();
-            a.tokens += ep.tokens;
-            a.token_steps += ep.token_steps as usize;
-        }
-        // Groups are attached to their first episode's bucket.
-        for (g, group) in table.episode_groups.iter().enumerate() {
-            if let Some(&first) = group.episodes.first() {
-                if let Some(a) = acc.get_mut(&bucket_of(&episodes[first as usize])) {
-                    a.groups.push(g as u32);
-                }
-            }
-        }
-        let mut iterations = Vec::with_capacity(acc.len());
-        let mut groups_of_iteration = Vec::with_capacity(acc.len());
-        for (bucket, a) in acc {
-            let zero = a.groups.iter().filter(|&&g| table.episode_groups[g as usize].zero_variance).count();
-            let (mut sg_sum, mut sg_n) = (0usize, 0usize);
-            for &g in &a.groups {
-                // Anchor groups of this episode group: count members per anchor group once.
-                for &e in &table.episode_groups[g as usize].episodes {
-                    for (t, row) in table.episode_rows(e as usize).iter().enumerate() {
-                        let ag = &table.anchor_groups[row.step_group as usize];
-                        if ag.members.first() == Some(&RowRef { episode: e, step: t as u32 }) {
-                            sg_sum += ag.members.len();
-                            sg_n += 1;
-                        }
-                    }
-                }
-            }
-            let n = a.episodes.max(1) as f64;
+        // Training iterations in order, then the play bucket.
+        let buckets = stats_by(episodes, &table, |e| bucket_of(&episodes[e]));
+        let mut iterations = Vec::with_capacity(buckets.len());
+        let mut groups_of_iteration = Vec::with_capacity(buckets.len());
+        for (bucket, stats) in buckets {
             iterations.push(IterationStats {
                 iteration: match bucket {
                     Bucket::Iteration(i) => i,
                     Bucket::Play => 0,
                 },
                 bucket,
-                episodes: a.episodes,
-                groups: a.groups.len(),
-                success_rate: a.success as f64 / n,
-                mean_return: a.ret / n,
-                mean_len: a.steps as f64 / n,
-                tokens_per_step: (a.token_steps > 0).then(|| a.tokens as f64 / a.token_steps as f64),
-                zero_variance_share: if a.groups.is_empty() { 0.0 } else { zero as f64 / a.groups.len() as f64 },
-                mean_step_group_size: if sg_n == 0 { 0.0 } else { sg_sum as f64 / sg_n as f64 },
+                episodes: stats.episodes,
+                groups: stats.groups.len(),
+                success_rate: stats.success_rate,
+                mean_return: stats.mean_return,
+                mean_len: stats.mean_len,
+                tokens_per_step: stats.tokens_per_step,
+                zero_variance_share: stats.zero_variance_share,
+                mean_step_group_size: stats.mean_step_group_size,
             });
-            groups_of_iteration.push(a.groups);
+            groups_of_iteration.push(stats.groups);
         }
         Derived { table, settings, iterations, groups_of_iteration, size_histogram, max_trainer_diff, read_error: None }
     }

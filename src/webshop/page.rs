@@ -168,6 +168,9 @@ impl EngineInput for [Episode] {
     fn tokens(&self, e: usize) -> u64 {
         self[e].steps.iter().map(|s| s.tokens.unwrap_or(0)).sum()
     }
+    fn token_steps(&self, e: usize) -> usize {
+        self[e].steps.iter().filter(|s| s.tokens.is_some()).count()
+    }
     fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
         self[e].reward_functions().map(|(_, values)| Cow::Owned(values))
     }
