@@ -16,7 +16,7 @@ use foldhash::{HashMap, HashMapExt};
 use super::engine::{group_episodes, recompute, AdvantageTable, SimilarClusters, EMPTY_ANCHOR_GROUP};
 use super::input::{EngineInput, KeyedAnchor};
 use super::settings::{AdvantageSettings, AnchorMode};
-use super::{AnchorGroup, RowRef};
+use super::{AnchorGroup, Members, RowRef};
 use crate::run::lean::{EpisodeText, LeanEpisode, LineSpan, TextError, TextStore};
 use crate::run::Episode;
 
@@ -100,23 +100,36 @@ pub fn regroup<I: EngineInput + ?Sized>(
     settings: &AdvantageSettings,
 ) {
     assert_eq!(grouping.row_group.len(), table.rows.len(), "regroup: the grouping was made from other episodes");
-    let mut sizes = vec![0usize; grouping.episode_group.len()];
+    let groups = grouping.episode_group.len();
+    // Each anchor group's members, in one array (a counting sort by group; rows are in file order, so members
+    // are too), then handed to the groups.
+    let mut starts = vec![0usize; groups + 1];
     for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
         row.step_group = a;
-        sizes[a as usize] += 1;
+        starts[a as usize + 1] += 1;
+    }
+    for a in 0..groups {
+        starts[a + 1] += starts[a];
+    }
+    let mut next = starts.clone();
+    let mut members = vec![RowRef { episode: 0, step: 0 }; table.rows.len()];
+    for (e, offsets) in table.row_offsets.windows(2).enumerate() {
+        for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
+            let at = &mut next[row.step_group as usize];
+            members[*at] = RowRef { episode: e as u32, step: t as u32 };
+            *at += 1;
+        }
     }
     table.anchor_groups = grouping
         .episode_group
         .iter()
-        .zip(sizes)
-        .map(|(&g, n)| AnchorGroup { episode_group: g, members: Vec::with_capacity(n), ..EMPTY_ANCHOR_GROUP })
+        .enumerate()
+        .map(|(a, &g)| AnchorGroup {
+            episode_group: g,
+            members: Members::from(&members[starts[a]..starts[a + 1]]),
+            ..EMPTY_ANCHOR_GROUP
+        })
         .collect();
-    // Rows are in file order, so members are too.
-    for (e, offsets) in table.row_offsets.windows(2).enumerate() {
-        for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
-            table.anchor_groups[row.step_group as usize].members.push(RowRef { episode: e as u32, step: t as u32 });
-        }
-    }
     recompute(table, input, settings);
 }
 

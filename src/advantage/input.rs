@@ -130,13 +130,13 @@ impl EngineInput for [LeanEpisode] {
         self[e].token_steps as usize
     }
     fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
-        self[e].rewards.as_deref().map(Cow::Borrowed)
+        self[e].rewards().map(Cow::Borrowed)
     }
     fn reward_names(&self, e: usize) -> Option<Vec<String>> {
-        self[e].reward_names.as_ref().map(|names| names.iter().map(|n| n.to_string()).collect())
+        self[e].reward_names().map(<[String]>::to_vec)
     }
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
-        self[e].advantages.as_deref()
+        self[e].advantages()
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
         let step = &self[e].steps[t];

@@ -11,7 +11,7 @@ pub mod stats;
 pub mod trl;
 
 pub use engine::{
-    compute, compute_grouped, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup,
+    compute, compute_grouped, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, Members,
     RowAdvantage, RowRef, STD_EPSILON, SUCCESS_REWARD,
 };
 pub use grouping::{group_anchors, group_keyed, regroup, AnchorGrouping, SimilarityJob};

@@ -124,18 +124,25 @@ pub struct LeanEpisode {
     pub group: String,
     pub iteration: i64,
     pub success: bool,
-    /// `extra.source` when it is a string (`"play"` for groups played in the TUI).
-    pub source: Option<Box<str>>,
     /// Σ tokens over the steps (0 for a step without a count), and how many steps record a count.
     pub tokens: u64,
     pub token_steps: u32,
     pub steps: Box<[LeanStep]>,
-    /// Per-reward-function rewards ([`Episode::reward_functions`]): names and values.
-    pub reward_names: Option<Box<[Box<str>]>>,
-    pub rewards: Option<Box<[f64]>>,
-    /// What the trainer computed, one per step.
-    pub advantages: Option<Box<[f64]>>,
+    /// What few episodes have, apart (most episodes have none of it).
+    pub extras: Option<Box<LeanExtras>>,
     pub text: EpisodeText,
+}
+
+/// The parts of a [`LeanEpisode`] that most episodes lack.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LeanExtras {
+    /// `extra.source` when it is a string (`"play"` for groups played in the TUI).
+    pub source: Option<String>,
+    /// Per-reward-function rewards ([`Episode::reward_functions`]): names and values.
+    pub reward_names: Option<Vec<String>>,
+    pub rewards: Option<Vec<f64>>,
+    /// What the trainer computed, one per step.
+    pub advantages: Option<Vec<f64>>,
 }
 
 impl LeanEpisode {
@@ -169,25 +176,22 @@ impl LeanEpisode {
             .collect();
         let tokens = episode.steps.iter().map(|s| s.tokens.unwrap_or(0)).sum();
         let token_steps = episode.steps.iter().filter(|s| s.tokens.is_some()).count() as u32;
-        let (reward_names, rewards) = match episode.reward_functions() {
-            Some((names, values)) => {
-                (Some(names.into_iter().map(String::into_boxed_str).collect()), Some(values.into_boxed_slice()))
-            }
-            None => (None, None),
+        let (reward_names, rewards) = episode.reward_functions().unzip();
+        let extras = LeanExtras {
+            source: episode.extra.get(SOURCE_KEY).and_then(Value::as_str).map(Into::into),
+            reward_names,
+            rewards,
+            advantages: episode.advantages.clone(),
         };
-        let source = episode.extra.get(SOURCE_KEY).and_then(Value::as_str).map(Into::into);
         LeanEpisode {
             id: episode.id.clone(),
             group: episode.group.clone(),
             iteration: episode.iteration,
             success: episode.success(),
-            source,
             tokens,
             token_steps,
             steps,
-            reward_names,
-            rewards,
-            advantages: episode.advantages.as_ref().map(|a| a.clone().into_boxed_slice()),
+            extras: (extras != LeanExtras::default()).then(|| Box::new(extras)),
             text: match episode.read_from.0 {
                 Some(span) => EpisodeText::OnDisk { span, store: store.clone() },
                 None => EpisodeText::InMemory(Arc::new(episode)),
@@ -197,6 +201,26 @@ impl LeanEpisode {
 
     pub fn len(&self) -> usize {
         self.steps.len()
+    }
+
+    /// `extra.source` when it is a string.
+    pub fn source(&self) -> Option<&str> {
+        self.extras.as_ref()?.source.as_deref()
+    }
+
+    /// What the trainer computed, one per step.
+    pub fn advantages(&self) -> Option<&[f64]> {
+        self.extras.as_ref()?.advantages.as_deref()
+    }
+
+    /// Per-reward-function rewards, in the trainer's order.
+    pub fn rewards(&self) -> Option<&[f64]> {
+        self.extras.as_ref()?.rewards.as_deref()
+    }
+
+    /// The names of [`Self::rewards`].
+    pub fn reward_names(&self) -> Option<&[String]> {
+        self.extras.as_ref()?.reward_names.as_deref()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -203,7 +203,7 @@ fn plan_groups(
     let mut states: BTreeMap<usize, Vec<Vec<RowRef>>> = chosen.iter().map(|&g| (g, Vec::new())).collect();
     for anchor in &table.anchor_groups {
         if let Some(list) = states.get_mut(&(anchor.episode_group as usize)) {
-            list.push(anchor.members.clone());
+            list.push(anchor.members.to_vec());
         }
     }
     Ok(states

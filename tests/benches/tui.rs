@@ -82,13 +82,58 @@ fn write_run(dir: &Path, episodes: usize, rng: &mut ChaCha8Rng) -> u64 {
     std::fs::metadata(&path).unwrap().len()
 }
 
-fn rss_kib() -> u64 {
+/// A memory figure of this process from `/proc/self/status` (`VmRSS:` resident now, `VmHWM:` its peak), KiB.
+fn status_kib(key: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+fn rss_kib() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// What opening the run costs a fresh process, so that nothing this bench did before counts: this bench run
+/// again with `TUI_BENCH_OPEN=DIR` ([`open_only`]). Resident memory after open and its peak (KiB), and the time
+/// the open took.
+struct FreshOpen {
+    rss: u64,
+    peak: u64,
+    time: Duration,
+}
+
+fn open_in_fresh_process(dir: &Path) -> FreshOpen {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe).env("TUI_BENCH_OPEN", dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> u64 {
+        text.split_whitespace().skip_while(|w| *w != name).nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    assert!(out.status.success(), "the fresh open failed: {}", String::from_utf8_lossy(&out.stderr));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    FreshOpen { rss: field("rss"), peak: field("peak"), time: Duration::from_micros(field("micros")) }
+}
+
+/// `TUI_BENCH_OPEN=DIR`: open the run in `dir` as the TUI does, print the memory it holds and the time it took.
+fn open_only(dir: &Path) {
+    let t = Instant::now();
+    let (state, _tails) = open(dir, Config::defaults(true).unwrap(), (120, 40)).unwrap();
+    let time = t.elapsed();
+    println!("rss {} peak {} micros {}", rss_kib(), status_kib("VmHWM:"), time.as_micros());
+    let table = &state.domain.derived.table;
+    eprintln!(
+        "opened {} episodes: {} steps, {} anchor groups",
+        state.domain.episodes.len(),
+        table.rows.len(),
+        table.anchor_groups.len()
+    );
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 / 1024.0
 }
 
 /// CPU time of this process so far, all threads (user + system), to tell work from waiting on a shared
@@ -220,20 +265,38 @@ fn keys_while(
 }
 
 fn main() {
+    if let Some(dir) = std::env::var_os("TUI_BENCH_OPEN") {
+        return open_only(Path::new(&dir));
+    }
     let episodes: usize = std::env::var("TUI_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let tmp = tempfile::tempdir().unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let t = Instant::now();
     let bytes = write_run(tmp.path(), episodes, &mut rng);
     eprintln!("generated {episodes} episodes, {:.0} MB, in {:.1?}", bytes as f64 / 1e6, t.elapsed());
+    let fresh = open_in_fresh_process(tmp.path());
+    let memory_row = format!(
+        "| memory after open (a fresh process that only opens the run: resident / peak) | {:.0} MB = {:.2}× the \
+         file / {:.0} MB (open {:.2?}) |",
+        mb(fresh.rss),
+        fresh.rss as f64 * 1024.0 / bytes as f64,
+        mb(fresh.peak),
+        fresh.time
+    );
+    // `TUI_BENCH_OPEN_ONLY=1` (a very large run): that row alone.
+    if std::env::var_os("TUI_BENCH_OPEN_ONLY").is_some() {
+        println!(
+            "| measure ({episodes} episodes, {:.0} MB file) | figure |\n|---|---|\n{memory_row}",
+            bytes as f64 / 1e6
+        );
+        return;
+    }
 
     let loading = progressive_open(tmp.path());
 
-    let rss0 = rss_kib();
     let (t, c) = (Instant::now(), cpu());
     let (mut state, tails) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
     let (open_time, open_cpu) = (t.elapsed(), cpu() - c);
-    let rss1 = rss_kib();
     let steps = state.domain.derived.table.rows.len();
 
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
@@ -386,9 +449,5 @@ fn main() {
     }
     println!("| appended group → watcher event (notify + 150 ms debounce) | {seen:.2?} |");
     println!("| appended group → frame showing it | {append:.2?} ({append_cpu:.2?} to merge, compute, draw) |");
-    println!(
-        "| memory after open (RSS growth) | {:.0} MB = {:.2}× the file |",
-        (rss1.saturating_sub(rss0)) as f64 / 1024.0,
-        (rss1.saturating_sub(rss0)) as f64 * 1024.0 / bytes as f64
-    );
+    println!("{memory_row}");
 }
