@@ -335,6 +335,9 @@ impl Effector {
             if let Some(query) = fx.search {
                 answers.extend(self.search(state, query));
             }
+            if let Some(request) = fx.estimator_batch {
+                self.runner.spawn(JobKind::Estimators, move |_| Outcome::Msg(Msg::EstimatorBatch(request.compute())));
+            }
             if fx.open_env {
                 answers.extend(self.open_env(&state.domain.run));
             }

@@ -149,6 +149,8 @@ pub enum JobKind {
         total: usize,
     },
     Search,
+    /// The estimators view's columns over a large iteration.
+    Estimators,
 }
 
 impl JobKind {
@@ -161,6 +163,7 @@ impl JobKind {
             JobKind::Write => "writing the played group".into(),
             JobKind::Index { indexed, total } => format!("indexing for search: {indexed} of {total} episodes"),
             JobKind::Search => "searching".into(),
+            JobKind::Estimators => "computing the estimators over the iteration".into(),
         }
     }
 }

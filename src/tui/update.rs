@@ -58,6 +58,8 @@ pub enum Msg {
     Jobs(Vec<JobKind>),
     /// News from the truth measurement started for an [`Effects::truth`].
     Truth(super::truth_job::TruthNews),
+    /// An iteration's estimator columns computed in the background for an [`Effects::estimator_batch`].
+    EstimatorBatch(std::sync::Arc<views::estimators::BatchColumns>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +97,9 @@ pub struct Effects {
     pub truth: Option<Box<super::truth_job::TruthJobRequest>>,
     /// Cancel the truth measurement under way (nothing is written).
     pub cancel_truth: bool,
+    /// Compute an iteration's estimator columns (the estimators view) in the background and answer with
+    /// [`Msg::EstimatorBatch`].
+    pub estimator_batch: Option<Box<views::estimators::BatchRequest>>,
 }
 
 /// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.
@@ -114,6 +119,16 @@ impl Effects {
 }
 
 pub fn update(state: &mut State, msg: Msg) -> Effects {
+    let mut fx = handle(state, msg);
+    // What the view about to be drawn needs computed off the UI thread.
+    if fx.estimator_batch.is_none() {
+        fx.estimator_batch = views::estimators::background_work(state);
+        fx.redraw |= fx.estimator_batch.is_some();
+    }
+    fx
+}
+
+fn handle(state: &mut State, msg: Msg) -> Effects {
     match msg {
         Msg::Action(a) => {
             state.ui.message = None;
@@ -209,6 +224,7 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
             Effects { redraw: true, group_anchors: state.grouped(episodes_version, grouping), ..Effects::default() }
         }
         Msg::Truth(news) => super::truth_job::news(state, news),
+        Msg::EstimatorBatch(batch) => views::estimators::batch_arrived(state, batch),
     }
 }
 

@@ -27,6 +27,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use super::{adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
 use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, RowRef};
+use crate::run::lean::EpisodeText;
 use crate::run::truth::{
     branchable_among, read_truth, truth_path, truth_run_name, NoTruth, TruthAgreement, TruthFile, TruthRow,
 };
@@ -37,13 +38,30 @@ use crate::tui::state::{State, View};
 pub struct Estimators;
 
 /// The view's own state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EstimatorsUi {
     /// The first estimator column shown when they do not all fit (←/→).
     pub first_column: usize,
     /// Scroll of the agreement panel, in lines (J/K).
     pub panel_scroll: usize,
+    /// Iterations of at least this many step rows have their batch columns (ProxMO's TF-IDF spans the
+    /// iteration) computed as a job rather than on the UI thread.
+    pub background_rows: usize,
     memo: Mutex<Memo>,
+}
+
+/// [`EstimatorsUi::background_rows`]: about 25 ms of ProxMO on the UI thread (performance table).
+pub const BACKGROUND_BATCH_ROWS: usize = 2_000;
+
+impl Default for EstimatorsUi {
+    fn default() -> Self {
+        EstimatorsUi {
+            first_column: 0,
+            panel_scroll: 0,
+            background_rows: BACKGROUND_BATCH_ROWS,
+            memo: Mutex::default(),
+        }
+    }
 }
 
 /// The episode `e` of the run, read back from the run's file: the one place this view reads episodes. One that
@@ -198,8 +216,8 @@ type ByEpisode = std::collections::HashMap<u32, Vec<f64>>;
 
 /// The batch-scoped estimators' advantages over one iteration.
 #[derive(Debug)]
-struct BatchColumns {
-    key: (u64, i64, AdvantageSettings, EstimatorSettings),
+pub struct BatchColumns {
+    key: BatchKey,
     columns: Vec<(EstimatorKind, Result<ByEpisode, String>)>,
 }
 
@@ -216,6 +234,8 @@ struct Memo {
     /// Most recent first.
     groups: Vec<Arc<GroupColumns>>,
     batches: Vec<Arc<BatchColumns>>,
+    /// Iterations whose batch columns a job is computing.
+    pending: Vec<BatchKey>,
     truths: Vec<Arc<TruthEntry>>,
 }
 
@@ -286,44 +306,98 @@ pub fn group_columns(state: &State) -> Option<Arc<GroupColumns>> {
         })
         .collect();
     let entry = Arc::new(GroupColumns { key, columns });
-    keep(&mut memo(state).groups, entry.clone(), KEPT_GROUPS);
+    // A column still computed in the background is filled in at a later draw.
+    if !entry.columns.iter().any(|c| c.values.as_ref().is_err_and(|e| e == PENDING)) {
+        keep(&mut memo(state).groups, entry.clone(), KEPT_GROUPS);
+    }
     Some(entry)
 }
 
-/// `kind`'s advantages over iteration `iteration` (the groups whose first episode is in it), per episode.
+/// What an iteration's batch columns are computed from: the episodes, the iteration, the settings.
+type BatchKey = (u64, i64, AdvantageSettings, EstimatorSettings);
+
+/// An iteration's batch-scoped columns to compute, on the UI thread for a small iteration or as a job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchRequest {
+    key: BatchKey,
+    /// The iteration's episodes (indices in the run, in file order) and where their text is.
+    members: Vec<u32>,
+    texts: Vec<EpisodeText>,
+    webshop: bool,
+}
+
+impl BatchRequest {
+    /// Read the iteration's episodes back and compute its batch-scoped columns (a job does this off the UI
+    /// thread). An episode that cannot be read back makes every column an error naming it.
+    pub fn compute(self) -> Arc<BatchColumns> {
+        let (_, _, settings, family) = self.key;
+        let eps: Result<Vec<Episode>, String> = self
+            .texts
+            .iter()
+            .map(|t| t.read().map(|e| Episode::clone(&e)).map_err(|e| format!("reading the iteration back: {e}")))
+            .collect();
+        let kinds = EstimatorKind::ALL.into_iter().filter(|&k| batch_scoped(k, &settings));
+        let columns = match eps {
+            Err(e) => kinds.map(|k| (k, Err(e.clone()))).collect(),
+            Ok(eps) => {
+                let table = compute(&eps, &settings);
+                let env = Env { webshop: self.webshop };
+                kinds
+                    .map(|k| {
+                        let out = estimators::compute_with_table(k, &eps, &table, &settings, &family, &env.inputs())
+                            .map_err(|e| e.to_string())
+                            .map(|out| {
+                                let rows = |i: usize| out.episode_advantages(i).to_vec();
+                                self.members.iter().enumerate().map(|(i, &e)| (e, rows(i))).collect()
+                            });
+                        (k, out)
+                    })
+                    .collect()
+            }
+        };
+        Arc::new(BatchColumns { key: self.key, columns })
+    }
+}
+
+/// The batch key of iteration `iteration` under the present settings and episodes.
+fn batch_key(state: &State, iteration: i64) -> BatchKey {
+    (state.domain.episodes_version, iteration, state.domain.table_settings(), family_settings())
+}
+
+/// The request for iteration `iteration`'s batch columns (the groups whose first episode is in it), and how
+/// many step rows it spans.
+fn batch_request(state: &State, iteration: i64) -> (BatchRequest, usize) {
+    let lean = &state.domain.episodes;
+    let mut members: Vec<u32> = state
+        .domain
+        .derived
+        .table
+        .episode_groups
+        .iter()
+        .filter(|g| g.episodes.first().is_some_and(|&e| lean[e as usize].iteration == iteration))
+        .flat_map(|g| g.episodes.iter().copied())
+        .collect();
+    members.sort_unstable();
+    let rows = members.iter().map(|&e| lean[e as usize].steps.len()).sum();
+    let texts = members.iter().map(|&e| lean[e as usize].text.clone()).collect();
+    let request =
+        BatchRequest { key: batch_key(state, iteration), members, texts, webshop: state.domain.run.is_webshop() };
+    (request, rows)
+}
+
+/// What a column shows while its iteration is computed in the background.
+const PENDING: &str = "being computed over the whole iteration in the background";
+
+/// `kind`'s advantages over iteration `iteration`, per episode: memoised, computed now for a small iteration,
+/// or [`PENDING`] while a job computes them.
 fn batch_column(state: &State, iteration: i64, kind: EstimatorKind) -> Result<ByEpisode, String> {
-    let settings = state.domain.table_settings();
-    let key = (state.domain.episodes_version, iteration, settings, family_settings());
+    let key = batch_key(state, iteration);
     let found = memo(state).batches.iter().find(|b| b.key == key).cloned();
     let batch = match found {
         Some(b) => b,
+        None if memo(state).pending.contains(&key) => return Err(PENDING.into()),
         None => {
-            let table = &state.domain.derived.table;
-            let mut members: Vec<u32> = table
-                .episode_groups
-                .iter()
-                .filter(|g| {
-                    g.episodes.first().is_some_and(|&e| state.domain.episodes[e as usize].iteration == iteration)
-                })
-                .flat_map(|g| g.episodes.iter().copied())
-                .collect();
-            members.sort_unstable();
-            let eps: Vec<Episode> = members.iter().map(|&e| Episode::clone(&episode(state, e))).collect();
-            let batch_table = compute(&eps, &settings);
-            let env = env_inputs(&state.domain.run);
-            let columns = EstimatorKind::ALL
-                .into_iter()
-                .filter(|&k| batch_scoped(k, &settings))
-                .map(|k| {
-                    let out = estimators::compute_with_table(k, &eps, &batch_table, &settings, &key.3, &env.inputs())
-                        .map_err(|e| e.to_string())
-                        .map(|out| {
-                            members.iter().enumerate().map(|(i, &e)| (e, out.episode_advantages(i).to_vec())).collect()
-                        });
-                    (k, out)
-                })
-                .collect();
-            let b = Arc::new(BatchColumns { key, columns });
+            let b = batch_request(state, iteration).0.compute();
             keep(&mut memo(state).batches, b.clone(), KEPT_BATCHES);
             b
         }
@@ -333,6 +407,34 @@ fn batch_column(state: &State, iteration: i64, kind: EstimatorKind) -> Result<By
         .iter()
         .find(|(k, _)| *k == kind)
         .map_or_else(|| Err(format!("{kind}: not computed")), |(_, c)| c.clone())
+}
+
+/// Work the estimators view needs done off the UI thread before it draws (asked after every update): the batch
+/// columns of the selected group's iteration, when the view shows it, they are not computed or asked for yet,
+/// and the iteration has at least [`EstimatorsUi::background_rows`] step rows.
+pub fn background_work(state: &State) -> Option<Box<BatchRequest>> {
+    if state.ui.view != View::Estimators || state.ui.popup.is_some() {
+        return None;
+    }
+    let iteration = group_iteration(state)?;
+    let key = batch_key(state, iteration);
+    if memo(state).batches.iter().any(|b| b.key == key) || memo(state).pending.contains(&key) {
+        return None;
+    }
+    let (request, rows) = batch_request(state, iteration);
+    if rows < state.ui.estimators.background_rows {
+        return None;
+    }
+    memo(state).pending.push(key);
+    Some(Box::new(request))
+}
+
+/// An iteration's batch columns computed in the background arrived.
+pub fn batch_arrived(state: &mut State, batch: Arc<BatchColumns>) -> crate::tui::Effects {
+    let mut m = memo(state);
+    m.pending.retain(|k| *k != batch.key);
+    keep(&mut m.batches, batch, KEPT_BATCHES);
+    crate::tui::Effects::redraw()
 }
 
 /// What the environment tells the estimators: WebShop's page classifier on WebShop runs.
@@ -523,9 +625,10 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
             cells.push(Cell::from(trunc(&ep.steps[r.step as usize].action, action_w as usize)));
         }
         for c in shown {
-            cells.push(match c.values.as_ref().ok().and_then(|v| v.get(i)) {
-                Some(&v) => Cell::from(adv_span(state, v)),
-                None => Cell::from(Span::styled("absent", theme.dim())),
+            cells.push(match &c.values {
+                Ok(v) => v.get(i).map_or_else(|| Cell::from("—"), |&v| Cell::from(adv_span(state, v))),
+                Err(e) if e == PENDING => Cell::from(Span::styled("…", theme.dim())),
+                Err(_) => Cell::from(Span::styled("absent", theme.dim())),
             });
         }
         cells.push(match truth.row(&ep.id, r.step as usize) {
@@ -616,8 +719,10 @@ fn panel_lines(state: &State, width: usize) -> Vec<Line<'static>> {
     }
     if let Some(cols) = group_columns(state) {
         for c in &cols.columns {
-            if let Err(e) = &c.values {
-                push(&format!("{} absent: {e}", c.kind), theme.dim());
+            match &c.values {
+                Err(e) if e == PENDING => push(&format!("{}: {e} …", c.kind), theme.warn()),
+                Err(e) => push(&format!("{} absent: {e}", c.kind), theme.dim()),
+                Ok(_) => {}
             }
         }
     }
