@@ -10,9 +10,11 @@
 //! The columns are computed on demand, per group (a group is small), the first time a group is drawn under
 //! given settings, and memoised per (group, settings, episodes); ProxMO's IDF is fitted over the whole
 //! iteration as its authors fit it, and TRL's batch statistics span the iteration, so those columns are
-//! computed once per iteration and memoised with it. The memo is filled at draw time rather than by the
-//! update so that every path that changes the group, the settings or the episodes (keys, the settings panel,
-//! live events) is covered without the update knowing this view.
+//! computed once per iteration and memoised with it: as they are drawn for a small iteration, and as a job on
+//! an iteration of at least [`BACKGROUND_BATCH_ROWS`] step rows ([`background_work`], asked after every
+//! update), their cells waiting meanwhile. The memo is filled at draw time rather than by the update so that
+//! every path that changes the group, the settings or the episodes (keys, the settings panel, live events) is
+//! covered without the update knowing this view.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
