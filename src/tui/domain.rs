@@ -178,6 +178,22 @@ impl Derived {
     }
 }
 
+/// Give the memory freed after reading a run (the parsed parts' text, the engine's scratch) back to the system.
+/// glibc keeps freed heap for reuse, so a viewer that has just read a large run would otherwise stay as large as
+/// the reading was at its peak (on the 1.5 M-step bench run, about 40 MB more than it holds).
+fn release_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        // SAFETY: malloc_trim only returns free heap pages to the system; it may be called at any time.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 /// How many anchor groupings [`Domain::groupings`] keeps (about 12 bytes per step each).
 const KEPT_GROUPINGS: usize = 4;
 
@@ -311,6 +327,9 @@ impl Domain {
             one.new_episodes = self.take_episodes();
             applied.absorb(one);
         }
+        if applied.progress.is_some_and(|(read, total)| read == total) {
+            release_freed_heap();
+        }
         applied
     }
 
@@ -346,6 +365,7 @@ impl Domain {
         self.grouping_job = None;
         self.derived = Derived::build(&self.episodes, &self.settings);
         self.note(self.derived.read_error.clone());
+        release_freed_heap();
     }
 
     /// A problem the views should show (reading text back failed).

@@ -132,8 +132,9 @@ fn open_only(dir: &Path) {
     );
 }
 
+/// KiB as MB (10⁶ bytes, as the file's size is given).
 fn mb(kib: u64) -> f64 {
-    kib as f64 / 1024.0
+    kib as f64 * 1024.0 / 1e6
 }
 
 /// CPU time of this process so far, all threads (user + system), to tell work from waiting on a shared
