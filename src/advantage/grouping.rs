@@ -239,9 +239,11 @@ impl SimilarityJob {
                     return Ok(Vec::new());
                 }
                 similar.reset();
+                // A group's anchors come episode by episode: the last episode's anchors read back serve the next.
+                let mut last = None;
                 self.anchors[range[0]..range[1]]
                     .iter()
-                    .map(|a| Ok(similar.assign(&self.text(a)?, theta)))
+                    .map(|a| Ok(similar.assign(&Self::text(a, &mut last)?, theta)))
                     .collect::<Result<Vec<u32>, TextError>>()
             })
             .collect::<Result<_, _>>()?;
@@ -268,13 +270,16 @@ impl SimilarityJob {
         }))
     }
 
-    fn text(&self, anchor: &JobAnchor) -> Result<Arc<str>, TextError> {
+    /// The text of `anchor`; `last` holds the anchors of the last episode read back.
+    fn text(anchor: &JobAnchor, last: &mut Option<(LineSpan, Vec<Arc<str>>)>) -> Result<Arc<str>, TextError> {
         match anchor {
             JobAnchor::Text(text) => Ok(Arc::clone(text)),
             JobAnchor::OnDisk { span, store, step } => {
-                let episode = store.read(span)?;
-                let step = episode.steps.get(*step as usize).ok_or_else(|| store.changed(span))?;
-                Ok(step.anchor_arc())
+                if last.as_ref().is_none_or(|(s, _)| s != span) {
+                    *last = Some((*span, store.anchors(span)?));
+                }
+                let anchors = last.as_ref().map_or(&[][..], |(_, a)| a.as_slice());
+                anchors.get(*step as usize).cloned().ok_or_else(|| store.changed(span))
             }
         }
     }

@@ -313,26 +313,59 @@ impl TextStore {
     }
 }
 
+/// The anchors of an episode's steps, and nothing else of its line.
+#[derive(serde::Deserialize)]
+struct StepAnchors<'a> {
+    #[serde(borrow)]
+    steps: Vec<StepAnchor<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct StepAnchor<'a> {
+    #[serde(borrow)]
+    observation: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    anchor: Option<std::borrow::Cow<'a, str>>,
+}
+
 impl TextStore {
+    /// The anchor of every step of the episode on line `span` (its observation where it has none), read past
+    /// the cache and parsed for nothing else: what a similarity grouping needs of a run kept on disk.
+    pub fn anchors(&self, span: &LineSpan) -> Result<Vec<Arc<str>>, TextError> {
+        let file = std::fs::File::open(&self.inner.path)
+            .map_err(|source| TextError::Io { path: self.inner.path.clone(), source })?;
+        let bytes = self.line_at(&file, span)?;
+        let parse = |message: String| TextError::Parse { path: self.inner.path.clone(), line: span.line, message };
+        let text = std::str::from_utf8(&bytes).map_err(|e| parse(e.to_string()))?;
+        let record: StepAnchors<'_> =
+            serde_json::from_str(text.trim_end_matches(['\n', '\r'])).map_err(|e| parse(e.to_string()))?;
+        Ok(record.steps.into_iter().map(|s| Arc::from(&*s.anchor.unwrap_or(s.observation))).collect())
+    }
+
     /// The episode on line `span` of `file`, checked to be the line that was read.
     fn parse_at(&self, file: &std::fs::File, span: &LineSpan) -> Result<Episode, TextError> {
-        let path = &self.inner.path;
-        let len = usize::try_from(span.len).map_err(|_| self.changed(span))?;
-        let mut bytes = vec![0u8; len];
-        match read_at(file, &mut bytes, span.offset) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(self.changed(span)),
-            Err(source) => return Err(TextError::Io { path: path.clone(), source }),
-        }
-        if line_checksum(&bytes) != span.checksum {
-            return Err(self.changed(span));
-        }
-        let parse = |message: String| TextError::Parse { path: path.clone(), line: span.line, message };
+        let bytes = self.line_at(file, span)?;
+        let parse = |message: String| TextError::Parse { path: self.inner.path.clone(), line: span.line, message };
         let text = std::str::from_utf8(&bytes).map_err(|e| parse(e.to_string()))?;
         let mut episode: Episode =
             serde_json::from_str(text.trim_end_matches(['\n', '\r'])).map_err(|e| parse(e.to_string()))?;
         episode.read_from = ReadFrom(Some(*span));
         Ok(episode)
+    }
+
+    /// The bytes of line `span` of `file`, checked to be the line that was read.
+    fn line_at(&self, file: &std::fs::File, span: &LineSpan) -> Result<Vec<u8>, TextError> {
+        let len = usize::try_from(span.len).map_err(|_| self.changed(span))?;
+        let mut bytes = vec![0u8; len];
+        match read_at(file, &mut bytes, span.offset) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(self.changed(span)),
+            Err(source) => return Err(TextError::Io { path: self.inner.path.clone(), source }),
+        }
+        if line_checksum(&bytes) != span.checksum {
+            return Err(self.changed(span));
+        }
+        Ok(bytes)
     }
 }
 
