@@ -77,6 +77,9 @@ pub struct LiveStatus {
     pub last_error: Option<String>,
     /// The first read of a large run, while it is under way.
     pub loading: Option<Loading>,
+    /// The run is being read for the first time by the watcher (a viewer that opened it at once, empty):
+    /// until the watcher says it has caught up, what it reports is the run's content rather than news.
+    pub first_read: bool,
 }
 
 /// How far the first read of a run is, for the progress indicator.
@@ -123,6 +126,7 @@ impl LiveStatus {
             self.last_error = Some(error.clone());
         }
         if let Some((read, total)) = applied.progress {
+            self.first_read &= read < total;
             self.loading = (read < total).then(|| Loading {
                 started: self.loading.map_or(now, |l| l.started),
                 read,
@@ -210,7 +214,7 @@ impl Watcher {
         } else {
             None
         };
-        let mut scanner = Scanner { source: tails.source, events: events_tx };
+        let mut scanner = Scanner { source: tails.source, events: events_tx, scanned: false };
         let thread = std::thread::Builder::new()
             .name("gigscope-live".to_string())
             .spawn(move || scanner.run(wake_rx, options))
@@ -266,6 +270,8 @@ fn is_change(event: &notify::Event) -> bool {
 struct Scanner {
     source: Box<dyn RunSource>,
     events: Sender<LiveEvent>,
+    /// The first scan is done (and was announced).
+    scanned: bool,
 }
 
 /// The consumer dropped the receiver: nothing left to do.
@@ -306,6 +312,13 @@ impl Scanner {
     /// Poll the source until it has caught up and send what it found, part by part (each part is on its way
     /// to the viewer while the next is read); whether data is pending.
     fn scan(&mut self) -> Result<bool, Disconnected> {
+        if !self.scanned {
+            self.scanned = true;
+            let pending = self.scan()?;
+            // The first scan is over: say so, whatever the layout (a gigscope source also says how far it is).
+            self.events.send(LiveEvent::Progress { read: 0, total: 0 }).map_err(|_| Disconnected)?;
+            return Ok(pending);
+        }
         loop {
             let poll = self.source.poll();
             for event in poll.events {
@@ -316,4 +329,12 @@ impl Scanner {
             }
         }
     }
+}
+
+/// The next events of `backlog` for a viewer to merge at once: everything up to and including the first
+/// batch of episodes (one part of a run read in parts). A viewer that merges a part, draws, and answers its
+/// keys before the next part stays responsive while a large run arrives, however far ahead the reader is.
+pub fn next_part(backlog: &mut std::collections::VecDeque<LiveEvent>) -> Vec<LiveEvent> {
+    let end = backlog.iter().position(|e| matches!(e, LiveEvent::Episodes(_))).map_or(backlog.len(), |i| i + 1);
+    backlog.drain(..end).collect()
 }

@@ -531,6 +531,7 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     // is read by the watcher's first scan, part by part, while the first frame is already on screen.
     let (run, tails) = live::start_as(&opts.run, opts.from, &opts.source)?;
     let mut state = State::new(run, config, (80, 24));
+    state.domain.live.first_read = true;
     let (tx, rx) = mpsc::channel::<Incoming>();
     let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;
     let live_tx = tx.clone();
@@ -566,19 +567,25 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         let _ = jobs_tx.lock().map(|tx| tx.send(Incoming::Job(job)));
     });
     let mut effector = Effector::new(opts.catalog.clone(), runner);
+    // Live events received but not merged yet: one part of the run is merged per turn of the loop, so keys are
+    // answered between parts while a large run arrives.
+    let mut live_backlog = std::collections::VecDeque::new();
     loop {
         let mut wait = next_tick.saturating_duration_since(Instant::now());
         if effector.busy() {
             wait = wait.min(POLL);
         }
+        if !live_backlog.is_empty() {
+            wait = Duration::ZERO;
+        }
         let mut redraw = false;
         match rx.recv_timeout(wait) {
             Ok(first) => {
-                // Handle everything queued (key repeat, wheel bursts, a batch of live events), then draw once.
-                let mut live_events = Vec::new();
+                // Handle everything queued (key repeat, wheel bursts, jobs' news), then merge a part of what the
+                // watcher sent, then draw once.
                 for incoming in std::iter::once(first).chain(rx.try_iter()) {
                     match incoming {
-                        Incoming::Live(ev) => live_events.push(ev),
+                        Incoming::Live(ev) => live_backlog.push_back(ev),
                         Incoming::Job(job) => {
                             let mut answers: Vec<Msg> = effector.news(&state, job).into_iter().collect();
                             answers.push(Msg::Jobs(effector.runner.kinds()));
@@ -599,12 +606,13 @@ pub fn run(opts: Options) -> Result<(), AppError> {
                         }
                     }
                 }
-                if !live_events.is_empty() {
-                    redraw |= update(&mut state, Msg::Live(live_events, Instant::now())).redraw;
-                }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+        let part = live::next_part(&mut live_backlog);
+        if !part.is_empty() {
+            redraw |= update(&mut state, Msg::Live(part, Instant::now())).redraw;
         }
         for news in effector.burst_news() {
             redraw |= update(&mut state, Msg::Burst(news)).redraw;

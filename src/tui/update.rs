@@ -266,7 +266,7 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     }
     // Notes found by the first read are listed in the overview and counted in the status bar, as when the
     // run was read before the first frame; later ones also show as the message.
-    let first_read = state.domain.live.last_update.is_none();
+    let first_read = state.domain.live.first_read;
     state.domain.live.record(&applied, &state.domain.run, at);
     state.ui.now = Some(at);
     if let Some(e) = applied.errors.last().filter(|_| !first_read) {

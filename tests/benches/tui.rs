@@ -173,8 +173,8 @@ enum Incoming {
 }
 
 /// Open `dir` the way the app does (an empty state and a frame at once, the watcher's first scan delivering
-/// the run in parts) while a thread presses a key every 5 ms; the loop handles everything queued, then draws
-/// once, like the app's.
+/// the run in parts) while a thread presses a key every 5 ms; the loop handles everything queued, merges one
+/// part, then draws once, like the app's.
 fn progressive_open(dir: &Path) -> Loading {
     use std::sync::mpsc;
     let start = Instant::now();
@@ -209,20 +209,22 @@ fn progressive_open(dir: &Path) -> Loading {
     let mut keys = Vec::new();
     let mut pressed = 0usize;
     let mut loaded = None;
+    let mut backlog = std::collections::VecDeque::new();
     while loaded.is_none() {
-        let first = rx.recv().unwrap();
+        let first = if backlog.is_empty() { Some(rx.recv().unwrap()) } else { rx.try_recv().ok() };
         let mut waiting = Vec::new();
-        let mut events = Vec::new();
-        for incoming in std::iter::once(first).chain(rx.try_iter()) {
+        for incoming in first.into_iter().chain(rx.try_iter()) {
             match incoming {
                 Incoming::Key(at) => {
                     update(&mut state, Msg::Action(keys_script[pressed % keys_script.len()]));
                     pressed += 1;
                     waiting.push(at);
                 }
-                Incoming::Live(ev) => events.push(ev),
+                Incoming::Live(ev) => backlog.push_back(ev),
             }
         }
+        // One part per turn, as the app merges them.
+        let events = gigscope::live::next_part(&mut backlog);
         let caught_up = events.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
         if !events.is_empty() {
             update(&mut state, Msg::Live(events, Instant::now()));

@@ -217,7 +217,8 @@ pub enum LiveEvent {
     /// output worth knowing was found. Reported once per distinct problem; reading goes on.
     Error(String),
     /// How far reading a large episodes file is (it arrives in parts): `read` of `total` bytes. Sent with
-    /// every part while reading is behind, and once more when it has caught up (`read == total`).
+    /// every part while reading is behind, and once more when it has caught up (`read == total`); the live
+    /// watcher also sends `0 of 0` when its first scan of the run is over, whatever the layout.
     Progress { read: u64, total: u64 },
 }
 
