@@ -420,7 +420,7 @@ fn played_groups_have_their_own_row_out_of_the_charts() {
     let its = &s.domain.derived.iterations;
     assert_eq!(its.len(), 3);
     assert!(its[2].is_play() && !its[0].is_play());
-    assert_eq!((its[0].episodes, its[0].iteration), (6, 0), "iteration 0 keeps only its training episodes");
+    assert_eq!((its[0].stats.episodes, its[0].iteration), (6, 0), "iteration 0 keeps only its training episodes");
     let screen = render(&s);
     assert!(screen.contains("│play "), "{screen}");
     assert!(

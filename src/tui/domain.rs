@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::advantage::explain::{explain, Explanation};
-use crate::advantage::stats::{compare_stored, stats_by};
+use crate::advantage::stats::{compare_stored, stats_by, SliceStats};
 use crate::advantage::{
     compute_grouped, group_keyed, recompute, regroup, run_stats, AdvantageSettings, AdvantageTable, AnchorGrouping,
     AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
@@ -42,22 +42,14 @@ pub fn bucket_of(episode: &LeanEpisode) -> Bucket {
     }
 }
 
-/// One row of the run overview.
+/// One row of the run overview: an iteration (or the play bucket) and the engine's statistics of it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IterationStats {
     /// The iteration number (0 for the play bucket, whose `bucket` says so).
     pub iteration: i64,
     pub bucket: Bucket,
-    pub episodes: usize,
-    pub groups: usize,
-    pub success_rate: f64,
-    pub mean_return: f64,
-    /// Steps per episode (the second efficiency measure).
-    pub mean_len: f64,
-    /// Mean tokens per step over steps that record a count; `None` when no step does.
-    pub tokens_per_step: Option<f64>,
-    pub zero_variance_share: f64,
-    pub mean_step_group_size: f64,
+    /// Its episodes, its episode groups (those whose first episode is in it) and their statistics.
+    pub stats: SliceStats,
 }
 
 impl IterationStats {
@@ -83,8 +75,6 @@ pub struct Derived {
     pub settings: AdvantageSettings,
     /// Training iterations in order, then the play bucket (if any episode was played).
     pub iterations: Vec<IterationStats>,
-    /// Per entry of `iterations`: episode-group indices whose first episode is in that iteration.
-    pub groups_of_iteration: Vec<Vec<u32>>,
     /// Step-group size → number of step groups of that size (the engine's statistics).
     pub size_histogram: BTreeMap<usize, usize>,
     /// Largest |trainer-recorded − recomputed| advantage over steps that carry one (the engine's comparison).
@@ -148,28 +138,18 @@ impl Derived {
         let size_histogram = stats.step_group_sizes.iter().map(|s| (s.size, s.count)).collect();
         let max_trainer_diff = compare_stored(episodes, &table).and_then(|c| c.largest).map(|l| l.abs_diff);
         // Training iterations in order, then the play bucket.
-        let buckets = stats_by(episodes, &table, |e| bucket_of(&episodes[e]));
-        let mut iterations = Vec::with_capacity(buckets.len());
-        let mut groups_of_iteration = Vec::with_capacity(buckets.len());
-        for (bucket, stats) in buckets {
-            iterations.push(IterationStats {
+        let iterations = stats_by(episodes, &table, |e| bucket_of(&episodes[e]))
+            .into_iter()
+            .map(|(bucket, stats)| IterationStats {
                 iteration: match bucket {
                     Bucket::Iteration(i) => i,
                     Bucket::Play => 0,
                 },
                 bucket,
-                episodes: stats.episodes,
-                groups: stats.groups.len(),
-                success_rate: stats.success_rate,
-                mean_return: stats.mean_return,
-                mean_len: stats.mean_len,
-                tokens_per_step: stats.tokens_per_step,
-                zero_variance_share: stats.zero_variance_share,
-                mean_step_group_size: stats.mean_step_group_size,
-            });
-            groups_of_iteration.push(stats.groups);
-        }
-        Derived { table, settings, iterations, groups_of_iteration, size_histogram, max_trainer_diff, read_error: None }
+                stats,
+            })
+            .collect();
+        Derived { table, settings, iterations, size_histogram, max_trainer_diff, read_error: None }
     }
 
     /// The training iterations (the play bucket left out), for the charts.

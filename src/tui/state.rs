@@ -204,7 +204,7 @@ impl State {
     // ---- Resolved selection (always valid when the run has episodes) ----
 
     pub fn current_groups(&self) -> &[u32] {
-        self.domain.derived.groups_of_iteration.get(self.ui.sel.iteration).map(Vec::as_slice).unwrap_or(&[])
+        self.domain.derived.iterations.get(self.ui.sel.iteration).map_or(&[], |i| i.stats.groups.as_slice())
     }
 
     pub fn group_episodes(&self) -> &[u32] {

@@ -40,11 +40,11 @@ impl Component for Overview {
         Some(format!(
             "{}: {} episodes in {} groups, {:.0}% succeeded, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
             if it.is_play() { "played groups".to_string() } else { format!("iteration {}", it.iteration) },
-            it.episodes,
-            it.groups,
-            100.0 * it.success_rate,
-            it.mean_return,
-            100.0 * it.zero_variance_share
+            it.stats.episodes,
+            it.stats.groups.len(),
+            100.0 * it.stats.success_rate,
+            it.stats.mean_return,
+            100.0 * it.stats.zero_variance_share
         ))
     }
 
@@ -108,14 +108,14 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     let rows = its.iter().enumerate().skip(start).take(body.height as usize).map(|(i, it)| {
         let row = Row::new(vec![
             it.label(),
-            it.episodes.to_string(),
-            it.groups.to_string(),
-            pct(it.success_rate),
-            format!("{:.3}", it.mean_return),
-            format!("{:.1}", it.mean_len),
-            it.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
-            pct(it.zero_variance_share),
-            format!("{:.2}", it.mean_step_group_size),
+            it.stats.episodes.to_string(),
+            it.stats.groups.len().to_string(),
+            pct(it.stats.success_rate),
+            format!("{:.3}", it.stats.mean_return),
+            format!("{:.1}", it.stats.mean_len),
+            it.stats.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
+            pct(it.stats.zero_variance_share),
+            format!("{:.2}", it.stats.mean_step_group_size),
         ]);
         if i == state.ui.sel.iteration {
             row.style(theme.selected())
@@ -158,8 +158,8 @@ fn charts(state: &State, area: Rect, buf: &mut Buffer) {
     let [top, bottom] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
     // Played groups are no training iteration: the charts leave them out.
     let training: Vec<_> = its.iter().filter(|i| !i.is_play()).collect();
-    let success: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.success_rate)).collect();
-    let returns: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.mean_return)).collect();
+    let success: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.stats.success_rate)).collect();
+    let returns: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.stats.mean_return)).collect();
     line_chart(state, "success rate by iteration", &success, Some((0.0, 1.0)), top, buf);
     line_chart(state, "mean return by iteration", &returns, None, bottom, buf);
 }
