@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::source::{EpisodeIdentity, IndexSource};
+use super::source::IndexSource;
 use crate::advantage::AdvantageSettings;
+use crate::advantage::KeyedAnchor;
 
 /// Bump when the schema or the meaning of a field changes: old indexes are then rebuilt, never misread.
 pub(crate) const INDEX_FORMAT: u32 = 3;
@@ -65,17 +66,18 @@ impl PrefixDigest {
         self.0 = (self.0 ^ 0xff).wrapping_mul(FNV_PRIME);
     }
 
-    /// Add what identifies one episode: its ids, iteration, outcome and per step the reward and the anchor's
-    /// hash (the same whether the episode is held with its text or without it).
-    pub(crate) fn episode(&mut self, identity: &EpisodeIdentity<'_>) {
-        self.bytes(identity.id.as_bytes());
-        self.bytes(identity.group.as_bytes());
-        self.bytes(&identity.iteration.to_le_bytes());
-        self.bytes(&(identity.steps.len() as u64).to_le_bytes());
-        self.bytes(&[u8::from(identity.success)]);
-        for (reward, anchor) in &identity.steps {
-            self.bytes(&reward.to_bits().to_le_bytes());
-            self.bytes(&anchor.to_le_bytes());
+    /// Add what identifies episode `e` of `source`: its ids, iteration, outcome and per step the reward and the
+    /// hash of its exact anchor (the same whether the episode is held with its text or without it).
+    pub(crate) fn episode(&mut self, source: &(impl IndexSource + ?Sized), e: usize) {
+        let steps = source.step_count(e);
+        self.bytes(source.episode_id(e).as_bytes());
+        self.bytes(source.group(e).as_bytes());
+        self.bytes(&source.iteration(e).to_le_bytes());
+        self.bytes(&(steps as u64).to_le_bytes());
+        self.bytes(&[u8::from(source.success(e))]);
+        for t in 0..steps {
+            self.bytes(&source.reward(e, t).to_bits().to_le_bytes());
+            self.bytes(&source.anchor_key(e, t, KeyedAnchor::Exact).to_le_bytes());
         }
     }
 
@@ -86,7 +88,7 @@ impl PrefixDigest {
     pub(crate) fn of(source: &(impl IndexSource + ?Sized), episodes: std::ops::Range<usize>) -> Self {
         let mut digest = PrefixDigest::default();
         for e in episodes {
-            digest.episode(&source.identity(e));
+            digest.episode(source, e);
         }
         digest
     }

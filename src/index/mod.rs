@@ -58,7 +58,7 @@ pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
 use schema::{Fields, COLUMN_ONLY_FIELDS};
 pub use schema::{NUMERIC_FIELDS, STRING_FIELDS, TEXT_FIELDS};
-pub use source::{EpisodeIdentity, Fetched, IndexSource};
+pub use source::{Fetched, IndexSource};
 
 /// Settings variants kept per run; older ones are deleted when a new one is created.
 const KEEP_SETTINGS_VARIANTS: usize = 3;
@@ -296,7 +296,7 @@ impl TrajectoryIndex {
         batch: usize,
         mut progress: impl FnMut(Progress) -> ControlFlow<()>,
     ) -> Result<UpdateStats, IndexError> {
-        let n = episodes.len();
+        let n = episodes.episode_count();
         let table_episodes = table.row_offsets.len().saturating_sub(1);
         if table_episodes != n || table.episode_group_of.len() != n {
             return Err(IndexError::TableMismatch { table: table_episodes, episodes: n });
@@ -348,7 +348,7 @@ impl TrajectoryIndex {
             }
             stats.episodes_written += to_write.len();
 
-            (digested.max(a).min(b)..b).for_each(|e| digest.episode(&episodes.identity(e)));
+            (digested.max(a).min(b)..b).for_each(|e| digest.episode(episodes, e));
             digested = digested.max(b);
             let manifest = Manifest {
                 format: INDEX_FORMAT,

@@ -7,19 +7,9 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::run::lean::{anchor_hash, LeanEpisode, TextError};
+use crate::advantage::EngineInput;
+use crate::run::lean::{LeanEpisode, TextError};
 use crate::run::Episode;
-
-/// What identifies an episode to the index's digest: ids, iteration, outcome, and per step the reward and
-/// the 128-bit hash of its anchor. A run rewritten with other ids, rewards or states is told apart from the
-/// run that was indexed; text that changes nothing of these (an action's or thought's wording alone) is not.
-pub struct EpisodeIdentity<'a> {
-    pub id: &'a str,
-    pub group: &'a str,
-    pub iteration: i64,
-    pub success: bool,
-    pub steps: Vec<(f64, u128)>,
-}
 
 /// An episode fetched from a source: borrowed from memory, or read back from disk.
 pub enum Fetched<'a> {
@@ -38,56 +28,21 @@ impl Deref for Fetched<'_> {
     }
 }
 
-/// The episodes an index is built from.
-pub trait IndexSource: Sync {
-    /// Number of episodes.
-    fn len(&self) -> usize;
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// What identifies episode `e`.
-    fn identity(&self, e: usize) -> EpisodeIdentity<'_>;
+/// The episodes an index is built from: the engine's input (what identifies each episode to the index's
+/// digest: ids, iteration, outcome, per step the reward and the hash of its exact anchor) and each episode with
+/// its text.
+pub trait IndexSource: EngineInput {
     /// Episode `e` with its text.
     fn episode(&self, e: usize) -> Result<Fetched<'_>, TextError>;
 }
 
 impl IndexSource for [Episode] {
-    fn len(&self) -> usize {
-        <[Episode]>::len(self)
-    }
-
-    fn identity(&self, e: usize) -> EpisodeIdentity<'_> {
-        let episode = &self[e];
-        EpisodeIdentity {
-            id: &episode.id,
-            group: &episode.group,
-            iteration: episode.iteration,
-            success: episode.success(),
-            steps: episode.steps.iter().map(|s| (s.reward, anchor_hash(s.anchor_key()))).collect(),
-        }
-    }
-
     fn episode(&self, e: usize) -> Result<Fetched<'_>, TextError> {
         Ok(Fetched::Borrowed(&self[e]))
     }
 }
 
 impl IndexSource for [LeanEpisode] {
-    fn len(&self) -> usize {
-        <[LeanEpisode]>::len(self)
-    }
-
-    fn identity(&self, e: usize) -> EpisodeIdentity<'_> {
-        let episode = &self[e];
-        EpisodeIdentity {
-            id: &episode.id,
-            group: &episode.group,
-            iteration: episode.iteration,
-            success: episode.success,
-            steps: episode.steps.iter().map(|s| (s.reward, s.anchor)).collect(),
-        }
-    }
-
     fn episode(&self, e: usize) -> Result<Fetched<'_>, TextError> {
         self[e].text.read().map(Fetched::Shared)
     }
@@ -97,14 +52,6 @@ impl<T: Sync> IndexSource for Vec<T>
 where
     [T]: IndexSource,
 {
-    fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-
-    fn identity(&self, e: usize) -> EpisodeIdentity<'_> {
-        self.as_slice().identity(e)
-    }
-
     fn episode(&self, e: usize) -> Result<Fetched<'_>, TextError> {
         self.as_slice().episode(e)
     }
