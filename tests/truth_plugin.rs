@@ -222,7 +222,8 @@ fn the_tuis_truth_key_measures_the_open_group() {
     let run = train(home.path());
     let env = std::env::var("GIGSCOPE_TRAIN_LIB").map(|p| format!("GIGSCOPE_TRAIN_LIB={p}")).unwrap_or_default();
     let s = Session::launch_with_env("truth-key", &env, &format!("tui {} --rescan-ms 200", run.display()), (160, 45));
-    s.wait_for(&["[Overview]"]);
+    // The first frame comes before the run is read (in the background): wait for its iterations.
+    s.wait_for(&["[Overview]", "› iter"]);
     // Iteration 2's first group, in the estimators view.
     s.keys(&["j", "Enter"]);
     s.wait_for(&["[Groups]", "iter 2"]);

@@ -268,7 +268,8 @@ fn the_estimators_view_lists_every_estimator_on_the_sample_run() {
     }
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/webshop-gigpo");
     let s = Session::start("estimators", &sample, "");
-    s.wait_for(&["[Overview]"]);
+    // The first frame comes before the run is read (in the background): wait for its iterations.
+    s.wait_for(&["[Overview]", "› iter"]);
     s.keys(&["Enter"]);
     s.wait_for(&["[Groups]", "group i1-goal-73"]);
     s.keys(&["E"]);
