@@ -61,15 +61,21 @@ impl Session {
 
     /// Poll the screen until it contains every one of `texts`; fail with the screen if it never does.
     pub fn wait_for(&self, texts: &[&str]) -> String {
+        self.wait_until(&format!("{texts:?}"), |screen| texts.iter().all(|t| screen.contains(t)))
+    }
+
+    /// Poll the screen until `ready` holds for it (a key's effect, not just text that was there before the key);
+    /// fail with `what` and the screen if it never does.
+    pub fn wait_until(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
         // A bound for failure only (a training burst may be on screen first), never a timing assertion.
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.screen();
             assert!(!screen.contains("EXITED:"), "gigscope exited:\n{screen}");
-            if texts.iter().all(|t| screen.contains(t)) {
+            if ready(&screen) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "waited for {texts:?}; the screen is:\n{screen}");
+            assert!(Instant::now() < deadline, "waited for {what}; the screen is:\n{screen}");
             std::thread::sleep(Duration::from_millis(50));
         }
     }
