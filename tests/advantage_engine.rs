@@ -155,7 +155,7 @@ fn reward_shaping() {
 }
 
 #[test]
-fn page_mode_groups_by_page_field_else_classified_observation() {
+fn page_mode_groups_by_page_field_filled_from_the_environment() {
     let mut a = Step::new("WebShop [SEP] Instruction: [SEP] i need shoes [SEP] Search", "search[shoes]", 0.0);
     let mut b = Step::new("anything", "search[boots]", 0.0);
     b.page = Some("search".to_string());
@@ -165,10 +165,20 @@ fn page_mode_groups_by_page_field_else_classified_observation() {
         "click[b01]",
         1.0,
     );
-    let episodes = vec![episode("1", "g", vec![a, c]), episode("2", "g", vec![b])];
-    let table = compute(&episodes, &AdvantageSettings { anchor: AnchorMode::Page, ..AdvantageSettings::default() });
+    let mut episodes = vec![episode("1", "g", vec![a, c]), episode("2", "g", vec![b])];
+    let page = AdvantageSettings { anchor: AnchorMode::Page, ..AdvantageSettings::default() };
+    // The engine reads pages only as recorded: the two steps without one share a group.
+    let unfilled = compute(&episodes, &page);
+    assert_eq!(unfilled.anchor_groups.len(), 2);
+    assert_eq!(unfilled.episode_rows(0)[0].step_group, unfilled.episode_rows(0)[1].step_group);
+    // WebShop's page anchors of their observations, filled in: search and results.
+    let webshop = gigscope::env::PageAnchor::new("webshop", gigscope::webshop::page::page_anchor);
+    gigscope::env::fill_page_anchors(&mut episodes, Some(webshop));
+    assert_eq!(episodes[1].steps[0].page.as_deref(), Some("search"), "a recorded page is kept");
+    let table = compute(&episodes, &page);
     assert_eq!(table.anchor_groups.len(), 2);
     assert_eq!(table.episode_rows(0)[0].step_group, table.episode_rows(1)[0].step_group);
+    assert_ne!(table.episode_rows(0)[0].step_group, table.episode_rows(0)[1].step_group);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 //! What the engine reads of a run: [`EngineInput`], implemented by the run's episodes with their text
-//! ([`crate::run::Episode`], where the environment layer supplies the page anchors: `crate::webshop::page`) and
-//! without it ([`LeanEpisode`], whose anchors are hashes and whose page anchors were supplied when they were
-//! made). The engine knows no environment: anchors are data it is handed.
+//! ([`Episode`]) and without it ([`LeanEpisode`], whose anchors are hashes). The engine knows no environment:
+//! anchors are data it is handed. A step's page anchor is its recorded `page` (the environment records it
+//! when it plays; for runs recorded without it, the environment layer fills it in first:
+//! `crate::env::fill_page_anchors`, and the lean reader is handed it the same way). A step with no page anchor
+//! is keyed as the empty name, so such steps of an episode group share one page-anchor group, in either form.
 
 use std::borrow::Cow;
 
 use crate::run::lean::LeanEpisode;
+use crate::run::{anchor_hash, Episode};
 
 /// The anchors the engine groups steps by without comparing text: equal keys, same anchor-state group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,6 +95,58 @@ where
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
         self.as_slice().anchor_key(e, t, anchor)
+    }
+}
+
+impl EngineInput for [Episode] {
+    fn episode_count(&self) -> usize {
+        self.len()
+    }
+    fn episode_id(&self, e: usize) -> &str {
+        &self[e].id
+    }
+    fn group(&self, e: usize) -> &str {
+        &self[e].group
+    }
+    fn iteration(&self, e: usize) -> i64 {
+        self[e].iteration
+    }
+    fn success(&self, e: usize) -> bool {
+        self[e].success()
+    }
+    fn step_count(&self, e: usize) -> usize {
+        self[e].steps.len()
+    }
+    fn reward(&self, e: usize, t: usize) -> f64 {
+        self[e].steps[t].reward
+    }
+    fn valid(&self, e: usize, t: usize) -> bool {
+        self[e].steps[t].valid
+    }
+    fn copies(&self, e: usize, t: usize) -> u32 {
+        self[e].steps[t].copies()
+    }
+    fn tokens(&self, e: usize) -> u64 {
+        self[e].steps.iter().map(|s| s.tokens.unwrap_or(0)).sum()
+    }
+    fn token_steps(&self, e: usize) -> usize {
+        self[e].steps.iter().filter(|s| s.tokens.is_some()).count()
+    }
+    fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
+        self[e].reward_functions().map(|(_, values)| Cow::Owned(values))
+    }
+    fn reward_names(&self, e: usize) -> Option<Vec<String>> {
+        self[e].reward_functions().map(|(names, _)| names)
+    }
+    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
+        self[e].advantages.as_deref()
+    }
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
+        let step = &self[e].steps[t];
+        match anchor {
+            KeyedAnchor::Exact => anchor_hash(step.anchor_key()),
+            KeyedAnchor::Page => anchor_hash(step.page.as_deref().unwrap_or_default()),
+        }
     }
 }
 

@@ -14,6 +14,7 @@ use crate::advantage::{
     trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm, Pooling,
     RewardWeights, ScaleRewards,
 };
+use crate::env::PageAnchor;
 use crate::run::{Episode, Run};
 
 /// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to
@@ -122,11 +123,12 @@ impl SettingsFlags {
     }
 }
 
-/// Page anchors are WebShop's page types: a run of another environment whose steps record none has nothing
-/// to group by (every step would be classified as a WebShop page it is not).
+/// Page anchors are an environment's (WebShop's page types): a run whose environment has none, and whose steps
+/// record none, has nothing to group by.
 fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
     let pages_recorded = run.episodes.iter().any(|e| e.steps.iter().any(|s| s.page.is_some()));
-    if settings.anchor == crate::advantage::AnchorMode::Page && !run.is_webshop() && !pages_recorded {
+    let no_page_anchor = crate::env::page_anchor(run).is_none();
+    if settings.anchor == crate::advantage::AnchorMode::Page && no_page_anchor && !pages_recorded {
         let env = run.meta.as_ref().and_then(|m| m.env.as_deref()).unwrap_or("not recorded");
         bail!(
             "--anchor page groups steps by WebShop page type, but {} is not a WebShop run (env: {env}, {}) and its steps record no page",
@@ -178,9 +180,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let result = match streamable(&args)? {
         // A gigscope run under settings that keep episode groups apart: streamed, group by group.
-        Some(settings) => {
+        Some((settings, page_anchor)) => {
             let stdout = BufWriter::new(io::stdout().lock());
-            let skipped = super::stream::advantages(&args.run, &settings, stdout, args.format);
+            let skipped = super::stream::advantages(&args.run, &settings, page_anchor, stdout, args.format);
             match skipped {
                 Ok(skipped) => {
                     warn_broken(&args.run, skipped.broken_lines);
@@ -193,7 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         None => {
-            let run = args.source.open(&args.run)?;
+            let run = args.source.open_anchored(&args.run)?;
             let (_, table) = estimate(&run, &args.settings, &args.family)?;
             let stdout = io::stdout().lock();
             write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format)
@@ -207,9 +209,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The settings to stream `args`' run with, or `None` when it must be read whole: another layout, a
-/// successor estimator, or TRL's batch scaling (which couple episode groups).
-fn streamable(args: &Args) -> anyhow::Result<Option<AdvantageSettings>> {
+/// The settings to stream `args`' run with and its environment's page anchor, or `None` when it must be read
+/// whole: another layout, a successor estimator, or TRL's batch scaling (which couple episode groups).
+fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, Option<PageAnchor>)>> {
     let layout = crate::run::source::resolve_layout(&args.run, args.source.from, false)?;
     if layout != crate::run::Layout::Gigscope || args.settings.estimator.is_some_and(|k| k.engine().is_none()) {
         return Ok(None);
@@ -221,7 +223,7 @@ fn streamable(args: &Args) -> anyhow::Result<Option<AdvantageSettings>> {
     let mut described = Run::empty(&args.run, layout);
     described.meta = crate::run::read_meta(&args.run)?;
     let settings = args.settings.resolve(&described)?;
-    Ok(settings.scale_rewards.is_none().then_some(settings))
+    Ok(settings.scale_rewards.is_none().then(|| (settings, crate::env::page_anchor(&described))))
 }
 
 /// The reader's warning about skipped lines, as the whole read gives it.

@@ -74,11 +74,6 @@ impl FamilyFlags {
     }
 }
 
-/// WebShop's page classifier, handed to the estimators as data (the engine knows no environment).
-fn webshop_page(observation: &str) -> &'static str {
-    crate::webshop::page::classify_observation(observation).as_str()
-}
-
 /// The settings and the advantage table `--estimator` asks for: the engine's table, whose `advantage` column
 /// is the family estimator's when one of them was chosen (A_E and A_S stay GiGPO's components). An estimator
 /// that needs what the run lacks is an error naming it.
@@ -92,8 +87,8 @@ pub fn estimate(
     if let Some(kind) = flags.estimator.filter(|k| k.engine().is_none()) {
         let family = family.settings();
         family.validate(kind)?;
-        let page: &(dyn Fn(&str) -> &'static str + Sync) = &webshop_page;
-        let env = EnvInputs { page_of: run.is_webshop().then_some(page) };
+        let page_anchor = crate::env::page_anchor(run);
+        let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
         let output = estimators::compute_with_table(kind, &run.episodes, &table, &settings, &family, &env)
             .with_context(|| format!("--estimator {} on {}", kind.name(), run.dir.display()))?;
         for (row, advantage) in table.rows.iter_mut().zip(output.advantages) {

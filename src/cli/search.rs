@@ -42,7 +42,7 @@ struct JsonHit<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = args.source.open(&args.run)?;
+    let run = args.source.open_anchored(&args.run)?;
     // The run's recorded settings, as the advantages it is searched by should be the ones it trained with.
     let settings = run
         .meta

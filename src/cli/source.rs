@@ -39,4 +39,14 @@ impl SourceFlags {
         }
         Ok(run)
     }
+
+    /// [`Self::open`] for a command that computes advantages: steps that record no page anchor get the one the
+    /// run's environment derives from their observation (`crate::env::fill_page_anchors`), as the engine's page
+    /// anchors are read from the steps.
+    pub fn open_anchored(&self, dir: &Path) -> anyhow::Result<Run> {
+        let mut run = self.open(dir)?;
+        let page_anchor = crate::env::page_anchor(&run);
+        crate::env::fill_page_anchors(&mut run.episodes, page_anchor);
+        Ok(run)
+    }
 }

@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = args.source.open(&args.run)?;
+    let run = args.source.open_anchored(&args.run)?;
     let (_, table) = estimate(&run, &args.settings, &args.family)?;
     let stats = run_stats(&run.episodes, &table);
     if args.json {

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use super::advantages::{episode_rows, Format, OutRow, RowWriter};
 use crate::advantage::{compute, AdvantageSettings, AdvantageTable};
+use crate::env::{fill_page_anchors, PageAnchor};
 use crate::run::{Episode, JsonlTail, EPISODES_FILE};
 
 /// What the first pass reads of a line.
@@ -81,10 +82,12 @@ pub struct Skipped {
 }
 
 /// Write the advantages of the run in `dir` under `settings` (which must not couple episode groups: no TRL
-/// batch scaling) to `out` in `format`.
+/// batch scaling) to `out` in `format`; steps that record no page anchor get `page_anchor`'s (the run's
+/// environment's).
 pub fn advantages(
     dir: &Path,
     settings: &AdvantageSettings,
+    page_anchor: Option<PageAnchor>,
     out: impl Write,
     format: Format,
 ) -> anyhow::Result<Skipped> {
@@ -138,7 +141,7 @@ pub fn advantages(
         let left = &mut lines_of_group[g as usize];
         *left -= 1;
         if *left == 0 {
-            out.complete(g, open.remove(&g).unwrap_or_default(), settings);
+            out.complete(g, open.remove(&g).unwrap_or_default(), settings, page_anchor);
         }
         if let Err(err) = out.flush() {
             failure = Some(err);
@@ -157,7 +160,7 @@ pub fn advantages(
     let mut rest: Vec<(u32, Vec<(u64, Episode)>)> = open.into_iter().collect();
     rest.sort_by_key(|(g, _)| *g);
     for (g, members) in rest {
-        out.complete(g, members, settings);
+        out.complete(g, members, settings, page_anchor);
     }
     out.flush()?;
     out.writer.finish()?;
@@ -182,8 +185,15 @@ struct Ordered<W: Write> {
 
 impl<W: Write> Ordered<W> {
     /// Episode group `g` is complete: compute its table alone and keep its rows until their turn.
-    fn complete(&mut self, g: u32, members: Vec<(u64, Episode)>, settings: &AdvantageSettings) {
-        let (lines, group): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
+    fn complete(
+        &mut self,
+        g: u32,
+        members: Vec<(u64, Episode)>,
+        settings: &AdvantageSettings,
+        page_anchor: Option<PageAnchor>,
+    ) {
+        let (lines, mut group): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
+        fill_page_anchors(&mut group, page_anchor);
         let table = compute(&group, settings);
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
         for (e, (episode, line)) in group.iter().zip(lines).enumerate() {

@@ -12,6 +12,7 @@
 //! names them, one line each.
 
 pub mod features;
+pub mod page_anchor;
 mod recorder;
 pub mod registry;
 
@@ -19,8 +20,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 pub use features::{Decision, PolicyFeatures, StateView, Taken};
+pub use page_anchor::{fill_page_anchors, PageAnchor};
 pub use recorder::EpisodeRecorder;
-pub use registry::{EnvOptions, Registered, ENVIRONMENTS};
+pub use registry::{page_anchor, EnvOptions, Registered, ENVIRONMENTS};
 
 use crate::run::Outcome;
 

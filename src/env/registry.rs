@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{EnvError, Tasks};
+use super::{EnvError, PageAnchor, Tasks};
 use crate::run::Run;
 
 /// Every environment, by name.
@@ -32,6 +32,9 @@ pub struct Registered {
     pub options: &'static [(&'static str, &'static str)],
     /// Its task list, set up with `options`.
     pub open: fn(&EnvOptions) -> Result<Arc<dyn Tasks>, EnvError>,
+    /// Its anchor of an observation beyond the exact text (WebShop's page type), for recorded steps that lack
+    /// the `page` it records when it plays; `None` where it has none (Sokoban).
+    pub page_anchor: Option<fn(&str) -> &'static str>,
 }
 
 /// The registered environment called `name`.
@@ -55,6 +58,13 @@ pub fn of_run(run: &Run) -> Option<&'static Registered> {
     }
     let env = run.meta.as_ref().and_then(|m| m.env.as_deref())?;
     ENVIRONMENTS.iter().find(|r| r.name.eq_ignore_ascii_case(env))
+}
+
+/// The page anchor of the environment `run` was recorded in ([`of_run`]); `None` when that environment has none
+/// or gigscope does not have it.
+pub fn page_anchor(run: &Run) -> Option<PageAnchor> {
+    let registered = of_run(run)?;
+    Some(PageAnchor::new(registered.name, registered.page_anchor?))
 }
 
 /// The task list of environment `name` set up with `options`.

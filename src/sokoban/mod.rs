@@ -28,6 +28,7 @@ pub const REGISTERED: Registered = Registered {
         ("max_steps", "step limit of an episode; every level is solvable within it (default 15)"),
     ],
     open,
+    page_anchor: None,
 };
 
 const NAME: &str = "sokoban";

@@ -148,8 +148,8 @@ pub fn measure(
     }
     let position: HashMap<&str, usize> = plan.episodes.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
     rows.sort_by_key(|r| (position.get(r.episode.as_str()).copied(), r.step));
-    let page = |o: &str| crate::webshop::page::classify_observation(o).as_str();
-    let env = EnvInputs { page_of: run.is_webshop().then_some(&page as &(dyn Fn(&str) -> &'static str + Sync)) };
+    let page_anchor = crate::env::page_anchor(&run);
+    let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
     let agreements = agreement::agreements(&episodes, &plan.settings, &EstimatorSettings::default(), &env, &rows);
     Ok(TruthFile { header, rows, divergences, agreements })
 }

@@ -285,9 +285,9 @@ impl Domain {
     /// Move the episodes that arrived in `run.episodes` into [`Domain::episodes`], lean; returns where they went.
     fn take_episodes(&mut self) -> std::ops::Range<usize> {
         let start = self.episodes.len();
-        // WebShop runs that record no page type get it classified, as the environment's anchor.
-        let classify = |observation: &str| crate::webshop::page::classify_observation(observation).as_str();
-        let classify: Option<&dyn Fn(&str) -> &'static str> = self.run.is_webshop().then_some(&classify);
+        // Steps that record no page anchor get the environment's (WebShop's page type of the observation).
+        let page_anchor = crate::env::page_anchor(&self.run);
+        let classify = page_anchor.as_ref().map(|p| p.as_fn() as &dyn Fn(&str) -> &'static str);
         let (pages, text) = (&mut self.pages, &self.text);
         self.episodes.extend(self.run.episodes.drain(..).map(|e| LeanEpisode::new(e, text, pages, classify)));
         start..self.episodes.len()

@@ -36,9 +36,9 @@ pub struct TruthJobRequest {
     pub seed: u64,
     /// The iteration's episodes in file order, and the run's recorded settings: the agreements are recomputed
     /// over them as `gigscope truth` computes them.
+    /// Their page anchors are filled in from the run's environment where they record none.
     pub episodes: Vec<Episode>,
     pub settings: AdvantageSettings,
-    pub webshop: bool,
 }
 
 /// News from the background measurement.
@@ -140,7 +140,7 @@ fn request(state: &State) -> Result<TruthJobRequest, String> {
     let run_name = truth_run_name(&run.dir, run.meta.as_ref());
     let existing = read_truth(&truth_path(&run.dir, iteration), &run_name, iteration).ok();
     // The iteration's episodes, read back from the run's file for the agreements.
-    let episodes = (0..domain.episodes.len())
+    let mut episodes = (0..domain.episodes.len())
         .filter(|&e| domain.episodes[e].iteration == iteration)
         .map(|e| {
             domain
@@ -149,6 +149,7 @@ fn request(state: &State) -> Result<TruthJobRequest, String> {
                 .map_err(|err| format!("reading the iteration's episodes back: {err}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    crate::env::fill_page_anchors(&mut episodes, crate::env::page_anchor(run));
     Ok(TruthJobRequest {
         run_dir: run.dir.clone(),
         run_name,
@@ -158,7 +159,6 @@ fn request(state: &State) -> Result<TruthJobRequest, String> {
         seed: existing.as_ref().map_or(0, |f| f.header.seed),
         episodes,
         settings: domain.recorded,
-        webshop: run.is_webshop(),
     })
 }
 
@@ -229,9 +229,8 @@ fn measure(
     };
     let rows = measured.rows.len();
     let divergences = measured.divergences.len();
-    let page = |o: &str| crate::webshop::page::classify_observation(o).as_str();
-    let env = EnvInputs { page_of: request.webshop.then_some(&page as &(dyn Fn(&str) -> &'static str + Sync)) };
-    let merged = merge(existing, measured, &request.episodes, &request.settings, &env);
+    // The episodes' page anchors were filled in with the request: the estimators need nothing more.
+    let merged = merge(existing, measured, &request.episodes, &request.settings, &EnvInputs::default());
     merged.write(&path).map_err(|e| e.to_string())?;
     Ok(format!(
         "truth of group {}: {rows} rows{} written to {} ({} groups measured in iteration {})",

@@ -5,12 +5,7 @@
 //! carry: the raw text-mode observation (`WebShop [SEP] Instruction: [SEP] ... [SEP] Search`) and the
 //! GiGPO-formatted one (instruction dropped, segments in single quotes: `'Search'`).
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
-
-use crate::advantage::{EngineInput, KeyedAnchor};
-use crate::run::{anchor_hash, Episode};
 
 /// Separator between the visible strings of a page in the original's text mode.
 pub const SEP: &str = " [SEP] ";
@@ -130,63 +125,10 @@ fn unquote(segment: &str) -> &str {
     segment.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')).unwrap_or(segment)
 }
 
-/// The page anchor of a recorded step: its `page`, else its observation classified.
-pub fn page_of(step: &crate::run::Step) -> &str {
-    step.page.as_deref().unwrap_or_else(|| classify_observation(&step.observation).as_str())
-}
-
-/// Recorded episodes, text and all, as the advantage engine's input: the environment supplies the page anchors
-/// (WebShop's page type, [`page_of`]), the engine takes them as data.
-impl EngineInput for [Episode] {
-    fn episode_count(&self) -> usize {
-        self.len()
-    }
-    fn episode_id(&self, e: usize) -> &str {
-        &self[e].id
-    }
-    fn group(&self, e: usize) -> &str {
-        &self[e].group
-    }
-    fn iteration(&self, e: usize) -> i64 {
-        self[e].iteration
-    }
-    fn success(&self, e: usize) -> bool {
-        self[e].success()
-    }
-    fn step_count(&self, e: usize) -> usize {
-        self[e].steps.len()
-    }
-    fn reward(&self, e: usize, t: usize) -> f64 {
-        self[e].steps[t].reward
-    }
-    fn valid(&self, e: usize, t: usize) -> bool {
-        self[e].steps[t].valid
-    }
-    fn copies(&self, e: usize, t: usize) -> u32 {
-        self[e].steps[t].copies()
-    }
-    fn tokens(&self, e: usize) -> u64 {
-        self[e].steps.iter().map(|s| s.tokens.unwrap_or(0)).sum()
-    }
-    fn token_steps(&self, e: usize) -> usize {
-        self[e].steps.iter().filter(|s| s.tokens.is_some()).count()
-    }
-    fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
-        self[e].reward_functions().map(|(_, values)| Cow::Owned(values))
-    }
-    fn reward_names(&self, e: usize) -> Option<Vec<String>> {
-        self[e].reward_functions().map(|(names, _)| names)
-    }
-    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
-        self[e].advantages.as_deref()
-    }
-    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
-        let step = &self[e].steps[t];
-        match anchor {
-            KeyedAnchor::Exact => anchor_hash(step.anchor_key()),
-            KeyedAnchor::Page => anchor_hash(page_of(step)),
-        }
-    }
+/// WebShop's page anchor of an observation (its page type's name), as the environment registry gives it
+/// for recorded steps that lack their `page` ([`crate::env::Registered::page_anchor`]).
+pub fn page_anchor(observation: &str) -> &'static str {
+    classify_observation(observation).as_str()
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub const REGISTERED: Registered = Registered {
         ("goal_source", "human | synthetic (default: human goals where the catalog has them)"),
     ],
     open,
+    page_anchor: Some(super::page::page_anchor),
 };
 
 const NAME: &str = "webshop";

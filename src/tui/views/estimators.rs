@@ -29,6 +29,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use super::{adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
 use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, RowRef};
+use crate::env::{fill_page_anchors, PageAnchor};
 use crate::run::lean::EpisodeText;
 use crate::run::truth::{
     branchable_among, read_truth, truth_path, truth_run_name, NoTruth, TruthAgreement, TruthFile, TruthRow,
@@ -280,8 +281,10 @@ pub fn group_columns(state: &State) -> Option<Arc<GroupColumns>> {
     if let Some(hit) = memo(state).groups.iter().find(|g| g.key == key) {
         return Some(hit.clone());
     }
-    let group_eps: Vec<Episode> = state.group_episodes().iter().map(|&e| Episode::clone(&episode(state, e))).collect();
+    let mut group_eps: Vec<Episode> =
+        state.group_episodes().iter().map(|&e| Episode::clone(&episode(state, e))).collect();
     let env = env_inputs(&state.domain.run);
+    fill_page_anchors(&mut group_eps, env.page_anchor);
     let table = compute(&group_eps, &key.settings);
     let iteration = state.domain.episodes[first as usize].iteration;
     let rows = group_rows(state);
@@ -325,7 +328,7 @@ pub struct BatchRequest {
     /// The iteration's episodes (indices in the run, in file order) and where their text is.
     members: Vec<u32>,
     texts: Vec<EpisodeText>,
-    webshop: bool,
+    page_anchor: Option<PageAnchor>,
 }
 
 impl BatchRequest {
@@ -341,9 +344,10 @@ impl BatchRequest {
         let kinds = EstimatorKind::ALL.into_iter().filter(|&k| batch_scoped(k, &settings));
         let columns = match eps {
             Err(e) => kinds.map(|k| (k, Err(e.clone()))).collect(),
-            Ok(eps) => {
+            Ok(mut eps) => {
+                fill_page_anchors(&mut eps, self.page_anchor);
                 let table = compute(&eps, &settings);
-                let env = Env { webshop: self.webshop };
+                let env = Env { page_anchor: self.page_anchor };
                 kinds
                     .map(|k| {
                         let out = estimators::compute_with_table(k, &eps, &table, &settings, &family, &env.inputs())
@@ -382,8 +386,8 @@ fn batch_request(state: &State, iteration: i64) -> (BatchRequest, usize) {
     members.sort_unstable();
     let rows = members.iter().map(|&e| lean[e as usize].steps.len()).sum();
     let texts = members.iter().map(|&e| lean[e as usize].text.clone()).collect();
-    let request =
-        BatchRequest { key: batch_key(state, iteration), members, texts, webshop: state.domain.run.is_webshop() };
+    let page_anchor = crate::env::page_anchor(&state.domain.run);
+    let request = BatchRequest { key: batch_key(state, iteration), members, texts, page_anchor };
     (request, rows)
 }
 
@@ -439,23 +443,18 @@ pub fn batch_arrived(state: &mut State, batch: Arc<BatchColumns>) -> crate::tui:
     crate::tui::Effects::redraw()
 }
 
-/// What the environment tells the estimators: WebShop's page classifier on WebShop runs.
+/// What the environment tells the estimators: its page anchor of an observation (WebShop's page type).
 struct Env {
-    webshop: bool,
+    page_anchor: Option<PageAnchor>,
 }
 
 fn env_inputs(run: &Run) -> Env {
-    Env { webshop: run.is_webshop() }
-}
-
-fn webshop_page(observation: &str) -> &'static str {
-    crate::webshop::page::classify_observation(observation).as_str()
+    Env { page_anchor: crate::env::page_anchor(run) }
 }
 
 impl Env {
-    fn inputs(&self) -> EnvInputs<'static> {
-        let page: &'static (dyn Fn(&str) -> &'static str + Sync) = &webshop_page;
-        EnvInputs { page_of: self.webshop.then_some(page) }
+    fn inputs(&self) -> EnvInputs<'_> {
+        EnvInputs { page_of: self.page_anchor.as_ref().map(PageAnchor::as_fn) }
     }
 }
 
