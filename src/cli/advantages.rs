@@ -22,8 +22,8 @@ use crate::run::{Episode, Run};
 /// records TRL's defaults instead (grpo, scale_rewards group, weights 1.0, sum_then_normalize).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SettingsFlags {
-    /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, GiGPO's step component alone, or (from a
-    /// recorded run, not for training) one of GiGPO's successors: hgpo, graphgpo, proxmo, soft-page, q-minus-v.
+    /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, GiGPO's step component alone, or one of GiGPO's
+    /// successors: hgpo, graphgpo, proxmo, soft-page, q-minus-v.
     #[arg(long, value_enum)]
     pub estimator: Option<EstimatorKind>,
     /// Discount factor γ of the step returns.
@@ -98,17 +98,6 @@ impl SettingsFlags {
             },
             aggregation: self.aggregation,
         })
-    }
-
-    /// [`Self::overrides`] for training, which only the engine's estimators can drive.
-    pub(crate) fn training_overrides(&self) -> anyhow::Result<AdvantageOverrides> {
-        if let Some(kind) = self.estimator.filter(|k| k.engine().is_none()) {
-            bail!(
-                "--estimator {} is computed from a recorded run (advantages, stats); training uses gigpo, grpo, rloo or step",
-                kind.name()
-            );
-        }
-        self.overrides()
     }
 
     /// Flags over the run's recorded settings over the defaults, checked.

@@ -14,10 +14,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 
 use super::advantages::SettingsFlags;
+use super::estimate::FamilyFlags;
 use crate::env::{EnvOptions, ENVIRONMENTS};
 use crate::training::protocol::TOY_ENV;
 use crate::training::{
-    DeviceChoice, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest, Training,
+    DeviceChoice, FamilyEstimator, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
+    Training,
 };
 use crate::webshop::goals::GoalSource;
 
@@ -101,6 +103,9 @@ pub struct Args {
     /// Estimator and reward shaping: the flags of `gigscope advantages`, same names and precedence.
     #[command(flatten)]
     pub advantage: SettingsFlags,
+    /// The settings of a successor estimator (`--estimator hgpo|graphgpo|proxmo|soft-page|q-minus-v`).
+    #[command(flatten)]
+    pub family: FamilyFlags,
 }
 
 impl Args {
@@ -125,7 +130,12 @@ impl Args {
                 max_grad_norm: self.max_grad_norm,
             },
             shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
-            advantage: self.advantage.training_overrides()?,
+            advantage: self.advantage.overrides()?,
+            estimator: self
+                .advantage
+                .estimator
+                .filter(|k| k.engine().is_none())
+                .map(|kind| FamilyEstimator { kind, settings: self.family.settings() }),
             resume: self.resume,
             append: self.append,
             name: self.name.clone(),

@@ -6,8 +6,9 @@
 //! [`crate::training`], which loads the plugin when training is first asked for. [`service::serve`] is the
 //! plugin's entry point.
 //!
-//! The advantages that train the policy come from [`crate::advantage::compute`], the same code every view of
-//! gigscope shows, and are written into each episode's `advantages`.
+//! The advantages that train the policy come from [`crate::advantage::compute`] (or, for a successor estimator,
+//! [`crate::advantage::estimators`] on its table), the same code every view of gigscope shows, and are written
+//! into each episode's `advantages`.
 
 mod autoplay;
 pub mod checkpoint;
@@ -55,4 +56,6 @@ pub enum TrainError {
     NoGoals,
     #[error(transparent)]
     Env(#[from] crate::env::EnvError),
+    #[error(transparent)]
+    Estimator(#[from] crate::advantage::estimators::EstimatorError),
 }

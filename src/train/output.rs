@@ -11,6 +11,7 @@ use crate::advantage::{AdvantageOverrides, AdvantageSettings};
 use crate::run::{
     read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
 };
+use crate::training::protocol::ESTIMATOR_KEY;
 
 pub struct RunOutput {
     dir: PathBuf,
@@ -58,6 +59,14 @@ impl RunOutput {
             meta.created = now.format(&time::format_description::well_known::Rfc3339).ok();
         }
         meta.advantage = Some(AdvantageOverrides::from_settings(settings));
+        match &config.estimator {
+            Some(family) => {
+                meta.extra.insert(ESTIMATOR_KEY.into(), serde_json::to_value(family)?);
+            }
+            None => {
+                meta.extra.remove(ESTIMATOR_KEY);
+            }
+        }
         meta.notes.get_or_insert_with(|| "written by `gigscope train`".to_string());
         // Every burst's configuration is kept, in order, under `bursts`; the `train` record the run's first
         // trainer wrote (gigscope's or another writer's) is never replaced.

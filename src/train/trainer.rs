@@ -19,9 +19,11 @@ use super::policy::{Policy, PolicyShape};
 use super::ppo::{self, Adam, Sample, UpdateStats};
 use super::rollout::{self, Chooser, Slot};
 use super::TrainError;
+use crate::advantage::estimators::{self, EnvInputs, EstimatorError, Need};
 use crate::advantage::{self, AdvantageSettings, AdvantageTable};
 use crate::env::{Split, Tasks};
 use crate::run::{Episode, MetricsRecord};
+use crate::training::protocol::FamilyEstimator;
 pub use crate::training::protocol::{DeviceChoice, EvalResult, TrainConfig};
 
 /// libtorch's device for `choice`.
@@ -114,6 +116,9 @@ impl<T: Tasks> Trainer<T> {
         let mut output = RunOutput::open(run_dir, config.resume || config.append, tasks.env_name())?;
         let settings = config.advantage.apply(output.recorded_settings()?.apply(AdvantageSettings::default()));
         settings.validate()?;
+        if let Some(family) = &config.estimator {
+            check_family_estimator(&tasks, family)?;
+        }
         let (vs, policy) = initial_policy(config.seed, config.shape, device);
         let reference = (config.ppo.kl_coef > 0.0).then(|| initial_policy(config.seed, config.shape, device));
         let mut adam = Adam::new(&vs);
@@ -255,9 +260,25 @@ impl<T: Tasks> Trainer<T> {
             })
             .collect();
         let table = advantage::compute(&episodes, &self.settings);
+        let row_advantages = match &self.config.estimator {
+            // The family's unit on the engine's table, as `gigscope advantages --estimator` computes it. The
+            // trainer's steps carry the environment's page, so no classifier is needed (checked in `new`).
+            Some(family) => {
+                estimators::compute_with_table(
+                    family.kind,
+                    &episodes,
+                    &table,
+                    &self.settings,
+                    &family.settings,
+                    &EnvInputs::default(),
+                )?
+                .advantages
+            }
+            None => table.rows.iter().map(|r| r.advantage).collect(),
+        };
         let mut samples = Vec::with_capacity(table.rows.len());
         for (e, (episode, slot)) in episodes.iter_mut().zip(slots).enumerate() {
-            let advantages: Vec<f64> = table.episode_rows(e).iter().map(|r| r.advantage).collect();
+            let advantages = row_advantages[table.row_offsets[e]..table.row_offsets[e + 1]].to_vec();
             for ((decision, chosen), (step, a)) in slot.decisions.into_iter().zip(episode.steps.iter().zip(&advantages))
             {
                 samples.push(Sample {
@@ -310,7 +331,7 @@ impl<T: Tasks> Trainer<T> {
         ] {
             record.values.insert(k.into(), json!(v));
         }
-        group_statistics(&table, &mut record.values);
+        group_statistics(&table, &row_advantages, &mut record.values);
         if let Some((policy, baseline)) = &eval {
             insert_eval(&mut record.values, policy, baseline);
         }
@@ -359,15 +380,32 @@ fn insert_eval(record: &mut Map<String, Value>, policy: &EvalResult, baseline: &
     record.insert("baseline_score".into(), json!(baseline.score));
 }
 
+/// Check before training that `family` can be computed on this environment's batches: its settings, and what it
+/// reads. Every batch has rewards, anchors, actions and returns; page types only where the environment records
+/// them on its steps.
+fn check_family_estimator(tasks: &impl Tasks, family: &FamilyEstimator) -> Result<(), TrainError> {
+    family.settings.validate(family.kind)?;
+    if family.kind.needs().contains(&Need::PageTypes) && tasks.start_in(Split::Train, 0)?.env.page().is_none() {
+        return Err(EstimatorError::Missing {
+            estimator: family.kind,
+            need: Need::PageTypes,
+            detail: format!("environment {} records no page type on its steps", tasks.env_name()),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// The step-group statistics GiGPO's signal depends on: how many anchor groups, how many are singletons
-/// (A_S = 0), and how many episode groups have no variance at all (A_E = 0).
-fn group_statistics(table: &AdvantageTable, record: &mut Map<String, Value>) {
+/// (A_S = 0), and how many episode groups have no variance at all (A_E = 0); and the mean |advantage| that
+/// trained (`advantages`, one per row).
+fn group_statistics(table: &AdvantageTable, advantages: &[f64], record: &mut Map<String, Value>) {
     let groups = table.anchor_groups.len().max(1) as f64;
     let singletons = table.anchor_groups.iter().filter(|g| g.members.len() == 1).count() as f64;
     let rows = table.rows.len() as f64;
     let episode_groups = table.episode_groups.len().max(1) as f64;
     let zero_variance = table.episode_groups.iter().filter(|g| g.zero_variance).count() as f64;
-    let mean_abs = table.rows.iter().map(|r| r.advantage.abs()).sum::<f64>() / rows.max(1.0);
+    let mean_abs = advantages.iter().map(|a| a.abs()).sum::<f64>() / rows.max(1.0);
     record.insert("step_groups".into(), json!(table.anchor_groups.len()));
     record.insert("step_group_size".into(), json!(rows / groups));
     record.insert("singleton_step_groups".into(), json!(singletons / groups));

@@ -17,8 +17,9 @@ use std::thread::JoinHandle;
 
 use crate::run::truth::TruthFile;
 pub use protocol::{
-    AutoplayRequest, AutoplayResult, DeviceChoice, EvalResult, IterationSummary, PolicyShape, PpoConfig, Request,
-    RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
+    AutoplayRequest, AutoplayResult, DeviceChoice, EvalResult, FamilyEstimator, IterationSummary, PolicyShape,
+    PpoConfig, Request, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest, TruthGroups, TruthProgress,
+    TruthRequest,
 };
 
 use loader::{Plugin, Reply};

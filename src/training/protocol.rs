@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::advantage::estimators::{EstimatorKind, EstimatorSettings};
 use crate::advantage::AdvantageOverrides;
 use crate::env::EnvOptions;
 use crate::run::Episode;
@@ -87,6 +88,11 @@ pub struct TrainConfig {
     pub shape: PolicyShape,
     /// Advantage settings given for this burst; layered over the run's `run.json`, then the defaults.
     pub advantage: AdvantageOverrides,
+    /// An estimator of the family whose advantages train the policy instead of the engine's
+    /// (`advantage.estimator`), computed under the run's settings from each iteration's batch. Not layered: a
+    /// burst without one trains with the engine's estimator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator: Option<FamilyEstimator>,
     /// Continue from the run's checkpoint.
     pub resume: bool,
     /// The run already holds episodes but no checkpoint (recorded elsewhere, or played by hand): start a fresh
@@ -112,12 +118,26 @@ impl Default for TrainConfig {
             ppo: PpoConfig::default(),
             shape: PolicyShape::default(),
             advantage: AdvantageOverrides::default(),
+            estimator: None,
             resume: false,
             append: false,
             name: None,
         }
     }
 }
+
+/// An estimator of the family ([`crate::advantage::estimators`]) and its own settings, as a burst trains with it
+/// and `run.json` records it (key [`ESTIMATOR_KEY`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FamilyEstimator {
+    pub kind: EstimatorKind,
+    #[serde(default)]
+    pub settings: EstimatorSettings,
+}
+
+/// Key of `run.json` where a run trained with a [`FamilyEstimator`] records it: the estimator whose advantages
+/// the latest burst wrote into its episodes (absent when the engine's estimator, `advantage.estimator`, did).
+pub const ESTIMATOR_KEY: &str = "estimator";
 
 /// Greedy success rate and mean score on the evaluation goals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

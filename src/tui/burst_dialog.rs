@@ -7,8 +7,11 @@ use std::path::Path;
 
 use clap::ValueEnum;
 
-use crate::advantage::{AdvantageOverrides, Estimator};
-use crate::training::{DeviceChoice, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest};
+use crate::advantage::estimators::{EstimatorKind, EstimatorSettings};
+use crate::advantage::AdvantageOverrides;
+use crate::training::{
+    DeviceChoice, FamilyEstimator, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
+};
 
 /// Where the burst's network runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +30,7 @@ pub struct BurstRequest {
     /// N: episodes per goal.
     pub group_size: usize,
     pub learning_rate: f64,
-    pub estimator: Estimator,
+    pub estimator: EstimatorKind,
     pub device: BurstDevice,
 }
 
@@ -39,7 +42,7 @@ impl Default for BurstRequest {
             goals: 16,
             group_size: 8,
             learning_rate: 1e-3,
-            estimator: Estimator::Gigpo,
+            estimator: EstimatorKind::Gigpo,
             device: BurstDevice::Auto,
         }
     }
@@ -106,8 +109,8 @@ impl BurstRequest {
             BurstField::Goals => self.goals = step(GOALS, self.goals, up),
             BurstField::GroupSize => self.group_size = step(GROUP_SIZES, self.group_size, up),
             BurstField::LearningRate => self.learning_rate = step(LEARNING_RATES, self.learning_rate, up),
-            // Every estimator of the engine trains (the successor estimators do not: the trainer refuses them).
-            BurstField::Estimator => self.estimator = step(Estimator::value_variants(), self.estimator, up),
+            // Every estimator of the family trains (the successors at their authors' defaults).
+            BurstField::Estimator => self.estimator = step(EstimatorKind::value_variants(), self.estimator, up),
             BurstField::Device => self.device = step(DEVICES, self.device, up),
         }
         self
@@ -129,7 +132,12 @@ impl BurstRequest {
                     BurstDevice::Cuda => DeviceChoice::Cuda,
                 },
                 ppo: PpoConfig { learning_rate: self.learning_rate, ..PpoConfig::default() },
-                advantage: AdvantageOverrides { estimator: Some(self.estimator), ..AdvantageOverrides::default() },
+                advantage: AdvantageOverrides { estimator: self.estimator.engine(), ..AdvantageOverrides::default() },
+                estimator: self
+                    .estimator
+                    .engine()
+                    .is_none()
+                    .then_some(FamilyEstimator { kind: self.estimator, settings: EstimatorSettings::default() }),
                 ..TrainConfig::default()
             },
             mode: RunMode::Continue,
