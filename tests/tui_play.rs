@@ -293,8 +293,8 @@ fn the_burst_dialog_starts_one_burst_and_follows_it() {
     assert!(b.running());
     assert!((b.progress() - 1.0 / 3.0).abs() < 1e-12);
 
-    assert!(act(&mut s, Action::CancelBurst).cancel_burst);
-    assert!(!act(&mut s, Action::CancelBurst).cancel_burst, "cancel is asked once");
+    assert!(act(&mut s, Action::CancelBurst).cancel_jobs);
+    assert!(!act(&mut s, Action::CancelBurst).cancel_jobs, "cancel is asked once");
     update(&mut s, Msg::Burst(BurstUpdate::Finished { completed: 1, cancelled: true }));
     let b = s.jobs.burst.as_ref().unwrap();
     assert!(!b.running());

@@ -8,8 +8,7 @@ mod support;
 use std::path::Path;
 
 use gigscope::run::truth::{truth_path, TruthAgreement, TruthFile, TruthHeader, TruthRow, TRUTH_FORMAT};
-use gigscope::training::TruthProgress;
-use gigscope::tui::truth_job::TruthNews;
+use gigscope::tui::state::JobKind;
 use gigscope::tui::{open, update, Action, Config, Msg, State};
 use support::runs::copy_fixture;
 use support::screen::{keys, open_group, render};
@@ -244,8 +243,7 @@ fn the_truth_key_starts_shows_and_cancels_a_measurement() {
     let request = fx.truth.expect("a truth request");
     assert_eq!((request.group.as_str(), request.iteration, request.rollouts), ("socks-it0", 0, 32));
     assert_eq!(request.episodes.len(), 6, "iteration 0's episodes, for the agreements");
-    let progress = TruthProgress { groups_done: 0, groups: 1, states_done: 3, continuations: 96 };
-    update(&mut s, Msg::Truth(TruthNews::Progress(progress)));
+    update(&mut s, Msg::Jobs(vec![JobKind::Truth { states: 3, continuations: 96 }]));
     let screen = render(&s);
     assert!(screen.contains("measuring the truth of group socks-it0 (K = 32): 3 states, 96 continuations"), "{screen}");
     keys(&mut s, &[Action::Anchor]);
@@ -253,7 +251,7 @@ fn the_truth_key_starts_shows_and_cancels_a_measurement() {
     let fx = update(&mut s, Msg::Action(Action::Truth));
     assert!(fx.cancel_truth && fx.truth.is_none());
     assert!(render(&s).contains("cancelling the truth of group socks-it0"));
-    update(&mut s, Msg::Truth(TruthNews::Finished(Err("truth of group socks-it0: cancelled".into()))));
+    update(&mut s, Msg::Truth(Err("truth of group socks-it0: cancelled".into())));
     assert!(s.jobs.truth.is_none());
     assert_eq!(s.ui.message.as_deref(), Some("truth of group socks-it0: cancelled"));
 }

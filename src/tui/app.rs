@@ -5,7 +5,6 @@
 use std::io::stdout;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -20,13 +19,12 @@ use super::action::Action;
 use super::burst_dialog::{BurstRequest, BurstUpdate};
 use super::config::{Config, ConfigError};
 use super::play::TasksHandle;
-use super::runner::{JobNews, Outcome, Runner};
-use super::state::JobKind;
+use super::runner::{JobContext, JobNews, Outcome, Runner};
+use super::state::{Cancel, JobKind};
 use super::state::{GroupingRequest, State};
 use super::theme::color_enabled;
-use super::truth_job::{TruthJob, TruthNews};
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
-use crate::advantage::{AdvantageSettings, AnchorGrouping};
+use crate::advantage::AdvantageSettings;
 use crate::index::{IndexSearcher, TrajectoryIndex};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
@@ -220,27 +218,12 @@ struct Effector {
     catalog: Option<PathBuf>,
     /// The run's environment, opened on first use and shared by play and bursts.
     tasks: Option<TasksHandle>,
-    /// The running training burst (in the training plugin, on its own thread).
-    burst: Option<BurstHandle>,
-    /// The anchor grouping being computed on a background thread: for which episodes, where it arrives, and
-    /// the flag that gives it up.
-    grouping: Option<(u64, mpsc::Receiver<AnchorGrouping>, Arc<AtomicBool>)>,
-    /// The open group's truth being measured (in the training plugin, on its own thread).
-    truth: Option<TruthJob>,
 }
 
 impl Effector {
     /// `runner` delivers jobs' news to the main loop.
     fn new(catalog: Option<PathBuf>, runner: Runner) -> Effector {
-        Effector {
-            searcher: Searcher::default(),
-            runner,
-            catalog,
-            tasks: None,
-            burst: None,
-            grouping: None,
-            truth: None,
-        }
+        Effector { searcher: Searcher::default(), runner, catalog, tasks: None }
     }
 
     /// The run's environment as the training side names it: the registry's entry for the run, WebShop on the
@@ -284,11 +267,7 @@ impl Effector {
                 }
                 Some(Msg::EnvReady(result))
             }
-            Outcome::Burst(Ok(handle)) => {
-                self.burst = Some(handle);
-                None
-            }
-            Outcome::Burst(Err(e)) => Some(Msg::Burst(BurstUpdate::Failed(e))),
+            Outcome::Cancelled => None,
             Outcome::Index(index, result) => {
                 self.searcher.index = Some(*index);
                 let rerun = self.searcher.rerun.take();
@@ -323,11 +302,12 @@ impl Effector {
         while let Some(fx) = queue.pop() {
             *redraw |= fx.redraw;
             if fx.quit {
-                if self.burst_running() {
-                    // Dropping the burst waits for its iteration to end, so the run and checkpoint stay valid.
-                    state.ui.message = Some("quitting: the burst stops after its current iteration …".into());
+                if self.runner.has(|k| k.cancel() == Cancel::Stop) {
+                    state.ui.message = Some("quitting once the burst or the truth stops at its next boundary …".into());
                     draw(terminal, state)?;
                 }
+                // A burst ends its iteration, so the run and checkpoint stay valid; a write ends its group.
+                self.runner.wind_down();
                 return Ok(true);
             }
             let jobs_before = self.runner.kinds();
@@ -355,23 +335,21 @@ impl Effector {
                     answers.push(Msg::Burst(BurstUpdate::Failed(e)));
                 }
             }
-            if fx.cancel_burst {
-                self.cancel_burst();
+            if let Some(request) = fx.group_anchors {
+                self.start_grouping(request);
+            }
+            if let Some(request) = fx.truth {
+                let progress = JobKind::Truth { states: 0, continuations: 0 };
+                self.runner.spawn(progress, move |ctx| Outcome::Msg(super::truth_job::run(&request, ctx)));
+            }
+            if fx.cancel_truth {
+                self.runner.cancel_where(|k| matches!(k, JobKind::Truth { .. }));
             }
             if fx.cancel_jobs {
                 self.runner.cancel();
             }
             if self.runner.kinds() != jobs_before {
                 answers.push(Msg::Jobs(self.runner.kinds()));
-            }
-            if let Some(request) = fx.group_anchors {
-                self.start_grouping(request);
-            }
-            if let Some(request) = fx.truth {
-                self.truth = Some(TruthJob::start(*request));
-            }
-            if let (true, Some(job)) = (fx.cancel_truth, &self.truth) {
-                job.cancel();
             }
             queue.extend(answers.into_iter().map(|msg| update(state, msg)));
         }
@@ -400,82 +378,61 @@ impl Effector {
     /// Start a burst into the open run, in the training plugin (loaded on first use: a clear error when it
     /// cannot be). How it continues the run is the training side's decision.
     fn start_burst(&mut self, run: &crate::run::Run, request: BurstRequest) -> Result<(), String> {
-        if self.burst.is_some() || self.runner.kinds().contains(&JobKind::StartBurst) {
+        if self.runner.has(|k| matches!(k, JobKind::StartBurst | JobKind::Burst { .. })) {
             return Err("a burst is already running".into());
         }
         let request = request.train_request(&run.dir, self.task_source(run)?);
-        // Loading the plugin (and libtorch with it) the first time takes a while: a job.
-        self.runner.spawn(JobKind::StartBurst, move |_| {
-            Outcome::Burst(Training::load().map(|t| t.start(&request)).map_err(|e| e.to_string()))
+        // Loading the plugin (and libtorch with it) the first time takes a while, and so does the burst.
+        self.runner.spawn(JobKind::StartBurst, move |ctx| {
+            let handle = match Training::load().map(|t| t.start(&request)) {
+                Ok(handle) => handle,
+                Err(e) => return Outcome::Msg(Msg::Burst(BurstUpdate::Failed(e.to_string()))),
+            };
+            Outcome::Msg(Msg::Burst(follow_burst(ctx, &handle)))
         });
         Ok(())
     }
 
-    fn cancel_burst(&mut self) {
-        if let Some(b) = &self.burst {
-            b.cancel();
-        }
-    }
-
-    /// News from the running burst since the last call.
-    fn burst_news(&mut self) -> Vec<BurstUpdate> {
-        let Some(handle) = &self.burst else { return Vec::new() };
-        let events = handle.poll();
-        if events.iter().any(TrainEvent::is_last) {
-            self.burst = None;
-        }
-        events.into_iter().map(BurstUpdate::from).collect()
-    }
-
-    /// Group anchors on a background thread; a grouping still running is given up.
+    /// Group anchors as a job; a grouping still running is given up.
     fn start_grouping(&mut self, request: GroupingRequest) {
-        if let Some((_, _, cancelled)) = &self.grouping {
-            cancelled.store(true, Ordering::Relaxed);
-        }
-        let (tx, rx) = mpsc::channel();
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&cancelled);
-        std::thread::spawn(move || {
-            if let Some(grouping) = request.job.run_unless(&flag) {
-                let _ = tx.send(grouping);
-            }
+        self.runner.cancel_where(|k| k == JobKind::Grouping);
+        self.runner.spawn(JobKind::Grouping, move |ctx| match request.job.run_unless(ctx.cancel_flag()) {
+            Some(grouping) => Outcome::Msg(Msg::Grouped { episodes_version: request.episodes_version, grouping }),
+            None => Outcome::Cancelled,
         });
-        self.grouping = Some((request.episodes_version, rx, cancelled));
     }
+}
 
-    /// The background grouping, once it is done.
-    fn grouping_news(&mut self) -> Option<Msg> {
-        let (episodes_version, rx, _) = self.grouping.as_ref()?;
-        let grouping = match rx.try_recv() {
-            Ok(grouping) => grouping,
-            Err(mpsc::TryRecvError::Empty) => return None,
-            Err(mpsc::TryRecvError::Disconnected) => {
-                self.grouping = None;
-                return None;
-            }
-        };
-        let episodes_version = *episodes_version;
-        self.grouping = None;
-        Some(Msg::Grouped { episodes_version, grouping })
-    }
+/// How often the running burst's news is looked for.
+const BURST_POLL: Duration = Duration::from_millis(200);
 
-    /// Whether background work is under way that the main loop must poll for (jobs wake it themselves).
-    fn busy(&self) -> bool {
-        self.burst_running() || self.grouping.is_some() || self.truth.is_some()
-    }
-
-    /// News from the truth measurement since the last call.
-    fn truth_news(&mut self) -> Vec<TruthNews> {
-        let Some(job) = &self.truth else { return Vec::new() };
-        let (news, ended) = job.poll();
-        if ended {
-            self.truth = None;
+/// The burst job's life after the start: its news to `update` (iterations as the job's progress), a cancel
+/// handed on to the trainer (which stops after the current iteration); the last news, once it has ended.
+fn follow_burst(ctx: &JobContext, handle: &BurstHandle) -> BurstUpdate {
+    let (mut done, mut of) = (0, 0);
+    loop {
+        if ctx.cancelled() && !handle.cancelled() {
+            handle.cancel();
         }
-        news
-    }
-
-    fn burst_running(&self) -> bool {
-        self.burst.is_some()
+        let events = handle.poll();
+        if events.is_empty() {
+            if handle.is_finished() {
+                return BurstUpdate::Failed("the trainer ended without saying how".into());
+            }
+            std::thread::sleep(BURST_POLL);
+        }
+        for event in events {
+            match &event {
+                TrainEvent::Started { iterations, .. } => of = *iterations,
+                TrainEvent::Iteration(_) => done += 1,
+                _ => {}
+            }
+            ctx.progress(JobKind::Burst { done, of });
+            if event.is_last() {
+                return BurstUpdate::from(event);
+            }
+            ctx.send(Msg::Burst(BurstUpdate::from(event)));
+        }
     }
 }
 
@@ -521,8 +478,6 @@ enum Incoming {
 
 /// The "updated N s ago" clock.
 const TICK: Duration = Duration::from_secs(1);
-/// How often background work (a burst's progress, an anchor grouping) is checked.
-const POLL: Duration = Duration::from_millis(200);
 
 pub fn run(opts: Options) -> Result<(), AppError> {
     let color = color_enabled(std::env::var("NO_COLOR").ok().as_deref());
@@ -572,9 +527,6 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let mut live_backlog = std::collections::VecDeque::new();
     loop {
         let mut wait = next_tick.saturating_duration_since(Instant::now());
-        if effector.busy() {
-            wait = wait.min(POLL);
-        }
         if !live_backlog.is_empty() {
             wait = Duration::ZERO;
         }
@@ -613,18 +565,6 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         let part = live::next_part(&mut live_backlog);
         if !part.is_empty() {
             redraw |= update(&mut state, Msg::Live(part, Instant::now())).redraw;
-        }
-        for news in effector.burst_news() {
-            redraw |= update(&mut state, Msg::Burst(news)).redraw;
-        }
-        for news in effector.truth_news() {
-            redraw |= update(&mut state, Msg::Truth(news)).redraw;
-        }
-        if let Some(msg) = effector.grouping_news() {
-            let fx = update(&mut state, msg);
-            if effector.apply(&mut guard.terminal, &mut state, fx, &mut redraw)? {
-                return Ok(());
-            }
         }
         let now = Instant::now();
         if now >= next_tick {

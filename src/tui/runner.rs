@@ -1,20 +1,22 @@
-//! The job runner: effects that can take longer than a frame (opening an environment, the policy playing a
-//! group, loading the training plugin to start a burst, writing a played group) run on their own threads, and
-//! their progress and outcomes come back to the main loop as [`JobNews`], which it turns into messages for `update`.
-//! The UI thread only starts jobs and receives their results, so a key press is answered while they run.
+//! The job runner: every effect that can take longer than a frame (opening an environment, the policy playing a
+//! group, a training burst, the truth of a group, an anchor grouping, the search index, a search, the
+//! estimators over an iteration, writing a played group) runs on its own thread, and its progress, messages
+//! and outcome come back to the main loop as [`JobNews`], which it turns into messages for `update`. The UI
+//! thread only starts jobs and receives their news, so a key press is answered while they run, and the status
+//! bar lists them all alike.
 //!
-//! Every job can be cancelled except a write (a played group is appended whole or not at all): a cancelled
-//! job's thread runs to its end, and its outcome is dropped.
+//! What cancelling does depends on the job ([`JobKind::cancel`]): most are dropped (the thread runs to its end
+//! unseen), a burst and the truth stop at their next boundary and report how they ended, a write always
+//! finishes, and a grouping is only given up for a newer one.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::play::TasksHandle;
-use super::state::JobKind;
+use super::state::{Cancel, JobKind};
 use super::update::Msg;
 use crate::index::TrajectoryIndex;
-use crate::training::BurstHandle;
 
 /// What a job produced.
 pub enum Outcome {
@@ -22,8 +24,8 @@ pub enum Outcome {
     Msg(Msg),
     /// The run's environment (kept by the app for later jobs, then given to `update`).
     Env(Result<TasksHandle, String>),
-    /// A started training burst (kept by the app, which polls its progress), or why it could not start.
-    Burst(Result<BurstHandle, String>),
+    /// Nothing to report: the job stopped early because it was cancelled.
+    Cancelled,
     /// The search index, given back by the job that updated it, and whether the update went through.
     Index(Box<TrajectoryIndex>, Result<(), String>),
 }
@@ -37,6 +39,8 @@ pub struct JobNews {
 enum JobEvent {
     /// The job's new description (its progress) for the status bar.
     Progress(JobKind),
+    /// A message for `update` while the job runs (a burst's iterations).
+    Msg(Msg),
     Done(Outcome),
 }
 
@@ -53,8 +57,18 @@ impl JobContext {
         (self.send)(JobNews { id: self.id, event: JobEvent::Progress(kind) });
     }
 
+    /// Tell `update` something before the job ends.
+    pub fn send(&self, msg: Msg) {
+        (self.send)(JobNews { id: self.id, event: JobEvent::Msg(msg) });
+    }
+
     pub fn cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// The flag [`Runner::cancel`] raises, for work that takes one.
+    pub fn cancel_flag(&self) -> &AtomicBool {
+        &self.cancelled
     }
 }
 
@@ -62,6 +76,15 @@ struct Running {
     id: u64,
     kind: JobKind,
     cancelled: Arc<AtomicBool>,
+    /// The thread of a job that stops at a boundary ([`Cancel::Stop`]), waited for by [`Runner::wind_down`].
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Whether its news still counts: it was not cancelled, or it stops at a boundary and reports how it ended.
+    fn heard(&self) -> bool {
+        !self.cancelled.load(Ordering::Relaxed) || self.kind.cancel() == Cancel::Stop
+    }
 }
 
 /// Starts jobs on threads and keeps the list of those under way.
@@ -93,13 +116,16 @@ impl Runner {
             let outcome = work(&context);
             (context.send)(JobNews { id, event: JobEvent::Done(outcome) });
         });
+        let mut thread = None;
         if kind == JobKind::Write {
             self.last_write = Some(handle);
+        } else if kind.cancel() == Cancel::Stop {
+            thread = Some(handle);
         }
-        self.running.push(Running { id, kind, cancelled });
+        self.running.push(Running { id, kind, cancelled, thread });
     }
 
-    /// News of a job: its outcome when it has ended and was not cancelled (progress updates the job's
+    /// News of a job: its messages and outcome, unless it was dropped by a cancel (progress updates the job's
     /// description in [`Self::kinds`]).
     pub fn news(&mut self, news: JobNews) -> Option<Outcome> {
         let at = self.running.iter().position(|r| r.id == news.id)?;
@@ -108,22 +134,28 @@ impl Runner {
                 self.running[at].kind = kind;
                 None
             }
+            JobEvent::Msg(msg) => self.running[at].heard().then_some(Outcome::Msg(msg)),
             JobEvent::Done(outcome) => {
                 let running = self.running.remove(at);
-                (!running.cancelled.load(Ordering::Relaxed)).then_some(outcome)
+                running.heard().then_some(outcome)
             }
         }
     }
 
     /// Whether a job of this kind (whatever its progress) is under way.
     pub fn has(&self, kind: impl Fn(JobKind) -> bool) -> bool {
-        self.running.iter().any(|r| !r.cancelled.load(Ordering::Relaxed) && kind(r.kind))
+        self.running.iter().any(|r| r.heard() && kind(r.kind))
     }
 
-    /// Cancel every job that can be (all but writes): their outcomes will be dropped. What was cancelled.
+    /// `X`: cancel every job that can be ([`JobKind::cancel`]). What was cancelled.
     pub fn cancel(&mut self) -> Vec<JobKind> {
+        self.cancel_where(|kind| kind.cancel() != Cancel::No)
+    }
+
+    /// Cancel the jobs `which` picks, whatever `X` would do (a superseded grouping). What was cancelled.
+    pub fn cancel_where(&mut self, which: impl Fn(JobKind) -> bool) -> Vec<JobKind> {
         let mut cancelled = Vec::new();
-        for r in self.running.iter().filter(|r| r.kind != JobKind::Write) {
+        for r in self.running.iter().filter(|r| r.kind != JobKind::Write && which(r.kind)) {
             if !r.cancelled.swap(true, Ordering::Relaxed) {
                 cancelled.push(r.kind);
             }
@@ -131,9 +163,19 @@ impl Runner {
         cancelled
     }
 
-    /// The jobs under way that were not cancelled, oldest first (for the status bar).
+    /// The jobs under way that were not dropped by a cancel, oldest first (for the status bar).
     pub fn kinds(&self) -> Vec<JobKind> {
-        self.running.iter().filter(|r| !r.cancelled.load(Ordering::Relaxed)).map(|r| r.kind).collect()
+        self.running.iter().filter(|r| r.heard()).map(|r| r.kind).collect()
+    }
+
+    /// Before the app quits: cancel what can be, and wait for the jobs that stop at a boundary (a burst ends
+    /// its iteration, so the run and its checkpoint stay valid) and for the last write.
+    pub fn wind_down(&mut self) {
+        self.cancel();
+        let threads = self.running.iter_mut().filter_map(|r| r.thread.take()).chain(self.last_write.take());
+        for thread in threads.collect::<Vec<_>>() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -223,5 +265,70 @@ mod tests {
         assert!(seen.recv_timeout(WAIT).unwrap(), "the job sees that it was cancelled");
         assert!(runner.news(rx.recv_timeout(WAIT).unwrap()).is_none(), "a cancelled job's outcome is dropped");
         assert!(runner.kinds().is_empty());
+    }
+
+    fn truth_ended(outcome: Option<Outcome>) -> Option<Result<String, String>> {
+        match outcome {
+            Some(Outcome::Msg(Msg::Truth(ended))) => Some(ended),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_job_that_stops_at_a_boundary_stays_listed_after_a_cancel_and_reports_how_it_ended() {
+        let (mut runner, rx) = runner();
+        let (release, gate) = mpsc::channel::<()>();
+        runner.spawn(JobKind::Truth { states: 0, continuations: 0 }, move |ctx| {
+            ctx.progress(JobKind::Truth { states: 1, continuations: 32 });
+            ctx.send(Msg::Written(Ok(3)));
+            gate.recv().ok();
+            Outcome::Msg(Msg::Truth(if ctx.cancelled() { Err("cancelled".into()) } else { Ok("written".into()) }))
+        });
+        assert!(runner.news(rx.recv_timeout(WAIT).unwrap()).is_none(), "progress is not an outcome");
+        assert_eq!(written(runner.news(rx.recv_timeout(WAIT).unwrap())), Some(3), "a message while it runs");
+        assert_eq!(runner.cancel(), vec![JobKind::Truth { states: 1, continuations: 32 }]);
+        assert!(runner.cancel().is_empty(), "cancelled once");
+        assert_eq!(runner.kinds(), vec![JobKind::Truth { states: 1, continuations: 32 }], "listed until it stops");
+        release.send(()).unwrap();
+        assert_eq!(truth_ended(runner.news(rx.recv_timeout(WAIT).unwrap())), Some(Err("cancelled".into())));
+        assert!(runner.kinds().is_empty());
+    }
+
+    #[test]
+    fn a_superseded_grouping_is_dropped_but_x_leaves_groupings_alone() {
+        let (mut runner, rx) = runner();
+        let (release, gate) = mpsc::channel::<()>();
+        runner.spawn(JobKind::Grouping, move |ctx| {
+            gate.recv().ok();
+            if ctx.cancel_flag().load(Ordering::Relaxed) {
+                Outcome::Cancelled
+            } else {
+                Outcome::Msg(Msg::Written(Ok(1)))
+            }
+        });
+        assert!(runner.cancel().is_empty(), "X does not cancel a grouping");
+        assert_eq!(runner.kinds(), vec![JobKind::Grouping]);
+        assert_eq!(runner.cancel_where(|k| k == JobKind::Grouping), vec![JobKind::Grouping]);
+        assert!(runner.kinds().is_empty(), "a superseded grouping is no longer listed");
+        release.send(()).unwrap();
+        assert!(runner.news(rx.recv_timeout(WAIT).unwrap()).is_none(), "its outcome is dropped");
+    }
+
+    #[test]
+    fn winding_down_waits_for_a_burst_to_end_its_iteration() {
+        let (mut runner, _rx) = runner();
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ended);
+        runner.spawn(JobKind::Burst { done: 0, of: 5 }, move |ctx| {
+            while !ctx.cancelled() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // The iteration under way ends before the job does.
+            std::thread::sleep(Duration::from_millis(50));
+            flag.store(true, Ordering::SeqCst);
+            Outcome::Cancelled
+        });
+        runner.wind_down();
+        assert!(ended.load(Ordering::SeqCst));
     }
 }

@@ -151,6 +151,31 @@ pub enum JobKind {
     Search,
     /// The estimators view's columns over a large iteration.
     Estimators,
+    /// An anchor grouping the settings ask for (similarity: the anchors' text is compared).
+    Grouping,
+    /// The open group's Monte-Carlo truth (`T`): states measured and continuations played so far.
+    Truth {
+        states: usize,
+        continuations: usize,
+    },
+    /// A training burst: iterations done of those asked for.
+    Burst {
+        done: u64,
+        of: u64,
+    },
+}
+
+/// What cancelling a job does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cancel {
+    /// `X` leaves it alone: a write appends a played group whole or not at all, and a grouping is only given
+    /// up for a newer one.
+    No,
+    /// Its outcome is dropped (its thread runs to its end unseen).
+    Drop,
+    /// It is asked to stop at its next boundary (a burst's iteration, the truth's batch of continuations),
+    /// stays listed until it has, and reports how it ended.
+    Stop,
 }
 
 impl JobKind {
@@ -164,6 +189,21 @@ impl JobKind {
             JobKind::Index { indexed, total } => format!("indexing for search: {indexed} of {total} episodes"),
             JobKind::Search => "searching".into(),
             JobKind::Estimators => "computing the estimators over the iteration".into(),
+            JobKind::Grouping => "grouping anchors".into(),
+            JobKind::Truth { states, continuations } => {
+                format!("measuring the truth: {states} states, {continuations} continuations")
+            }
+            JobKind::Burst { done, of } => format!("training: {done} of {of} iterations"),
+        }
+    }
+
+    pub fn cancel(self) -> Cancel {
+        match self {
+            JobKind::Write | JobKind::Grouping => Cancel::No,
+            JobKind::Truth { .. } | JobKind::StartBurst | JobKind::Burst { .. } => Cancel::Stop,
+            JobKind::OpenEnv | JobKind::Autoplay | JobKind::Index { .. } | JobKind::Search | JobKind::Estimators => {
+                Cancel::Drop
+            }
         }
     }
 }

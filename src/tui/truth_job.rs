@@ -1,13 +1,13 @@
 //! Measuring the Monte-Carlo truth of the open episode group from the TUI (`T` in the estimators and
-//! anchor-group views): the training plugin's [`Training::truth_of_group`] runs on a background thread with
-//! progress and a cancel flag, and its rows are merged into the iteration's truth file
+//! anchor-group views): the training plugin's [`Training::truth_of_group`] runs as a job of the app's runner
+//! ([`JobKind::Truth`], whose progress the views show; `T` again or `X` stops it between batches of
+//! continuations), and its rows are merged into the iteration's truth file
 //! (`RUN/truth/iteration-I.jsonl`), which the views read. The file keeps every group measured so far, by the TUI
 //! or by `gigscope truth`; a group measured again replaces its rows, and the agreements are recomputed over all
 //! rows, as `gigscope truth` computes them.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
 
 use crate::advantage::agreement::agreements;
 use crate::advantage::estimators::{EnvInputs, EstimatorSettings};
@@ -17,8 +17,9 @@ use crate::run::Episode;
 use crate::training::{Training, TruthProgress};
 
 use super::action::Action;
-use super::state::State;
-use super::update::Effects;
+use super::runner::JobContext;
+use super::state::{JobKind, State};
+use super::update::{Effects, Msg};
 
 /// K when the iteration has no truth file yet (`gigscope truth`'s default); a file's own K otherwise, so that
 /// its rows stay comparable.
@@ -41,21 +42,15 @@ pub struct TruthJobRequest {
     pub settings: AdvantageSettings,
 }
 
-/// News from the background measurement.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TruthNews {
-    Progress(TruthProgress),
-    /// What was written, or why nothing was.
-    Finished(Result<String, String>),
-}
-
 /// The measurement under way, as the views show it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TruthStatus {
     pub group: String,
     pub iteration: i64,
     pub rollouts: usize,
-    pub progress: TruthProgress,
+    /// States measured and continuations played so far (the job's progress, as the runner last reported it).
+    pub states: usize,
+    pub continuations: usize,
     pub cancelling: bool,
 }
 
@@ -65,7 +60,7 @@ impl TruthStatus {
         let what = if self.cancelling { "cancelling the truth" } else { "measuring the truth" };
         format!(
             "{what} of group {} (K = {}): {} states, {} continuations so far · T cancels",
-            self.group, self.rollouts, self.progress.states_done, self.progress.continuations
+            self.group, self.rollouts, self.states, self.continuations
         )
     }
 }
@@ -84,7 +79,8 @@ pub fn toggle(state: &mut State) -> Effects {
                 group: request.group.clone(),
                 iteration: request.iteration,
                 rollouts: request.rollouts,
-                progress: TruthProgress::default(),
+                states: 0,
+                continuations: 0,
                 cancelling: false,
             });
             Effects { redraw: true, truth: Some(Box::new(request)), ..Effects::default() }
@@ -110,21 +106,23 @@ pub fn elsewhere(state: &mut State) -> Effects {
     Effects::redraw()
 }
 
-/// News from the job: progress, or its end.
-pub fn news(state: &mut State, news: TruthNews) -> Effects {
-    match news {
-        TruthNews::Progress(p) => {
-            if let Some(status) = state.jobs.truth.as_mut() {
-                status.progress = p;
-            }
-        }
-        TruthNews::Finished(outcome) => {
-            state.jobs.truth = None;
-            state.ui.message = Some(match outcome {
-                Ok(done) | Err(done) => done,
-            });
-        }
+/// The measurement's progress, from the runner's list of jobs.
+pub fn follow(state: &mut State) {
+    let progress = state.jobs.running.iter().find_map(|kind| match *kind {
+        JobKind::Truth { states, continuations } => Some((states, continuations)),
+        _ => None,
+    });
+    if let (Some(status), Some((states, continuations))) = (state.jobs.truth.as_mut(), progress) {
+        (status.states, status.continuations) = (states, continuations);
     }
+}
+
+/// The measurement ended: what was written, or why nothing was.
+pub fn finished(state: &mut State, outcome: Result<String, String>) -> Effects {
+    state.jobs.truth = None;
+    state.ui.message = Some(match outcome {
+        Ok(done) | Err(done) => done,
+    });
     Effects::redraw()
 }
 
@@ -162,43 +160,15 @@ fn request(state: &State) -> Result<TruthJobRequest, String> {
     })
 }
 
-/// A measurement on its background thread.
-pub struct TruthJob {
-    rx: mpsc::Receiver<TruthNews>,
-    cancel: Arc<AtomicBool>,
-}
-
-impl TruthJob {
-    /// Start measuring on a new thread (the training plugin is loaded there, on first use).
-    pub fn start(request: TruthJobRequest) -> TruthJob {
-        let (tx, rx) = mpsc::channel();
-        let cancel = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&cancel);
-        std::thread::spawn(move || {
-            let progress = tx.clone();
-            let outcome = measure(&request, &flag, &mut |p| {
-                let _ = progress.send(TruthNews::Progress(p.clone()));
-            });
-            let outcome = match outcome {
-                Err(_) if flag.load(Ordering::SeqCst) => Err(format!("truth of group {}: cancelled", request.group)),
-                other => other,
-            };
-            let _ = tx.send(TruthNews::Finished(outcome));
-        });
-        TruthJob { rx, cancel }
-    }
-
-    /// Stop between continuation batches; nothing is written.
-    pub fn cancel(&self) {
-        self.cancel.store(true, Ordering::SeqCst);
-    }
-
-    /// News since the last call, and whether the job has ended.
-    pub fn poll(&self) -> (Vec<TruthNews>, bool) {
-        let news: Vec<TruthNews> = self.rx.try_iter().collect();
-        let ended = news.iter().any(|n| matches!(n, TruthNews::Finished(_)));
-        (news, ended)
-    }
+/// The job: measure (the training plugin is loaded here, on first use) and merge; the message that ends it.
+pub fn run(request: &TruthJobRequest, ctx: &JobContext) -> Msg {
+    let outcome = measure(request, ctx.cancel_flag(), &mut |p| {
+        ctx.progress(JobKind::Truth { states: p.states_done, continuations: p.continuations });
+    });
+    Msg::Truth(match outcome {
+        Err(_) if ctx.cancelled() => Err(format!("truth of group {}: cancelled", request.group)),
+        other => other,
+    })
 }
 
 /// The measurement and the merge into the iteration's file; what was written.

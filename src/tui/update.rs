@@ -7,7 +7,7 @@ use super::action::Action;
 use super::burst_dialog::{BurstField, BurstRequest, BurstStatus, BurstUpdate};
 use super::fields::Field;
 use super::play::{Play, TasksHandle};
-use super::state::{GroupingRequest, JobKind, Popup, Prompt, SearchState, State, View};
+use super::state::{Cancel, GroupingRequest, JobKind, Popup, Prompt, SearchState, State, View};
 use super::views::{self, component};
 use crate::advantage::AnchorGrouping;
 use crate::index::SearchResults;
@@ -56,8 +56,8 @@ pub enum Msg {
     },
     /// The jobs now running off the UI thread (sent by the job runner whenever the list changes).
     Jobs(Vec<JobKind>),
-    /// News from the truth measurement started for an [`Effects::truth`].
-    Truth(super::truth_job::TruthNews),
+    /// The truth measurement started for an [`Effects::truth`] ended: what was written, or why nothing was.
+    Truth(Result<String, String>),
     /// An iteration's estimator columns computed in the background for an [`Effects::estimator_batch`].
     EstimatorBatch(std::sync::Arc<views::estimators::BatchColumns>),
 }
@@ -85,15 +85,14 @@ pub struct Effects {
     pub autoplay: Option<AutoplayRequest>,
     /// Start a training burst into the run; progress comes back as [`Msg::Burst`].
     pub start_burst: Option<BurstRequest>,
-    /// Ask the running burst to stop after its current iteration.
-    pub cancel_burst: bool,
-    /// Cancel the other running jobs (their outcomes are dropped; a write always finishes).
+    /// `X`: cancel the running jobs (a burst stops after its current iteration, the truth between batches; the
+    /// others' outcomes are dropped; a write always finishes).
     pub cancel_jobs: bool,
     /// Compute this anchor grouping in the background and answer with [`Msg::Grouped`] (a request replaces
     /// one still running).
     pub group_anchors: Option<GroupingRequest>,
-    /// Measure this group's Monte-Carlo truth in the background; progress and the end come back as
-    /// [`Msg::Truth`].
+    /// Measure this group's Monte-Carlo truth in the background; its progress comes back in [`Msg::Jobs`], its
+    /// end as [`Msg::Truth`].
     pub truth: Option<Box<super::truth_job::TruthJobRequest>>,
     /// Cancel the truth measurement under way (nothing is written).
     pub cancel_truth: bool,
@@ -218,12 +217,13 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
         Msg::Jobs(kinds) => {
             let changed = state.jobs.running != kinds;
             state.jobs.running = kinds;
+            super::truth_job::follow(state);
             Effects { redraw: changed, ..Effects::default() }
         }
         Msg::Grouped { episodes_version, grouping } => {
             Effects { redraw: true, group_anchors: state.grouped(episodes_version, grouping), ..Effects::default() }
         }
-        Msg::Truth(news) => super::truth_job::news(state, news),
+        Msg::Truth(outcome) => super::truth_job::finished(state, outcome),
         Msg::EstimatorBatch(batch) => views::estimators::batch_arrived(state, batch),
     }
 }
@@ -462,22 +462,30 @@ fn autoplay(state: &mut State, watch: bool) -> Effects {
     Effects { redraw: true, autoplay: Some(request), ..Effects::default() }
 }
 
+/// `X`: cancel what is running. The burst and the truth stop at their next boundary (and say so until they
+/// have); the other jobs' outcomes are dropped.
 fn cancel_burst(state: &mut State) -> Effects {
-    match state.jobs.burst.as_mut() {
-        Some(b) if b.running() && !b.cancelling => {
+    let jobs = &mut state.jobs;
+    let burst = jobs.burst.as_mut().filter(|b| b.running() && !b.cancelling);
+    let truth = jobs.truth.as_mut().filter(|t| !t.cancelling);
+    let dropped = jobs.running.iter().any(|k| k.cancel() == Cancel::Drop);
+    let message = match (burst, truth) {
+        (Some(b), _) => {
             b.cancelling = true;
-            state.ui.message = Some("cancelling: the burst stops after its current iteration".into());
-            Effects { redraw: true, cancel_burst: true, ..Effects::default() }
+            "cancelling: the burst stops after its current iteration"
         }
-        _ if state.jobs.running.iter().any(|k| *k != JobKind::Write) => {
-            state.ui.message = Some("cancelled what was running (a played group being written is still saved)".into());
-            Effects { redraw: true, cancel_jobs: true, ..Effects::default() }
+        (None, Some(t)) => {
+            t.cancelling = true;
+            "cancelling the truth: it stops after its current batch of continuations"
         }
-        _ => {
+        (None, None) if dropped => "cancelled what was running (a played group being written is still saved)",
+        (None, None) => {
             state.ui.message = Some("no burst or job is running".into());
-            Effects::redraw()
+            return Effects::redraw();
         }
-    }
+    };
+    state.ui.message = Some(message.into());
+    Effects { redraw: true, cancel_jobs: true, ..Effects::default() }
 }
 
 fn on_burst_dialog(state: &mut State, field: BurstField, a: Action) -> Effects {

@@ -179,7 +179,7 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled(format!("{} · ", loading_summary(loading)), theme.accent()));
     }
     for job in &state.jobs.running {
-        let cancels = if *job == crate::tui::state::JobKind::Write { "" } else { " (X cancels)" };
+        let cancels = if job.cancel() == crate::tui::state::Cancel::No { "" } else { " (X cancels)" };
         spans.push(Span::styled(format!("⟳ {}{cancels} · ", job.label()), theme.accent()));
     }
     if let Some(pending) = state.domain.grouping_job {
