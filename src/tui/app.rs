@@ -384,11 +384,15 @@ impl Effector {
         let request = request.train_request(&run.dir, self.task_source(run)?);
         // Loading the plugin (and libtorch with it) the first time takes a while, and so does the burst.
         self.runner.spawn(JobKind::StartBurst, move |ctx| {
-            let handle = match Training::load().map(|t| t.start(&request)) {
-                Ok(handle) => handle,
+            let training = match Training::load() {
+                Ok(training) => training,
                 Err(e) => return Outcome::Msg(Msg::Burst(BurstUpdate::Failed(e.to_string()))),
             };
-            Outcome::Msg(Msg::Burst(follow_burst(ctx, &handle)))
+            if ctx.cancelled() {
+                // X while the trainer was loading: the burst never starts.
+                return Outcome::Msg(Msg::Burst(BurstUpdate::Finished { completed: 0, cancelled: true }));
+            }
+            Outcome::Msg(Msg::Burst(follow_burst(ctx, &training.start(&request))))
         });
         Ok(())
     }
