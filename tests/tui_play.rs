@@ -240,19 +240,26 @@ fn group_names_never_collide() {
 }
 
 #[test]
-fn the_burst_dialog_offers_every_estimator_the_engine_has() {
-    use gigscope::advantage::Estimator;
+fn the_burst_dialog_offers_every_estimator_that_trains() {
+    use gigscope::advantage::estimators::EstimatorKind;
     use gigscope::tui::burst_dialog::BurstField;
     let mut form = BurstRequest::default();
     let mut seen = vec![form.estimator];
-    for _ in 0..10 {
+    for _ in 0..EstimatorKind::ALL.len() - 1 {
         form = form.adjust(BurstField::Estimator, true);
-        if !seen.contains(&form.estimator) {
-            seen.push(form.estimator);
-        }
+        seen.push(form.estimator);
     }
-    assert_eq!(seen, vec![Estimator::Gigpo, Estimator::Grpo, Estimator::Rloo, Estimator::Step]);
-    assert_eq!(form.value(BurstField::Estimator), "step");
+    assert_eq!(seen, EstimatorKind::ALL, "the whole family, each once, in order");
+    assert_eq!(form.adjust(BurstField::Estimator, true).estimator, EstimatorKind::QMinusV, "the last stays");
+    assert_eq!(form.value(BurstField::Estimator), "q-minus-v");
+    // A successor trains as the family estimator of the burst; an engine estimator as the engine's.
+    let tasks = gigscope::training::TaskSource::new("sokoban", gigscope::env::EnvOptions::default());
+    let burst = form.train_request(std::path::Path::new("run"), tasks.clone()).config;
+    assert_eq!(burst.estimator.map(|f| f.kind), Some(EstimatorKind::QMinusV));
+    assert_eq!(burst.advantage.estimator, None);
+    let first = BurstRequest::default();
+    let engine = first.train_request(std::path::Path::new("run"), tasks).config;
+    assert_eq!((engine.estimator, engine.advantage.estimator), (None, Some(gigscope::advantage::Estimator::Gigpo)));
     assert_eq!(BurstField::Device.moved(1), BurstField::Iterations, "moving past the last field wraps");
 }
 
