@@ -150,8 +150,5 @@ fn an_estimator_the_environment_cannot_feed_is_refused_before_training() {
     assert!(matches!(error, TrainError::Estimator(_)), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("soft-page needs WebShop page types") && message.contains("sokoban"), "{message}");
-    assert!(
-        !dir.path().join("episodes.jsonl").exists()
-            || std::fs::metadata(dir.path().join("episodes.jsonl")).unwrap().len() == 0
-    );
+    assert!(!dir.path().join("episodes.jsonl").exists(), "refused before the run directory is written");
 }

@@ -105,6 +105,10 @@ impl<T: Tasks> Trainer<T> {
     /// `config.resume` the run's checkpoint continued.
     pub fn new(tasks: T, mut config: TrainConfig, run_dir: &Path) -> Result<Trainer<T>, TrainError> {
         let device = resolve_device(config.device)?;
+        // Before the run directory is touched: a refused estimator leaves nothing behind.
+        if let Some(family) = &config.estimator {
+            check_family_estimator(&tasks, family)?;
+        }
         tch::set_num_threads(config.threads);
         let ckpt = checkpoint::path_in(run_dir);
         if config.resume {
@@ -116,9 +120,6 @@ impl<T: Tasks> Trainer<T> {
         let mut output = RunOutput::open(run_dir, config.resume || config.append, tasks.env_name())?;
         let settings = config.advantage.apply(output.recorded_settings()?.apply(AdvantageSettings::default()));
         settings.validate()?;
-        if let Some(family) = &config.estimator {
-            check_family_estimator(&tasks, family)?;
-        }
         let (vs, policy) = initial_policy(config.seed, config.shape, device);
         let reference = (config.ppo.kl_coef > 0.0).then(|| initial_policy(config.seed, config.shape, device));
         let mut adam = Adam::new(&vs);
