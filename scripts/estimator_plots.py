@@ -244,7 +244,7 @@ def agreement_svg(agreement, path):
 
 
 def learning_svg(learning, path):
-    svg = Svg(980, 640)
+    svg = Svg(1020, 640)
     for k, env in enumerate(e for e in ENVS if e in learning):
         for col, (key, title) in enumerate([("success", "rollout success"), ("eval", "greedy test success")]):
             panel = Panel(
