@@ -287,3 +287,34 @@ fn successor_estimators_from_the_command_line() {
     // The other estimators keep working on it.
     assert!(gigscope(&["stats", "--estimator", "proxmo", path(&verl)]).status.success());
 }
+
+/// A run trained with a successor records it in `run.json` (`estimator`, with its settings): `advantages` and
+/// `stats` compute it without being told, flags apply over the recorded settings, and a malformed record is an
+/// error naming the file and the field.
+#[test]
+fn the_estimator_run_json_records_is_the_default() {
+    let dir = with_recorded_settings(serde_json::json!({}));
+    let meta_file = dir.path().join("run.json");
+    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_file).expect("run.json")).expect("json");
+    meta["estimator"] = serde_json::json!({"kind": "hgpo", "settings": {"hgpo_history": 1}});
+    std::fs::write(&meta_file, meta.to_string()).expect("write run.json");
+    let advantage = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["advantages", "--format", "jsonl"];
+        all.extend_from_slice(args);
+        all.push(path(dir.path()));
+        jsonl(&gigscope(&all)).into_iter().map(|row| row["advantage"].clone()).collect()
+    };
+    let recorded = advantage(&[]);
+    assert_eq!(recorded, advantage(&["--estimator", "hgpo", "--hgpo-history", "1"]));
+    assert_ne!(recorded, advantage(&["--estimator", "gigpo"]));
+    // A family flag applies over the recorded settings.
+    assert_eq!(advantage(&["--hgpo-history", "2"]), advantage(&["--estimator", "hgpo"]));
+    assert!(gigscope(&["stats", path(dir.path())]).status.success());
+
+    meta["estimator"] = serde_json::json!({"kind": "no-such-estimator"});
+    std::fs::write(&meta_file, meta.to_string()).expect("write run.json");
+    let out = gigscope(&["advantages", path(dir.path())]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run.json") && err.contains("`estimator`"), "{err}");
+}

@@ -27,6 +27,22 @@ fn tiny(advantage: AdvantageOverrides, estimator: Option<FamilyEstimator>) -> Tr
     }
 }
 
+/// The `advantage` column `gigscope advantages --format jsonl` (the real binary) prints for `run` with `args`.
+fn printed_advantages(run: &std::path::Path, args: &[&str]) -> Vec<f64> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
+        .args(["advantages", "--format", "jsonl"])
+        .args(args)
+        .arg(run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["advantage"].as_f64().unwrap())
+        .collect()
+}
+
 /// A short burst, then `gigscope advantages RUN` with `cli_args`: it prints what the burst stored.
 fn burst_then_compare_with(advantage: AdvantageOverrides, estimator: Option<FamilyEstimator>, cli_args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
@@ -37,18 +53,7 @@ fn burst_then_compare_with(advantage: AdvantageOverrides, estimator: Option<Fami
     assert!(run.errors.is_empty(), "{:?}", run.errors);
     let stored: Vec<f64> = run.episodes.iter().flat_map(|e| e.advantages.clone().unwrap()).collect();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
-        .args(["advantages", "--format", "jsonl"])
-        .args(cli_args)
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed: Vec<f64> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["advantage"].as_f64().unwrap())
-        .collect();
+    let printed = printed_advantages(dir.path(), cli_args);
     assert_eq!(printed.len(), stored.len());
     assert!(stored.iter().any(|a| *a != 0.0), "a burst with no signal proves nothing");
     // Exact equality: the same engine on the same numbers, printed in shortest round-trip form.
@@ -79,7 +84,7 @@ fn stored_advantages_equal_gigscope_advantages_with_other_settings() {
 
 /// A burst trained with a successor estimator stores that estimator's advantages, computed on each iteration's
 /// batch under the run's settings: `gigscope advantages --estimator KIND` recomputes them from the recorded
-/// episodes, and `run.json` records the estimator.
+/// episodes, and `run.json` records the estimator, which `gigscope advantages` then computes by default.
 fn family_burst_then_compare(kind: EstimatorKind, settings: EstimatorSettings, cli_args: &[&str]) {
     let estimator = FamilyEstimator { kind, settings };
     let dir = tempfile::tempdir().unwrap();
@@ -94,31 +99,12 @@ fn family_burst_then_compare(kind: EstimatorKind, settings: EstimatorSettings, c
     let stored: Vec<f64> = run.episodes.iter().flat_map(|e| e.advantages.clone().unwrap()).collect();
     assert!(stored.iter().any(|a| *a != 0.0), "a burst with no signal proves nothing");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
-        .args(["advantages", "--format", "jsonl", "--estimator", kind.name()])
-        .args(cli_args)
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let printed: Vec<f64> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["advantage"].as_f64().unwrap())
-        .collect();
-    assert_eq!(printed, stored);
+    let asked = [&["--estimator", kind.name()][..], cli_args].concat();
+    assert_eq!(printed_advantages(dir.path(), &asked), stored);
+    // Without `--estimator` (and without the family flags), the estimator and settings run.json records.
+    assert_eq!(printed_advantages(dir.path(), &[]), stored);
     // And they are that estimator's, not GiGPO's.
-    let gigpo = Command::new(env!("CARGO_BIN_EXE_gigscope"))
-        .args(["advantages", "--format", "jsonl"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let gigpo: Vec<f64> = String::from_utf8(gigpo.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["advantage"].as_f64().unwrap())
-        .collect();
-    assert_ne!(gigpo, stored);
+    assert_ne!(printed_advantages(dir.path(), &["--estimator", "gigpo"]), stored);
 }
 
 #[test]

@@ -23,7 +23,8 @@ use crate::run::{Episode, Run};
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SettingsFlags {
     /// Estimator: GiGPO (A_E + ω·A_S), GRPO (A_E alone), RLOO, GiGPO's step component alone, or one of GiGPO's
-    /// successors: hgpo, graphgpo, proxmo, soft-page, q-minus-v.
+    /// successors: hgpo, graphgpo, proxmo, soft-page, q-minus-v [default: the one `run.json` records the run was
+    /// trained with (`estimator`), else `advantage.estimator`, else gigpo].
     #[arg(long, value_enum)]
     pub estimator: Option<EstimatorKind>,
     /// Discount factor γ of the step returns.
@@ -199,10 +200,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The settings to stream `args`' run with and its environment's page anchor, or `None` when it must be read
-/// whole: another layout, a successor estimator, or TRL's batch scaling (which couple episode groups).
+/// whole: another layout, a successor estimator (asked for, or the one the run was trained with), or TRL's batch scaling (which couple episode groups).
 fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, Option<PageAnchor>)>> {
     let layout = crate::run::source::resolve_layout(&args.run, args.source.from, false)?;
-    if layout != crate::run::Layout::Gigscope || args.settings.estimator.is_some_and(|k| k.engine().is_none()) {
+    if layout != crate::run::Layout::Gigscope {
         return Ok(None);
     }
     // The run's description (a broken run.json is an error here as in the whole read), without its episodes.
@@ -211,6 +212,9 @@ fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, Option<P
     }
     let mut described = Run::empty(&args.run, layout);
     described.meta = crate::run::read_meta(&args.run)?;
+    if super::estimate::chosen_family(&described, &args.settings, &args.family)?.is_some() {
+        return Ok(None);
+    }
     let settings = args.settings.resolve(&described)?;
     Ok(settings.scale_rewards.is_none().then(|| (settings, crate::env::page_anchor(&described))))
 }

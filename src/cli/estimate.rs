@@ -4,9 +4,10 @@
 use anyhow::Context;
 
 use super::advantages::SettingsFlags;
-use crate::advantage::estimators::{self, EnvInputs, EstimatorSettings};
+use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, AdvantageTable, Norm};
-use crate::run::Run;
+use crate::run::{Run, RUN_META_FILE};
+use crate::training::protocol::{FamilyEstimator, ESTIMATOR_KEY};
 
 /// The family's own settings as flags; each one left out keeps its authors' default.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -55,7 +56,11 @@ pub struct FamilyFlags {
 impl FamilyFlags {
     /// These flags over the defaults.
     pub fn settings(&self) -> EstimatorSettings {
-        let d = EstimatorSettings::default();
+        self.over(EstimatorSettings::default())
+    }
+
+    /// These flags over `d` (a run's recorded settings of its estimator).
+    fn over(&self, d: EstimatorSettings) -> EstimatorSettings {
         EstimatorSettings {
             hgpo_history: self.hgpo_history.unwrap_or(d.hgpo_history),
             hgpo_alpha: self.hgpo_alpha.unwrap_or(d.hgpo_alpha),
@@ -74,8 +79,28 @@ impl FamilyFlags {
     }
 }
 
-/// The settings and the advantage table `--estimator` asks for: the engine's table, whose `advantage` column
-/// is the family estimator's when one of them was chosen (A_E and A_S stay GiGPO's components). An estimator
+/// The family estimator whose advantages are asked for, with its settings: `--estimator` when it names one of
+/// the family (the engine's four name none), else the one `run.json` records the run was trained with (key
+/// `estimator`, written by `gigscope train --estimator`), so that a run's stored advantages are what `advantages`
+/// shows by default; the family flags apply over the recorded settings.
+pub fn chosen_family(
+    run: &Run,
+    flags: &SettingsFlags,
+    family: &FamilyFlags,
+) -> anyhow::Result<Option<(EstimatorKind, EstimatorSettings)>> {
+    if let Some(kind) = flags.estimator {
+        return Ok(kind.engine().is_none().then(|| (kind, family.settings())));
+    }
+    let Some(recorded) = run.meta.as_ref().and_then(|m| m.extra.get(ESTIMATOR_KEY)) else { return Ok(None) };
+    let recorded: FamilyEstimator = serde_json::from_value(recorded.clone()).with_context(|| {
+        let file = run.dir.join(RUN_META_FILE);
+        format!("{}: field `{ESTIMATOR_KEY}` is not an estimator of the family", file.display())
+    })?;
+    Ok(Some((recorded.kind, family.over(recorded.settings))))
+}
+
+/// The settings and the advantage table asked for: the engine's table, whose `advantage` column is the family
+/// estimator's when one of them was chosen ([`chosen_family`]; A_E and A_S stay GiGPO's components). An estimator
 /// that needs what the run lacks is an error naming it.
 pub fn estimate(
     run: &Run,
@@ -84,8 +109,7 @@ pub fn estimate(
 ) -> anyhow::Result<(AdvantageSettings, AdvantageTable)> {
     let settings = flags.resolve(run)?;
     let mut table = compute(&run.episodes, &settings);
-    if let Some(kind) = flags.estimator.filter(|k| k.engine().is_none()) {
-        let family = family.settings();
+    if let Some((kind, family)) = chosen_family(run, flags, family)? {
         family.validate(kind)?;
         let page_anchor = crate::env::page_anchor(run);
         let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
