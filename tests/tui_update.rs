@@ -433,3 +433,18 @@ fn jobs_running_off_the_ui_thread_show_in_the_status_bar_and_x_cancels_them() {
     update(&mut s, Msg::Jobs(vec![JobKind::Write]));
     assert!(!update(&mut s, Msg::Action(Action::CancelBurst)).cancel_jobs, "only a write left: nothing to cancel");
 }
+
+/// A grouping and a burst have lines of their own in the status bar (what is shown meanwhile; the burst's gauge):
+/// the job list does not name them a second time.
+#[test]
+fn a_grouping_job_is_named_once_in_the_status_bar() {
+    use gigscope::advantage::AnchorMode;
+    use gigscope::tui::state::JobKind;
+    let mut s = state();
+    s.domain.grouping_job = Some(AnchorMode::Similarity(0.85));
+    update(&mut s, Msg::Jobs(vec![JobKind::Grouping, JobKind::Search]));
+    let line = status_line(&s);
+    assert_eq!(line.matches('⟳').count(), 2, "searching, and the grouping once: {line}");
+    assert!(line.contains("⟳ searching (X cancels)") && line.contains("⟳ grouping by"), "{line}");
+    assert!(!line.contains("grouping anchors"), "{line}");
+}

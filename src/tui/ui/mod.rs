@@ -16,7 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use super::action::Action;
 use super::burst_dialog::BurstStatus;
 use super::fields::Field;
-use super::state::{Popup, Prompt, State};
+use super::state::{JobKind, Popup, Prompt, State};
 use super::views::component;
 
 impl Widget for &State {
@@ -178,7 +178,9 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some(loading) = &state.domain.live.loading {
         spans.push(Span::styled(format!("{} · ", loading_summary(loading)), theme.accent()));
     }
-    for job in &state.jobs.running {
+    // A grouping and a burst have lines of their own below (what is shown meanwhile; the burst's gauge).
+    let own_line = |job: &JobKind| matches!(job, JobKind::Grouping | JobKind::Burst { .. });
+    for job in state.jobs.running.iter().filter(|job| !own_line(job)) {
         let cancels = if job.cancel() == crate::tui::state::Cancel::No { "" } else { " (X cancels)" };
         spans.push(Span::styled(format!("⟳ {}{cancels} · ", job.label()), theme.accent()));
     }
@@ -264,7 +266,7 @@ pub(crate) fn burst_summary(b: &BurstStatus) -> String {
         b.iterations,
         "█".repeat(filled),
         "░".repeat(CELLS - filled.min(CELLS)),
-        if b.cancelling { " cancelling" } else { "" }
+        if b.cancelling { " cancelling" } else { " (X cancels)" }
     )
 }
 
