@@ -475,3 +475,34 @@ fn lean_episodes_read_back_from_disk_index_like_episodes_in_memory() {
     let stats = reopened.update(&lean, &table).unwrap();
     assert_eq!((stats.rebuilt, stats.episodes_written), (false, 0), "the same run, whichever way it is held");
 }
+
+/// A WebShop run recorded without page types (another trainer's rollouts) is indexed under the pages its
+/// environment derives from each observation, as the engine's page anchors see them: `page:item` finds the same
+/// steps as in the run gigscope recorded with its pages.
+#[test]
+fn steps_without_a_page_are_indexed_under_their_environments_page_anchor() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/webshop-gigpo");
+    let run = gigscope::run::Run::open(&sample).unwrap();
+    let page_anchor = gigscope::env::page_anchor(&run);
+    assert!(page_anchor.is_some(), "the sample is a WebShop run");
+    let recorded = run.episodes.clone();
+    let mut bare = recorded.clone();
+    bare.iter_mut().flat_map(|e| e.steps.iter_mut()).for_each(|s| s.page = None);
+
+    let with_pages = Fixture::new(&recorded).indexed(&recorded);
+    let fx = Fixture::new(&bare);
+    let mut derived = fx.open().with_page_anchor(page_anchor);
+    derived.update(&bare, &compute(&bare, &fx.settings)).unwrap();
+    let plain = Fixture::new(&bare).indexed(&bare);
+    for page in ["search", "results", "item"] {
+        let query = format!("page:{page}");
+        let want = with_pages.search(&query, 10_000).unwrap();
+        assert!(want.total > 0, "{query}");
+        let got = derived.search(&query, 10_000).unwrap();
+        let key = |r: &gigscope::index::SearchResults| -> Vec<(String, usize)> {
+            r.hits.iter().map(|h| (h.episode_id.clone(), h.step)).collect()
+        };
+        assert_eq!(key(&got), key(&want), "{query}");
+        assert_eq!(plain.search(&query, 10).unwrap().total, 0, "without the page anchor nothing has a page");
+    }
+}

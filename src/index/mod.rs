@@ -51,6 +51,7 @@ use tantivy::{
 };
 
 use crate::advantage::{AdvantageSettings, AdvantageTable};
+use crate::env::PageAnchor;
 use crate::run::lean::TextError;
 use crate::run::Episode;
 
@@ -168,6 +169,8 @@ pub struct TrajectoryIndex {
     manifest: Manifest,
     settings_key: String,
     searcher: IndexSearcher,
+    /// The run's environment's page anchor, for steps that record no `page` (runs recorded elsewhere).
+    page_anchor: Option<PageAnchor>,
 }
 
 /// A handle that searches the committed part of a [`TrajectoryIndex`], shareable with other threads
@@ -251,7 +254,14 @@ impl TrajectoryIndex {
         let current = RwLock::new(Committed { searcher: reader.searcher(), episodes: manifest.episodes });
         let searcher =
             IndexSearcher { shared: Arc::new(SearchShared { dir: dir.clone(), fields, parser, reader, current }) };
-        Ok(TrajectoryIndex { dir, index, fields, manifest, settings_key, searcher })
+        Ok(TrajectoryIndex { dir, index, fields, manifest, settings_key, searcher, page_anchor: None })
+    }
+
+    /// Index each step that records no `page` under the one `page_anchor` derives from its observation (the
+    /// run's environment's, [`crate::env::page_anchor`]), as the engine's page anchors see it: `page:item` then
+    /// finds the same steps in a run recorded elsewhere as in one gigscope recorded.
+    pub fn with_page_anchor(self, page_anchor: Option<PageAnchor>) -> Self {
+        TrajectoryIndex { page_anchor, ..self }
     }
 
     /// Open under [`default_cache_dir`].
@@ -418,7 +428,7 @@ impl TrajectoryIndex {
             }
             doc.add_text(f.id, &episode.id);
             doc.add_text(f.group, &episode.group);
-            if let Some(page) = &step.page {
+            if let Some(page) = step.page.as_deref().or_else(|| self.page_anchor.map(|p| p.of(&step.observation))) {
                 doc.add_text(f.page, page);
             }
             doc.add_bool(f.success, success);

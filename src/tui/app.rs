@@ -154,7 +154,9 @@ impl Searcher {
                 self.rerun = Some(query);
                 return Ok(());
             }
-            let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings).map_err(|e| e.to_string())?;
+            let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings)
+                .map_err(|e| e.to_string())?
+                .with_page_anchor(crate::env::page_anchor(&state.domain.run));
             self.handle = Some((settings, index.searcher()));
             self.index = Some(index);
         }
