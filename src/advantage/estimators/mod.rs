@@ -197,7 +197,7 @@ impl std::fmt::Display for Need {
 pub struct EnvInputs<'a> {
     /// The WebShop page type (`search`, `results`, `item`, `item_sub` or `done`) of an observation, for steps
     /// that record no `page`. `None` for runs of other environments: `soft-page` then needs a `page` on every
-    /// step. For WebShop runs, pass `&|obs| crate::webshop::page::classify_observation(obs).as_str()`.
+    /// step. Callers pass the run's environment's page anchor (`env::page_anchor(run)`, as a closure).
     pub page_of: Option<&'a (dyn Fn(&str) -> &'static str + Sync)>,
 }
 
