@@ -95,3 +95,78 @@ fn statistics_by_iteration() {
     assert_eq!((one.episodes, one.groups.len(), one.mean_return, one.mean_len), (1, 0, 2.0, 3.0));
     assert_eq!((one.tokens_per_step, one.zero_variance_share, one.mean_step_group_size), (None, 0.0, 0.0));
 }
+
+mod appended_parts {
+    use super::episode;
+    use gigscope::advantage::stats::{compare_stored, compare_stored_over, count_step_group_sizes, stats_by, StatsBy};
+    use gigscope::advantage::{compute, run_stats, AdvantageSettings, AdvantageTable};
+    use gigscope::run::Episode;
+    use proptest::prelude::*;
+
+    /// A run written group by group (each group's episodes together, as trainers append them), with
+    /// iterations, outcomes, tokens and some trainer-recorded advantages.
+    fn arb_run() -> impl Strategy<Value = Vec<Episode>> {
+        let arb_episode = (
+            prop::collection::vec((0..4usize, prop::sample::select(vec![0.0, 1.0, 10.0])), 1..5),
+            prop::bool::ANY,
+            prop::option::of(0.0..2.0f64),
+            0..3i64,
+        );
+        prop::collection::vec(prop::collection::vec(arb_episode, 1..5), 1..9).prop_map(|groups| {
+            let mut run = Vec::new();
+            for (g, members) in groups.into_iter().enumerate() {
+                for (steps, success, stored, iteration) in members {
+                    let rewards: Vec<f64> = steps.iter().map(|&(_, r)| r).collect();
+                    let anchors: Vec<String> = steps.iter().map(|&(a, _)| format!("s{a}")).collect();
+                    let anchors: Vec<&str> = anchors.iter().map(String::as_str).collect();
+                    let mut e = episode(&format!("e{}", run.len()), &format!("g{g}"), &rewards, &anchors);
+                    e.iteration = iteration;
+                    e.outcome = Some(gigscope::run::Outcome { success, ..Default::default() });
+                    e.steps[0].tokens = Some(rewards.len() as u64);
+                    e.advantages = stored.map(|a| vec![a; rewards.len()]);
+                    run.push(e);
+                }
+            }
+            run
+        })
+    }
+
+    proptest! {
+        /// The statistics a viewer keeps up to date part by part (each part whole groups, its table appended)
+        /// equal those computed at once over the whole run.
+        #[test]
+        fn statistics_taken_in_part_by_part_equal_those_of_the_whole(run in arb_run(), cuts in prop::collection::vec(0..40usize, 0..4)) {
+            let settings = AdvantageSettings::default();
+            let whole = compute(&run, &settings);
+            // Cut only between groups.
+            let mut ends: Vec<usize> = cuts.into_iter()
+                .map(|c| c % (run.len() + 1))
+                .filter(|&c| c == 0 || c == run.len() || run[c - 1].group != run[c].group)
+                .collect();
+            ends.push(run.len());
+            ends.sort_unstable();
+            ends.dedup();
+            let (mut table, mut by, mut sizes, mut largest) = (AdvantageTable::default(), StatsBy::default(), Default::default(), None::<f64>);
+            let mut start = 0;
+            for end in ends {
+                let anchors_before = table.anchor_groups.len();
+                table.append(compute(&run[start..end], &settings));
+                count_step_group_sizes(&mut sizes, &table.anchor_groups[anchors_before..]);
+                by.extend(&run[..end], &table, |e| run[e].iteration);
+                let part = compare_stored_over(&run[..end], &table, start..end).and_then(|c| c.largest).map(|l| l.abs_diff);
+                largest = match (largest, part) {
+                    (Some(before), Some(now)) if now > before => Some(now),
+                    (None, now) => now,
+                    (before, _) => before,
+                };
+                start = end;
+            }
+            prop_assert_eq!(&table, &whole);
+            prop_assert_eq!(by.stats(), stats_by(&run, &whole, |e| run[e].iteration));
+            let at_once = run_stats(&run, &whole);
+            let histogram: Vec<(usize, usize)> = at_once.step_group_sizes.iter().map(|s| (s.size, s.count)).collect();
+            prop_assert_eq!(sizes.into_iter().collect::<Vec<_>>(), histogram);
+            prop_assert_eq!(largest, compare_stored(&run, &whole).and_then(|c| c.largest).map(|l| l.abs_diff));
+        }
+    }
+}

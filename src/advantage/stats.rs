@@ -3,10 +3,11 @@
 //! advantages are from gigscope's recomputation.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde::Serialize;
 
-use super::engine::{AdvantageTable, RowRef};
+use super::engine::{AdvantageTable, AnchorGroup, RowRef};
 use super::input::EngineInput;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -77,10 +78,10 @@ pub struct StoredDifference {
 /// Statistics of `table`, computed by the engine from `episodes`.
 pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) -> RunStats {
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+    count_step_group_sizes(&mut sizes, &table.anchor_groups);
     let mut singletons_per_group = vec![0usize; table.episode_groups.len()];
     let mut step_groups_per_group = vec![0usize; table.episode_groups.len()];
     for anchor in &table.anchor_groups {
-        *sizes.entry(anchor.members.len()).or_insert(0) += 1;
         step_groups_per_group[anchor.episode_group as usize] += 1;
         if anchor.members.len() == 1 {
             singletons_per_group[anchor.episode_group as usize] += 1;
@@ -129,6 +130,14 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
     }
 }
 
+/// Count `anchor_groups` into `sizes` (step-group size → number of step groups of that size): a histogram kept
+/// up to date as anchor groups are appended.
+pub fn count_step_group_sizes(sizes: &mut BTreeMap<usize, usize>, anchor_groups: &[AnchorGroup]) {
+    for anchor in anchor_groups {
+        *sizes.entry(anchor.members.len()).or_insert(0) += 1;
+    }
+}
+
 fn share(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
@@ -139,9 +148,18 @@ fn share(part: usize, whole: usize) -> f64 {
 
 /// The largest |stored − recomputed| over episodes that carry `advantages`; the first such row wins ties.
 pub fn compare_stored<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) -> Option<StoredComparison> {
+    compare_stored_over(episodes, table, 0..episodes.episode_count())
+}
+
+/// [`compare_stored`] over the episodes `range` alone (those just appended to a run).
+pub fn compare_stored_over<I: EngineInput + ?Sized>(
+    episodes: &I,
+    table: &AdvantageTable,
+    range: Range<usize>,
+) -> Option<StoredComparison> {
     let mut comparison = StoredComparison { rows: 0, length_mismatches: Vec::new(), largest: None };
     let mut any = false;
-    for e in 0..episodes.episode_count() {
+    for e in range {
         let Some(stored) = episodes.recorded_advantages(e) else { continue };
         any = true;
         if stored.len() != episodes.step_count(e) {
@@ -185,68 +203,105 @@ pub struct SliceStats {
     pub mean_step_group_size: f64,
 }
 
+/// Sums over a slice of the run, which its [`SliceStats`] are made from.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct SliceSums {
+    episodes: usize,
+    success: usize,
+    ret: f64,
+    steps: usize,
+    tokens: u64,
+    token_steps: usize,
+    groups: Vec<u32>,
+    zero_variance: usize,
+    members: usize,
+    anchor_groups: usize,
+}
+
+impl SliceSums {
+    fn stats(&self) -> SliceStats {
+        let share = |part: usize, whole: usize| if whole == 0 { 0.0 } else { part as f64 / whole as f64 };
+        let n = self.episodes.max(1) as f64;
+        SliceStats {
+            episodes: self.episodes,
+            success_rate: self.success as f64 / n,
+            mean_return: self.ret / n,
+            mean_len: self.steps as f64 / n,
+            tokens_per_step: (self.token_steps > 0).then(|| self.tokens as f64 / self.token_steps as f64),
+            zero_variance_share: share(self.zero_variance, self.groups.len()),
+            mean_step_group_size: share(self.members, self.anchor_groups),
+            groups: self.groups.clone(),
+        }
+    }
+}
+
+/// The run split by a key, kept up to date as episodes are appended with their groups: each episode counts
+/// under its own key, each episode group (with its anchor groups) under its first episode's key. Taking in an
+/// appended part costs what the part holds, not what the run holds, so a viewer reading a large run part by
+/// part keeps its per-iteration statistics at no cost that grows with the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatsBy<K> {
+    sums: BTreeMap<K, SliceSums>,
+    episodes: usize,
+    /// Each episode group taken in so far: the key it counts under.
+    group_key: Vec<Option<K>>,
+    anchor_groups: usize,
+}
+
+impl<K> Default for StatsBy<K> {
+    fn default() -> Self {
+        StatsBy { sums: BTreeMap::new(), episodes: 0, group_key: Vec::new(), anchor_groups: 0 }
+    }
+}
+
+impl<K: Ord + Clone> StatsBy<K> {
+    /// Take in what `episodes` and `table` hold beyond what was taken in before: the episodes from the last one
+    /// taken in on, the episode groups and anchor groups likewise. What was taken in must not have changed
+    /// (episodes are only appended, in new groups, as [`AdvantageTable::append`] appends them).
+    pub fn extend<I: EngineInput + ?Sized>(&mut self, episodes: &I, table: &AdvantageTable, key: impl Fn(usize) -> K) {
+        for e in self.episodes..episodes.episode_count() {
+            let sums = self.sums.entry(key(e)).or_default();
+            let steps = episodes.step_count(e);
+            sums.episodes += 1;
+            sums.success += usize::from(episodes.success(e));
+            sums.ret += (0..steps).map(|t| episodes.reward(e, t)).sum::<f64>();
+            sums.steps += steps;
+            sums.tokens += episodes.tokens(e);
+            sums.token_steps += episodes.token_steps(e);
+        }
+        self.episodes = episodes.episode_count();
+        for (g, group) in table.episode_groups.iter().enumerate().skip(self.group_key.len()) {
+            let slot = group.episodes.first().map(|&first| key(first as usize));
+            if let Some(sums) = slot.as_ref().and_then(|k| self.sums.get_mut(k)) {
+                sums.groups.push(g as u32);
+                sums.zero_variance += usize::from(group.zero_variance);
+            }
+            self.group_key.push(slot);
+        }
+        for anchor in &table.anchor_groups[self.anchor_groups.min(table.anchor_groups.len())..] {
+            let slot = self.group_key.get(anchor.episode_group as usize).and_then(Option::as_ref);
+            if let Some(sums) = slot.and_then(|k| self.sums.get_mut(k)) {
+                sums.members += anchor.members.len();
+                sums.anchor_groups += 1;
+            }
+        }
+        self.anchor_groups = table.anchor_groups.len();
+    }
+
+    /// The statistics of each key's slice, in key order.
+    pub fn stats(&self) -> Vec<(K, SliceStats)> {
+        self.sums.iter().map(|(k, sums)| (k.clone(), sums.stats())).collect()
+    }
+}
+
 /// The run split by `key`, in key order: each episode counts under its own key, each episode group (with its
 /// anchor groups) under its first episode's key.
-pub fn stats_by<I: EngineInput + ?Sized, K: Ord>(
+pub fn stats_by<I: EngineInput + ?Sized, K: Ord + Clone>(
     episodes: &I,
     table: &AdvantageTable,
     key: impl Fn(usize) -> K,
 ) -> Vec<(K, SliceStats)> {
-    #[derive(Default)]
-    struct Acc {
-        episodes: usize,
-        success: usize,
-        ret: f64,
-        steps: usize,
-        tokens: u64,
-        token_steps: usize,
-        groups: Vec<u32>,
-        zero_variance: usize,
-        members: usize,
-        anchor_groups: usize,
-    }
-    let mut acc: BTreeMap<K, Acc> = BTreeMap::new();
-    for e in 0..episodes.episode_count() {
-        let a = acc.entry(key(e)).or_default();
-        let steps = episodes.step_count(e);
-        a.episodes += 1;
-        a.success += usize::from(episodes.success(e));
-        a.ret += (0..steps).map(|t| episodes.reward(e, t)).sum::<f64>();
-        a.steps += steps;
-        a.tokens += episodes.tokens(e);
-        a.token_steps += episodes.token_steps(e);
-    }
-    // Where each episode group counts: under its first episode's key.
-    let mut group_slot: Vec<Option<K>> = Vec::with_capacity(table.episode_groups.len());
-    for (g, group) in table.episode_groups.iter().enumerate() {
-        let slot = group.episodes.first().map(|&first| key(first as usize));
-        if let Some(a) = slot.as_ref().and_then(|k| acc.get_mut(k)) {
-            a.groups.push(g as u32);
-            a.zero_variance += usize::from(group.zero_variance);
-        }
-        group_slot.push(slot);
-    }
-    for anchor in &table.anchor_groups {
-        if let Some(a) = group_slot[anchor.episode_group as usize].as_ref().and_then(|k| acc.get_mut(k)) {
-            a.members += anchor.members.len();
-            a.anchor_groups += 1;
-        }
-    }
-    let share = |part: usize, whole: usize| if whole == 0 { 0.0 } else { part as f64 / whole as f64 };
-    acc.into_iter()
-        .map(|(k, a)| {
-            let n = a.episodes.max(1) as f64;
-            let stats = SliceStats {
-                episodes: a.episodes,
-                success_rate: a.success as f64 / n,
-                mean_return: a.ret / n,
-                mean_len: a.steps as f64 / n,
-                tokens_per_step: (a.token_steps > 0).then(|| a.tokens as f64 / a.token_steps as f64),
-                zero_variance_share: share(a.zero_variance, a.groups.len()),
-                mean_step_group_size: share(a.members, a.anchor_groups),
-                groups: a.groups,
-            };
-            (k, stats)
-        })
-        .collect()
+    let mut by = StatsBy::default();
+    by.extend(episodes, table, key);
+    by.stats()
 }

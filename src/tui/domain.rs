@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::advantage::explain::{explain, Explanation};
-use crate::advantage::stats::{compare_stored, stats_by, SliceStats};
+use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, SliceStats, StatsBy};
 use crate::advantage::{
-    compute_grouped, group_keyed, recompute, regroup, run_stats, AdvantageSettings, AdvantageTable, AnchorGrouping,
-    AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
+    compute_grouped, group_keyed, recompute, regroup, AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode,
+    KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::lean::{LeanEpisode, PageIds, TextError, TextStore};
@@ -81,6 +81,8 @@ pub struct Derived {
     pub max_trainer_diff: Option<f64>,
     /// Why the grouping the settings ask for could not be made (its anchors' text could not be read back).
     pub read_error: Option<String>,
+    /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
+    by_bucket: StatsBy<Bucket>,
 }
 
 /// The anchor grouping of `episodes` under `mode`, made at once (a similarity grouping reads the anchors' text
@@ -127,18 +129,37 @@ impl Derived {
         let Ok(grouping) = group_now(&episodes[old_len..], settings.anchor) else {
             return Derived::build(episodes, settings);
         };
-        let mut table = self.table;
-        table.append(compute_grouped(&episodes[old_len..], &grouping, settings));
-        Derived::from_table(episodes, table, *settings)
+        let mut derived = Derived { read_error: None, settings: *settings, ..self };
+        let old_anchor_groups = derived.table.anchor_groups.len();
+        derived.table.append(compute_grouped(&episodes[old_len..], &grouping, settings));
+        derived.take_in(episodes, old_len, old_anchor_groups);
+        derived
     }
 
     /// The summaries shown beside the table: the engine's run statistics, and per-iteration sums.
     pub(crate) fn from_table(episodes: &[LeanEpisode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
-        let stats = run_stats(episodes, &table);
-        let size_histogram = stats.step_group_sizes.iter().map(|s| (s.size, s.count)).collect();
-        let max_trainer_diff = compare_stored(episodes, &table).and_then(|c| c.largest).map(|l| l.abs_diff);
+        let mut derived = Derived { table, settings, ..Derived::default() };
+        derived.take_in(episodes, 0, 0);
+        derived
+    }
+
+    /// Bring the summaries up to date with the episodes from `old_len` on and the table's anchor groups from
+    /// `old_anchor_groups` on (appended in new episode groups): the cost is the appended part's, whatever the
+    /// size of the run before it.
+    fn take_in(&mut self, episodes: &[LeanEpisode], old_len: usize, old_anchor_groups: usize) {
+        count_step_group_sizes(&mut self.size_histogram, &self.table.anchor_groups[old_anchor_groups..]);
+        let appended = compare_stored_over(episodes, &self.table, old_len..episodes.len());
+        // The first largest difference stands, as `compare_stored` keeps it over the whole run.
+        match (self.max_trainer_diff, appended.and_then(|c| c.largest).map(|l| l.abs_diff)) {
+            (Some(before), Some(now)) if now > before => self.max_trainer_diff = Some(now),
+            (None, now) => self.max_trainer_diff = now,
+            _ => {}
+        }
+        self.by_bucket.extend(episodes, &self.table, |e| bucket_of(&episodes[e]));
         // Training iterations in order, then the play bucket.
-        let iterations = stats_by(episodes, &table, |e| bucket_of(&episodes[e]))
+        self.iterations = self
+            .by_bucket
+            .stats()
             .into_iter()
             .map(|(bucket, stats)| IterationStats {
                 iteration: match bucket {
@@ -149,7 +170,6 @@ impl Derived {
                 stats,
             })
             .collect();
-        Derived { table, settings, iterations, size_histogram, max_trainer_diff, read_error: None }
     }
 
     /// The training iterations (the play bucket left out), for the charts.

@@ -266,7 +266,7 @@ pub(crate) fn burst_summary(b: &BurstStatus) -> String {
         b.iterations,
         "█".repeat(filled),
         "░".repeat(CELLS - filled.min(CELLS)),
-        if b.cancelling { " cancelling" } else { " (X cancels)" }
+        if b.cancelling { " cancelling" } else { "" }
     )
 }
 
