@@ -248,6 +248,39 @@ fn a_read_budget_splits_a_file_into_whole_line_parts() {
     assert_eq!(tail.offset(), text.len() as u64);
 }
 
+/// A run written group by group arrives in parts that end where a group ends: the watcher holds a part's last
+/// group back until the next part (a viewer then takes in each part as new groups, computing it alone).
+#[test]
+fn parts_of_a_large_run_end_where_a_group_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let observation = "WebShop [SEP] ".repeat(1500);
+    let text: String = (0..2500)
+        .map(|i| {
+            let steps = vec![Step::new(observation.as_str(), "click[x]", 0.0)];
+            serde_json::to_string(&Episode::new(format!("e{i}"), format!("g{}", i / 7), steps)).unwrap() + "\n"
+        })
+        .collect();
+    assert!(text.len() as u64 > 2 * gigscope::run::source::EPISODES_PART_BYTES, "three parts at least");
+    append(&dir.path().join(EPISODES_FILE), &text);
+    let (_, tails) = live::start_as(dir.path(), None, &Default::default()).unwrap();
+    let (_watcher, rx) = Watcher::spawn(dir.path(), tails, options(false)).unwrap();
+    let events = wait_until(&rx, |seen| episode_ids(seen).len() >= 2500);
+    let parts: Vec<&Vec<(u64, Episode)>> = events
+        .iter()
+        .filter_map(|e| match e {
+            LiveEvent::Episodes(part) => Some(part),
+            _ => None,
+        })
+        .collect();
+    assert!(parts.len() >= 3, "{} parts", parts.len());
+    for pair in parts.windows(2) {
+        let (end, next) = (&pair[0].last().unwrap().1, &pair[1][0].1);
+        assert_ne!(end.group, next.group, "a part ends inside group {}", end.group);
+    }
+    let ids: Vec<String> = parts.iter().flat_map(|p| p.iter().map(|(_, e)| e.id.clone())).collect();
+    assert_eq!(ids, (0..2500).map(|i| format!("e{i}")).collect::<Vec<_>>(), "every episode once, in file order");
+}
+
 #[test]
 fn a_large_run_arrives_in_parts_with_progress_and_the_status_follows_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -321,4 +354,40 @@ fn a_viewer_merges_one_part_at_a_time() {
     assert_eq!(live::next_part(&mut backlog), vec![LiveEvent::Progress { read: 1, total: 3 }, episodes("b")]);
     assert_eq!(live::next_part(&mut backlog), vec![LiveEvent::Progress { read: 3, total: 3 }], "the rest");
     assert!(live::next_part(&mut backlog).is_empty());
+}
+
+/// A large batch of episodes is taken in a slice at a time, each ending where a group ends, its progress
+/// with the last slice.
+#[test]
+fn a_large_batch_is_merged_in_slices_of_whole_groups() {
+    use gigscope::live::EPISODES_PER_MERGE;
+    use std::collections::VecDeque;
+    // Groups of 3: 2.5 slices' worth of episodes.
+    let n = EPISODES_PER_MERGE * 5 / 2;
+    let batch: Vec<(u64, Episode)> =
+        (0..n).map(|i| (i as u64 + 1, Episode::new(format!("e{i}"), format!("g{}", i / 3), vec![]))).collect();
+    let progress = LiveEvent::Progress { read: 9, total: 9 };
+    let mut backlog = VecDeque::from(vec![progress.clone(), LiveEvent::Episodes(batch.clone())]);
+    let mut merged = Vec::new();
+    let mut slices = 0;
+    while !backlog.is_empty() {
+        let part = live::next_part(&mut backlog);
+        let done = part.contains(&progress);
+        let episodes: Vec<(u64, Episode)> = part
+            .into_iter()
+            .flat_map(|e| match e {
+                LiveEvent::Episodes(episodes) => episodes,
+                _ => Vec::new(),
+            })
+            .collect();
+        if let (Some((_, last)), Some(LiveEvent::Episodes(next))) = (episodes.last(), backlog.front()) {
+            assert_ne!(last.group, next[0].1.group, "a slice ends inside a group");
+        }
+        assert!(episodes.len() <= EPISODES_PER_MERGE + 2, "{} episodes at once", episodes.len());
+        assert_eq!(done, backlog.is_empty(), "the progress comes with the last slice");
+        merged.extend(episodes);
+        slices += 1;
+    }
+    assert_eq!(slices, 3);
+    assert_eq!(merged, batch);
 }

@@ -16,7 +16,7 @@ use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource, SourcePoll};
-use crate::run::{check_run_dir, Layout, Run, RunError, SourceOptions};
+use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions};
 
 pub use crate::run::source::{apply, Applied, LiveEvent, LiveFile};
 
@@ -214,7 +214,7 @@ impl Watcher {
         } else {
             None
         };
-        let mut scanner = Scanner { source: tails.source, events: events_tx, scanned: false };
+        let mut scanner = Scanner { source: tails.source, events: events_tx, scanned: false, held: Vec::new() };
         let thread = std::thread::Builder::new()
             .name("gigscope-live".to_string())
             .spawn(move || scanner.run(wake_rx, options))
@@ -272,6 +272,10 @@ struct Scanner {
     events: Sender<LiveEvent>,
     /// The first scan is done (and was announced).
     scanned: bool,
+    /// The episodes of a part's last episode group, held back while the reader has more at once: they go with
+    /// the next part, so that parts end where groups end (when the file is written group by group) and a
+    /// viewer takes in each part as new groups, computing that part alone.
+    held: Vec<(u64, Episode)>,
 }
 
 /// The consumer dropped the receiver: nothing left to do.
@@ -322,19 +326,84 @@ impl Scanner {
         loop {
             let poll = self.source.poll();
             for event in poll.events {
-                self.events.send(event).map_err(|_| Disconnected)?;
+                match event {
+                    LiveEvent::Episodes(episodes) => {
+                        let mut part = std::mem::take(&mut self.held);
+                        part.extend(episodes);
+                        if poll.more {
+                            self.held = trailing_group(&mut part);
+                        }
+                        if !part.is_empty() {
+                            self.send(LiveEvent::Episodes(part))?;
+                        }
+                    }
+                    // How far reading is may run ahead of the episodes held back.
+                    progress @ LiveEvent::Progress { .. } => self.send(progress)?,
+                    // Anything else comes after the episodes read before it.
+                    other => {
+                        self.flush()?;
+                        self.send(other)?;
+                    }
+                }
             }
             if !poll.more {
+                self.flush()?;
                 return Ok(poll.pending);
             }
         }
     }
+
+    fn send(&self, event: LiveEvent) -> Result<(), Disconnected> {
+        self.events.send(event).map_err(|_| Disconnected)
+    }
+
+    /// Send the episodes held back, if any.
+    fn flush(&mut self) -> Result<(), Disconnected> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let held = std::mem::take(&mut self.held);
+        self.send(LiveEvent::Episodes(held))
+    }
 }
 
+/// Split off the episodes at the end of `part` that belong to its last episode's group; none when the whole
+/// part is one group (a group larger than a part is sent as it comes).
+fn trailing_group(part: &mut Vec<(u64, Episode)>) -> Vec<(u64, Episode)> {
+    let Some((_, last)) = part.last() else { return Vec::new() };
+    let start = part.iter().rposition(|(_, e)| e.group != last.group).map_or(0, |i| i + 1);
+    if start == 0 {
+        return Vec::new();
+    }
+    part.split_off(start)
+}
+
+/// The most episodes a viewer takes in at once ([`next_part`]): a few milliseconds of the UI thread's work (turning
+/// them lean, computing their groups) on the project's 2-core VM, so that keys are answered within a frame
+/// while a large run arrives.
+pub const EPISODES_PER_MERGE: usize = 250;
+
 /// The next events of `backlog` for a viewer to merge at once: everything up to and including the first
-/// batch of episodes (one part of a run read in parts). A viewer that merges a part, draws, and answers its
-/// keys before the next part stays responsive while a large run arrives, however far ahead the reader is.
+/// batch of episodes (one part of a run read in parts), of which at most [`EPISODES_PER_MERGE`] (more only
+/// to end where a group ends), the rest left first in the backlog with the part's progress (which comes with its last slice). A viewer
+/// that merges a part, draws, and answers its keys before the next stays responsive while a large run
+/// arrives, however far ahead the reader is.
 pub fn next_part(backlog: &mut std::collections::VecDeque<LiveEvent>) -> Vec<LiveEvent> {
     let end = backlog.iter().position(|e| matches!(e, LiveEvent::Episodes(_))).map_or(backlog.len(), |i| i + 1);
-    backlog.drain(..end).collect()
+    let mut part: Vec<LiveEvent> = backlog.drain(..end).collect();
+    let Some(LiveEvent::Episodes(episodes)) = part.last_mut() else { return part };
+    // Cut where a group ends, so the viewer takes in new groups alone; a group larger than that goes whole.
+    let Some(cut) = (EPISODES_PER_MERGE..episodes.len()).find(|&i| episodes[i - 1].1.group != episodes[i].1.group)
+    else {
+        return part;
+    };
+    let rest = episodes.split_off(cut);
+    // How far reading is goes with the last slice of the episodes it counted.
+    let (progress, part): (Vec<LiveEvent>, Vec<LiveEvent>) =
+        part.into_iter().partition(|e| matches!(e, LiveEvent::Progress { .. }));
+    backlog.push_front(LiveEvent::Episodes(rest));
+    for event in progress.into_iter().rev() {
+        backlog.push_front(event);
+    }
+    part
 }

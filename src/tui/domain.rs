@@ -3,7 +3,7 @@
 //! knows about the screen, the keys or the selection: [`super::state::State`] holds a [`Domain`] beside the UI
 //! state and keeps its selection valid when the domain changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use crate::advantage::explain::{explain, Explanation};
@@ -13,7 +13,7 @@ use crate::advantage::{
     KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
-use crate::run::lean::{LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::lean::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
@@ -83,6 +83,9 @@ pub struct Derived {
     pub read_error: Option<String>,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
+    /// The table's episode groups by the 128-bit hash of their name: whether appended episodes start new
+    /// groups is answered without going over the run's groups.
+    group_names: HashSet<u128>,
 }
 
 /// The anchor grouping of `episodes` under `mode`, made at once (a similarity grouping reads the anchors' text
@@ -121,32 +124,32 @@ impl Derived {
     /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
     /// run that writes whole groups at a time fast however large it grows.
     pub fn extend(self, episodes: &[LeanEpisode], old_len: usize, settings: &AdvantageSettings) -> Derived {
-        let known: std::collections::HashSet<&str> =
-            self.table.episode_groups.iter().map(|g| g.name.as_str()).collect();
-        if old_len > episodes.len() || episodes[old_len..].iter().any(|e| known.contains(e.group.as_str())) {
+        let known = |e: &LeanEpisode| self.group_names.contains(&anchor_hash(&e.group));
+        if old_len > episodes.len() || episodes[old_len..].iter().any(known) {
             return Derived::build(episodes, settings);
         }
         let Ok(grouping) = group_now(&episodes[old_len..], settings.anchor) else {
             return Derived::build(episodes, settings);
         };
         let mut derived = Derived { read_error: None, settings: *settings, ..self };
-        let old_anchor_groups = derived.table.anchor_groups.len();
+        let before = (derived.table.episode_groups.len(), derived.table.anchor_groups.len());
         derived.table.append(compute_grouped(&episodes[old_len..], &grouping, settings));
-        derived.take_in(episodes, old_len, old_anchor_groups);
+        derived.take_in(episodes, old_len, before);
         derived
     }
 
     /// The summaries shown beside the table: the engine's run statistics, and per-iteration sums.
     pub(crate) fn from_table(episodes: &[LeanEpisode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
         let mut derived = Derived { table, settings, ..Derived::default() };
-        derived.take_in(episodes, 0, 0);
+        derived.take_in(episodes, 0, (0, 0));
         derived
     }
 
-    /// Bring the summaries up to date with the episodes from `old_len` on and the table's anchor groups from
-    /// `old_anchor_groups` on (appended in new episode groups): the cost is the appended part's, whatever the
-    /// size of the run before it.
-    fn take_in(&mut self, episodes: &[LeanEpisode], old_len: usize, old_anchor_groups: usize) {
+    /// Bring the summaries up to date with the episodes from `old_len` on and the table's episode groups and
+    /// anchor groups from `(old_groups, old_anchor_groups)` on (appended in new episode groups): the cost is the
+    /// appended part's, whatever the size of the run before it.
+    fn take_in(&mut self, episodes: &[LeanEpisode], old_len: usize, (old_groups, old_anchor_groups): (usize, usize)) {
+        self.group_names.extend(self.table.episode_groups[old_groups..].iter().map(|g| anchor_hash(&g.name)));
         count_step_group_sizes(&mut self.size_histogram, &self.table.anchor_groups[old_anchor_groups..]);
         let appended = compare_stored_over(episodes, &self.table, old_len..episodes.len());
         // The first largest difference stands, as `compare_stored` keeps it over the whole run.
