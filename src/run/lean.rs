@@ -156,6 +156,18 @@ impl LeanEpisode {
         pages: &mut PageIds,
         classify: Option<&dyn Fn(&str) -> &'static str>,
     ) -> LeanEpisode {
+        LeanEpisode::split(episode, store, pages, classify).0
+    }
+
+    /// [`LeanEpisode::new`], giving back the parsed episode when its text stays on disk, for the caller to free
+    /// where it suits (a part's parsed text is hundreds of thousands of strings: freeing them takes a viewer's
+    /// thread milliseconds).
+    pub fn split(
+        episode: Episode,
+        store: &TextStore,
+        pages: &mut PageIds,
+        classify: Option<&dyn Fn(&str) -> &'static str>,
+    ) -> (LeanEpisode, Option<Episode>) {
         let steps: Box<[LeanStep]> = episode
             .steps
             .iter()
@@ -183,20 +195,14 @@ impl LeanEpisode {
             rewards,
             advantages: episode.advantages.clone(),
         };
-        LeanEpisode {
-            id: episode.id.clone(),
-            group: episode.group.clone(),
-            iteration: episode.iteration,
-            success: episode.success(),
-            tokens,
-            token_steps,
-            steps,
-            extras: (extras != LeanExtras::default()).then(|| Box::new(extras)),
-            text: match episode.read_from.0 {
-                Some(span) => EpisodeText::OnDisk { span, store: store.clone() },
-                None => EpisodeText::InMemory(Arc::new(episode)),
-            },
-        }
+        let (id, group, iteration, success) =
+            (episode.id.clone(), episode.group.clone(), episode.iteration, episode.success());
+        let (text, parsed) = match episode.read_from.0 {
+            Some(span) => (EpisodeText::OnDisk { span, store: store.clone() }, Some(episode)),
+            None => (EpisodeText::InMemory(Arc::new(episode)), None),
+        };
+        let extras = (extras != LeanExtras::default()).then(|| Box::new(extras));
+        (LeanEpisode { id, group, iteration, success, tokens, token_steps, steps, extras, text }, parsed)
     }
 
     pub fn len(&self) -> usize {

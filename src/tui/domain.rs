@@ -4,7 +4,8 @@
 //! state and keeps its selection valid when the domain changes.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, OnceLock};
 
 use crate::advantage::explain::{explain, Explanation};
 use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, SliceStats, StatsBy};
@@ -181,6 +182,45 @@ impl Derived {
     }
 }
 
+/// Work for the thread that frees what the viewer parsed and no longer needs.
+enum Release {
+    /// Parsed episodes whose text stays on disk: a part's worth is hundreds of thousands of strings, whose
+    /// freeing would hold the viewer's thread for milliseconds of every merge.
+    Free(Vec<Episode>),
+    /// Give the freed heap back to the system once what was sent before is freed, then say so (if asked).
+    Trim(Option<std::sync::mpsc::Sender<()>>),
+}
+
+/// Hand `work` to the release thread (started on first use), in order; on this thread should it not start.
+fn release(work: Release) {
+    static RELEASE: OnceLock<Option<Sender<Release>>> = OnceLock::new();
+    let thread = RELEASE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Release>();
+        let run = move || rx.into_iter().for_each(carry_out);
+        std::thread::Builder::new().name("gigscope-release".into()).spawn(run).ok().map(|_| tx)
+    });
+    match thread {
+        Some(tx) => {
+            if let Err(unsent) = tx.send(work) {
+                carry_out(unsent.0);
+            }
+        }
+        None => carry_out(work),
+    }
+}
+
+fn carry_out(work: Release) {
+    match work {
+        Release::Free(parsed) => drop(parsed),
+        Release::Trim(done) => {
+            release_freed_heap();
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
 /// Give the memory freed after reading a run (the parsed parts' text, the engine's scratch) back to the system.
 /// glibc keeps freed heap for reuse, so a viewer that has just read a large run would otherwise stay as large as
 /// the reading was at its peak (on the 1.5 M-step bench run, about 40 MB more than it holds).
@@ -287,6 +327,10 @@ impl Domain {
                 break;
             }
         }
+        // The run is read when what it was parsed into is freed too (and the freed heap given back).
+        let (done, freed) = std::sync::mpsc::channel();
+        release(Release::Trim(Some(done)));
+        let _ = freed.recv();
         self.adopt_run();
     }
 
@@ -312,7 +356,15 @@ impl Domain {
         let page_anchor = crate::env::page_anchor(&self.run);
         let classify = page_anchor.as_ref().map(|p| p.as_fn() as &dyn Fn(&str) -> &'static str);
         let (pages, text) = (&mut self.pages, &self.text);
-        self.episodes.extend(self.run.episodes.drain(..).map(|e| LeanEpisode::new(e, text, pages, classify)));
+        let mut parsed = Vec::new();
+        self.episodes.extend(self.run.episodes.drain(..).map(|e| {
+            let (lean, on_disk) = LeanEpisode::split(e, text, pages, classify);
+            parsed.extend(on_disk);
+            lean
+        }));
+        if !parsed.is_empty() {
+            release(Release::Free(parsed));
+        }
         start..self.episodes.len()
     }
 
@@ -331,7 +383,7 @@ impl Domain {
             applied.absorb(one);
         }
         if applied.progress.is_some_and(|(read, total)| read == total) {
-            release_freed_heap();
+            release(Release::Trim(None));
         }
         applied
     }
