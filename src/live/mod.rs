@@ -16,7 +16,7 @@ use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource, SourcePoll};
-use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions};
+use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions, TailPosition};
 
 pub use crate::run::source::{apply, Applied, LiveEvent, LiveFile};
 
@@ -31,6 +31,12 @@ impl Tails {
     /// as events.
     pub fn from_start(dir: &Path) -> Self {
         Tails { source: Box::new(GigscopeSource::new(dir)) }
+    }
+
+    /// A gigscope-run/1 reader that goes on reading `episodes.jsonl` from `position` (where the load cache's
+    /// read stopped) and every other file from the start.
+    pub fn resumed(dir: &Path, position: TailPosition) -> Self {
+        Tails { source: Box::new(GigscopeSource::resume(dir, position)) }
     }
 
     pub fn layout(&self) -> Layout {

@@ -81,6 +81,20 @@ impl PageIds {
     pub fn name(&self, id: PageId) -> Option<&str> {
         self.names.get(usize::from(id)).map(|n| &**n)
     }
+
+    /// The names in id order (id 0 first).
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.names.iter().map(|n| &**n)
+    }
+
+    /// The table that gave `names` their ids in this order ([`PageIds::names`] of a table kept elsewhere).
+    pub fn from_names(names: impl IntoIterator<Item = String>) -> PageIds {
+        let mut pages = PageIds::default();
+        for name in names {
+            pages.id(&name);
+        }
+        pages
+    }
 }
 
 /// What the engine needs of one step.
@@ -207,6 +221,14 @@ impl LeanEpisode {
 
     pub fn len(&self) -> usize {
         self.steps.len()
+    }
+
+    /// Where the episode's line is, when its text is on disk.
+    pub fn span(&self) -> Option<&LineSpan> {
+        match &self.text {
+            EpisodeText::OnDisk { span, .. } => Some(span),
+            EpisodeText::InMemory(_) => None,
+        }
     }
 
     /// `extra.source` when it is a string.
@@ -375,14 +397,15 @@ impl TextStore {
     }
 }
 
+/// Fill `buf` from `file` at `offset` (a positioned read: no shared file position).
 #[cfg(unix)]
-fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     file.read_exact_at(buf, offset)
 }
 
 #[cfg(not(unix))]
-fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = file;
     file.seek(SeekFrom::Start(offset))?;

@@ -1,5 +1,6 @@
 //! Run directories: the on-disk format, a streaming reader that never loses or invents data, and writers.
 
+pub mod cache;
 mod error;
 mod format;
 pub mod lean;
@@ -13,6 +14,6 @@ mod writer;
 pub use error::RunError;
 pub use format::*;
 pub use lean::anchor_hash;
-pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch};
+pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch, TailPosition};
 pub use source::{Layout, SourceOptions};
 pub use writer::{write_atomic, RunWriter};

@@ -77,6 +77,16 @@ impl FileIdentity {
     }
 }
 
+/// Where a [`JsonlTail`] stands, for a later reader to go on from there ([`JsonlTail::resume`]): the byte offset
+/// just past the last complete line read, the number of lines read, and that last line's bytes (to notice a
+/// rewrite in place).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TailPosition {
+    pub offset: u64,
+    pub lines: u64,
+    pub last_line: Vec<u8>,
+}
+
 /// Incremental reader of a JSON Lines file: each `poll` resumes at the byte offset after the last complete
 /// line it read, and detects truncation or replacement of the file.
 #[derive(Debug)]
@@ -105,6 +115,12 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             budget: u64::MAX,
             _record: PhantomData,
         }
+    }
+
+    /// A reader that goes on from `position` (as a reader of the same content left it): the file is checked at
+    /// the first poll like at any other, and read from the start again when it no longer holds that content.
+    pub fn resume(path: PathBuf, position: TailPosition) -> Self {
+        JsonlTail { offset: position.offset, lines: position.lines, last_line: position.last_line, ..Self::new(path) }
     }
 
     /// Read at most about `bytes` per poll (whole lines, at least one), so a large file arrives in parts that

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::{ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourcePoll};
 use crate::run::format::{Episode, MetricsRecord, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
 use crate::run::lean::ReadFrom;
-use crate::run::reader::{read_meta, JsonlTail, TailBatch};
+use crate::run::reader::{read_meta, JsonlTail, TailBatch, TailPosition};
 
 /// Where the readers of a gigscope run directory stand.
 #[derive(Debug)]
@@ -41,6 +41,15 @@ impl GigscopeSource {
             errors: Default::default(),
             behind: true,
         }
+    }
+
+    /// Readers at the start of every file but `episodes.jsonl`, which is read on from `position` (where a
+    /// reader of the same content stopped: the load cache's, [`crate::run::cache`]).
+    pub fn resume(dir: &Path, position: TailPosition) -> Self {
+        let mut source = GigscopeSource::new(dir);
+        source.episodes = JsonlTail::resume(dir.join(EPISODES_FILE), position);
+        source.episodes.set_budget(EPISODES_PART_BYTES);
+        source
     }
 
     fn poll_meta(&mut self, events: &mut Vec<LiveEvent>) {
