@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use super::error::RunError;
 use super::format::{EPISODES_FILE, RUN_META_FILE};
 use super::lean::{
-    EpisodeText, LeanEpisode, LeanExtras, LeanStep, LineSpan, PageIds, TextStore, line_checksum, read_at,
+    line_checksum, read_at, EpisodeText, LeanEpisode, LeanExtras, LeanStep, LineSpan, PageIds, TextStore,
 };
 use super::reader::{LineError, TailPosition};
 use super::source::Stamp;

@@ -490,8 +490,16 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let config = Config::load(opts.config.as_deref(), color)?.with_display(opts.theme.as_deref(), opts.present)?;
     // Errors that stop the run from being read at all print before the terminal is touched; the run itself
     // is read by the watcher's first scan, part by part, while the first frame is already on screen.
-    let (run, tails) = live::start_as(&opts.run, opts.from, &opts.source)?;
+    let (run, mut tails) = live::start_as(&opts.run, opts.from, &opts.source)?;
     let mut state = State::new(run, config, (80, 24));
+    // A gigscope run read before is taken from the load cache, and the watcher reads on from where that read
+    // stopped.
+    if let Some(root) = crate::run::cache::default_root().filter(|_| tails.layout() == Layout::Gigscope) {
+        if let Some(position) = state.domain.use_load_cache(root) {
+            tails = Tails::resumed(&opts.run, position);
+            state.rebuild();
+        }
+    }
     state.domain.live.first_read = true;
     let (tx, rx) = mpsc::channel::<Incoming>();
     let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;

@@ -292,6 +292,16 @@ pub struct Domain {
     pub grouping_job: Option<AnchorMode>,
     /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
     pub episodes_version: u64,
+    /// The run's load cache, when the viewer keeps one ([`Domain::use_load_cache`]).
+    load_cache: Option<KeptCache>,
+}
+
+/// Where a viewer keeps the run's load cache, and what the cache file holds: episodes and bytes read.
+struct KeptCache {
+    root: std::path::PathBuf,
+    saved: Option<(usize, u64)>,
+    /// The thread writing it, if one was started.
+    saving: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Domain {
@@ -310,6 +320,7 @@ impl Domain {
             groupings: Vec::new(),
             grouping_job: None,
             episodes_version: 0,
+            load_cache: None,
         };
         domain.take_episodes();
         domain.adopt_run();
@@ -373,8 +384,11 @@ impl Domain {
     pub fn apply_live(&mut self, events: Vec<LiveEvent>) -> Applied {
         let n = self.episodes.len();
         let mut applied = Applied { new_episodes: n..n, ..Applied::default() };
+        let mut caught_up = None;
         for event in events {
             let mut one = crate::live::apply(&mut self.run, event);
+            caught_up =
+                one.progress.filter(|&(read, total)| read == total && total > 0).map_or(caught_up, |p| Some(p.0));
             if one.episodes_reset {
                 self.episodes.clear();
                 self.text.clear();
@@ -385,7 +399,60 @@ impl Domain {
         if applied.progress.is_some_and(|(read, total)| read == total) {
             release(Release::Trim(None));
         }
+        if let Some(read) = caught_up {
+            self.save_load_cache(read);
+        }
         applied
+    }
+
+    /// Keep the run's load cache ([`crate::run::cache`]) under `root`: take in what it holds of the run when that
+    /// is still what the run's files hold, and save it again whenever a read of the run catches up with new
+    /// episodes. On a hit, where the cached read stopped, for the watcher to go on from there; the caller
+    /// rebuilds what is derived. A miss (no cache, a changed run, a damaged file) reads the run from its files.
+    pub fn use_load_cache(&mut self, root: std::path::PathBuf) -> Option<crate::run::TailPosition> {
+        let cached = crate::run::cache::load(&root, &self.run.dir, &self.text).ok();
+        let position = cached.map(|cached| {
+            // run.json too (a few bytes), so that the watcher's first news of it changes nothing.
+            self.run.meta = crate::run::read_meta(&self.run.dir).ok().flatten();
+            for episode in &cached.episodes {
+                let line = episode.span().map_or(0, |s| s.line);
+                self.run.episode_ids.insert(episode.id.clone(), line);
+                self.run.episode_lines.push(line);
+            }
+            (self.episodes, self.pages, self.run.errors) = (cached.episodes, cached.pages, cached.errors);
+            self.adopt_run();
+            cached.position
+        });
+        let saved = position.as_ref().map(|p| (self.episodes.len(), p.offset));
+        self.load_cache = Some(KeptCache { root, saved, saving: None });
+        position
+    }
+
+    /// Save the load cache of the episodes read up to `offset` (a read that caught up), unless it holds them
+    /// already. Off the viewer's thread: encoding and writing a large run's cache takes a while, and a failure
+    /// only means that the next open reads the run from its files.
+    fn save_load_cache(&mut self, offset: u64) {
+        let Some(kept) = self.load_cache.as_mut() else { return };
+        if kept.saved == Some((self.episodes.len(), offset)) {
+            return;
+        }
+        kept.saved = Some((self.episodes.len(), offset));
+        let snapshot = crate::run::cache::Snapshot {
+            episodes: self.episodes.clone(),
+            pages: self.pages.clone(),
+            errors: self.run.errors.clone(),
+            offset,
+        };
+        let (root, dir) = (kept.root.clone(), self.run.dir.clone());
+        let save = move || drop(crate::run::cache::save(&root, &dir, &snapshot));
+        kept.saving = std::thread::Builder::new().name("gigscope-load-cache".into()).spawn(save).ok();
+    }
+
+    /// Wait until the load cache last asked for is written (or has failed).
+    pub fn finish_load_cache(&mut self) {
+        if let Some(saving) = self.load_cache.as_mut().and_then(|kept| kept.saving.take()) {
+            let _ = saving.join();
+        }
     }
 
     /// The full record of episode `e`, text and all: read back from the run's file (or kept in memory for

@@ -1,0 +1,232 @@
+//! The load cache (issue 13): a second open of a gigscope run takes the episodes a previous read made from the
+//! cache beside the index cache and reads on from where that read stopped. It equals a read from the files,
+//! picks up what was appended since, is never taken for a file truncated or edited since (even one of the same
+//! size and modification time), ignores (and replaces) a damaged cache file, and never writes into the run.
+
+mod support;
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use gigscope::live::{self, Tails};
+use gigscope::run::cache::{self, CacheError};
+use gigscope::run::{Episode, EPISODES_FILE};
+use gigscope::tui::{Config, State};
+use support::runs::copy_sample;
+
+/// A run opened as the app opens it with a cache under `root`, read to the end; whether the cache was taken.
+fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
+    let (run, mut tails) = live::start_as(dir, None, &Default::default()).unwrap();
+    let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
+    let position = state.domain.use_load_cache(root.to_path_buf());
+    let hit = position.is_some();
+    if let Some(position) = position {
+        tails = Tails::resumed(dir, position);
+    }
+    state.domain.read_all(&mut tails);
+    state.rebuild();
+    state.domain.finish_load_cache();
+    (state, hit)
+}
+
+/// The run read from its files alone.
+fn open_fresh(dir: &Path) -> State {
+    gigscope::tui::open(dir, Config::defaults(false).unwrap(), (120, 40)).unwrap().0
+}
+
+/// What a viewer derives from a run: the same for a cached open as for a read of the files.
+fn assert_same_run(cached: &State, fresh: &State) {
+    let (a, b) = (&cached.domain, &fresh.domain);
+    assert_eq!(a.episodes.len(), b.episodes.len());
+    assert_eq!(a.episodes, b.episodes, "lean episodes, spans included");
+    assert_eq!(a.pages, b.pages);
+    assert_eq!(a.run.errors, b.run.errors, "broken lines");
+    assert_eq!(a.run.episode_lines, b.run.episode_lines);
+    assert_eq!(a.run.episode_ids, b.run.episode_ids);
+    assert_eq!(a.run.meta, b.run.meta);
+    assert_eq!(a.run.metrics, b.run.metrics);
+    assert_eq!(a.settings, b.settings);
+    assert_eq!(a.derived.table, b.derived.table, "advantages");
+    assert_eq!(a.derived.iterations, b.derived.iterations);
+    assert_eq!(a.live.broken_lines, b.live.broken_lines);
+}
+
+/// The sample run with a broken line, a blank line and a repeated episode id at its end, and a cache root.
+fn run_with_quirks() -> (tempfile::TempDir, PathBuf, tempfile::TempDir) {
+    let (tmp, dir) = copy_sample("webshop-gigpo");
+    let first = std::fs::read_to_string(dir.join(EPISODES_FILE)).unwrap().lines().next().unwrap().to_string();
+    append(&dir, &format!("{{\"id\": broken\n\n{first}\n"));
+    (tmp, dir, tempfile::tempdir().unwrap())
+}
+
+fn append(dir: &Path, text: &str) {
+    let mut file = OpenOptions::new().append(true).open(dir.join(EPISODES_FILE)).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// Episodes of a new group, as lines.
+fn new_group(dir: &Path, group: &str, n: usize) -> String {
+    let text = std::fs::read_to_string(dir.join(EPISODES_FILE)).unwrap();
+    let template: Episode = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    (0..n)
+        .map(|k| {
+            let mut e = template.clone();
+            e.id = format!("{group}-{k}");
+            e.group = group.to_string();
+            e.steps[0].reward = k as f64;
+            serde_json::to_string(&e).unwrap() + "\n"
+        })
+        .collect()
+}
+
+fn cache_path(root: &Path, dir: &Path) -> PathBuf {
+    cache::cache_file(root, dir).unwrap().0
+}
+
+#[test]
+fn a_second_open_takes_the_cache_and_equals_the_first() {
+    let (_tmp, dir, root) = run_with_quirks();
+    let (first, hit) = open_cached(&dir, root.path());
+    assert!(!hit, "nothing cached yet");
+    assert!(cache_path(root.path(), &dir).is_file(), "the full read wrote the cache");
+    let (second, hit) = open_cached(&dir, root.path());
+    assert!(hit, "the unchanged run is taken from the cache");
+    assert_same_run(&second, &first);
+    assert_same_run(&second, &open_fresh(&dir));
+    assert_eq!(
+        second.domain.run.errors.len(),
+        2,
+        "the broken line and the repeated id: {:?}",
+        second.domain.run.errors
+    );
+    // The text of a cached episode is read back from the file.
+    let last = second.domain.episodes.len() - 1;
+    assert_eq!(second.domain.episode(last).unwrap().id, second.domain.episodes[last].id);
+}
+
+#[test]
+fn lines_appended_after_caching_are_read_on_from_the_cached_offset() {
+    let (_tmp, dir, root) = run_with_quirks();
+    open_cached(&dir, root.path());
+    let before = std::fs::metadata(cache_path(root.path(), &dir)).unwrap().len();
+    append(&dir, &format!("{}not json\n", new_group(&dir, "appended", 3)));
+    let (cached, hit) = open_cached(&dir, root.path());
+    assert!(hit, "a run that only grew reuses the cache");
+    let fresh = open_fresh(&dir);
+    assert_same_run(&cached, &fresh);
+    assert_eq!(cached.domain.episodes.last().unwrap().id, "appended-2");
+    assert_eq!(cached.domain.run.errors.last().unwrap().line, fresh.domain.run.errors.last().unwrap().line);
+    // The cache was written again with the appended episodes, and is taken as it is by the next open.
+    assert!(std::fs::metadata(cache_path(root.path(), &dir)).unwrap().len() > before);
+    let (third, hit) = open_cached(&dir, root.path());
+    assert!(hit);
+    assert_same_run(&third, &fresh);
+}
+
+#[test]
+fn a_file_edited_to_the_same_size_and_time_is_read_again() {
+    let (_tmp, dir, root) = run_with_quirks();
+    open_cached(&dir, root.path());
+    let path = dir.join(EPISODES_FILE);
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    // One digit of the last episode's line changed in place, the modification time put back.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let at = text.trim_end().rfind("\"reward\":").unwrap() + "\"reward\":".len();
+    let digit = text[at..].find(|c: char| c.is_ascii_digit()).unwrap() + at;
+    let changed = if &text[digit..=digit] == "7" { "8" } else { "7" };
+    text.replace_range(digit..=digit, changed);
+    std::fs::write(&path, &text).unwrap();
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(modified).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), modified);
+
+    let store = gigscope::run::lean::TextStore::new(&path);
+    let miss = cache::load(root.path(), &dir, &store).unwrap_err();
+    assert!(matches!(miss, CacheError::Changed { .. }), "{miss}");
+    let (state, hit) = open_cached(&dir, root.path());
+    assert!(!hit);
+    assert_same_run(&state, &open_fresh(&dir));
+}
+
+#[test]
+fn a_file_rewritten_or_truncated_since_is_read_again() {
+    let (_tmp, dir, root) = run_with_quirks();
+    let path = dir.join(EPISODES_FILE);
+    let original = std::fs::read_to_string(&path).unwrap();
+    open_cached(&dir, root.path());
+    // Truncated to its first half (whole lines).
+    let half: String = original.lines().take(100).map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&path, &half).unwrap();
+    let (state, hit) = open_cached(&dir, root.path());
+    assert!(!hit, "a truncated file is never taken from the cache");
+    assert_eq!(state.domain.episodes.len(), 100);
+    assert_same_run(&state, &open_fresh(&dir));
+    // Rewritten with other content of the same size (another time): read again too.
+    let cached_half = open_cached(&dir, root.path());
+    assert!(cached_half.1, "the truncated run was cached in turn");
+    std::fs::write(&path, half.replace("click", "CLICK")).unwrap();
+    let (state, hit) = open_cached(&dir, root.path());
+    assert!(!hit);
+    assert_same_run(&state, &open_fresh(&dir));
+}
+
+#[test]
+fn a_damaged_or_foreign_cache_file_is_ignored_and_replaced() {
+    let (_tmp, dir, root) = run_with_quirks();
+    let (first, _) = open_cached(&dir, root.path());
+    let path = cache_path(root.path(), &dir);
+    let good = std::fs::read(&path).unwrap();
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    let damages: [(&str, Vec<u8>); 4] = [
+        ("a flipped byte", flipped),
+        ("cut short", good[..good.len() / 3].to_vec()),
+        ("empty", Vec::new()),
+        ("another program's file", b"{\"not\": \"a gigscope cache\"}".repeat(100)),
+    ];
+    let store = gigscope::run::lean::TextStore::new(&dir.join(EPISODES_FILE));
+    for (what, bytes) in damages {
+        std::fs::write(&path, &bytes).unwrap();
+        let miss = cache::load(root.path(), &dir, &store).unwrap_err();
+        assert!(matches!(miss, CacheError::Damaged(_) | CacheError::Foreign(_)), "{what}: {miss}");
+        let (state, hit) = open_cached(&dir, root.path());
+        assert!(!hit, "{what}");
+        assert_same_run(&state, &first);
+        assert!(cache::load(root.path(), &dir, &store).is_ok(), "{what}: the cache was written anew");
+    }
+}
+
+#[test]
+fn the_cache_is_never_written_inside_the_run_directory() {
+    let (_tmp, dir, root) = run_with_quirks();
+    let listing = |dir: &Path| {
+        let mut names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        names
+    };
+    let before = listing(&dir);
+    open_cached(&dir, root.path());
+    open_cached(&dir, root.path());
+    assert_eq!(listing(&dir), before);
+    assert!(!cache_path(root.path(), &dir).starts_with(&dir));
+    // A cache root inside the run is refused: nothing is written there, and the run still opens.
+    let inside = dir.join("cache");
+    assert!(matches!(cache::cache_file(&inside, &dir), Err(CacheError::InsideRun { .. })));
+    let (state, hit) = open_cached(&dir, &inside);
+    assert!(!hit);
+    assert_same_run(&state, &open_fresh(&dir));
+    assert_eq!(listing(&dir), before);
+}
+
+#[test]
+fn another_runs_cache_file_is_not_taken() {
+    let (_tmp, dir, root) = run_with_quirks();
+    let (_tmp2, other) = copy_sample("webshop-gigpo");
+    open_cached(&other, root.path());
+    std::fs::create_dir_all(cache_path(root.path(), &dir).parent().unwrap()).unwrap();
+    std::fs::copy(cache_path(root.path(), &other), cache_path(root.path(), &dir)).unwrap();
+    let store = gigscope::run::lean::TextStore::new(&dir.join(EPISODES_FILE));
+    let miss = cache::load(root.path(), &dir, &store).unwrap_err();
+    assert!(matches!(miss, CacheError::OtherRun(_)), "{miss}");
+}
