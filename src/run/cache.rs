@@ -97,13 +97,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
     move |source| CacheError::Io { path: path.to_path_buf(), source }
 }
 
-/// The cache root a viewer uses: the trajectory index's ([`crate::index::default_cache_dir`]), unless
-/// [`NO_CACHE_VAR`] is set.
-pub fn default_root() -> Option<PathBuf> {
+/// The cache root a viewer uses: `cache_dir` (the trajectory index's, which the viewer passes in: this layer
+/// knows no index), unless [`NO_CACHE_VAR`] is set.
+pub fn default_root(cache_dir: Option<PathBuf>) -> Option<PathBuf> {
     if std::env::var_os(NO_CACHE_VAR).is_some_and(|v| !v.is_empty()) {
         return None;
     }
-    crate::index::default_cache_dir()
+    cache_dir
 }
 
 /// The cache file of the run in `dir` under `root`, and the canonical run path it is keyed by.

@@ -494,7 +494,9 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let mut state = State::new(run, config, (80, 24));
     // A gigscope run read before is taken from the load cache, and the watcher reads on from where that read
     // stopped.
-    if let Some(root) = crate::run::cache::default_root().filter(|_| tails.layout() == Layout::Gigscope) {
+    if let Some(root) = crate::run::cache::default_root(crate::index::default_cache_dir())
+        .filter(|_| tails.layout() == Layout::Gigscope)
+    {
         if let Some(position) = state.domain.use_load_cache(root) {
             tails = Tails::resumed(&opts.run, position);
             state.rebuild();
