@@ -12,17 +12,21 @@ use std::path::{Path, PathBuf};
 use gigscope::live::{self, Tails};
 use gigscope::run::cache::{self, CacheError};
 use gigscope::run::{Episode, EPISODES_FILE};
-use gigscope::tui::{Config, State};
+use gigscope::tui::{update, Config, Msg, State};
 use support::runs::copy_sample;
 
 /// A run opened as the app opens it with a cache under `root`, read to the end; whether the cache was taken.
 fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
     let (run, mut tails) = live::start_as(dir, None, &Default::default()).unwrap();
     let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
-    let position = state.domain.use_load_cache(root.to_path_buf());
-    let hit = position.is_some();
-    if let Some(position) = position {
-        tails = Tails::resumed(dir, position);
+    let cached = state.domain.keep_load_cache(root.to_path_buf()).load();
+    let hit = cached.is_some();
+    if let Some(cached) = cached {
+        tails = Tails::resumed(dir, state.domain.adopt_load_cache(cached));
+        // In parts, as the app merges them.
+        while state.domain.cached_pending() {
+            update(&mut state, Msg::CachedPart);
+        }
     }
     state.domain.read_all(&mut tails);
     state.rebuild();
@@ -103,6 +107,36 @@ fn a_second_open_takes_the_cache_and_equals_the_first() {
     // The text of a cached episode is read back from the file.
     let last = second.domain.episodes.len() - 1;
     assert_eq!(second.domain.episode(last).unwrap().id, second.domain.episodes[last].id);
+}
+
+#[test]
+fn cached_episodes_merged_a_few_at_a_time_end_parts_where_groups_end_and_equal_a_read_of_the_files() {
+    let (_tmp, dir, root) = run_with_quirks();
+    open_cached(&dir, root.path());
+    let (run, _) = live::start_as(&dir, None, &Default::default()).unwrap();
+    let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
+    let cached = state.domain.keep_load_cache(root.path().to_path_buf()).load().expect("the cache holds the run");
+    let mut tails = Tails::resumed(&dir, state.domain.adopt_load_cache(cached));
+    state.rebuild();
+    let mut ends = Vec::new();
+    loop {
+        let added = state.domain.merge_cached(3);
+        if added.is_empty() {
+            break;
+        }
+        assert!(added.len() >= 3 || !state.domain.cached_pending(), "only the last part holds fewer than 3");
+        ends.push(added.end);
+        state.extend(added.start);
+    }
+    let episodes = &state.domain.episodes;
+    assert!(ends.len() > 3, "the sample run takes several parts of 3: {ends:?}");
+    for &end in &ends[..ends.len() - 1] {
+        assert_ne!(episodes[end - 1].group, episodes[end].group, "a part ends where a group ends: {end}");
+    }
+    // Then the watcher's read from where the cached one stopped (the metrics, nothing new in the episodes).
+    state.domain.read_all(&mut tails);
+    assert_eq!(state.domain.episodes.len(), *ends.last().unwrap());
+    assert_same_run(&state, &open_fresh(&dir));
 }
 
 #[test]

@@ -18,6 +18,7 @@ use ratatui::DefaultTerminal;
 use super::action::Action;
 use super::burst_dialog::{BurstRequest, BurstUpdate};
 use super::config::{Config, ConfigError};
+use super::domain::LoadCache;
 use super::play::TasksHandle;
 use super::runner::{JobContext, JobNews, Outcome, Runner};
 use super::state::{Cancel, JobKind};
@@ -27,6 +28,7 @@ use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexSearcher, TrajectoryIndex};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
+use crate::run::cache::Cached;
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
 use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
 
@@ -475,10 +477,122 @@ pub fn open_as(
     Ok((state, tails))
 }
 
+/// The state to show first (nothing read yet) and how the run is to be read, for the app's way of opening a
+/// run: [`Opening::spawn`] reads it in the background while the first frame is already on screen. For a
+/// gigscope run read before, the load cache under `cache` (when given) is kept and taken first.
+pub fn start(
+    dir: &Path,
+    from: Option<Layout>,
+    options: &SourceOptions,
+    config: Config,
+    cache: Option<PathBuf>,
+) -> Result<(State, Opening), AppError> {
+    let (run, tails) = live::start_as(dir, from, options)?;
+    let mut state = State::new(run, config, (80, 24));
+    let cache = cache.filter(|_| tails.layout() == Layout::Gigscope).map(|root| state.domain.keep_load_cache(root));
+    state.domain.live.first_read = true;
+    Ok((state, Opening { dir: dir.to_path_buf(), tails, cache }))
+}
+
+/// How a run being opened is read: [`start`]'s second half.
+pub struct Opening {
+    dir: PathBuf,
+    tails: Tails,
+    cache: Option<LoadCache>,
+}
+
+/// What the thread reading a run sends, in this order: what the load cache held (when the viewer keeps one),
+/// then the watcher's events; or why the watcher could not start.
+pub enum Reading {
+    /// Boxed, as it is far larger than the rest.
+    Cached(Option<Box<Cached>>),
+    Live(LiveEvent),
+    Failed(LiveError),
+}
+
+impl Opening {
+    /// Read the run on a thread of its own: the load cache first (decoding a large run's cache takes longer
+    /// than a frame), then the watcher, from where the cached read stopped on a hit. Ends when the watcher stops
+    /// or `send` says the viewer has gone.
+    pub fn spawn(self, watch: WatchOptions, send: impl Fn(Reading) -> bool + Send + 'static) {
+        let read = move || {
+            let mut tails = self.tails;
+            if let Some(cache) = self.cache {
+                let cached = cache.load().map(Box::new);
+                if let Some(cached) = &cached {
+                    tails = Tails::resumed(&self.dir, cached.position.clone());
+                }
+                if !send(Reading::Cached(cached)) {
+                    return;
+                }
+            }
+            // The watcher stops when dropped: kept until this thread ends.
+            let (_watcher, live) = match Watcher::spawn(&self.dir, tails, watch) {
+                Ok(watching) => watching,
+                Err(err) => {
+                    send(Reading::Failed(err));
+                    return;
+                }
+            };
+            while let Ok(ev) = live.recv() {
+                if !send(Reading::Live(ev)) {
+                    break;
+                }
+            }
+        };
+        // Without a thread the viewer could not read the run at all; the error says so on the first frame.
+        let _ = std::thread::Builder::new().name("gigscope-read".into()).spawn(read);
+    }
+}
+
+/// The viewer's part of reading a run: the load cache taken in, the watcher's events waiting to be merged, one
+/// part per turn of the loop (cached episodes first, in the order they were read).
+#[derive(Default)]
+pub struct Loading {
+    backlog: std::collections::VecDeque<LiveEvent>,
+}
+
+impl Loading {
+    /// Take in what the reading thread sent; an error when the run cannot be watched.
+    pub fn receive(&mut self, state: &mut State, reading: Reading) -> Result<bool, LiveError> {
+        match reading {
+            Reading::Cached(None) => Ok(false),
+            Reading::Cached(Some(cached)) => {
+                state.domain.adopt_load_cache(*cached);
+                // Settings recorded in run.json, on no episodes yet: instant.
+                state.rebuild();
+                Ok(true)
+            }
+            Reading::Live(ev) => {
+                self.backlog.push_back(ev);
+                Ok(false)
+            }
+            Reading::Failed(err) => Err(err),
+        }
+    }
+
+    /// Whether parts wait to be merged.
+    pub fn pending(&self, state: &State) -> bool {
+        state.domain.cached_pending() || !self.backlog.is_empty()
+    }
+
+    /// Merge the next part (see [`crate::live::next_part`]); whether to draw, and whether the part said the
+    /// reader caught up with the run.
+    pub fn merge_next(&mut self, state: &mut State) -> (bool, bool) {
+        if state.domain.cached_pending() {
+            return (update(state, Msg::CachedPart).redraw, false);
+        }
+        let part = live::next_part(&mut self.backlog);
+        let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
+        let redraw = !part.is_empty() && update(state, Msg::Live(part, Instant::now())).redraw;
+        (redraw, caught_up)
+    }
+}
+
 /// Everything the main loop waits for, on one channel.
 enum Incoming {
     Terminal(Event),
-    Live(LiveEvent),
+    Reading(Reading),
     Job(JobNews),
 }
 
@@ -490,31 +604,12 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let config = Config::load(opts.config.as_deref(), color)?.with_display(opts.theme.as_deref(), opts.present)?;
     // Errors that stop the run from being read at all print before the terminal is touched; the run itself
     // is read by the watcher's first scan, part by part, while the first frame is already on screen.
-    let (run, mut tails) = live::start_as(&opts.run, opts.from, &opts.source)?;
-    let mut state = State::new(run, config, (80, 24));
-    // A gigscope run read before is taken from the load cache, and the watcher reads on from where that read
-    // stopped.
-    if let Some(root) = crate::run::cache::default_root(crate::index::default_cache_dir())
-        .filter(|_| tails.layout() == Layout::Gigscope)
-    {
-        if let Some(position) = state.domain.use_load_cache(root) {
-            tails = Tails::resumed(&opts.run, position);
-            state.rebuild();
-        }
-    }
-    state.domain.live.first_read = true;
+    let cache = crate::run::cache::default_root(crate::index::default_cache_dir());
+    let (mut state, opening) = start(&opts.run, opts.from, &opts.source, config, cache)?;
     let (tx, rx) = mpsc::channel::<Incoming>();
-    let (_watcher, live_rx) = Watcher::spawn(&opts.run, tails, opts.watch)?;
-    let live_tx = tx.clone();
+    let reading_tx = tx.clone();
+    opening.spawn(opts.watch, move |reading| reading_tx.send(Incoming::Reading(reading)).is_ok());
     let jobs_tx = tx.clone();
-    std::thread::spawn(move || {
-        // Ends when the watcher stops (its sender is dropped) or the main loop has gone.
-        while let Ok(ev) = live_rx.recv() {
-            if live_tx.send(Incoming::Live(ev)).is_err() {
-                break;
-            }
-        }
-    });
 
     let mut guard = TerminalGuard::new()?;
     let size = guard.terminal.size()?;
@@ -538,12 +633,12 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         let _ = jobs_tx.lock().map(|tx| tx.send(Incoming::Job(job)));
     });
     let mut effector = Effector::new(opts.catalog.clone(), runner);
-    // Live events received but not merged yet: one part of the run is merged per turn of the loop, so keys are
-    // answered between parts while a large run arrives.
-    let mut live_backlog = std::collections::VecDeque::new();
+    // What was read but not merged yet: one part of the run is merged per turn of the loop, so keys are answered
+    // between parts while a large run arrives.
+    let mut loading = Loading::default();
     loop {
         let mut wait = next_tick.saturating_duration_since(Instant::now());
-        if !live_backlog.is_empty() {
+        if loading.pending(&state) {
             wait = Duration::ZERO;
         }
         let mut redraw = false;
@@ -553,7 +648,7 @@ pub fn run(opts: Options) -> Result<(), AppError> {
                 // watcher sent, then draw once.
                 for incoming in std::iter::once(first).chain(rx.try_iter()) {
                     match incoming {
-                        Incoming::Live(ev) => live_backlog.push_back(ev),
+                        Incoming::Reading(reading) => redraw |= loading.receive(&mut state, reading)?,
                         Incoming::Job(job) => {
                             let mut answers: Vec<Msg> = effector.news(&state, job).into_iter().collect();
                             answers.push(Msg::Jobs(effector.runner.kinds()));
@@ -578,10 +673,7 @@ pub fn run(opts: Options) -> Result<(), AppError> {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
         }
-        let part = live::next_part(&mut live_backlog);
-        if !part.is_empty() {
-            redraw |= update(&mut state, Msg::Live(part, Instant::now())).redraw;
-        }
+        redraw |= loading.merge_next(&mut state).0;
         let now = Instant::now();
         if now >= next_tick {
             next_tick = now + TICK;

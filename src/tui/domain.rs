@@ -14,6 +14,7 @@ use crate::advantage::{
     KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
+use crate::run::cache::Cached;
 use crate::run::lean::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
@@ -292,8 +293,25 @@ pub struct Domain {
     pub grouping_job: Option<AnchorMode>,
     /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
     pub episodes_version: u64,
-    /// The run's load cache, when the viewer keeps one ([`Domain::use_load_cache`]).
+    /// The run's load cache, when the viewer keeps one ([`Domain::keep_load_cache`]).
     load_cache: Option<KeptCache>,
+    /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
+    cached: std::collections::VecDeque<LeanEpisode>,
+}
+
+/// What reading a run's load cache needs, for a thread of its own.
+pub struct LoadCache {
+    root: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    store: TextStore,
+}
+
+impl LoadCache {
+    /// What the cache holds of the run, when that is still what the run's files hold; `None` on a miss (no
+    /// cache, a changed run, a damaged file), and the run is read from its files.
+    pub fn load(&self) -> Option<Cached> {
+        crate::run::cache::load(&self.root, &self.dir, &self.store).ok()
+    }
 }
 
 /// Where a viewer keeps the run's load cache, and what the cache file holds: episodes and bytes read.
@@ -321,6 +339,7 @@ impl Domain {
             grouping_job: None,
             episodes_version: 0,
             load_cache: None,
+            cached: Default::default(),
         };
         domain.take_episodes();
         domain.adopt_run();
@@ -391,6 +410,7 @@ impl Domain {
                 one.progress.filter(|&(read, total)| read == total && total > 0).map_or(caught_up, |p| Some(p.0));
             if one.episodes_reset {
                 self.episodes.clear();
+                self.cached.clear();
                 self.text.clear();
             }
             one.new_episodes = self.take_episodes();
@@ -405,27 +425,46 @@ impl Domain {
         applied
     }
 
-    /// Keep the run's load cache ([`crate::run::cache`]) under `root`: take in what it holds of the run when that
-    /// is still what the run's files hold, and save it again whenever a read of the run catches up with new
-    /// episodes. On a hit, where the cached read stopped, for the watcher to go on from there; the caller
-    /// rebuilds what is derived. A miss (no cache, a changed run, a damaged file) reads the run from its files.
-    pub fn use_load_cache(&mut self, root: std::path::PathBuf) -> Option<crate::run::TailPosition> {
-        let cached = crate::run::cache::load(&root, &self.run.dir, &self.text).ok();
-        let position = cached.map(|cached| {
-            // run.json too (a few bytes), so that the watcher's first news of it changes nothing.
-            self.run.meta = crate::run::read_meta(&self.run.dir).ok().flatten();
-            for episode in &cached.episodes {
-                let line = episode.span().map_or(0, |s| s.line);
-                self.run.episode_ids.insert(episode.id.clone(), line);
-                self.run.episode_lines.push(line);
-            }
-            (self.episodes, self.pages, self.run.errors) = (cached.episodes, cached.pages, cached.errors);
-            self.adopt_run();
-            cached.position
-        });
-        let saved = position.as_ref().map(|p| (self.episodes.len(), p.offset));
-        self.load_cache = Some(KeptCache { root, saved, saving: None });
-        position
+    /// Keep the run's load cache ([`crate::run::cache`]) under `root`: save it whenever a read of the run catches
+    /// up with new episodes. What the cache holds is taken with [`LoadCache::load`] (on another thread: a large
+    /// run's cache takes a while to decode) and [`Domain::adopt_load_cache`].
+    pub fn keep_load_cache(&mut self, root: std::path::PathBuf) -> LoadCache {
+        self.load_cache = Some(KeptCache { root: root.clone(), saved: None, saving: None });
+        LoadCache { root, dir: self.run.dir.clone(), store: self.text.clone() }
+    }
+
+    /// Take in what the load cache held of the run (its episodes are merged part by part by
+    /// [`Domain::merge_cached`]); where the cached read stopped, for the watcher to go on from there.
+    pub fn adopt_load_cache(&mut self, cached: Cached) -> crate::run::TailPosition {
+        // run.json too (a few bytes), so that the watcher's first news of it changes nothing.
+        self.run.meta = crate::run::read_meta(&self.run.dir).ok().flatten();
+        (self.pages, self.run.errors) = (cached.pages, cached.errors);
+        self.cached = cached.episodes.into();
+        self.adopt_run();
+        if let Some(kept) = self.load_cache.as_mut() {
+            kept.saved = Some((self.cached.len(), cached.position.offset));
+        }
+        cached.position
+    }
+
+    /// Whether episodes taken from the load cache wait to be merged.
+    pub fn cached_pending(&self) -> bool {
+        !self.cached.is_empty()
+    }
+
+    /// Merge the next part of the episodes taken from the load cache: at most `max` (more only to end where an
+    /// episode group ends); where they went in [`Domain::episodes`].
+    pub fn merge_cached(&mut self, max: usize) -> std::ops::Range<usize> {
+        let start = self.episodes.len();
+        let cached = &self.cached;
+        let end = (max.max(1)..cached.len()).find(|&i| cached[i - 1].group != cached[i].group).unwrap_or(cached.len());
+        for episode in self.cached.drain(..end) {
+            let line = episode.span().map_or(0, |s| s.line);
+            self.run.episode_ids.insert(episode.id.clone(), line);
+            self.run.episode_lines.push(line);
+            self.episodes.push(episode);
+        }
+        start..self.episodes.len()
     }
 
     /// Save the load cache of the episodes read up to `offset` (a read that caught up), unless it holds them

@@ -32,6 +32,10 @@ pub enum Msg {
     Tick(Instant),
     /// What the run watcher found, received at the given instant.
     Live(Vec<LiveEvent>, Instant),
+    /// Merge the next part of the episodes taken from the run's load cache ([`Domain::merge_cached`]).
+    ///
+    /// [`Domain::merge_cached`]: super::domain::Domain::merge_cached
+    CachedPart,
     /// A key typed while the search prompt is open.
     Input(InputKey),
     /// The outcome of a search the app ran for an [`Effects::search`]; `partial`: the index held only the first
@@ -170,6 +174,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             }
         }
         Msg::Live(events, at) => on_live(state, events, at),
+        Msg::CachedPart => on_cached_part(state),
         Msg::Input(key) => on_input(state, key),
         Msg::SearchDone { query, result, partial } => {
             let within = partial
@@ -304,6 +309,22 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
                 state.select_row(e, selected_step);
             }
         }
+    }
+    Effects::redraw()
+}
+
+/// The most episodes taken from the load cache merged at once: they come lean (nothing to parse or hash), so a
+/// part is a few milliseconds of computing their groups on the project's 2-core VM.
+const CACHED_EPISODES_PER_MERGE: usize = 1_000;
+
+fn on_cached_part(state: &mut State) -> Effects {
+    let added = state.domain.merge_cached(CACHED_EPISODES_PER_MERGE);
+    if added.is_empty() {
+        return Effects::default();
+    }
+    state.extend(added.start);
+    if state.ui.follow {
+        jump_to_newest(state);
     }
     Effects::redraw()
 }

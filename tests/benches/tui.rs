@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use gigscope::live::{LiveEvent, WatchOptions, Watcher};
 use gigscope::run::{Episode, Outcome, Step, Task};
+use gigscope::tui::app::{self, Reading};
 use gigscope::tui::{open, update, Action, Config, Msg, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -132,6 +133,22 @@ fn open_only(dir: &Path) {
     );
 }
 
+/// The bytes of every file under `dir`.
+fn walk_sizes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                walk_sizes(&entry.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
 /// KiB as MB (10⁶ bytes, as the file's size is given).
 fn mb(kib: u64) -> f64 {
     kib as f64 * 1024.0 / 1e6
@@ -169,30 +186,25 @@ struct Loading {
 /// Everything the app's main loop waits for, on one channel (as in `tui::app`).
 enum Incoming {
     Key(Instant),
-    Live(LiveEvent),
+    Reading(Reading),
 }
 
-/// Open `dir` the way the app does (an empty state and a frame at once, the watcher's first scan delivering
-/// the run in parts) while a thread presses a key every 5 ms; the loop handles everything queued, merges one
-/// part, then draws once, like the app's.
-fn progressive_open(dir: &Path) -> Loading {
+/// Open `dir` the way the app does (an empty state and a frame at once; the reading thread delivering the load
+/// cache kept under `cache`, when it holds the run, then the watcher's first scan in parts) while a thread
+/// presses a key every 5 ms; the loop handles everything queued, merges one part, then draws once, like the
+/// app's.
+fn progressive_open(dir: &Path, cache: &Path) -> Loading {
     use std::sync::mpsc;
     let start = Instant::now();
-    let (run, tails) = gigscope::live::start_as(dir, None, &Default::default()).unwrap();
-    let mut state = State::new(run, Config::defaults(true).unwrap(), (120, 40));
+    let config = Config::defaults(true).unwrap();
+    let (mut state, opening) = app::start(dir, None, &Default::default(), config, Some(cache.to_path_buf())).unwrap();
+    update(&mut state, Msg::Resize(120, 40));
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     frame(&mut terminal, &state);
     let first_frame = start.elapsed();
     let (tx, rx) = mpsc::channel();
-    let (_watcher, live) = Watcher::spawn(dir, tails, WatchOptions::default()).unwrap();
-    let live_tx = tx.clone();
-    std::thread::spawn(move || {
-        while let Ok(ev) = live.recv() {
-            if live_tx.send(Incoming::Live(ev)).is_err() {
-                break;
-            }
-        }
-    });
+    let reading_tx = tx.clone();
+    opening.spawn(WatchOptions::default(), move |reading| reading_tx.send(Incoming::Reading(reading)).is_ok());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let presser = {
         let stop = stop.clone();
@@ -208,10 +220,10 @@ fn progressive_open(dir: &Path) -> Loading {
     let keys_script = [Action::Down, Action::Down, Action::Up, Action::PageDown, Action::Top];
     let mut keys = Vec::new();
     let mut pressed = 0usize;
-    let mut loaded = None;
-    let mut backlog = std::collections::VecDeque::new();
+    let (mut caught_up, mut loaded) = (false, None);
+    let mut loading = app::Loading::default();
     while loaded.is_none() {
-        let first = if backlog.is_empty() { Some(rx.recv().unwrap()) } else { rx.try_recv().ok() };
+        let first = if loading.pending(&state) { rx.try_recv().ok() } else { Some(rx.recv().unwrap()) };
         let mut waiting = Vec::new();
         for incoming in first.into_iter().chain(rx.try_iter()) {
             match incoming {
@@ -220,23 +232,23 @@ fn progressive_open(dir: &Path) -> Loading {
                     pressed += 1;
                     waiting.push(at);
                 }
-                Incoming::Live(ev) => backlog.push_back(ev),
+                Incoming::Reading(reading) => {
+                    loading.receive(&mut state, reading).unwrap();
+                }
             }
         }
         // One part per turn, as the app merges them.
-        let events = gigscope::live::next_part(&mut backlog);
-        let caught_up = events.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
-        if !events.is_empty() {
-            update(&mut state, Msg::Live(events, Instant::now()));
-        }
+        caught_up |= loading.merge_next(&mut state).1;
         frame(&mut terminal, &state);
         keys.extend(waiting.iter().map(|at| at.elapsed()));
-        if caught_up {
+        if caught_up && !loading.pending(&state) {
             loaded = Some(start.elapsed());
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     presser.join().unwrap();
+    // The load cache the read saved (off the UI thread), for the next open.
+    state.domain.finish_load_cache();
     keys.sort();
     Loading { first_frame, loaded: loaded.unwrap(), keys }
 }
@@ -267,6 +279,37 @@ fn keys_while(
     (keys, took)
 }
 
+/// Open the run in `dir` (`bytes` long) the app's way, with the load cache as the app keeps it: the first open
+/// reads the run and saves the cache, a second open of the unchanged run takes it from there. The table rows.
+fn app_way_rows(dir: &Path, bytes: u64) -> String {
+    let load_cache = tempfile::tempdir().unwrap();
+    let loading = progressive_open(dir, load_cache.path());
+    let reopening = progressive_open(dir, load_cache.path());
+    let cache_bytes = walk_sizes(load_cache.path());
+    let keys = |loading: &Loading| match loading.keys.last() {
+        None => "no key was pressed before it was over".to_string(),
+        Some(max) => format!(
+            "{:.2?} / {:.2?} / {max:.2?} ({} keys)",
+            percentile(&loading.keys, 0.5),
+            percentile(&loading.keys, 0.99),
+            loading.keys.len()
+        ),
+    };
+    [
+        format!("| first frame (app's way: the run is read by the watcher in the background) | {:.2?} |", loading.first_frame),
+        format!("| whole run on screen (read in parts, merged and drawn as they come; {:.0} MB/s) | {:.2?} |", bytes as f64 / 1e6 / loading.loaded.as_secs_f64(), loading.loaded),
+        format!("| key press → frame while loading, p50 / p99 / max | {} |", keys(&loading)),
+        format!(
+            "| second open of the unchanged run (load cache of {:.0} MB): first frame / whole run on screen | {:.2?} / {:.2?} |",
+            cache_bytes as f64 / 1e6,
+            reopening.first_frame,
+            reopening.loaded
+        ),
+        format!("| key press → frame during the second open, p50 / p99 / max | {} |", keys(&reopening)),
+    ]
+    .join("\n")
+}
+
 fn main() {
     if let Some(dir) = std::env::var_os("TUI_BENCH_OPEN") {
         return open_only(Path::new(&dir));
@@ -277,6 +320,15 @@ fn main() {
     let t = Instant::now();
     let bytes = write_run(tmp.path(), episodes, &mut rng);
     eprintln!("generated {episodes} episodes, {:.0} MB, in {:.1?}", bytes as f64 / 1e6, t.elapsed());
+    let header = format!("| measure ({episodes} episodes, {:.0} MB file) | figure |\n|---|---|", bytes as f64 / 1e6);
+    // `TUI_BENCH_OPEN_ONLY=1` (a very large run): the memory row alone; `TUI_BENCH_LOAD_ONLY=1`: the rows of
+    // opening the app's way alone.
+    let open_only = std::env::var_os("TUI_BENCH_OPEN_ONLY").is_some();
+    let load_rows = (!open_only).then(|| app_way_rows(tmp.path(), bytes));
+    if let (Some(rows), Some(_)) = (&load_rows, std::env::var_os("TUI_BENCH_LOAD_ONLY")) {
+        println!("{header}\n{rows}");
+        return;
+    }
     let fresh = open_in_fresh_process(tmp.path());
     let memory_row = format!(
         "| memory after open (a fresh process that only opens the run: resident / peak) | {:.0} MB = {:.2}× the \
@@ -286,16 +338,10 @@ fn main() {
         mb(fresh.peak),
         fresh.time
     );
-    // `TUI_BENCH_OPEN_ONLY=1` (a very large run): that row alone.
-    if std::env::var_os("TUI_BENCH_OPEN_ONLY").is_some() {
-        println!(
-            "| measure ({episodes} episodes, {:.0} MB file) | figure |\n|---|---|\n{memory_row}",
-            bytes as f64 / 1e6
-        );
+    let Some(load_rows) = load_rows else {
+        println!("{header}\n{memory_row}");
         return;
-    }
-
-    let loading = progressive_open(tmp.path());
+    };
 
     let (t, c) = (Instant::now(), cpu());
     let (mut state, tails) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
@@ -425,18 +471,7 @@ fn main() {
     println!("| key press → frame, p50 | {:.2?} |", percentile(&times, 0.5));
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
-    println!(
-        "| first frame (app's way: the run is read by the watcher in the background) | {:.2?} |",
-        loading.first_frame
-    );
-    println!("| whole run on screen (read in parts, merged and drawn as they come) | {:.2?} |", loading.loaded);
-    println!(
-        "| key press → frame while loading, p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
-        loading.keys.len(),
-        percentile(&loading.keys, 0.5),
-        percentile(&loading.keys, 0.99),
-        loading.keys[loading.keys.len() - 1]
-    );
+    println!("{load_rows}");
     for (job, (keys, took)) in &jobs {
         println!(
             "| key press → frame while {job} ({took:.1?}), p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
