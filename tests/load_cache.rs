@@ -21,8 +21,10 @@ fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
     let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
     let cached = state.domain.keep_load_cache(root.to_path_buf()).load();
     let hit = cached.is_some();
-    if let Some(cached) = cached {
-        tails = Tails::resumed(dir, state.domain.adopt_load_cache(cached));
+    if let Some(mut cached) = cached {
+        state.domain.adopt_load_cache(cached.head.clone());
+        state.domain.take_cached(cached.all_episodes().unwrap());
+        tails = Tails::resumed(dir, cached.head.position);
         // In parts, as the app merges them.
         while state.domain.cached_pending() {
             update(&mut state, Msg::CachedPart);
@@ -110,32 +112,83 @@ fn a_second_open_takes_the_cache_and_equals_the_first() {
 }
 
 #[test]
-fn cached_episodes_merged_a_few_at_a_time_end_parts_where_groups_end_and_equal_a_read_of_the_files() {
+fn cached_episodes_decoded_and_merged_a_few_at_a_time_end_parts_where_groups_end_and_equal_a_read_of_the_files() {
     let (_tmp, dir, root) = run_with_quirks();
     open_cached(&dir, root.path());
     let (run, _) = live::start_as(&dir, None, &Default::default()).unwrap();
     let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
-    let cached = state.domain.keep_load_cache(root.path().to_path_buf()).load().expect("the cache holds the run");
-    let mut tails = Tails::resumed(&dir, state.domain.adopt_load_cache(cached));
+    let mut cached = state.domain.keep_load_cache(root.path().to_path_buf()).load().expect("the cache holds the run");
+    state.domain.adopt_load_cache(cached.head.clone());
     state.rebuild();
-    let mut ends = Vec::new();
+    // Decoded in parts of 10 and merged in parts of 3 (groups of 8 here), each part merged before the next is decoded (as the app
+    // does while the reading thread decodes).
+    let (mut decoded, mut merged) = (Vec::new(), Vec::new());
     loop {
-        let added = state.domain.merge_cached(3);
-        if added.is_empty() {
+        let part = cached.next_episodes(10).unwrap();
+        if part.is_empty() {
             break;
         }
-        assert!(added.len() >= 3 || !state.domain.cached_pending(), "only the last part holds fewer than 3");
-        ends.push(added.end);
-        state.extend(added.start);
+        decoded.push(part.len());
+        state.domain.take_cached(part);
+        loop {
+            let added = state.domain.merge_cached(3);
+            if added.is_empty() {
+                break;
+            }
+            merged.push(added.end);
+            state.extend(added.start);
+        }
     }
+    assert_eq!(decoded.iter().sum::<usize>(), cached.head.episodes);
+    assert!(decoded[..decoded.len() - 1].iter().all(|&n| n >= 10), "only the last part is short: {decoded:?}");
     let episodes = &state.domain.episodes;
-    assert!(ends.len() > 3, "the sample run takes several parts of 3: {ends:?}");
-    for &end in &ends[..ends.len() - 1] {
+    assert!(merged.len() > decoded.len(), "merged in smaller parts: {merged:?}");
+    for &end in &merged[..merged.len() - 1] {
         assert_ne!(episodes[end - 1].group, episodes[end].group, "a part ends where a group ends: {end}");
     }
     // Then the watcher's read from where the cached one stopped (the metrics, nothing new in the episodes).
+    let mut tails = Tails::resumed(&dir, cached.head.position.clone());
     state.domain.read_all(&mut tails);
-    assert_eq!(state.domain.episodes.len(), *ends.last().unwrap());
+    assert_eq!(state.domain.episodes.len(), *merged.last().unwrap());
+    assert_same_run(&state, &open_fresh(&dir));
+}
+
+#[test]
+fn a_cache_whose_episodes_turn_out_damaged_midway_is_voided_and_the_run_read_from_its_files() {
+    let (_tmp, dir, root) = run_with_quirks();
+    open_cached(&dir, root.path());
+    // The body one byte short, with its length and checksum made right: the header passes, the last episode
+    // does not decode.
+    let path = cache_path(root.path(), &dir);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.pop();
+    const HEADER: usize = 8 + 4 + 8 + 8;
+    let body_len = (bytes.len() - HEADER) as u64;
+    bytes[12..20].copy_from_slice(&body_len.to_le_bytes());
+    let checksum = gigscope::run::lean::line_checksum(&bytes[HEADER..]);
+    bytes[20..28].copy_from_slice(&checksum.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+
+    let (run, mut tails) = live::start_as(&dir, None, &Default::default()).unwrap();
+    let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
+    let mut cached = state.domain.keep_load_cache(root.path().to_path_buf()).load().expect("the header is right");
+    state.domain.adopt_load_cache(cached.head.clone());
+    state.domain.take_cached(cached.next_episodes(10).unwrap());
+    while state.domain.cached_pending() {
+        update(&mut state, Msg::CachedPart);
+    }
+    assert!(!state.domain.episodes.is_empty(), "the first part was merged before the damage showed");
+    let err = loop {
+        match cached.next_episodes(10) {
+            Ok(part) => assert!(!part.is_empty(), "the damage shows before the end"),
+            Err(err) => break err,
+        }
+    };
+    assert!(matches!(err, CacheError::Damaged(_)), "{err}");
+    state.domain.void_load_cache();
+    state.rebuild();
+    state.domain.read_all(&mut tails);
+    state.rebuild();
     assert_same_run(&state, &open_fresh(&dir));
 }
 

@@ -42,20 +42,78 @@ pub const LOAD_CACHE_FORMAT: u32 = 1;
 pub const NO_CACHE_VAR: &str = "GIGSCOPE_NO_CACHE";
 
 const MAGIC: &[u8; 8] = b"GIGSLOAD";
+
+/// The fewest bytes an episode takes: id, group, iteration, success, tokens, token steps, span, step count, extras.
+const EPISODE_MIN_BYTES: usize = 8 + 8 + 8 + 1 + 8 + 4 + 32 + 8 + 1;
 const HEADER_LEN: usize = MAGIC.len() + 4 + 8 + 8;
 
 /// Bytes checksummed at the start and at the end of what was read, to tell an edited file from the one read.
 pub const CHECKED_BYTES: u64 = 64 << 10;
 
-/// What the cache kept of a run: the episodes as the read made them, and where the read stopped.
+/// What the cache kept of a run: where the read stopped and what it found, and the episodes as the read made
+/// them, decoded part by part ([`Cached::next_episodes`]): decoding a large run's episodes takes longer than a
+/// frame, and a viewer merges each part while the next is decoded.
 #[derive(Debug)]
 pub struct Cached {
-    pub episodes: Vec<LeanEpisode>,
+    pub head: CachedHead,
+    episodes: Decoder,
+}
+
+/// The part of a run's cache decoded at once.
+#[derive(Clone, Debug)]
+pub struct CachedHead {
     pub pages: PageIds,
     /// The broken lines of `episodes.jsonl` up to `position`.
     pub errors: Vec<LineError>,
     /// Where the reader of `episodes.jsonl` stopped: a reader resumed there reads only what came after.
     pub position: TailPosition,
+    /// How many episodes the cache holds.
+    pub episodes: usize,
+}
+
+/// The episodes of a cache file not decoded yet: the file's bytes, where the next starts in its body, and how
+/// many are left.
+#[derive(Debug)]
+struct Decoder {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    pos: usize,
+    left: usize,
+    store: TextStore,
+    /// The first episode of the next part, decoded to see where the last group ended.
+    held: Option<LeanEpisode>,
+}
+
+impl Cached {
+    /// The next `max` episodes, more only to end where an episode group ends (a viewer takes in whole groups),
+    /// fewer at the end; none once all were given. An error when the cache file turns out damaged after all
+    /// (the checksum of its body was right, but not its layout): everything taken from it is then void.
+    pub fn next_episodes(&mut self, max: usize) -> Result<Vec<LeanEpisode>, CacheError> {
+        let d = &mut self.episodes;
+        // The body's checksum was checked when the cache was loaded.
+        let body = &d.bytes[HEADER_LEN..];
+        let mut input = Input { bytes: body, pos: d.pos };
+        let mut part: Vec<LeanEpisode> = d.held.take().into_iter().collect();
+        while d.left > 0 {
+            let episode = input.episode(&d.store).map_err(|_| CacheError::Damaged(d.path.clone()))?;
+            d.left -= 1;
+            if part.len() >= max.max(1) && part.last().is_some_and(|last| last.group != episode.group) {
+                d.held = Some(episode);
+                break;
+            }
+            part.push(episode);
+        }
+        d.pos = input.pos;
+        if d.left == 0 && d.pos != body.len() {
+            return Err(CacheError::Damaged(d.path.clone()));
+        }
+        Ok(part)
+    }
+
+    /// Every episode left, at once.
+    pub fn all_episodes(&mut self) -> Result<Vec<LeanEpisode>, CacheError> {
+        self.next_episodes(usize::MAX)
+    }
 }
 
 /// What a viewer read of a run, to be saved: its episodes (text on disk), page names and broken lines, and the
@@ -165,11 +223,15 @@ pub fn load(root: &Path, dir: &Path, store: &TextStore) -> Result<Cached, CacheE
     let page_count = pages.len();
     let pages = PageIds::from_names(pages);
     let errors = input.errors().map_err(damaged)?;
-    let episodes = input.episodes(store).map_err(damaged)?;
-    if pages.names().len() != page_count || input.pos != input.bytes.len() {
+    let count = input.count(EPISODE_MIN_BYTES).map_err(damaged)?;
+    if pages.names().len() != page_count {
         return Err(CacheError::Damaged(path));
     }
-    Ok(Cached { episodes, pages, errors, position: TailPosition { offset, lines, last_line: last } })
+    let position = TailPosition { offset, lines, last_line: last };
+    let head = CachedHead { pages, errors, position, episodes: count };
+    // Where the episodes start in the body.
+    let pos = input.pos;
+    Ok(Cached { head, episodes: Decoder { path, bytes, pos, left: count, store: store.clone(), held: None } })
 }
 
 /// Save `snapshot` of the run in `dir` as its cache under `root`, atomically (a temporary file renamed over the
@@ -510,11 +572,6 @@ impl<'a> Input<'a> {
         (0..count)
             .map(|_| Ok(LineError { file: self.opt_string()?, line: self.u64()?, reason: self.string()? }))
             .collect()
-    }
-
-    fn episodes(&mut self, store: &TextStore) -> Result<Vec<LeanEpisode>, Damage> {
-        let count = self.count(8 + 8 + 8 + 1 + 8 + 4 + 32 + 8 + 1)?;
-        (0..count).map(|_| self.episode(store)).collect()
     }
 
     fn episode(&mut self, store: &TextStore) -> Result<LeanEpisode, Damage> {

@@ -28,7 +28,8 @@ use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexSearcher, TrajectoryIndex};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
-use crate::run::cache::Cached;
+use crate::run::cache::CachedHead;
+use crate::run::lean::LeanEpisode;
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
 use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
 
@@ -504,11 +505,19 @@ pub struct Opening {
 /// What the thread reading a run sends, in this order: what the load cache held (when the viewer keeps one),
 /// then the watcher's events; or why the watcher could not start.
 pub enum Reading {
-    /// Boxed, as it is far larger than the rest.
-    Cached(Option<Box<Cached>>),
+    /// What the load cache holds of the run, but its episodes (boxed, as it is far larger than the rest).
+    Cached(Box<CachedHead>),
+    /// The next episodes decoded from the load cache, ending where an episode group ends.
+    CachedEpisodes(Vec<LeanEpisode>),
+    /// The load cache turned out damaged while its episodes were decoded: what was taken from it is void, and
+    /// the watcher reads the run from its files.
+    CacheVoid,
     Live(LiveEvent),
     Failed(LiveError),
 }
+
+/// Episodes decoded from the load cache per message: a few milliseconds of decoding.
+const CACHE_DECODE_PART: usize = 1_000;
 
 impl Opening {
     /// Read the run on a thread of its own: the load cache first (decoding a large run's cache takes longer
@@ -517,13 +526,27 @@ impl Opening {
     pub fn spawn(self, watch: WatchOptions, send: impl Fn(Reading) -> bool + Send + 'static) {
         let read = move || {
             let mut tails = self.tails;
-            if let Some(cache) = self.cache {
-                let cached = cache.load().map(Box::new);
-                if let Some(cached) = &cached {
-                    tails = Tails::resumed(&self.dir, cached.position.clone());
-                }
-                if !send(Reading::Cached(cached)) {
+            if let Some(mut cached) = self.cache.and_then(|cache| cache.load()) {
+                if !send(Reading::Cached(Box::new(cached.head.clone()))) {
                     return;
+                }
+                // Part by part, each merged by the viewer while the next is decoded.
+                loop {
+                    let reading = match cached.next_episodes(CACHE_DECODE_PART) {
+                        Ok(part) if part.is_empty() => {
+                            tails = Tails::resumed(&self.dir, cached.head.position);
+                            break;
+                        }
+                        Ok(part) => Reading::CachedEpisodes(part),
+                        Err(_) => Reading::CacheVoid,
+                    };
+                    let void = matches!(reading, Reading::CacheVoid);
+                    if !send(reading) {
+                        return;
+                    }
+                    if void {
+                        break;
+                    }
                 }
             }
             // The watcher stops when dropped: kept until this thread ends.
@@ -550,16 +573,31 @@ impl Opening {
 #[derive(Default)]
 pub struct Loading {
     backlog: std::collections::VecDeque<LiveEvent>,
+    /// A merged part not drawn yet, and when a merge last asked for a frame: while a run arrives in many parts,
+    /// a frame per part would cost more than the merging (keys are drawn at once all the same).
+    owed_frame: bool,
+    last_frame: Option<Instant>,
 }
+
+/// The least time between two frames asked for by merged parts (60 a second).
+const MERGE_FRAME_INTERVAL: Duration = Duration::from_millis(16);
 
 impl Loading {
     /// Take in what the reading thread sent; an error when the run cannot be watched.
     pub fn receive(&mut self, state: &mut State, reading: Reading) -> Result<bool, LiveError> {
         match reading {
-            Reading::Cached(None) => Ok(false),
-            Reading::Cached(Some(cached)) => {
-                state.domain.adopt_load_cache(*cached);
+            Reading::Cached(head) => {
+                state.domain.adopt_load_cache(*head);
                 // Settings recorded in run.json, on no episodes yet: instant.
+                state.rebuild();
+                Ok(true)
+            }
+            Reading::CachedEpisodes(episodes) => {
+                state.domain.take_cached(episodes);
+                Ok(false)
+            }
+            Reading::CacheVoid => {
+                state.domain.void_load_cache();
                 state.rebuild();
                 Ok(true)
             }
@@ -576,16 +614,25 @@ impl Loading {
         state.domain.cached_pending() || !self.backlog.is_empty()
     }
 
-    /// Merge the next part (see [`crate::live::next_part`]); whether to draw, and whether the part said the
-    /// reader caught up with the run.
+    /// Merge the next part (see [`crate::live::next_part`]); whether to draw (at most one frame every
+    /// [`MERGE_FRAME_INTERVAL`] while parts keep coming, and one when the last has been merged), and whether the
+    /// part said the reader caught up with the run.
     pub fn merge_next(&mut self, state: &mut State) -> (bool, bool) {
-        if state.domain.cached_pending() {
-            return (update(state, Msg::CachedPart).redraw, false);
+        let (redraw, caught_up) = if state.domain.cached_pending() {
+            (update(state, Msg::CachedPart).redraw, false)
+        } else {
+            let part = live::next_part(&mut self.backlog);
+            let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
+            (!part.is_empty() && update(state, Msg::Live(part, Instant::now())).redraw, caught_up)
+        };
+        self.owed_frame |= redraw;
+        let due = !self.pending(state) || self.last_frame.is_none_or(|at| at.elapsed() >= MERGE_FRAME_INTERVAL);
+        if !(self.owed_frame && due) {
+            return (false, caught_up);
         }
-        let part = live::next_part(&mut self.backlog);
-        let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
-        let redraw = !part.is_empty() && update(state, Msg::Live(part, Instant::now())).redraw;
-        (redraw, caught_up)
+        self.owed_frame = false;
+        self.last_frame = Some(Instant::now());
+        (true, caught_up)
     }
 }
 

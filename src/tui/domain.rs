@@ -14,7 +14,7 @@ use crate::advantage::{
     KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
-use crate::run::cache::Cached;
+use crate::run::cache::{Cached, CachedHead};
 use crate::run::lean::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
@@ -307,8 +307,9 @@ pub struct LoadCache {
 }
 
 impl LoadCache {
-    /// What the cache holds of the run, when that is still what the run's files hold; `None` on a miss (no
-    /// cache, a changed run, a damaged file), and the run is read from its files.
+    /// What the cache holds of the run, when that is still what the run's files hold, its episodes to be
+    /// decoded part by part; `None` on a miss (no cache, a changed run, a damaged file), and the run is read
+    /// from its files.
     pub fn load(&self) -> Option<Cached> {
         crate::run::cache::load(&self.root, &self.dir, &self.store).ok()
     }
@@ -433,18 +434,35 @@ impl Domain {
         LoadCache { root, dir: self.run.dir.clone(), store: self.text.clone() }
     }
 
-    /// Take in what the load cache held of the run (its episodes are merged part by part by
-    /// [`Domain::merge_cached`]); where the cached read stopped, for the watcher to go on from there.
-    pub fn adopt_load_cache(&mut self, cached: Cached) -> crate::run::TailPosition {
+    /// Take in what the load cache held of the run, but its episodes: they arrive part by part
+    /// ([`Domain::take_cached`]) and are merged part by part ([`Domain::merge_cached`]).
+    pub fn adopt_load_cache(&mut self, head: CachedHead) {
         // run.json too (a few bytes), so that the watcher's first news of it changes nothing.
         self.run.meta = crate::run::read_meta(&self.run.dir).ok().flatten();
-        (self.pages, self.run.errors) = (cached.pages, cached.errors);
-        self.cached = cached.episodes.into();
+        (self.pages, self.run.errors) = (head.pages, head.errors);
         self.adopt_run();
         if let Some(kept) = self.load_cache.as_mut() {
-            kept.saved = Some((self.cached.len(), cached.position.offset));
+            kept.saved = Some((head.episodes, head.position.offset));
         }
-        cached.position
+    }
+
+    /// Episodes decoded from the load cache, to be merged after those before them.
+    pub fn take_cached(&mut self, episodes: Vec<LeanEpisode>) {
+        self.cached.extend(episodes);
+    }
+
+    /// The load cache turned out damaged while its episodes were decoded: forget everything taken from it (the
+    /// run is read from its files); the caller rebuilds what is derived.
+    pub fn void_load_cache(&mut self) {
+        self.cached.clear();
+        self.episodes.clear();
+        (self.pages, self.run.errors) = Default::default();
+        self.run.episode_ids.clear();
+        self.run.episode_lines.clear();
+        self.adopt_run();
+        if let Some(kept) = self.load_cache.as_mut() {
+            kept.saved = None;
+        }
     }
 
     /// Whether episodes taken from the load cache wait to be merged.

@@ -237,9 +237,13 @@ fn progressive_open(dir: &Path, cache: &Path) -> Loading {
                 }
             }
         }
-        // One part per turn, as the app merges them.
-        caught_up |= loading.merge_next(&mut state).1;
-        frame(&mut terminal, &state);
+        // One part per turn, as the app merges them, and a frame when a key asks for one or the merges are due
+        // one.
+        let (due, caught) = loading.merge_next(&mut state);
+        caught_up |= caught;
+        if due || !waiting.is_empty() {
+            frame(&mut terminal, &state);
+        }
         keys.extend(waiting.iter().map(|at| at.elapsed()));
         if caught_up && !loading.pending(&state) {
             loaded = Some(start.elapsed());
