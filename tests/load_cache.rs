@@ -193,6 +193,38 @@ fn a_cache_whose_episodes_turn_out_damaged_midway_is_voided_and_the_run_read_fro
 }
 
 #[test]
+fn a_large_runs_cache_is_copied_a_part_per_turn_and_written_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("large");
+    std::fs::create_dir(&dir).unwrap();
+    let lines: String = (0..12_000)
+        .map(|i| {
+            let step = gigscope::run::Step::new(format!("page {}", i % 7), "click[next]", (i % 3) as f64);
+            let episode = Episode::new(format!("e{i}"), format!("g{}", i / 8), vec![step]);
+            serde_json::to_string(&episode).unwrap() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.join(EPISODES_FILE), lines).unwrap();
+    let root = tempfile::tempdir().unwrap();
+
+    let (run, mut tails) = live::start_as(&dir, None, &Default::default()).unwrap();
+    let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
+    assert!(state.domain.keep_load_cache(root.path().to_path_buf()).load().is_none());
+    state.domain.read_all(&mut tails);
+    assert!(state.domain.load_cache_copying(), "more than a part's worth is left to copy after the catch-up");
+    let mut turns = 1;
+    while state.domain.copy_load_cache() {
+        turns += 1;
+    }
+    assert_eq!(turns, 2, "12,000 episodes: the part copied at the catch-up, then one more turn");
+    state.domain.finish_load_cache();
+    state.rebuild();
+    let (second, hit) = open_cached(&dir, root.path());
+    assert!(hit);
+    assert_same_run(&second, &state);
+}
+
+#[test]
 fn lines_appended_after_caching_are_read_on_from_the_cached_offset() {
     let (_tmp, dir, root) = run_with_quirks();
     open_cached(&dir, root.path());

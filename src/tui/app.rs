@@ -610,23 +610,33 @@ impl Loading {
     }
 
     /// Whether parts wait to be merged.
-    pub fn pending(&self, state: &State) -> bool {
+    pub fn merging(&self, state: &State) -> bool {
         state.domain.cached_pending() || !self.backlog.is_empty()
     }
 
-    /// Merge the next part (see [`crate::live::next_part`]); whether to draw (at most one frame every
+    /// Whether work waits for the next turn of the loop: parts to merge, or the load cache to copy.
+    pub fn pending(&self, state: &State) -> bool {
+        self.merging(state) || state.domain.load_cache_copying()
+    }
+
+    /// Merge the next part (see [`crate::live::next_part`]), else copy a part of the load cache being saved;
+    /// whether to draw (at most one frame every
     /// [`MERGE_FRAME_INTERVAL`] while parts keep coming, and one when the last has been merged), and whether the
     /// part said the reader caught up with the run.
     pub fn merge_next(&mut self, state: &mut State) -> (bool, bool) {
         let (redraw, caught_up) = if state.domain.cached_pending() {
             (update(state, Msg::CachedPart).redraw, false)
-        } else {
+        } else if !self.backlog.is_empty() {
             let part = live::next_part(&mut self.backlog);
             let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
             (!part.is_empty() && update(state, Msg::Live(part, Instant::now())).redraw, caught_up)
+        } else {
+            // Nothing to merge: the next part of the load cache being copied, if any.
+            state.domain.copy_load_cache();
+            (false, false)
         };
         self.owed_frame |= redraw;
-        let due = !self.pending(state) || self.last_frame.is_none_or(|at| at.elapsed() >= MERGE_FRAME_INTERVAL);
+        let due = !self.merging(state) || self.last_frame.is_none_or(|at| at.elapsed() >= MERGE_FRAME_INTERVAL);
         if !(self.owed_frame && due) {
             return (false, caught_up);
         }

@@ -321,7 +321,14 @@ struct KeptCache {
     saved: Option<(usize, u64)>,
     /// The thread writing it, if one was started.
     saving: Option<std::thread::JoinHandle<()>>,
+    /// A snapshot being copied for the writing thread, [`SNAPSHOT_PART`] episodes per turn of the viewer's loop
+    /// (copying a large run's lean episodes at once held the viewer's thread for tens of milliseconds), and how
+    /// many episodes it is to hold.
+    copying: Option<(crate::run::cache::Snapshot, usize)>,
 }
+
+/// Episodes copied into a load-cache snapshot per turn of the viewer's loop: about a millisecond.
+const SNAPSHOT_PART: usize = 5_000;
 
 impl Domain {
     pub fn new(run: Run) -> Domain {
@@ -412,6 +419,9 @@ impl Domain {
             if one.episodes_reset {
                 self.episodes.clear();
                 self.cached.clear();
+                if let Some(kept) = self.load_cache.as_mut() {
+                    (kept.copying, kept.saved) = (None, None);
+                }
                 self.text.clear();
             }
             one.new_episodes = self.take_episodes();
@@ -430,7 +440,7 @@ impl Domain {
     /// up with new episodes. What the cache holds is taken with [`LoadCache::load`] (on another thread: a large
     /// run's cache takes a while to decode) and [`Domain::adopt_load_cache`].
     pub fn keep_load_cache(&mut self, root: std::path::PathBuf) -> LoadCache {
-        self.load_cache = Some(KeptCache { root: root.clone(), saved: None, saving: None });
+        self.load_cache = Some(KeptCache { root: root.clone(), saved: None, saving: None, copying: None });
         LoadCache { root, dir: self.run.dir.clone(), store: self.text.clone() }
     }
 
@@ -461,7 +471,7 @@ impl Domain {
         self.run.episode_lines.clear();
         self.adopt_run();
         if let Some(kept) = self.load_cache.as_mut() {
-            kept.saved = None;
+            (kept.copying, kept.saved) = (None, None);
         }
     }
 
@@ -486,27 +496,56 @@ impl Domain {
     }
 
     /// Save the load cache of the episodes read up to `offset` (a read that caught up), unless it holds them
-    /// already. Off the viewer's thread: encoding and writing a large run's cache takes a while, and a failure
-    /// only means that the next open reads the run from its files.
+    /// already: copied a part at a time ([`Domain::copy_load_cache`]), then encoded and written off the viewer's
+    /// thread (that takes a while for a large run, and a failure only means that the next open reads the run
+    /// from its files).
     fn save_load_cache(&mut self, offset: u64) {
         let Some(kept) = self.load_cache.as_mut() else { return };
-        if kept.saved == Some((self.episodes.len(), offset)) {
+        let len = self.episodes.len();
+        if kept.saved == Some((len, offset)) {
             return;
         }
-        kept.saved = Some((self.episodes.len(), offset));
+        kept.saved = Some((len, offset));
         let snapshot = crate::run::cache::Snapshot {
-            episodes: self.episodes.clone(),
+            episodes: Vec::with_capacity(len),
             pages: self.pages.clone(),
             errors: self.run.errors.clone(),
             offset,
         };
+        kept.copying = Some((snapshot, len));
+        self.copy_load_cache();
+    }
+
+    /// Copy the next part of the load-cache snapshot being made, and start writing it once it is whole; whether
+    /// copying is left for later turns.
+    pub fn copy_load_cache(&mut self) -> bool {
+        let Some(kept) = self.load_cache.as_mut() else { return false };
+        let Some((snapshot, len)) = kept.copying.as_mut() else { return false };
+        let (from, to) = (snapshot.episodes.len(), (snapshot.episodes.len() + SNAPSHOT_PART).min(*len));
+        let Some(part) = self.episodes.get(from..to) else {
+            // The episodes were reset since: nothing to save.
+            (kept.copying, kept.saved) = (None, None);
+            return false;
+        };
+        snapshot.episodes.extend_from_slice(part);
+        if to < *len {
+            return true;
+        }
+        let Some((snapshot, _)) = kept.copying.take() else { return false };
         let (root, dir) = (kept.root.clone(), self.run.dir.clone());
         let save = move || drop(crate::run::cache::save(&root, &dir, &snapshot));
         kept.saving = std::thread::Builder::new().name("gigscope-load-cache".into()).spawn(save).ok();
+        false
     }
 
-    /// Wait until the load cache last asked for is written (or has failed).
+    /// Whether a load-cache snapshot is being copied.
+    pub fn load_cache_copying(&self) -> bool {
+        self.load_cache.as_ref().is_some_and(|kept| kept.copying.is_some())
+    }
+
+    /// Copy what is left of the load cache asked for, and wait until it is written (or has failed).
     pub fn finish_load_cache(&mut self) {
+        while self.copy_load_cache() {}
         if let Some(saving) = self.load_cache.as_mut().and_then(|kept| kept.saving.take()) {
             let _ = saving.join();
         }

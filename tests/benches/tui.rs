@@ -245,7 +245,7 @@ fn progressive_open(dir: &Path, cache: &Path) -> Loading {
             frame(&mut terminal, &state);
         }
         keys.extend(waiting.iter().map(|at| at.elapsed()));
-        if caught_up && !loading.pending(&state) {
+        if caught_up && !loading.merging(&state) {
             loaded = Some(start.elapsed());
         }
     }
