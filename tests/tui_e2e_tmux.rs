@@ -340,3 +340,33 @@ fn the_sokoban_sample_opens_and_a_level_is_played_into_it() {
     assert_eq!(played["outcome"]["success"], true);
     assert_eq!(played["outcome"]["reward_info"]["solved"], true);
 }
+
+/// A second open of an unchanged run takes it from the load cache the first open wrote (and says so), shows
+/// the same run, and the watcher reads on from the cached offset.
+#[test]
+fn a_second_open_is_taken_from_the_load_cache_and_reads_on_from_there() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let cache = tempfile::tempdir().unwrap();
+    let env = format!("GIGSCOPE_CACHE={}", cache.path().display());
+    let command_line = format!("tui {} --rescan-ms 200", dir.display());
+    let first = Session::launch_with_env("cache-1", &env, &command_line, (120, 40));
+    first.wait_for(&["[Overview]", "12 ep"]);
+    assert!(!first.screen().contains("load cache"), "nothing cached yet:\n{}", first.screen());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(cache.path().join("load")).map_or(true, |mut d| d.next().is_none()) {
+        assert!(Instant::now() < deadline, "the first open wrote no load cache under {}", cache.path().display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.keys(&["q"]);
+
+    let second = Session::launch_with_env("cache-2", &env, &command_line, (120, 40));
+    second.wait_for(&["12 episodes taken from the load cache"]);
+    let screen = second.open_socks_episode();
+    assert!(screen.contains("trainer A +8.512 · recomputed A +8.512"), "{screen}");
+    append(&dir, format!("{LATE}\n").as_bytes());
+    second.keys(&["Escape", "Escape"]);
+    second.wait_for(&["[Overview]", "13 ep"]);
+}

@@ -587,6 +587,12 @@ impl Loading {
     pub fn receive(&mut self, state: &mut State, reading: Reading) -> Result<bool, LiveError> {
         match reading {
             Reading::Cached(head) => {
+                // Said, so that a run that opens at once is not taken for a stale one.
+                state.ui.message = Some(format!(
+                    "{} episodes taken from the load cache, reading on from line {} (GIGSCOPE_NO_CACHE=1 reads \
+                     the files)",
+                    head.episodes, head.position.lines
+                ));
                 state.domain.adopt_load_cache(*head);
                 // Settings recorded in run.json, on no episodes yet: instant.
                 state.rebuild();
