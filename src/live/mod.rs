@@ -186,7 +186,26 @@ pub enum LiveError {
 enum Wake {
     /// Something changed at these paths (none: unknown, read to be sure).
     Changed(Vec<PathBuf>),
+    /// Episodes this thread parsed, handed back to be freed here (see [`Recycler`]).
+    Free(Vec<Episode>),
     Stop,
+}
+
+/// Hands the episodes a viewer took from the watcher back to the watcher's thread to be freed there, once the
+/// viewer has made what it keeps of them: memory is best freed by the thread that allocated it (the allocator's
+/// per-thread caches), and a large run's parsed text freed on another thread cost the parsing thread about as
+/// much again in waits on the allocator's lock.
+#[derive(Clone)]
+pub struct Recycler(Sender<Wake>);
+
+impl Recycler {
+    /// Free `episodes` on the watcher's thread; given back when the watcher has stopped.
+    pub fn free(&self, episodes: Vec<Episode>) -> Result<(), Vec<Episode>> {
+        self.0.send(Wake::Free(episodes)).map_err(|err| match err.0 {
+            Wake::Free(episodes) => episodes,
+            _ => Vec::new(),
+        })
+    }
 }
 
 /// The background watcher. Dropping it stops the thread and waits for it.
@@ -220,12 +239,24 @@ impl Watcher {
         } else {
             None
         };
-        let mut scanner = Scanner { source: tails.source, events: events_tx, scanned: false, held: Vec::new() };
+        let mut scanner = Scanner {
+            source: tails.source,
+            events: events_tx,
+            scanned: false,
+            held: Vec::new(),
+            wake: wake_rx,
+            changed: false,
+        };
         let thread = std::thread::Builder::new()
             .name("gigscope-live".to_string())
-            .spawn(move || scanner.run(wake_rx, options))
+            .spawn(move || scanner.run(options))
             .map_err(LiveError::Thread)?;
         Ok((Watcher { notify, wake: wake_tx, thread: Some(thread) }, events_rx))
+    }
+
+    /// A [`Recycler`] for the episodes this watcher delivers.
+    pub fn recycler(&self) -> Recycler {
+        Recycler(self.wake.clone())
     }
 }
 
@@ -282,34 +313,72 @@ struct Scanner {
     /// the next part, so that parts end where groups end (when the file is written group by group) and a
     /// viewer takes in each part as new groups, computing that part alone.
     held: Vec<(u64, Episode)>,
+    /// Changes, episodes to free, and the order to stop.
+    wake: Receiver<Wake>,
+    /// A change of a watched file was noticed while a scan was under way: scan again at once.
+    changed: bool,
 }
 
-/// The consumer dropped the receiver: nothing left to do.
+/// The consumer dropped the receiver, or the watcher was stopped: nothing left to do.
 struct Disconnected;
 
+/// What waiting for a wake-up came to (episodes handed back meanwhile are freed as they come).
+enum Woken {
+    Changed(Vec<PathBuf>),
+    TimedOut,
+    Stop,
+}
+
 impl Scanner {
-    fn run(&mut self, wake: Receiver<Wake>, options: WatchOptions) {
+    fn run(&mut self, options: WatchOptions) {
         loop {
             let Ok(pending) = self.scan() else { return };
+            if std::mem::take(&mut self.changed) {
+                continue;
+            }
             // Data still being written is looked at again after the debounce, not at the next re-scan.
             let wait = if pending { options.debounce } else { options.rescan };
-            match wake.recv_timeout(wait) {
-                Ok(Wake::Changed(paths)) => {
+            match self.wait(Instant::now() + wait) {
+                Woken::Changed(paths) => {
                     if !self.concerns(&paths) {
                         continue;
                     }
                     // Debounce: collect the rest of the burst, but never wait longer than `debounce`.
                     let deadline = Instant::now() + options.debounce;
                     loop {
-                        match wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                            Ok(Wake::Changed(_)) => {}
-                            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                            Err(RecvTimeoutError::Timeout) => break,
+                        match self.wait(deadline) {
+                            Woken::Changed(_) => {}
+                            Woken::Stop => return,
+                            Woken::TimedOut => break,
                         }
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
-                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Woken::TimedOut => {}
+                Woken::Stop => return,
+            }
+        }
+    }
+
+    /// Wait for a change until `deadline`, freeing the episodes handed back meanwhile.
+    fn wait(&mut self, deadline: Instant) -> Woken {
+        loop {
+            match self.wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Wake::Free(episodes)) => drop(episodes),
+                Ok(Wake::Changed(paths)) => return Woken::Changed(paths),
+                Err(RecvTimeoutError::Timeout) => return Woken::TimedOut,
+                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return Woken::Stop,
+            }
+        }
+    }
+
+    /// Between the polls of a scan: free the episodes handed back, note changes for a scan after this one.
+    fn take_wakes(&mut self) -> Result<(), Disconnected> {
+        loop {
+            match self.wake.try_recv() {
+                Ok(Wake::Free(episodes)) => drop(episodes),
+                Ok(Wake::Changed(paths)) => self.changed |= self.concerns(&paths),
+                Err(mpsc::TryRecvError::Empty) => return Ok(()),
+                Ok(Wake::Stop) | Err(mpsc::TryRecvError::Disconnected) => return Err(Disconnected),
             }
         }
     }
@@ -330,6 +399,7 @@ impl Scanner {
             return Ok(pending);
         }
         loop {
+            self.take_wakes()?;
             let poll = self.source.poll();
             for event in poll.events {
                 match event {

@@ -27,7 +27,7 @@ use super::theme::color_enabled;
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexSearcher, TrajectoryIndex};
-use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
+use crate::live::{self, LiveError, LiveEvent, Recycler, Tails, WatchOptions, Watcher};
 use crate::run::cache::CachedHead;
 use crate::run::lean::LeanEpisode;
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
@@ -512,6 +512,8 @@ pub enum Reading {
     /// The load cache turned out damaged while its episodes were decoded: what was taken from it is void, and
     /// the watcher reads the run from its files.
     CacheVoid,
+    /// Where to hand the parsed episodes back to be freed (the watcher has started).
+    Recycler(Recycler),
     Live(LiveEvent),
     Failed(LiveError),
 }
@@ -550,13 +552,16 @@ impl Opening {
                 }
             }
             // The watcher stops when dropped: kept until this thread ends.
-            let (_watcher, live) = match Watcher::spawn(&self.dir, tails, watch) {
+            let (watcher, live) = match Watcher::spawn(&self.dir, tails, watch) {
                 Ok(watching) => watching,
                 Err(err) => {
                     send(Reading::Failed(err));
                     return;
                 }
             };
+            if !send(Reading::Recycler(watcher.recycler())) {
+                return;
+            }
             while let Ok(ev) = live.recv() {
                 if !send(Reading::Live(ev)) {
                     break;
@@ -606,6 +611,10 @@ impl Loading {
                 state.domain.void_load_cache();
                 state.rebuild();
                 Ok(true)
+            }
+            Reading::Recycler(recycler) => {
+                state.domain.recycle_with(recycler);
+                Ok(false)
             }
             Reading::Live(ev) => {
                 self.backlog.push_back(ev);

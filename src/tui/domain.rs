@@ -297,6 +297,8 @@ pub struct Domain {
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
     cached: std::collections::VecDeque<LeanEpisode>,
+    /// Where the parsed episodes go to be freed once taken in lean: the watcher's thread that parsed them.
+    recycler: Option<crate::live::Recycler>,
 }
 
 /// What reading a run's load cache needs, for a thread of its own.
@@ -348,6 +350,7 @@ impl Domain {
             episodes_version: 0,
             load_cache: None,
             cached: Default::default(),
+            recycler: None,
         };
         domain.take_episodes();
         domain.adopt_run();
@@ -401,7 +404,15 @@ impl Domain {
             lean
         }));
         if !parsed.is_empty() {
-            release(Release::Free(parsed));
+            // Freed by the watcher's thread that parsed them, when there is one (see `Recycler`), else on the
+            // release thread.
+            let left = match &self.recycler {
+                Some(recycler) => recycler.free(parsed).err(),
+                None => Some(parsed),
+            };
+            if let Some(parsed) = left {
+                release(Release::Free(parsed));
+            }
         }
         start..self.episodes.len()
     }
@@ -473,6 +484,11 @@ impl Domain {
         if let Some(kept) = self.load_cache.as_mut() {
             (kept.copying, kept.saved) = (None, None);
         }
+    }
+
+    /// Hand the parsed episodes taken in from now on back to the watcher that delivers them, to be freed there.
+    pub fn recycle_with(&mut self, recycler: crate::live::Recycler) {
+        self.recycler = Some(recycler);
     }
 
     /// Whether episodes taken from the load cache wait to be merged.
