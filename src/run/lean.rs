@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::format::{Episode, SOURCE_KEY};
+use super::reader::FileIdentity;
 
 /// The 128-bit hash anchors are grouped by (XXH3-128 of the UTF-8 text).
 pub fn anchor_hash(text: &str) -> u128 {
@@ -296,12 +297,32 @@ impl PartialEq for TextStore {
 struct StoreInner {
     path: PathBuf,
     cache: Mutex<VecDeque<(LineSpan, Arc<Episode>)>>,
+    /// The file, kept open while the path names it: reading a large run's text back line by line (a grouping,
+    /// the search index) opened it once per line, and each open woke every watcher of the run's directory.
+    file: Mutex<Option<(Arc<std::fs::File>, FileIdentity)>>,
 }
 
 impl TextStore {
     /// A store for the lines of the file at `path`.
     pub fn new(path: &Path) -> TextStore {
-        TextStore { inner: Arc::new(StoreInner { path: path.to_path_buf(), cache: Mutex::new(VecDeque::new()) }) }
+        let inner = StoreInner { path: path.to_path_buf(), cache: Mutex::default(), file: Mutex::default() };
+        TextStore { inner: Arc::new(inner) }
+    }
+
+    /// The file at the path, opened again when the path names another file than the one kept (replaced).
+    fn file(&self) -> Result<Arc<std::fs::File>, TextError> {
+        let io = |source| TextError::Io { path: self.inner.path.clone(), source };
+        // A stat of the path, not an open: it wakes no watcher.
+        let now = FileIdentity::of(&std::fs::metadata(&self.inner.path).map_err(io)?);
+        let mut kept = self.inner.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((file, _)) = kept.as_ref().filter(|(_, identity)| *identity == now) {
+            return Ok(Arc::clone(file));
+        }
+        let file = std::fs::File::open(&self.inner.path).map_err(io)?;
+        let identity = FileIdentity::of(&file.metadata().map_err(io)?);
+        let file = Arc::new(file);
+        *kept = Some((Arc::clone(&file), identity));
+        Ok(file)
     }
 
     pub fn path(&self) -> &Path {
@@ -328,9 +349,7 @@ impl TextStore {
         if let Some((_, episode)) = self.cache().iter().find(|(s, _)| s == span) {
             return Ok(Arc::clone(episode));
         }
-        let file = std::fs::File::open(&self.inner.path)
-            .map_err(|source| TextError::Io { path: self.inner.path.clone(), source })?;
-        let episode = self.parse_at(&file, span)?;
+        let episode = self.parse_at(&*self.file()?, span)?;
         let episode = Arc::new(episode);
         let mut cache = self.cache();
         if cache.len() == CACHED_EPISODES {
@@ -360,9 +379,7 @@ impl TextStore {
     /// The anchor of every step of the episode on line `span` (its observation where it has none), read past
     /// the cache and parsed for nothing else: what a similarity grouping needs of a run kept on disk.
     pub fn anchors(&self, span: &LineSpan) -> Result<Vec<Arc<str>>, TextError> {
-        let file = std::fs::File::open(&self.inner.path)
-            .map_err(|source| TextError::Io { path: self.inner.path.clone(), source })?;
-        let bytes = self.line_at(&file, span)?;
+        let bytes = self.line_at(&*self.file()?, span)?;
         let parse = |message: String| TextError::Parse { path: self.inner.path.clone(), line: span.line, message };
         let text = std::str::from_utf8(&bytes).map_err(|e| parse(e.to_string()))?;
         let record: StepAnchors<'_> =

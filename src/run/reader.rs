@@ -60,19 +60,19 @@ pub struct TailBatch<T> {
 
 /// Identity of the file behind a path, to notice when it is replaced (e.g. by an atomic rename).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FileIdentity {
+pub(crate) struct FileIdentity {
     dev: u64,
     ino: u64,
 }
 
 impl FileIdentity {
     #[cfg(unix)]
-    fn of(meta: &Metadata) -> Self {
+    pub(crate) fn of(meta: &Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
         FileIdentity { dev: meta.dev(), ino: meta.ino() }
     }
     #[cfg(not(unix))]
-    fn of(_meta: &Metadata) -> Self {
+    pub(crate) fn of(_meta: &Metadata) -> Self {
         FileIdentity { dev: 0, ino: 0 }
     }
 }

@@ -27,7 +27,7 @@ use super::theme::color_enabled;
 use super::update::{update, AutoplayRequest, Effects, InputKey, Msg};
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexSearcher, TrajectoryIndex};
-use crate::live::{self, LiveError, LiveEvent, Recycler, Tails, WatchOptions, Watcher};
+use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::cache::CachedHead;
 use crate::run::lean::LeanEpisode;
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
@@ -512,8 +512,9 @@ pub enum Reading {
     /// The load cache turned out damaged while its episodes were decoded: what was taken from it is void, and
     /// the watcher reads the run from its files.
     CacheVoid,
-    /// Where to hand the parsed episodes back to be freed (the watcher has started).
-    Recycler(Recycler),
+    /// The watcher has started: the viewer keeps it (dropping it stops it, and then this thread) and hands
+    /// the parsed episodes back to it to be freed.
+    Watching(Watcher),
     Live(LiveEvent),
     Failed(LiveError),
 }
@@ -551,7 +552,6 @@ impl Opening {
                     }
                 }
             }
-            // The watcher stops when dropped: kept until this thread ends.
             let (watcher, live) = match Watcher::spawn(&self.dir, tails, watch) {
                 Ok(watching) => watching,
                 Err(err) => {
@@ -559,7 +559,7 @@ impl Opening {
                     return;
                 }
             };
-            if !send(Reading::Recycler(watcher.recycler())) {
+            if !send(Reading::Watching(watcher)) {
                 return;
             }
             while let Ok(ev) = live.recv() {
@@ -573,8 +573,9 @@ impl Opening {
     }
 }
 
-/// The viewer's part of reading a run: the load cache taken in, the watcher's events waiting to be merged, one
-/// part per turn of the loop (cached episodes first, in the order they were read).
+/// The viewer's part of reading a run: the watcher (kept for as long as the viewer keeps this), the load cache
+/// taken in, the watcher's events waiting to be merged, one part per turn of the loop (cached episodes first,
+/// in the order they were read).
 #[derive(Default)]
 pub struct Loading {
     backlog: std::collections::VecDeque<LiveEvent>,
@@ -582,6 +583,8 @@ pub struct Loading {
     /// a frame per part would cost more than the merging (keys are drawn at once all the same).
     owed_frame: bool,
     last_frame: Option<Instant>,
+    /// The run's watcher, once started: it stops when the viewer drops this.
+    watcher: Option<Watcher>,
 }
 
 /// The least time between two frames asked for by merged parts (60 a second).
@@ -612,8 +615,9 @@ impl Loading {
                 state.rebuild();
                 Ok(true)
             }
-            Reading::Recycler(recycler) => {
-                state.domain.recycle_with(recycler);
+            Reading::Watching(watcher) => {
+                state.domain.recycle_with(watcher.recycler());
+                self.watcher = Some(watcher);
                 Ok(false)
             }
             Reading::Live(ev) => {
