@@ -448,3 +448,25 @@ fn a_grouping_job_is_named_once_in_the_status_bar() {
     assert!(line.contains("⟳ searching (X cancels)") && line.contains("⟳ grouping by"), "{line}");
     assert!(!line.contains("grouping anchors"), "{line}");
 }
+
+/// Parts read in a burst are merged one per turn; a frame is asked for at most every 16 ms while more wait, and
+/// always once the last is merged, so the screen never stays behind what was merged.
+#[test]
+fn merged_parts_ask_for_a_frame_once_the_last_is_merged() {
+    use gigscope::tui::app::{Loading, Reading};
+    let mut s = state();
+    let mut loading = Loading::default();
+    let parts = 20;
+    for i in 0..parts {
+        let records = vec![(13 + i, episode(&format!("burst-{i}"), &format!("burst-g{i}"), 2))];
+        loading.receive(&mut s, Reading::Live(LiveEvent::Episodes(records))).unwrap();
+    }
+    let mut frames = Vec::new();
+    while loading.pending(&s) {
+        frames.push(loading.merge_next(&mut s).0);
+    }
+    assert_eq!(frames.len(), parts as usize, "one part per turn");
+    assert_eq!(s.domain.episodes.len(), 12 + parts as usize);
+    assert!(frames.last() == Some(&true), "the last merge asks for a frame: {frames:?}");
+    assert!(frames[0], "the first merge draws at once (no frame was asked for before)");
+}
