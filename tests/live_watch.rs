@@ -391,29 +391,3 @@ fn a_large_batch_is_merged_in_slices_of_whole_groups() {
     assert_eq!(slices, 3);
     assert_eq!(merged, batch);
 }
-
-/// Episodes handed back to the watcher are freed on its thread while it runs, and it keeps reading meanwhile;
-/// once it has stopped they are given back (nothing is lost, the caller frees them elsewhere).
-#[test]
-fn episodes_handed_back_are_freed_by_the_running_watcher_and_returned_once_it_stopped() {
-    let dir = tempfile::tempdir().unwrap();
-    let episodes = dir.path().join(EPISODES_FILE);
-    let (watcher, rx) = watch(dir.path(), true);
-    append(&episodes, &line("a"));
-    let first = wait_until(&rx, |seen| !episode_ids(seen).is_empty());
-    let parsed: Vec<Episode> = first
-        .into_iter()
-        .flat_map(|e| match e {
-            LiveEvent::Episodes(records) => records.into_iter().map(|(_, e)| e).collect(),
-            _ => Vec::new(),
-        })
-        .collect();
-    let recycler = watcher.recycler();
-    assert!(recycler.free(parsed.clone()).is_ok(), "the running watcher takes them");
-    append(&episodes, &line("b"));
-    let events = wait_until(&rx, |seen| !episode_ids(seen).is_empty());
-    assert_eq!(episode_ids(&events), vec![(2, "b".to_string())], "it read on after freeing");
-    drop(watcher);
-    let back = recycler.free(parsed.clone()).expect_err("a stopped watcher frees nothing");
-    assert_eq!(back, parsed);
-}

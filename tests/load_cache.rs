@@ -14,6 +14,7 @@ use gigscope::run::cache::{self, CacheError};
 use gigscope::run::{Episode, EPISODES_FILE};
 use gigscope::tui::{update, Config, Msg, State};
 use support::runs::copy_sample;
+use support::screen::assert_same_run;
 
 /// A run opened as the app opens it with a cache under `root`, read to the end; whether the cache was taken.
 fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
@@ -39,23 +40,6 @@ fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
 /// The run read from its files alone.
 fn open_fresh(dir: &Path) -> State {
     gigscope::tui::open(dir, Config::defaults(false).unwrap(), (120, 40)).unwrap().0
-}
-
-/// What a viewer derives from a run: the same for a cached open as for a read of the files.
-fn assert_same_run(cached: &State, fresh: &State) {
-    let (a, b) = (&cached.domain, &fresh.domain);
-    assert_eq!(a.episodes.len(), b.episodes.len());
-    assert_eq!(a.episodes, b.episodes, "lean episodes, spans included");
-    assert_eq!(a.pages, b.pages);
-    assert_eq!(a.run.errors, b.run.errors, "broken lines");
-    assert_eq!(a.run.episode_lines, b.run.episode_lines);
-    assert_eq!(a.run.episode_ids, b.run.episode_ids);
-    assert_eq!(a.run.meta, b.run.meta);
-    assert_eq!(a.run.metrics, b.run.metrics);
-    assert_eq!(a.settings, b.settings);
-    assert_eq!(a.derived.table, b.derived.table, "advantages");
-    assert_eq!(a.derived.iterations, b.derived.iterations);
-    assert_eq!(a.live.broken_lines, b.live.broken_lines);
 }
 
 /// The sample run with a broken line, a blank line and a repeated episode id at its end, and a cache root.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub use features::{Decision, PolicyFeatures, StateView, Taken};
 pub use page_anchor::{fill_page_anchors, PageAnchor};
 pub use recorder::EpisodeRecorder;
-pub use registry::{page_anchor, EnvOptions, Registered, ENVIRONMENTS};
+pub use registry::{page_anchor, page_classifier, EnvOptions, Registered, ENVIRONMENTS};
 
 use crate::run::Outcome;
 

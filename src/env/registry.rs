@@ -67,6 +67,12 @@ pub fn page_anchor(run: &Run) -> Option<PageAnchor> {
     Some(PageAnchor::new(registered.name, registered.page_anchor?))
 }
 
+/// [`page_anchor`] as a plain function, for a reader that takes episodes in lean on its own thread
+/// ([`crate::run::lean::LeanReading`]).
+pub fn page_classifier(run: &Run) -> Option<crate::run::lean::PageClassifier> {
+    of_run(run)?.page_anchor
+}
+
 /// The task list of environment `name` set up with `options`.
 pub fn open(name: &str, options: &EnvOptions) -> Result<Arc<dyn Tasks>, EnvError> {
     check(name, options)?;

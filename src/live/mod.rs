@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
+use crate::run::lean::LeanReading;
 use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource, SourcePoll};
 use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions, TailPosition};
 
-pub use crate::run::source::{apply, Applied, LiveEvent, LiveFile};
+pub use crate::run::source::{apply, Applied, LeanRecord, LiveEvent, LiveFile};
 
 /// Where the reader of a run stands, handed from [`open`] to [`Watcher::spawn`].
 #[derive(Debug)]
@@ -47,6 +48,11 @@ impl Tails {
     /// part, before handing the reader on to [`Watcher::spawn`].
     pub fn poll(&mut self) -> SourcePoll {
         self.source.poll()
+    }
+
+    /// Deliver the episodes of the run's own lines lean ([`RunSource::read_lean`]).
+    pub fn read_lean(&mut self, reading: LeanReading) {
+        self.source.read_lean(reading);
     }
 }
 
@@ -186,26 +192,7 @@ pub enum LiveError {
 enum Wake {
     /// Something changed at these paths (none: unknown, read to be sure).
     Changed(Vec<PathBuf>),
-    /// Episodes this thread parsed, handed back to be freed here (see [`Recycler`]).
-    Free(Vec<Episode>),
     Stop,
-}
-
-/// Hands the episodes a viewer took from the watcher back to the watcher's thread to be freed there, once the
-/// viewer has made what it keeps of them: memory is best freed by the thread that allocated it (the allocator's
-/// per-thread caches), and a large run's parsed text freed on another thread cost the parsing thread about as
-/// much again in waits on the allocator's lock.
-#[derive(Clone)]
-pub struct Recycler(Sender<Wake>);
-
-impl Recycler {
-    /// Free `episodes` on the watcher's thread; given back when the watcher has stopped.
-    pub fn free(&self, episodes: Vec<Episode>) -> Result<(), Vec<Episode>> {
-        self.0.send(Wake::Free(episodes)).map_err(|err| match err.0 {
-            Wake::Free(episodes) => episodes,
-            _ => Vec::new(),
-        })
-    }
 }
 
 /// The background watcher. Dropping it stops the thread and waits for it.
@@ -244,6 +231,8 @@ impl Watcher {
             events: events_tx,
             scanned: false,
             held: Vec::new(),
+            held_lean: Vec::new(),
+            held_pages: Vec::new(),
             wake: wake_rx,
             changed: false,
         };
@@ -252,11 +241,6 @@ impl Watcher {
             .spawn(move || scanner.run(options))
             .map_err(LiveError::Thread)?;
         Ok((Watcher { notify, wake: wake_tx, thread: Some(thread) }, events_rx))
-    }
-
-    /// A [`Recycler`] for the episodes this watcher delivers.
-    pub fn recycler(&self) -> Recycler {
-        Recycler(self.wake.clone())
     }
 }
 
@@ -313,7 +297,10 @@ struct Scanner {
     /// the next part, so that parts end where groups end (when the file is written group by group) and a
     /// viewer takes in each part as new groups, computing that part alone.
     held: Vec<(u64, Episode)>,
-    /// Changes, episodes to free, and the order to stop.
+    /// The same for episodes read lean, with the page names their ids stand for.
+    held_lean: Vec<LeanRecord>,
+    held_pages: Vec<String>,
+    /// Changes, and the order to stop.
     wake: Receiver<Wake>,
     /// A change of a watched file was noticed while a scan was under way: scan again at once.
     changed: bool,
@@ -322,7 +309,7 @@ struct Scanner {
 /// The consumer dropped the receiver, or the watcher was stopped: nothing left to do.
 struct Disconnected;
 
-/// What waiting for a wake-up came to (episodes handed back meanwhile are freed as they come).
+/// What waiting for a wake-up came to.
 enum Woken {
     Changed(Vec<PathBuf>),
     TimedOut,
@@ -359,23 +346,20 @@ impl Scanner {
         }
     }
 
-    /// Wait for a change until `deadline`, freeing the episodes handed back meanwhile.
+    /// Wait for a change until `deadline`.
     fn wait(&mut self, deadline: Instant) -> Woken {
-        loop {
-            match self.wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(Wake::Free(episodes)) => drop(episodes),
-                Ok(Wake::Changed(paths)) => return Woken::Changed(paths),
-                Err(RecvTimeoutError::Timeout) => return Woken::TimedOut,
-                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return Woken::Stop,
-            }
+        match self.wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Wake::Changed(paths)) => Woken::Changed(paths),
+            Err(RecvTimeoutError::Timeout) => Woken::TimedOut,
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => Woken::Stop,
         }
     }
 
-    /// Between the polls of a scan: free the episodes handed back, note changes for a scan after this one.
+    /// Between the polls of a scan: stop when told to (a large run's first scan is many polls, and a viewer
+    /// that quits waits for this thread), and note changes for a scan after this one.
     fn take_wakes(&mut self) -> Result<(), Disconnected> {
         loop {
             match self.wake.try_recv() {
-                Ok(Wake::Free(episodes)) => drop(episodes),
                 Ok(Wake::Changed(paths)) => self.changed |= self.concerns(&paths),
                 Err(mpsc::TryRecvError::Empty) => return Ok(()),
                 Ok(Wake::Stop) | Err(mpsc::TryRecvError::Disconnected) => return Err(Disconnected),
@@ -407,11 +391,22 @@ impl Scanner {
                         let mut part = std::mem::take(&mut self.held);
                         part.extend(episodes);
                         if poll.more {
-                            self.held = trailing_group(&mut part);
+                            self.held = trailing_group(&mut part, |(_, e)| &e.group);
                         }
                         if !part.is_empty() {
                             self.send(LiveEvent::Episodes(part))?;
                         }
+                    }
+                    LiveEvent::LeanEpisodes { episodes, pages } => {
+                        let mut part = std::mem::take(&mut self.held_lean);
+                        part.extend(episodes);
+                        if poll.more {
+                            self.held_lean = trailing_group(&mut part, |r| &r.episode.group);
+                        }
+                        if !part.is_empty() {
+                            self.send(LiveEvent::LeanEpisodes { episodes: part, pages: pages.clone() })?;
+                        }
+                        self.held_pages = pages;
                     }
                     // How far reading is may run ahead of the episodes held back.
                     progress @ LiveEvent::Progress { .. } => self.send(progress)?,
@@ -435,19 +430,23 @@ impl Scanner {
 
     /// Send the episodes held back, if any.
     fn flush(&mut self) -> Result<(), Disconnected> {
-        if self.held.is_empty() {
-            return Ok(());
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.send(LiveEvent::Episodes(held))?;
         }
-        let held = std::mem::take(&mut self.held);
-        self.send(LiveEvent::Episodes(held))
+        if !self.held_lean.is_empty() {
+            let episodes = std::mem::take(&mut self.held_lean);
+            self.send(LiveEvent::LeanEpisodes { episodes, pages: self.held_pages.clone() })?;
+        }
+        Ok(())
     }
 }
 
 /// Split off the episodes at the end of `part` that belong to its last episode's group; none when the whole
 /// part is one group (a group larger than a part is sent as it comes).
-fn trailing_group(part: &mut Vec<(u64, Episode)>) -> Vec<(u64, Episode)> {
-    let Some((_, last)) = part.last() else { return Vec::new() };
-    let start = part.iter().rposition(|(_, e)| e.group != last.group).map_or(0, |i| i + 1);
+fn trailing_group<T>(part: &mut Vec<T>, group: impl Fn(&T) -> &str) -> Vec<T> {
+    let Some(last) = part.last().map(&group) else { return Vec::new() };
+    let start = part.iter().rposition(|e| group(e) != last).map_or(0, |i| i + 1);
     if start == 0 {
         return Vec::new();
     }
@@ -465,21 +464,30 @@ pub const EPISODES_PER_MERGE: usize = 250;
 /// that merges a part, draws, and answers its keys before the next stays responsive while a large run
 /// arrives, however far ahead the reader is.
 pub fn next_part(backlog: &mut std::collections::VecDeque<LiveEvent>) -> Vec<LiveEvent> {
-    let end = backlog.iter().position(|e| matches!(e, LiveEvent::Episodes(_))).map_or(backlog.len(), |i| i + 1);
+    let is_episodes = |e: &LiveEvent| matches!(e, LiveEvent::Episodes(_) | LiveEvent::LeanEpisodes { .. });
+    let end = backlog.iter().position(is_episodes).map_or(backlog.len(), |i| i + 1);
     let mut part: Vec<LiveEvent> = backlog.drain(..end).collect();
-    let Some(LiveEvent::Episodes(episodes)) = part.last_mut() else { return part };
     // Cut where a group ends, so the viewer takes in new groups alone; a group larger than that goes whole.
-    let Some(cut) = (EPISODES_PER_MERGE..episodes.len()).find(|&i| episodes[i - 1].1.group != episodes[i].1.group)
-    else {
-        return part;
+    let rest = match part.last_mut() {
+        Some(LiveEvent::Episodes(episodes)) => cut_part(episodes, |(_, e)| &e.group).map(LiveEvent::Episodes),
+        Some(LiveEvent::LeanEpisodes { episodes, pages }) => cut_part(episodes, |r| &r.episode.group)
+            .map(|episodes| LiveEvent::LeanEpisodes { episodes, pages: pages.clone() }),
+        _ => None,
     };
-    let rest = episodes.split_off(cut);
+    let Some(rest) = rest else { return part };
     // How far reading is goes with the last slice of the episodes it counted.
     let (progress, part): (Vec<LiveEvent>, Vec<LiveEvent>) =
         part.into_iter().partition(|e| matches!(e, LiveEvent::Progress { .. }));
-    backlog.push_front(LiveEvent::Episodes(rest));
+    backlog.push_front(rest);
     for event in progress.into_iter().rev() {
         backlog.push_front(event);
     }
     part
+}
+
+/// The episodes of `episodes` after the first [`EPISODES_PER_MERGE`] and the rest of their last group, split
+/// off; none when they all go at once.
+fn cut_part<T>(episodes: &mut Vec<T>, group: impl Fn(&T) -> &str) -> Option<Vec<T>> {
+    let cut = (EPISODES_PER_MERGE..episodes.len()).find(|&i| group(&episodes[i - 1]) != group(&episodes[i]))?;
+    Some(episodes.split_off(cut))
 }

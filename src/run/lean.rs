@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::format::{Episode, SOURCE_KEY};
 use super::reader::FileIdentity;
+use super::reader::Run;
 
 /// The 128-bit hash anchors are grouped by (XXH3-128 of the UTF-8 text).
 pub fn anchor_hash(text: &str) -> u128 {
@@ -158,6 +159,48 @@ pub struct LeanExtras {
     pub rewards: Option<Vec<f64>>,
     /// What the trainer computed, one per step.
     pub advantages: Option<Vec<f64>>,
+}
+
+/// A page anchor of an observation, as an environment gives it (`env::page_anchor`).
+pub type PageClassifier = fn(&str) -> &'static str;
+
+/// A reader that turns the episodes it parses into lean ones at once, on its own thread: the parsed text is
+/// freed right where it was allocated, while it is still in the allocator's per-thread caches (a viewer that
+/// took whole parts and freed them later, or on another thread, spent as long again in the allocator), and
+/// the viewer gets episodes that only need merging.
+#[derive(Clone, Debug)]
+pub struct LeanReading {
+    store: TextStore,
+    pages: PageIds,
+    /// The environment's page anchor for a run with this description (the layer that knows environments
+    /// gives it: this one knows none).
+    classifier_of: fn(&Run) -> Option<PageClassifier>,
+    classify: Option<PageClassifier>,
+}
+
+impl LeanReading {
+    /// Episodes whose text is read back through `store`; the page anchor of steps without a recorded page
+    /// from `classifier_of` the run (see [`LeanReading::described`]).
+    pub fn new(store: TextStore, classifier_of: fn(&Run) -> Option<PageClassifier>, run: &Run) -> LeanReading {
+        let classify = classifier_of(run);
+        LeanReading { store, pages: PageIds::default(), classifier_of, classify }
+    }
+
+    /// The run's description changed: the page anchor may be another environment's.
+    pub fn described(&mut self, run: &Run) {
+        self.classify = (self.classifier_of)(run);
+    }
+
+    /// The lean form of `episode`, its text freed now.
+    pub fn take(&mut self, episode: Episode) -> LeanEpisode {
+        let classify = self.classify.as_ref().map(|c| c as &dyn Fn(&str) -> &'static str);
+        LeanEpisode::new(episode, &self.store, &mut self.pages, classify)
+    }
+
+    /// The page names the episodes' page ids stand for, in id order.
+    pub fn page_names(&self) -> Vec<String> {
+        self.pages.names().map(str::to_owned).collect()
+    }
 }
 
 impl LeanEpisode {

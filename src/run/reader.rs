@@ -146,19 +146,18 @@ impl<T: DeserializeOwned> JsonlTail<T> {
     /// Read every complete line that arrived since the last poll. A missing file reads as empty (a run
     /// directory may exist before its first episode is written).
     pub fn poll(&mut self) -> Result<TailBatch<T>, RunError> {
-        self.poll_located(|_, _| {})
+        self.poll_map(|record, _| record)
     }
 
-    /// [`poll`](Self::poll), telling `locate` where each record's line is (its byte span and checksum), so
-    /// that a reader may drop the record's text and read it back later ([`super::lean`]).
-    pub fn poll_located(&mut self, mut locate: impl FnMut(&mut T, LineSpan)) -> Result<TailBatch<T>, RunError> {
+    /// [`poll`](Self::poll), each record turned into what `map` makes of it, given where its line is (its byte
+    /// span and checksum, so that a reader may drop the record's text and read it back later:
+    /// [`super::lean`]), as soon as it is parsed: a reader keeps only what it needs of a record and frees the
+    /// rest while it is fresh, instead of holding a whole part's records.
+    pub fn poll_map<R>(&mut self, mut map: impl FnMut(T, LineSpan) -> R) -> Result<TailBatch<R>, RunError> {
         let mut records = Vec::new();
-        let mut batch = self.poll_spans(|span, mut record| {
-            locate(&mut record, span);
-            records.push((span.line, record))
-        })?;
-        batch.records = records;
-        Ok(batch)
+        let batch = self.poll_spans(|span, record| records.push((span.line, map(record, span))))?;
+        let TailBatch { reset, errors, more, file_len, offset, .. } = batch;
+        Ok(TailBatch { reset, records, errors, more, file_len, offset })
     }
 
     /// Like [`poll`](Self::poll), but hands each good record to `sink` as it streams instead of collecting
@@ -288,6 +287,10 @@ pub struct Run {
     pub metrics_errors: Vec<LineError>,
     /// Problems reading a file, and quirks of the trainer's output the source noticed, in order.
     pub notices: Vec<String>,
+    /// Episodes the reader took in lean ([`super::lean::LeanReading`]), for a viewer to take from here, and
+    /// the names of the page ids their steps use.
+    pub lean: Vec<super::lean::LeanEpisode>,
+    pub lean_pages: Vec<String>,
 }
 
 /// The directory exists and is a directory.

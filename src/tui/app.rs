@@ -29,7 +29,7 @@ use crate::advantage::AdvantageSettings;
 use crate::index::{IndexSearcher, TrajectoryIndex};
 use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
 use crate::run::cache::CachedHead;
-use crate::run::lean::LeanEpisode;
+use crate::run::lean::{LeanEpisode, LeanReading};
 use crate::run::{Episode, Layout, RunError, RunWriter, SourceOptions};
 use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
 
@@ -488,11 +488,15 @@ pub fn start(
     config: Config,
     cache: Option<PathBuf>,
 ) -> Result<(State, Opening), AppError> {
-    let (run, tails) = live::start_as(dir, from, options)?;
+    let (run, mut tails) = live::start_as(dir, from, options)?;
     let mut state = State::new(run, config, (80, 24));
-    let cache = cache.filter(|_| tails.layout() == Layout::Gigscope).map(|root| state.domain.keep_load_cache(root));
+    let gigscope = tails.layout() == Layout::Gigscope;
+    let cache = cache.filter(|_| gigscope).map(|root| state.domain.keep_load_cache(root));
+    // The watcher takes the episodes in lean as it parses them (see `LeanReading`).
+    let lean = LeanReading::new(state.domain.text.clone(), crate::env::page_classifier, &state.domain.run);
+    tails.read_lean(lean.clone());
     state.domain.live.first_read = true;
-    Ok((state, Opening { dir: dir.to_path_buf(), tails, cache }))
+    Ok((state, Opening { dir: dir.to_path_buf(), tails, cache, lean }))
 }
 
 /// How a run being opened is read: [`start`]'s second half.
@@ -500,6 +504,8 @@ pub struct Opening {
     dir: PathBuf,
     tails: Tails,
     cache: Option<LoadCache>,
+    /// For the reader that goes on from the load cache's offset.
+    lean: LeanReading,
 }
 
 /// What the thread reading a run sends, in this order: what the load cache held (when the viewer keeps one),
@@ -512,8 +518,7 @@ pub enum Reading {
     /// The load cache turned out damaged while its episodes were decoded: what was taken from it is void, and
     /// the watcher reads the run from its files.
     CacheVoid,
-    /// The watcher has started: the viewer keeps it (dropping it stops it, and then this thread) and hands
-    /// the parsed episodes back to it to be freed.
+    /// The watcher has started: the viewer keeps it (dropping it stops it, and then this thread).
     Watching(Watcher),
     Live(LiveEvent),
     Failed(LiveError),
@@ -538,6 +543,7 @@ impl Opening {
                     let reading = match cached.next_episodes(CACHE_DECODE_PART) {
                         Ok(part) if part.is_empty() => {
                             tails = Tails::resumed(&self.dir, cached.head.position);
+                            tails.read_lean(self.lean);
                             break;
                         }
                         Ok(part) => Reading::CachedEpisodes(part),
@@ -616,7 +622,6 @@ impl Loading {
                 Ok(true)
             }
             Reading::Watching(watcher) => {
-                state.domain.recycle_with(watcher.recycler());
                 self.watcher = Some(watcher);
                 Ok(false)
             }

@@ -297,8 +297,6 @@ pub struct Domain {
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
     cached: std::collections::VecDeque<LeanEpisode>,
-    /// Where the parsed episodes go to be freed once taken in lean: the watcher's thread that parsed them.
-    recycler: Option<crate::live::Recycler>,
 }
 
 /// What reading a run's load cache needs, for a thread of its own.
@@ -350,7 +348,6 @@ impl Domain {
             episodes_version: 0,
             load_cache: None,
             cached: Default::default(),
-            recycler: None,
         };
         domain.take_episodes();
         domain.adopt_run();
@@ -403,16 +400,16 @@ impl Domain {
             parsed.extend(on_disk);
             lean
         }));
-        if !parsed.is_empty() {
-            // Freed by the watcher's thread that parsed them, when there is one (see `Recycler`), else on the
-            // release thread.
-            let left = match &self.recycler {
-                Some(recycler) => recycler.free(parsed).err(),
-                None => Some(parsed),
-            };
-            if let Some(parsed) = left {
-                release(Release::Free(parsed));
+        // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's.
+        let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
+        self.episodes.extend(self.run.lean.drain(..).map(|mut episode| {
+            for step in episode.steps.iter_mut() {
+                step.page = renumber.get(usize::from(step.page)).copied().unwrap_or(step.page);
             }
+            episode
+        }));
+        if !parsed.is_empty() {
+            release(Release::Free(parsed));
         }
         start..self.episodes.len()
     }
@@ -484,11 +481,6 @@ impl Domain {
         if let Some(kept) = self.load_cache.as_mut() {
             (kept.copying, kept.saved) = (None, None);
         }
-    }
-
-    /// Hand the parsed episodes taken in from now on back to the watcher that delivers them, to be freed there.
-    pub fn recycle_with(&mut self, recycler: crate::live::Recycler) {
-        self.recycler = Some(recycler);
     }
 
     /// Whether episodes taken from the load cache wait to be merged.

@@ -29,3 +29,20 @@ pub fn open_group(s: &mut State, name: &str) {
     }
     panic!("no group {name} in the first iteration");
 }
+
+/// What a viewer derives from a run, the same in `a` as in `b` (opened another way).
+pub fn assert_same_run(a: &State, b: &State) {
+    let (a, b) = (&a.domain, &b.domain);
+    assert_eq!(a.episodes.len(), b.episodes.len());
+    assert_eq!(a.episodes, b.episodes, "lean episodes, spans included");
+    assert_eq!(a.pages, b.pages);
+    assert_eq!(a.run.errors, b.run.errors, "broken lines");
+    assert_eq!(a.run.episode_lines, b.run.episode_lines);
+    assert_eq!(a.run.episode_ids, b.run.episode_ids);
+    assert_eq!(a.run.meta, b.run.meta);
+    assert_eq!(a.run.metrics, b.run.metrics);
+    assert_eq!(a.settings, b.settings);
+    assert_eq!(a.derived.table, b.derived.table, "advantages");
+    assert_eq!(a.derived.iterations, b.derived.iterations);
+    assert_eq!(a.live.broken_lines, b.live.broken_lines);
+}

@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourcePoll};
+use super::{ErrorOnce, Layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourcePoll};
 use crate::run::format::{Episode, MetricsRecord, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
-use crate::run::lean::ReadFrom;
-use crate::run::reader::{read_meta, JsonlTail, TailBatch, TailPosition};
+use crate::run::lean::{LeanReading, ReadFrom};
+use crate::run::reader::{read_meta, JsonlTail, Run, TailBatch, TailPosition};
 
 /// Where the readers of a gigscope run directory stand.
 #[derive(Debug)]
@@ -22,6 +22,8 @@ pub struct GigscopeSource {
     /// The last poll stopped at the read budget (or there was none yet): the next one reports progress even
     /// if it catches up, so a reader that waits for the first read to end always hears of it.
     behind: bool,
+    /// Episodes taken in lean as they are parsed, when the reader asked for it ([`RunSource::read_lean`]).
+    lean: Option<LeanReading>,
 }
 
 /// Bytes of `episodes.jsonl` read per poll: a large run arrives in parts a viewer shows as they come.
@@ -40,6 +42,7 @@ impl GigscopeSource {
             meta_read: false,
             errors: Default::default(),
             behind: true,
+            lean: None,
         }
     }
 
@@ -64,6 +67,11 @@ impl GigscopeSource {
         match read_meta(&self.dir) {
             Ok(meta) => {
                 events.extend(self.errors[2].report(None));
+                if let Some(lean) = self.lean.as_mut() {
+                    let mut run = Run::empty(&self.dir, Layout::Gigscope);
+                    run.meta = meta.clone();
+                    lean.described(&run);
+                }
                 events.push(LiveEvent::Meta(meta.map(Box::new)));
             }
             Err(err) => events.extend(self.errors[2].report(Some(err.to_string()))),
@@ -71,11 +79,19 @@ impl GigscopeSource {
     }
 }
 
+/// Whether a batch stopped with more to read, and how far reading is.
+fn progress<T>(batch: &Result<TailBatch<T>, crate::run::RunError>) -> (bool, LiveEvent) {
+    match batch {
+        Ok(b) => (b.more, LiveEvent::Progress { read: b.offset, total: b.file_len }),
+        Err(_) => (false, LiveEvent::Progress { read: 0, total: 0 }),
+    }
+}
+
 /// The events of one tail's batch, in order.
 fn batch_events<T>(
     batch: Result<TailBatch<T>, crate::run::RunError>,
     file: LiveFile,
-    wrap: fn(Vec<(u64, T)>) -> LiveEvent,
+    wrap: impl FnOnce(Vec<(u64, T)>) -> LiveEvent,
     errors: &mut ErrorOnce,
     events: &mut Vec<LiveEvent>,
 ) {
@@ -106,12 +122,33 @@ impl RunSource for GigscopeSource {
         self.poll_meta(&mut events);
         let [episode_errors, metric_errors, _] = &mut self.errors;
         // Each episode records where its line is, so that a viewer may keep its text on disk.
-        let episodes = self.episodes.poll_located(|episode, span| episode.read_from = ReadFrom(Some(span)));
-        let (more, progress) = match &episodes {
-            Ok(b) => (b.more, LiveEvent::Progress { read: b.offset, total: b.file_len }),
-            Err(_) => (false, LiveEvent::Progress { read: 0, total: 0 }),
+        let located = |mut episode: Episode, span| {
+            episode.read_from = ReadFrom(Some(span));
+            episode
         };
-        batch_events(episodes, LiveFile::Episodes, LiveEvent::Episodes, episode_errors, &mut events);
+        let (more, progress) = match self.lean.as_mut() {
+            Some(lean) => {
+                let episodes = self.episodes.poll_map(|episode, span| {
+                    let episode = located(episode, span);
+                    let file = episode.source_file().map(str::to_owned);
+                    LeanRecord { line: span.line, episode: lean.take(episode), file }
+                });
+                let pages = lean.page_names();
+                let seen = progress(&episodes);
+                let wrap = |records: Vec<(u64, LeanRecord)>| LiveEvent::LeanEpisodes {
+                    episodes: records.into_iter().map(|(_, record)| record).collect(),
+                    pages,
+                };
+                batch_events(episodes, LiveFile::Episodes, wrap, episode_errors, &mut events);
+                seen
+            }
+            None => {
+                let episodes = self.episodes.poll_map(located);
+                let seen = progress(&episodes);
+                batch_events(episodes, LiveFile::Episodes, LiveEvent::Episodes, episode_errors, &mut events);
+                seen
+            }
+        };
         // Metrics are read once the episodes have caught up (they are small, and come after them in time).
         if !more {
             batch_events(self.metrics.poll(), LiveFile::Metrics, LiveEvent::Metrics, metric_errors, &mut events);
@@ -122,6 +159,10 @@ impl RunSource for GigscopeSource {
         self.behind = more;
         // A torn last line is picked up when its newline arrives, which the writer's next event announces.
         SourcePoll { events, pending: false, more }
+    }
+
+    fn read_lean(&mut self, reading: LeanReading) {
+        self.lean = Some(reading);
     }
 
     fn watches(&self, path: &Path) -> bool {

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE, RUN_META_FILE};
+use super::lean::{LeanEpisode, LeanReading};
 use super::reader::{check_run_dir, LineError, Run};
 
 pub use gigscope::{GigscopeSource, EPISODES_PART_BYTES};
@@ -178,6 +179,11 @@ pub trait RunSource: Send + std::fmt::Debug {
     fn watch_dirs(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+
+    /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by
+    /// `reading` as they are parsed; a source whose episodes keep their text in memory (built from other
+    /// files) goes on delivering them whole.
+    fn read_lean(&mut self, _reading: LeanReading) {}
 }
 
 /// The result of one [`RunSource::poll`].
@@ -206,6 +212,9 @@ pub enum LiveEvent {
     Reset(LiveFile),
     /// New episodes with the 1-based line (or row) of their first record in their file.
     Episodes(Vec<(u64, Episode)>),
+    /// New episodes taken in lean by the reader ([`LeanReading`]); `pages`: the names of the page ids their
+    /// steps use, in id order.
+    LeanEpisodes { episodes: Vec<LeanRecord>, pages: Vec<String> },
     /// New metrics records with their 1-based line numbers.
     Metrics(Vec<(u64, MetricsRecord)>),
     /// Lines or rows that could not be read (skipped; every good one is still delivered).
@@ -220,6 +229,15 @@ pub enum LiveEvent {
     /// every part while reading is behind, and once more when it has caught up (`read == total`); the live
     /// watcher also sends `0 of 0` when its first scan of the run is over, whatever the layout.
     Progress { read: u64, total: u64 },
+}
+
+/// An episode taken in lean where it was read, with the 1-based line of its record and the file it names
+/// ([`Episode::source_file`]), kept for the error should its id have been met before.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeanRecord {
+    pub line: u64,
+    pub episode: LeanEpisode,
+    pub file: Option<String>,
 }
 
 /// What applying events changed, for the consumer to decide what to recompute and redraw.
@@ -274,6 +292,7 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
     match event {
         LiveEvent::Reset(LiveFile::Episodes) => {
             run.episodes.clear();
+            run.lean.clear();
             run.episode_lines.clear();
             run.episode_ids.clear();
             run.errors.clear();
@@ -288,20 +307,19 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
         LiveEvent::Episodes(records) => {
             let start = run.episodes.len();
             for (line, episode) in records {
-                // An id met before is a broken line, for every reader alike (validate, stats, the TUI): the
-                // first episode with the id is kept, as the one any reference to the id meant first.
-                if let Some(&first) = run.episode_ids.get(&episode.id) {
-                    let reason = format!("duplicate episode id {:?} (first on line {first})", episode.id);
-                    let error = LineError { file: episode.source_file().map(str::to_owned), line, reason };
-                    run.errors.push(error);
-                    applied.broken_lines += 1;
-                    continue;
+                if admit(run, &episode.id, line, episode.source_file(), &mut applied) {
+                    run.episodes.push(episode);
                 }
-                run.episode_ids.insert(episode.id.clone(), line);
-                run.episode_lines.push(line);
-                run.episodes.push(episode);
             }
             applied.new_episodes = start..run.episodes.len();
+        }
+        LiveEvent::LeanEpisodes { episodes, pages } => {
+            for LeanRecord { line, episode, file } in episodes {
+                if admit(run, &episode.id, line, file.as_deref(), &mut applied) {
+                    run.lean.push(episode);
+                }
+            }
+            run.lean_pages = pages;
         }
         LiveEvent::Metrics(records) => {
             applied.metrics_changed = !records.is_empty();
@@ -325,6 +343,21 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
         LiveEvent::Progress { read, total } => applied.progress = Some((read, total)),
     }
     applied
+}
+
+/// Whether the episode `id` on `line` (of `file`) joins the run: an id met before is a broken line, for every
+/// reader alike (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference
+/// to the id meant first.
+fn admit(run: &mut Run, id: &str, line: u64, file: Option<&str>, applied: &mut Applied) -> bool {
+    if let Some(&first) = run.episode_ids.get(id) {
+        let reason = format!("duplicate episode id {id:?} (first on line {first})");
+        run.errors.push(LineError { file: file.map(str::to_owned), line, reason });
+        applied.broken_lines += 1;
+        return false;
+    }
+    run.episode_ids.insert(id.to_owned(), line);
+    run.episode_lines.push(line);
+    true
 }
 
 /// Poll `source` until nothing complete is left unread (a large file arrives in several parts), applying
@@ -406,6 +439,8 @@ impl Run {
             metrics: Vec::new(),
             metrics_errors: Vec::new(),
             notices: Vec::new(),
+            lean: Vec::new(),
+            lean_pages: Vec::new(),
         }
     }
 }

@@ -1,0 +1,67 @@
+//! Opening a run the app's way (`tui::app::start`: the watcher reads it in parts in the background and takes
+//! each episode in lean as it parses it; the viewer merges part by part) gives the same state as reading it
+//! whole (`tui::open`): the same lean episodes, page names, broken lines (duplicate ids too), advantages and
+//! statistics, for WebShop (page anchors from the environment), Sokoban and a damaged run.
+
+mod support;
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gigscope::live::{LiveEvent, WatchOptions};
+use gigscope::tui::app::{self, Loading, Reading};
+use gigscope::tui::{open, Config, State};
+use support::runs::{copy_fixture, copy_sample};
+use support::screen::assert_same_run;
+
+/// The run in `dir` opened the app's way, read to the end of its first scan.
+fn open_the_apps_way(dir: &Path) -> State {
+    let config = Config::defaults(false).unwrap();
+    let (mut state, opening) = app::start(dir, None, &Default::default(), config, None).unwrap();
+    let (tx, rx) = mpsc::channel();
+    opening.spawn(WatchOptions::default(), move |reading| tx.send(reading).is_ok());
+    let mut loading = Loading::default();
+    let mut scanned = false;
+    while !scanned || loading.pending(&state) {
+        while let Ok(reading) = rx.recv_timeout(Duration::from_millis(if loading.pending(&state) { 0 } else { 50 })) {
+            // The watcher's first scan ends with `0 of 0` read.
+            scanned |= matches!(reading, Reading::Live(LiveEvent::Progress { read: 0, total: 0 }));
+            loading.receive(&mut state, reading).unwrap();
+        }
+        loading.merge_next(&mut state);
+    }
+    state
+}
+
+fn read_whole(dir: &Path) -> State {
+    open(dir, Config::defaults(false).unwrap(), (80, 24)).unwrap().0
+}
+
+#[test]
+fn the_webshop_and_sokoban_samples_open_the_same_either_way() {
+    for sample in ["webshop-gigpo", "sokoban-gigpo"] {
+        let (_tmp, dir) = copy_sample(sample);
+        let apps = open_the_apps_way(&dir);
+        assert!(!apps.domain.episodes.is_empty(), "{sample}");
+        assert_same_run(&apps, &read_whole(&dir));
+    }
+}
+
+#[test]
+fn a_damaged_run_with_a_repeated_id_opens_the_same_either_way() {
+    let (_tmp, dir) = copy_fixture("broken");
+    let episodes = dir.join(gigscope::run::EPISODES_FILE);
+    // Its bytes as they are (it holds invalid UTF-8 and ends in a torn line), its first line twice.
+    let bytes = std::fs::read(&episodes).unwrap();
+    let first_end = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let doubled = [&bytes[..first_end], &bytes[..first_end], &bytes[first_end..]].concat();
+    std::fs::write(&episodes, doubled).unwrap();
+    let apps = open_the_apps_way(&dir);
+    assert!(
+        apps.domain.run.errors.iter().any(|e| e.reason.contains("duplicate episode id")),
+        "{:?}",
+        apps.domain.run.errors
+    );
+    assert_same_run(&apps, &read_whole(&dir));
+}
