@@ -65,3 +65,35 @@ fn a_damaged_run_with_a_repeated_id_opens_the_same_either_way() {
     );
     assert_same_run(&apps, &read_whole(&dir));
 }
+
+/// A run large enough to be parsed on several threads, its steps recording no page (so that each thread
+/// classifies observations into its own page table, met in another order): the same either way.
+#[test]
+fn a_run_parsed_on_several_threads_opens_the_same_as_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let observations = [
+        "Back to Search [SEP] < Prev [SEP] Cotton socks [SEP] Price: $12.99 [SEP] Buy Now",
+        "WebShop [SEP] Instruction: [SEP] i need cotton socks [SEP] Search",
+        "Back to Search [SEP] Page 1 (Total results: 50) [SEP] Next > [SEP] B0001 [SEP] Cotton socks",
+        "Thank you for shopping with us! [SEP] Your code: [SEP] None [SEP] Your score (min 0.0, max 1.0) [SEP] 1.0",
+    ];
+    let mut text = String::new();
+    for i in 0..6_000usize {
+        // Later episodes meet the page types in another order than the first ones.
+        let steps: Vec<_> = (0..8)
+            .map(|t| {
+                let o = observations[(t + i / 1_500) % observations.len()];
+                gigscope::run::Step::new(format!("{o} [SEP] {}", t * (i % 3)), "click[buy now]", (t % 2) as f64)
+            })
+            .collect();
+        let episode = gigscope::run::Episode::new(format!("e{i}"), format!("g{}", i / 8), steps);
+        text.push_str(&serde_json::to_string(&episode).unwrap());
+        text.push('\n');
+    }
+    assert!(text.len() > 2 << 20, "large enough for several threads: {} bytes", text.len());
+    std::fs::write(dir.join(gigscope::run::EPISODES_FILE), text).unwrap();
+    let apps = open_the_apps_way(dir);
+    assert!(apps.domain.pages.names().count() >= 3, "{:?}", apps.domain.pages);
+    assert_same_run(&apps, &read_whole(dir));
+}

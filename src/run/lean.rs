@@ -201,6 +201,15 @@ impl LeanReading {
     pub fn page_names(&self) -> Vec<String> {
         self.pages.names().map(str::to_owned).collect()
     }
+
+    /// Take the page ids `other` gave (a reading of the same run on another thread) into this reading's table:
+    /// what each of `other`'s ids is here ([`LeanEpisode::renumber_pages`]). `other` then starts from this
+    /// table, so that the next ids it gives mostly agree.
+    pub fn take_pages_of(&mut self, other: &mut LeanReading) -> Vec<PageId> {
+        let ids = other.pages.names().map(|name| self.pages.id(name)).collect();
+        other.pages = self.pages.clone();
+        ids
+    }
 }
 
 impl LeanEpisode {
@@ -265,6 +274,13 @@ impl LeanEpisode {
 
     pub fn len(&self) -> usize {
         self.steps.len()
+    }
+
+    /// Give the steps' page ids from another table: step page `p` becomes `ids[p]`.
+    pub fn renumber_pages(&mut self, ids: &[PageId]) {
+        for step in self.steps.iter_mut() {
+            step.page = ids.get(usize::from(step.page)).copied().unwrap_or(step.page);
+        }
     }
 
     /// Where the episode's line is, when its text is on disk.

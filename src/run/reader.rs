@@ -168,15 +168,85 @@ impl<T: DeserializeOwned> JsonlTail<T> {
 
     /// [`poll_with`](Self::poll_with), each record with its line's span.
     fn poll_spans(&mut self, mut sink: impl FnMut(LineSpan, T)) -> Result<TailBatch<T>, RunError> {
+        let (mut batch, bytes, lines) = self.read_lines()?;
+        for (span, range) in lines {
+            match parse_line::<T>(&bytes[range]) {
+                Ok(Some(record)) => sink(span, record),
+                Ok(None) => {}
+                Err(reason) => batch.errors.push(LineError::new(span.line, reason)),
+            }
+        }
+        Ok(batch)
+    }
+
+    /// [`poll_map`](Self::poll_map) with the part's lines parsed on as many threads as there are `mappers`,
+    /// each taking a run of consecutive lines (a part of less than a megabyte is parsed by the first alone).
+    /// Each record comes with the index of the mapper that made it; records and errors are in line order.
+    pub fn poll_map_parallel<R, M>(&mut self, mappers: &mut [M]) -> Result<TailBatch<(usize, R)>, RunError>
+    where
+        R: Send,
+        M: FnMut(T, LineSpan) -> R + Send,
+    {
+        let (batch, bytes, lines) = self.read_lines()?;
+        let threads = if bytes.len() < 1 << 20 { 1 } else { mappers.len().max(1) };
+        // Runs of lines of about equal bytes.
+        let mut runs: Vec<&[(LineSpan, std::ops::Range<usize>)]> = Vec::with_capacity(threads);
+        let mut rest = lines.as_slice();
+        for k in 1..threads {
+            let boundary = bytes.len() * k / threads;
+            let cut = rest.partition_point(|(_, range)| range.end <= boundary);
+            let (run, after) = rest.split_at(cut);
+            runs.push(run);
+            rest = after;
+        }
+        runs.push(rest);
+        let bytes = &bytes;
+        let parse_run = |k: usize, run: &[(LineSpan, std::ops::Range<usize>)], map: &mut M| {
+            let (mut records, mut errors) = (Vec::new(), Vec::new());
+            for (span, range) in run {
+                match parse_line::<T>(&bytes[range.clone()]) {
+                    Ok(Some(record)) => records.push((span.line, (k, map(record, *span)))),
+                    Ok(None) => {}
+                    Err(reason) => errors.push(LineError::new(span.line, reason)),
+                }
+            }
+            (records, errors)
+        };
+        let parsed: Vec<_> = std::thread::scope(|scope| {
+            let mut mappers = mappers.iter_mut();
+            let mut runs = runs.into_iter().enumerate();
+            let first = runs.next().zip(mappers.next());
+            let others: Vec<_> =
+                runs.zip(mappers).map(|((k, run), map)| scope.spawn(move || parse_run(k, run, map))).collect();
+            let mut parsed: Vec<_> = first.map(|((k, run), map)| parse_run(k, run, map)).into_iter().collect();
+            parsed
+                .extend(others.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
+            parsed
+        });
+        let TailBatch { reset, more, file_len, offset, .. } = batch;
+        let mut out = TailBatch { reset, records: Vec::new(), errors: Vec::new(), more, file_len, offset };
+        for (records, errors) in parsed {
+            out.records.extend(records);
+            out.errors.extend(errors);
+        }
+        Ok(out)
+    }
+
+    /// The complete lines that arrived since the last poll (about the read budget of them), one after another
+    /// in one buffer, each with its span and where it is in the buffer; and the batch they make, its records
+    /// and errors still empty.
+    #[allow(clippy::type_complexity)]
+    fn read_lines(&mut self) -> Result<(TailBatch<T>, Vec<u8>, Vec<(LineSpan, std::ops::Range<usize>)>), RunError> {
         let mut batch =
             TailBatch { reset: false, records: Vec::new(), errors: Vec::new(), more: false, file_len: 0, offset: 0 };
+        let (mut bytes, mut lines) = (Vec::new(), Vec::new());
         let file = match File::open(&self.path) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 if self.offset > 0 {
                     self.restart(&mut batch);
                 }
-                return Ok(batch);
+                return Ok((batch, bytes, lines));
             }
             Err(err) => return Err(RunError::io(&self.path)(err)),
         };
@@ -192,33 +262,29 @@ impl<T: DeserializeOwned> JsonlTail<T> {
         let start = self.offset;
         let mut reader = BufReader::with_capacity(1 << 16, file);
         reader.seek(SeekFrom::Start(self.offset)).map_err(RunError::io(&self.path))?;
-        let mut buf = Vec::new();
         loop {
             if self.offset - start >= self.budget {
                 batch.more = self.offset < batch.file_len;
                 break;
             }
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(RunError::io(&self.path))?;
-            if n == 0 || buf.last() != Some(&b'\n') {
+            let at = bytes.len();
+            let n = reader.read_until(b'\n', &mut bytes).map_err(RunError::io(&self.path))?;
+            if n == 0 || bytes.last() != Some(&b'\n') {
                 // End of file, or a torn last line: wait for its newline.
+                bytes.truncate(at);
                 break;
             }
             self.offset += n as u64;
             self.lines += 1;
-            match parse_line::<T>(&buf) {
-                Ok(Some(record)) => {
-                    let offset = self.offset - n as u64;
-                    let checksum = line_checksum(&buf);
-                    sink(LineSpan { line: self.lines, offset, len: n as u64, checksum }, record)
-                }
-                Ok(None) => {}
-                Err(reason) => batch.errors.push(LineError::new(self.lines, reason)),
-            }
-            std::mem::swap(&mut self.last_line, &mut buf);
+            let checksum = line_checksum(&bytes[at..]);
+            let span = LineSpan { line: self.lines, offset: self.offset - n as u64, len: n as u64, checksum };
+            lines.push((span, at..bytes.len()));
+        }
+        if let Some((_, last)) = lines.last() {
+            self.last_line = bytes[last.clone()].to_vec();
         }
         batch.offset = self.offset;
-        Ok(batch)
+        Ok((batch, bytes, lines))
     }
 
     /// Whether the bytes of the last line read are still where they were (a file rewritten in place with

@@ -403,9 +403,7 @@ impl Domain {
         // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's.
         let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
         self.episodes.extend(self.run.lean.drain(..).map(|mut episode| {
-            for step in episode.steps.iter_mut() {
-                step.page = renumber.get(usize::from(step.page)).copied().unwrap_or(step.page);
-            }
+            episode.renumber_pages(&renumber);
             episode
         }));
         if !parsed.is_empty() {

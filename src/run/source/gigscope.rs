@@ -22,8 +22,9 @@ pub struct GigscopeSource {
     /// The last poll stopped at the read budget (or there was none yet): the next one reports progress even
     /// if it catches up, so a reader that waits for the first read to end always hears of it.
     behind: bool,
-    /// Episodes taken in lean as they are parsed, when the reader asked for it ([`RunSource::read_lean`]).
-    lean: Option<LeanReading>,
+    /// Episodes taken in lean as they are parsed, when the reader asked for it ([`RunSource::read_lean`]): one
+    /// reading per parsing thread, the first one's page table the one the events give.
+    lean: Vec<LeanReading>,
 }
 
 /// Bytes of `episodes.jsonl` read per poll: a large run arrives in parts a viewer shows as they come.
@@ -42,7 +43,7 @@ impl GigscopeSource {
             meta_read: false,
             errors: Default::default(),
             behind: true,
-            lean: None,
+            lean: Vec::new(),
         }
     }
 
@@ -67,10 +68,10 @@ impl GigscopeSource {
         match read_meta(&self.dir) {
             Ok(meta) => {
                 events.extend(self.errors[2].report(None));
-                if let Some(lean) = self.lean.as_mut() {
+                if !self.lean.is_empty() {
                     let mut run = Run::empty(&self.dir, Layout::Gigscope);
                     run.meta = meta.clone();
-                    lean.described(&run);
+                    self.lean.iter_mut().for_each(|lean| lean.described(&run));
                 }
                 events.push(LiveEvent::Meta(meta.map(Box::new)));
             }
@@ -126,17 +127,34 @@ impl RunSource for GigscopeSource {
             episode.read_from = ReadFrom(Some(span));
             episode
         };
-        let (more, progress) = match self.lean.as_mut() {
-            Some(lean) => {
-                let episodes = self.episodes.poll_map(|episode, span| {
-                    let episode = located(episode, span);
-                    let file = episode.source_file().map(str::to_owned);
-                    LeanRecord { line: span.line, episode: lean.take(episode), file }
-                });
-                let pages = lean.page_names();
+        let (more, progress) = match self.lean.split_first_mut() {
+            Some((first, others)) => {
+                let mut mappers: Vec<_> = std::iter::once(&mut *first)
+                    .chain(others.iter_mut())
+                    .map(|lean| {
+                        move |episode: Episode, span| {
+                            let episode = located(episode, span);
+                            let file = episode.source_file().map(str::to_owned);
+                            LeanRecord { line: span.line, episode: lean.take(episode), file }
+                        }
+                    })
+                    .collect();
+                let episodes = self.episodes.poll_map_parallel(&mut mappers);
+                drop(mappers);
+                // Page ids given on other threads, in the first reading's table.
+                let ids: Vec<Vec<_>> = others.iter_mut().map(|other| first.take_pages_of(other)).collect();
+                let pages = first.page_names();
                 let seen = progress(&episodes);
-                let wrap = |records: Vec<(u64, LeanRecord)>| LiveEvent::LeanEpisodes {
-                    episodes: records.into_iter().map(|(_, record)| record).collect(),
+                let wrap = |records: Vec<(u64, (usize, LeanRecord))>| LiveEvent::LeanEpisodes {
+                    episodes: records
+                        .into_iter()
+                        .map(|(_, (thread, mut record))| {
+                            if let Some(ids) = thread.checked_sub(1).and_then(|other| ids.get(other)) {
+                                record.episode.renumber_pages(ids);
+                            }
+                            record
+                        })
+                        .collect(),
                     pages,
                 };
                 batch_events(episodes, LiveFile::Episodes, wrap, episode_errors, &mut events);
@@ -162,7 +180,9 @@ impl RunSource for GigscopeSource {
     }
 
     fn read_lean(&mut self, reading: LeanReading) {
-        self.lean = Some(reading);
+        // Parsing is most of reading a large run: a thread per core, up to four.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        self.lean = vec![reading; threads];
     }
 
     fn watches(&self, path: &Path) -> bool {
