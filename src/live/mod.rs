@@ -316,8 +316,26 @@ enum Woken {
     Stop,
 }
 
+/// Run this thread (and the threads it starts, which inherit it) below the viewer's priority: a large run's
+/// first scan keeps every core busy parsing, and the viewer's keys should not wait behind it.
+#[cfg(target_os = "linux")]
+fn background_priority() {
+    extern "C" {
+        fn setpriority(which: i32, who: u32, prio: i32) -> i32;
+    }
+    // SAFETY: setpriority(PRIO_PROCESS = 0, 0, n) only sets the calling thread's nice value on Linux, where
+    // threads have their own; a failure leaves the priority as it was.
+    unsafe {
+        setpriority(0, 0, 10);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn background_priority() {}
+
 impl Scanner {
     fn run(&mut self, options: WatchOptions) {
+        background_priority();
         loop {
             let Ok(pending) = self.scan() else { return };
             if std::mem::take(&mut self.changed) {
