@@ -6,32 +6,14 @@
 mod support;
 
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::Duration;
 
-use gigscope::live::{LiveEvent, WatchOptions};
-use gigscope::tui::app::{self, Loading, Reading};
 use gigscope::tui::{open, Config, State};
 use support::runs::{copy_fixture, copy_sample};
 use support::screen::assert_same_run;
 
 /// The run in `dir` opened the app's way, read to the end of its first scan.
 fn open_the_apps_way(dir: &Path) -> State {
-    let config = Config::defaults(false).unwrap();
-    let (mut state, opening) = app::start(dir, None, &Default::default(), config, None).unwrap();
-    let (tx, rx) = mpsc::channel();
-    opening.spawn(WatchOptions::default(), move |reading| tx.send(reading).is_ok());
-    let mut loading = Loading::default();
-    let mut scanned = false;
-    while !scanned || loading.pending(&state) {
-        while let Ok(reading) = rx.recv_timeout(Duration::from_millis(if loading.pending(&state) { 0 } else { 50 })) {
-            // The watcher's first scan ends with `0 of 0` read.
-            scanned |= matches!(reading, Reading::Live(LiveEvent::Progress { read: 0, total: 0 }));
-            loading.receive(&mut state, reading).unwrap();
-        }
-        loading.merge_next(&mut state);
-    }
-    state
+    support::opening::open_the_apps_way(dir, Config::defaults(false).unwrap()).0
 }
 
 fn read_whole(dir: &Path) -> State {

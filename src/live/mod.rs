@@ -506,6 +506,12 @@ pub fn next_part(backlog: &mut std::collections::VecDeque<LiveEvent>) -> Vec<Liv
 /// The episodes of `episodes` after the first [`EPISODES_PER_MERGE`] and the rest of their last group, split
 /// off; none when they all go at once.
 fn cut_part<T>(episodes: &mut Vec<T>, group: impl Fn(&T) -> &str) -> Option<Vec<T>> {
-    let cut = (EPISODES_PER_MERGE..episodes.len()).find(|&i| group(&episodes[i - 1]) != group(&episodes[i]))?;
-    Some(episodes.split_off(cut))
+    let end = part_end(episodes.len(), EPISODES_PER_MERGE, |i| group(&episodes[i]));
+    (end < episodes.len()).then(|| episodes.split_off(end))
+}
+
+/// Where the part of `len` episodes a viewer takes in at once ends when it takes about `max`: after the first
+/// `max` (at least one) and the rest of their last group, `group(i)` being episode `i`'s group.
+pub fn part_end<'a>(len: usize, max: usize, group: impl Fn(usize) -> &'a str) -> usize {
+    (max.max(1)..len).find(|&i| group(i - 1) != group(i)).unwrap_or(len)
 }

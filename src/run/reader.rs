@@ -168,14 +168,14 @@ impl<T: DeserializeOwned> JsonlTail<T> {
 
     /// [`poll_with`](Self::poll_with), each record with its line's span.
     fn poll_spans(&mut self, mut sink: impl FnMut(LineSpan, T)) -> Result<TailBatch<T>, RunError> {
-        let (mut batch, bytes, lines) = self.read_lines()?;
-        for (span, range) in lines {
-            match parse_line::<T>(&bytes[range]) {
-                Ok(Some(record)) => sink(span, record),
-                Ok(None) => {}
-                Err(reason) => batch.errors.push(LineError::new(span.line, reason)),
-            }
-        }
+        let mut errors = Vec::new();
+        // One line in memory at a time: a file of any size streams through.
+        let (mut batch, _) = self.read_lines(Lines::OneAtATime, |span, line| match parse_line::<T>(line) {
+            Ok(Some(record)) => sink(span, record),
+            Ok(None) => {}
+            Err(reason) => errors.push(LineError::new(span.line, reason)),
+        })?;
+        batch.errors = errors;
         Ok(batch)
     }
 
@@ -187,7 +187,17 @@ impl<T: DeserializeOwned> JsonlTail<T> {
         R: Send,
         M: FnMut(T, LineSpan) -> R + Send,
     {
-        let (batch, bytes, lines) = self.read_lines()?;
+        let mut spans = Vec::new();
+        let (batch, bytes) = self.read_lines(Lines::Kept, |span, _| spans.push(span))?;
+        // Each line's place in `bytes`, where they are kept one after another.
+        let lines: Vec<(LineSpan, std::ops::Range<usize>)> = spans
+            .into_iter()
+            .scan(0, |at, span| {
+                let start = *at;
+                *at += span.len as usize;
+                Some((span, start..*at))
+            })
+            .collect();
         let threads = if bytes.len() < 1 << 20 { 1 } else { mappers.len().max(1) };
         // Runs of lines of about equal bytes.
         let mut runs: Vec<&[(LineSpan, std::ops::Range<usize>)]> = Vec::with_capacity(threads);
@@ -232,21 +242,24 @@ impl<T: DeserializeOwned> JsonlTail<T> {
         Ok(out)
     }
 
-    /// The complete lines that arrived since the last poll (about the read budget of them), one after another
-    /// in one buffer, each with its span and where it is in the buffer; and the batch they make, its records
-    /// and errors still empty.
-    #[allow(clippy::type_complexity)]
-    fn read_lines(&mut self) -> Result<(TailBatch<T>, Vec<u8>, Vec<(LineSpan, std::ops::Range<usize>)>), RunError> {
+    /// Hand each complete line that arrived since the last poll (about the read budget of them) to `line`, with
+    /// its span; the batch they make (records and errors empty), and with [`Lines::Kept`] every line one after
+    /// another in one buffer (with [`Lines::OneAtATime`] the buffer means nothing).
+    fn read_lines(
+        &mut self,
+        keep: Lines,
+        mut line: impl FnMut(LineSpan, &[u8]),
+    ) -> Result<(TailBatch<T>, Vec<u8>), RunError> {
         let mut batch =
             TailBatch { reset: false, records: Vec::new(), errors: Vec::new(), more: false, file_len: 0, offset: 0 };
-        let (mut bytes, mut lines) = (Vec::new(), Vec::new());
+        let mut bytes = Vec::new();
         let file = match File::open(&self.path) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 if self.offset > 0 {
                     self.restart(&mut batch);
                 }
-                return Ok((batch, bytes, lines));
+                return Ok((batch, bytes));
             }
             Err(err) => return Err(RunError::io(&self.path)(err)),
         };
@@ -262,10 +275,15 @@ impl<T: DeserializeOwned> JsonlTail<T> {
         let start = self.offset;
         let mut reader = BufReader::with_capacity(1 << 16, file);
         reader.seek(SeekFrom::Start(self.offset)).map_err(RunError::io(&self.path))?;
+        // Where the last complete line starts in `bytes`, when they are kept.
+        let mut last_at = None;
         loop {
             if self.offset - start >= self.budget {
                 batch.more = self.offset < batch.file_len;
                 break;
+            }
+            if keep == Lines::OneAtATime {
+                bytes.clear();
             }
             let at = bytes.len();
             let n = reader.read_until(b'\n', &mut bytes).map_err(RunError::io(&self.path))?;
@@ -277,14 +295,17 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             self.offset += n as u64;
             self.lines += 1;
             let checksum = line_checksum(&bytes[at..]);
-            let span = LineSpan { line: self.lines, offset: self.offset - n as u64, len: n as u64, checksum };
-            lines.push((span, at..bytes.len()));
+            line(LineSpan { line: self.lines, offset: self.offset - n as u64, len: n as u64, checksum }, &bytes[at..]);
+            match keep {
+                Lines::Kept => last_at = Some(at),
+                Lines::OneAtATime => std::mem::swap(&mut self.last_line, &mut bytes),
+            }
         }
-        if let Some((_, last)) = lines.last() {
-            self.last_line = bytes[last.clone()].to_vec();
+        if let Some(at) = last_at {
+            self.last_line = bytes[at..].to_vec();
         }
         batch.offset = self.offset;
-        Ok((batch, bytes, lines))
+        Ok((batch, bytes))
     }
 
     /// Whether the bytes of the last line read are still where they were (a file rewritten in place with
@@ -318,6 +339,15 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     let mut file = file;
     file.seek(SeekFrom::Start(offset))?;
     file.read_exact(buf)
+}
+
+/// Which lines a read keeps in its buffer ([`JsonlTail::read_lines`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Lines {
+    /// Every line read, for parsing afterwards.
+    Kept,
+    /// The line being read alone (and the last one read, until the next is whole).
+    OneAtATime,
 }
 
 /// Parse one complete line (with its trailing newline). Blank lines are skipped silently.

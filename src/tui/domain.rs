@@ -491,7 +491,7 @@ impl Domain {
     pub fn merge_cached(&mut self, max: usize) -> std::ops::Range<usize> {
         let start = self.episodes.len();
         let cached = &self.cached;
-        let end = (max.max(1)..cached.len()).find(|&i| cached[i - 1].group != cached[i].group).unwrap_or(cached.len());
+        let end = crate::live::part_end(cached.len(), max, |i| &cached[i].group);
         for episode in self.cached.drain(..end) {
             let line = episode.span().map_or(0, |s| s.line);
             self.run.episode_ids.insert(episode.id.clone(), line);

@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --no-default-features --bench tui` (a plain binary: prints a table).
 
+#[path = "../support/opening.rs"]
+mod opening;
+
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -121,7 +124,7 @@ fn open_in_fresh_process(dir: &Path) -> FreshOpen {
 /// `TUI_BENCH_OPEN=DIR`: open the run in `dir` as the TUI does, print the memory it holds and the time it took.
 fn open_only(dir: &Path) {
     let t = Instant::now();
-    let (state, _loading) = open_the_apps_way(dir);
+    let (state, _loading) = opening::open_the_apps_way(dir, Config::defaults(true).unwrap());
     let time = t.elapsed();
     println!("rss {} peak {} micros {}", rss_kib(), status_kib("VmHWM:"), time.as_micros());
     let table = &state.domain.derived.table;
@@ -131,28 +134,6 @@ fn open_only(dir: &Path) {
         table.rows.len(),
         table.anchor_groups.len()
     );
-}
-
-/// The run in `dir` opened the app's way without a load cache (the watcher reading it in parts, the viewer
-/// merging them), read to the end of the watcher's first scan; the viewer's reading state, which keeps the
-/// watcher.
-fn open_the_apps_way(dir: &Path) -> (State, app::Loading) {
-    let config = Config::defaults(true).unwrap();
-    let (mut state, opening) = app::start(dir, None, &Default::default(), config, None).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    opening.spawn(WatchOptions::default(), move |reading| tx.send(reading).is_ok());
-    let mut loading = app::Loading::default();
-    let mut scanned = false;
-    while !scanned || loading.pending(&state) {
-        let wait = Duration::from_millis(if loading.pending(&state) { 0 } else { 50 });
-        while let Ok(reading) = rx.recv_timeout(wait) {
-            // The watcher's first scan ends with `0 of 0` read.
-            scanned |= matches!(reading, Reading::Live(LiveEvent::Progress { read: 0, total: 0 }));
-            loading.receive(&mut state, reading).unwrap();
-        }
-        loading.merge_next(&mut state);
-    }
-    (state, loading)
 }
 
 /// The bytes of every file under `dir`.

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses only part of it
 
 pub mod live;
+pub mod opening;
 pub mod plugin;
 pub mod runs;
 pub mod screen;

@@ -1,0 +1,31 @@
+//! A run opened the app's way, read to the end of the watcher's first scan (shared with the TUI bench, which
+//! includes this file).
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gigscope::live::{LiveEvent, WatchOptions};
+use gigscope::tui::app::{self, Loading, Reading};
+use gigscope::tui::{Config, State};
+
+/// The run in `dir` opened as the app opens it without a load cache (`tui::app::start`: the watcher reads it
+/// in parts in the background, the viewer merges part by part), once the watcher's first scan is over and
+/// merged; with the viewer's reading state, which keeps the watcher.
+pub fn open_the_apps_way(dir: &Path, config: Config) -> (State, Loading) {
+    let (mut state, opening) = app::start(dir, None, &Default::default(), config, None).unwrap();
+    let (tx, rx) = mpsc::channel();
+    opening.spawn(WatchOptions::default(), move |reading| tx.send(reading).is_ok());
+    let mut loading = Loading::default();
+    let mut scanned = false;
+    while !scanned || loading.pending(&state) {
+        let wait = Duration::from_millis(if loading.pending(&state) { 0 } else { 50 });
+        while let Ok(reading) = rx.recv_timeout(wait) {
+            // The watcher's first scan ends with `0 of 0` read.
+            scanned |= matches!(reading, Reading::Live(LiveEvent::Progress { read: 0, total: 0 }));
+            loading.receive(&mut state, reading).unwrap();
+        }
+        loading.merge_next(&mut state);
+    }
+    (state, loading)
+}
