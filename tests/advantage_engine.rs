@@ -85,10 +85,10 @@ fn mean_std_norm_and_single_sample_groups() {
     // A group with a single sample: mean 0 and F 1, the advantage is the raw score.
     let lone = vec![episode("solo", "h", vec![step("a", 3.0)])];
     let table = compute(&lone, &settings);
-    assert_eq!(table.rows[0].episode_advantage, 3.0);
-    assert_eq!(table.rows[0].step_advantage, 0.0);
+    assert_eq!(table.row_at(0).episode_advantage, 3.0);
+    assert_eq!(table.row_at(0).step_advantage, 0.0);
     let rloo = compute(&lone, &AdvantageSettings { estimator: Estimator::Rloo, ..settings });
-    assert_eq!(rloo.rows[0].advantage, 0.0);
+    assert_eq!(rloo.row_at(0).advantage, 0.0);
 }
 
 #[test]
@@ -125,9 +125,9 @@ fn rloo_and_component_estimators() {
     assert_eq!(rloo.episode_rows(0)[0].advantage, 5.0);
     assert_eq!(rloo.episode_rows(1)[1].advantage, -7.5);
     let step = compute(&episodes, &AdvantageSettings { estimator: Estimator::Step, ..base });
-    assert!(step.rows.iter().all(|r| r.advantage == r.step_advantage));
+    assert!(step.rows().all(|r| r.advantage == r.step_advantage));
     let grpo = compute(&episodes, &AdvantageSettings { estimator: Estimator::Grpo, ..base });
-    assert!(grpo.rows.iter().all(|r| r.advantage == r.episode_advantage));
+    assert!(grpo.rows().all(|r| r.advantage == r.episode_advantage));
     // The components are GiGPO's whatever the estimator.
     assert_eq!(rloo.episode_rows(0)[0].episode_advantage, 4.0);
 }
@@ -147,7 +147,7 @@ fn reward_shaping() {
         ..AdvantageSettings::default()
     };
     let table = compute(&episodes, &settings);
-    let rewards: Vec<f64> = table.rows.iter().map(|r| r.reward).collect();
+    let rewards: Vec<f64> = table.rows().map(|r| r.reward).collect();
     // 10 + 4/20 + 3/3 on the last step of the successful episode, 0 everywhere else.
     assert_eq!(rewards, [0.0, 0.0, 11.2, 0.0, 0.0]);
     let unshaped = compute(&episodes, &AdvantageSettings::default());
@@ -270,8 +270,8 @@ proptest! {
         for g in 0..table.episode_groups.len() {
             let pool = pool_rows(&table, g, s.pooling);
             if pool.len() > 1 {
-                let sum: f64 = pool.iter().map(|&r| table.rows[r].episode_advantage).sum();
-                let scale: f64 = pool.iter().map(|&r| table.rows[r].score.abs()).sum::<f64>() + 1.0;
+                let sum: f64 = pool.iter().map(|&r| table.row_at(r).episode_advantage).sum();
+                let scale: f64 = pool.iter().map(|&r| table.row_at(r).score.abs()).sum::<f64>() + 1.0;
                 prop_assert!(sum.abs() <= 1e-9 * scale, "group {g}: sum {sum}");
             }
         }
@@ -292,15 +292,15 @@ proptest! {
                 prop_assert_eq!(table.episode_group_of[m.episode as usize], anchor.episode_group);
             }
         }
-        prop_assert_eq!(table.anchor_groups.iter().map(|a| a.members.len()).sum::<usize>(), table.rows.len());
+        prop_assert_eq!(table.anchor_groups.iter().map(|a| a.members.len()).sum::<usize>(), table.row_count());
     }
 
     #[test]
     fn omega_zero_equals_grpo(episodes in arb_episodes(), s in arb_settings()) {
         let gigpo = compute(&episodes, &AdvantageSettings { omega: 0.0, estimator: Estimator::Gigpo, ..s });
         let grpo = compute(&episodes, &AdvantageSettings { estimator: Estimator::Grpo, ..s });
-        let a: Vec<f64> = gigpo.rows.iter().map(|r| r.advantage).collect();
-        let b: Vec<f64> = grpo.rows.iter().map(|r| r.advantage).collect();
+        let a: Vec<f64> = gigpo.rows().map(|r| r.advantage).collect();
+        let b: Vec<f64> = grpo.rows().map(|r| r.advantage).collect();
         prop_assert_eq!(a, b);
     }
 

@@ -199,7 +199,7 @@ fn the_engine_estimators_are_the_engines_columns() {
                 let Some(estimator) = kind.engine() else { continue };
                 let table = advantage::compute(&fixture.episodes, &AdvantageSettings { estimator, ..base });
                 let column = column.as_ref().unwrap_or_else(|e| panic!("{e}"));
-                let want: Vec<f64> = table.rows.iter().map(|r| r.advantage).collect();
+                let want: Vec<f64> = table.rows().map(|r| r.advantage).collect();
                 assert_eq!(column.advantages, want, "{name} {kind} {anchor:?}");
             }
         }
@@ -522,7 +522,7 @@ proptest! {
         let table = advantage::compute(&run, &base);
         // One level k = 1, weight 2^α / (2^α + 1e-6).
         let w = 2f64.powf(alpha) / (2f64.powf(alpha) + 1e-6);
-        for (row, a) in table.rows.iter().zip(&out.advantages) {
+        for (row, a) in table.rows().zip(&out.advantages) {
             prop_assert!(close(*a, row.step_advantage * w, 1e-12), "{} vs {}", a, row.step_advantage * w);
         }
     }
@@ -550,9 +550,9 @@ proptest! {
             let a_step = out.term_column("A_step").unwrap_or_default();
             for group in &table.episode_groups {
                 let rows: Vec<usize> = group.episodes.iter().flat_map(|&e| table.row_offsets[e as usize]..table.row_offsets[e as usize + 1]).collect();
-                let mean = rows.iter().map(|&r| table.rows[r].ret).sum::<f64>() / rows.len() as f64;
+                let mean = rows.iter().map(|&r| table.row_at(r).ret).sum::<f64>() / rows.len() as f64;
                 for &r in &rows {
-                    prop_assert!(close(a_step[r], table.rows[r].ret - mean, 1e-9), "{}: {} vs {}", kind, a_step[r], table.rows[r].ret - mean);
+                    prop_assert!(close(a_step[r], table.row_at(r).ret - mean, 1e-9), "{}: {} vs {}", kind, a_step[r], table.row_at(r).ret - mean);
                 }
             }
         }

@@ -22,7 +22,7 @@ fn fingerprint(table: &AdvantageTable) -> String {
     for &o in &table.row_offsets {
         put(o as u64);
     }
-    for r in &table.rows {
+    for r in table.rows() {
         for v in [r.reward, r.score, r.ret, r.episode_advantage, r.step_advantage, r.advantage] {
             put(v.to_bits());
         }

@@ -59,7 +59,7 @@ fn stored_advantages_are_compared_where_lengths_agree() {
     let stats = run_stats(&run, &table);
     let stored = stats.stored.expect("comparison present");
     assert_eq!(stored.length_mismatches, [run[5].id.clone()]);
-    assert_eq!(stored.rows, table.rows.len() - run[5].steps.len());
+    assert_eq!(stored.rows, table.row_count() - run[5].steps.len());
     let largest = stored.largest.expect("rows compared");
     assert_eq!((largest.episode_id.as_str(), largest.at.episode, largest.at.step), (run[3].id.as_str(), 3, 0));
     assert!((largest.abs_diff - 0.25).abs() < 1e-12);

@@ -37,7 +37,11 @@ pub const STD_EPSILON: f64 = 1e-6;
 /// convention); every other step gets 0.
 pub const SUCCESS_REWARD: f64 = 10.0;
 
-/// Everything computed for one step row.
+/// Everything computed for one step row. The table keeps only what the rest is made from ([`StoredRow`]: the
+/// shaped reward, the anchor group, the counts) and the statistics of its groups, and derives a row's values
+/// when asked ([`AdvantageTable::episode_rows`]), with the operations the computation used, in the same order:
+/// the values are those the engine computed, bit for bit. A viewer of a 1.5 M-step run holds 16 bytes a row
+/// instead of 56.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RowAdvantage {
     /// Reward after shaping.
@@ -59,6 +63,72 @@ pub struct RowAdvantage {
     pub copies: u32,
 }
 
+/// What the table keeps of a row: the rest of its [`RowAdvantage`] is derived from it and its groups.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct StoredRow {
+    /// Reward after shaping.
+    pub(super) reward: f64,
+    /// Index into [`AdvantageTable::anchor_groups`].
+    pub(super) step_group: u32,
+    /// [`RowAdvantage::copies`] in the low 31 bits, [`INVALID_ROW`] set for a step that was not valid.
+    counts: u32,
+}
+
+const INVALID_ROW: u32 = 1 << 31;
+
+impl StoredRow {
+    fn copies(self) -> u32 {
+        self.counts & !INVALID_ROW
+    }
+
+    fn valid(self) -> bool {
+        self.counts & INVALID_ROW == 0
+    }
+}
+
+/// The settings a row's values are derived with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RowRule {
+    gamma: f64,
+    invalid_penalty: f64,
+    omega: f64,
+    estimator: Estimator,
+}
+
+impl Default for RowRule {
+    fn default() -> RowRule {
+        RowRule::of(&AdvantageSettings::default())
+    }
+}
+
+impl RowRule {
+    fn of(settings: &AdvantageSettings) -> RowRule {
+        RowRule {
+            gamma: settings.gamma,
+            invalid_penalty: settings.invalid_penalty,
+            omega: settings.omega,
+            estimator: settings.estimator,
+        }
+    }
+
+    /// c·[step invalid].
+    fn penalty(&self, row: StoredRow) -> f64 {
+        if row.valid() {
+            0.0
+        } else {
+            self.invalid_penalty
+        }
+    }
+}
+
+/// What TRL's computation gives an episode instead of the engine's episode level ([`super::trl`]): its A_E and
+/// its RLOO advantage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct EpisodeTerms {
+    pub(super) episode_advantage: f64,
+    pub(super) rloo: f64,
+}
+
 /// A row is addressed by its episode's index in the input and its step index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct RowRef {
@@ -70,6 +140,8 @@ pub struct RowRef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnchorGroup {
     pub episode_group: u32,
+    /// The samples its statistics counted: Σ copies over the members (a group of one sample gives A_S = 0).
+    pub samples: u32,
     /// Members in file order; the first one is the cluster representative in similarity mode.
     pub members: Members,
     /// Mean and sample std (N−1; 0 for a singleton) of the members' returns.
@@ -179,40 +251,120 @@ pub struct EpisodeGroup {
 /// The engine's output for a list of episodes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdvantageTable {
-    /// `rows[row_offsets[e]..row_offsets[e + 1]]` are episode `e`'s steps.
+    /// `row_offsets[e]..row_offsets[e + 1]` are episode `e`'s rows (table-wide row indices).
     pub row_offsets: Vec<usize>,
-    pub rows: Vec<RowAdvantage>,
+    pub(super) rows: Vec<StoredRow>,
     /// Anchor groups, episode group by episode group, each in order of first appearance.
     pub anchor_groups: Vec<AnchorGroup>,
     /// Episode groups in order of first appearance in the file.
     pub episode_groups: Vec<EpisodeGroup>,
     /// Episode index → index into `episode_groups`.
     pub episode_group_of: Vec<u32>,
+    rule: RowRule,
+    /// TRL's episode terms, one per episode, when the settings ask for TRL's computation; else empty.
+    episode_terms: Vec<EpisodeTerms>,
+    /// Advantages put in place of the estimator's, one per row ([`AdvantageTable::replace_advantages`]); else
+    /// empty.
+    replaced: Vec<f64>,
 }
 
 impl AdvantageTable {
-    pub fn episode_rows(&self, episode: usize) -> &[RowAdvantage] {
-        &self.rows[self.row_offsets[episode]..self.row_offsets[episode + 1]]
+    /// The number of rows (steps).
+    pub fn row_count(&self) -> usize {
+        self.rows.len()
     }
 
-    pub fn row(&self, at: RowRef) -> &RowAdvantage {
-        &self.rows[self.row_offsets[at.episode as usize] + at.step as usize]
+    /// Episode `e`'s rows, in step order.
+    pub fn episode_rows(&self, e: usize) -> Vec<RowAdvantage> {
+        let (start, end) = (self.row_offsets[e], self.row_offsets[e + 1]);
+        let stored = &self.rows[start..end];
+        let group = &self.episode_groups[self.episode_group_of[e] as usize];
+        let terms = self.episode_terms.get(e);
+        let rule = &self.rule;
+        let rloo_scale = rloo_scale(group.pool_size);
+        let mut rows = Vec::with_capacity(stored.len());
+        for (t, (row, (score, ret))) in stored.iter().zip(scores_and_returns(stored, rule)).enumerate() {
+            let anchor = &self.anchor_groups[row.step_group as usize];
+            let step_advantage = step_advantage(ret, anchor);
+            let (episode_advantage, advantage) = match terms {
+                Some(terms) => {
+                    (terms.episode_advantage, advantage(terms.episode_advantage, step_advantage, terms.rloo, rule))
+                }
+                None => {
+                    let episode_advantage = (score - group.baseline) / group.factor;
+                    let rloo = rloo_scale * (score - group.mean);
+                    (episode_advantage, advantage(episode_advantage, step_advantage, rloo, rule))
+                }
+            };
+            rows.push(RowAdvantage {
+                reward: row.reward,
+                score,
+                ret,
+                episode_advantage,
+                step_advantage,
+                advantage: self.replaced.get(start + t).copied().unwrap_or(advantage),
+                step_group: row.step_group,
+                copies: row.copies(),
+            });
+        }
+        rows
+    }
+
+    /// Every row, episode by episode.
+    pub fn rows(&self) -> impl Iterator<Item = RowAdvantage> + '_ {
+        (0..self.episode_group_of.len()).flat_map(|e| self.episode_rows(e))
+    }
+
+    pub fn row(&self, at: RowRef) -> RowAdvantage {
+        self.episode_rows(at.episode as usize)[at.step as usize]
+    }
+
+    /// Step `step` of episode `episode`, if the table has it.
+    pub fn get_row(&self, episode: usize, step: usize) -> Option<RowAdvantage> {
+        if episode + 1 >= self.row_offsets.len() {
+            return None;
+        }
+        self.episode_rows(episode).get(step).copied()
+    }
+
+    /// The row of table-wide index `row` (see [`AdvantageTable::row_offsets`]).
+    pub fn row_at(&self, row: usize) -> RowAdvantage {
+        let e = self.row_offsets.partition_point(|&o| o <= row) - 1;
+        self.episode_rows(e)[row - self.row_offsets[e]]
+    }
+
+    /// The anchor group of every row, in table order.
+    pub fn step_groups(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        self.rows.iter().map(|r| r.step_group)
     }
 
     pub fn anchor_group_of(&self, at: RowRef) -> &AnchorGroup {
-        &self.anchor_groups[self.row(at).step_group as usize]
+        let row = self.rows[self.row_offsets[at.episode as usize] + at.step as usize];
+        &self.anchor_groups[row.step_group as usize]
     }
 
     pub fn episode_group_of(&self, episode: usize) -> &EpisodeGroup {
         &self.episode_groups[self.episode_group_of[episode] as usize]
     }
 
+    /// Put `advantages` (one per row, in table order) in place of the estimator's final advantages: a family
+    /// estimator's column ([`super::estimators`]); A_E and A_S stay GiGPO's components.
+    pub fn replace_advantages(&mut self, advantages: Vec<f64>) {
+        assert_eq!(advantages.len(), self.rows.len(), "replace_advantages: one advantage per row");
+        self.replaced = advantages;
+    }
+
     /// Append `extra`, the table [`compute`]d alone for episodes that follow this table's episodes in the input
-    /// and belong only to episode groups this table does not have: its episodes, rows, anchor groups and
-    /// episode groups are renumbered to follow this table's. Episode groups never influence each other, so
-    /// the result equals the table of all the episodes computed at once (with TRL's `scale_rewards = batch` or
-    /// `normalize_then_sum`, only if `extra` holds whole iterations: those take statistics over an iteration).
+    /// and belong only to episode groups this table does not have, under the same settings: its episodes, rows,
+    /// anchor groups and episode groups are renumbered to follow this table's. Episode groups never influence
+    /// each other, so the result equals the table of all the episodes computed at once (with TRL's
+    /// `scale_rewards = batch` or `normalize_then_sum`, only if `extra` holds whole iterations: those take
+    /// statistics over an iteration).
     pub fn append(&mut self, extra: AdvantageTable) {
+        assert!(
+            self.replaced.is_empty() && extra.replaced.is_empty(),
+            "append: a table whose advantages were replaced"
+        );
         if self.row_offsets.is_empty() {
             self.row_offsets.push(0);
         }
@@ -221,7 +373,7 @@ impl AdvantageTable {
         let anchor_base = self.anchor_groups.len() as u32;
         let group_base = self.episode_groups.len() as u32;
         self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
-        self.rows.extend(extra.rows.into_iter().map(|r| RowAdvantage { step_group: r.step_group + anchor_base, ..r }));
+        self.rows.extend(extra.rows.into_iter().map(|r| StoredRow { step_group: r.step_group + anchor_base, ..r }));
         self.anchor_groups.extend(extra.anchor_groups.into_iter().map(|mut a| {
             a.episode_group += group_base;
             for m in a.members.iter_mut() {
@@ -236,6 +388,58 @@ impl AdvantageTable {
             g
         }));
         self.episode_group_of.extend(extra.episode_group_of.into_iter().map(|g| g + group_base));
+        self.episode_terms.extend(extra.episode_terms);
+        self.rule = extra.rule;
+    }
+
+    /// TRL's terms for each episode (the table then derives A_E and the RLOO advantage from them).
+    pub(super) fn set_episode_terms(&mut self, terms: Vec<EpisodeTerms>) {
+        self.episode_terms = terms;
+    }
+}
+
+/// n/(n−1) for a pool of n > 1 samples; 0 for one (RLOO has no other sample to leave in).
+pub(super) fn rloo_scale(pool: usize) -> f64 {
+    if pool > 1 {
+        pool as f64 / (pool - 1) as f64
+    } else {
+        0.0
+    }
+}
+
+/// Each row's score and return from the rewards the table keeps: s = Σ_k r_k − c·[invalid], R_t by Horner's rule
+/// from the last step back. Exactly the operations of the computation, so that derived values are its own.
+fn scores_and_returns(rows: &[StoredRow], rule: &RowRule) -> Vec<(f64, f64)> {
+    let mut total = 0.0;
+    for row in rows {
+        total += row.reward;
+    }
+    let mut out = vec![(0.0, 0.0); rows.len()];
+    let mut running = 0.0;
+    for (row, slot) in rows.iter().zip(out.iter_mut()).rev() {
+        running = row.reward + rule.gamma * running;
+        let penalty = rule.penalty(*row);
+        *slot = (total - penalty, running - penalty);
+    }
+    out
+}
+
+/// A_S of a row with return `ret` in `anchor`: 0 in a group of one sample.
+fn step_advantage(ret: f64, anchor: &AnchorGroup) -> f64 {
+    if anchor.samples <= 1 {
+        0.0
+    } else {
+        (ret - anchor.mean) / anchor.factor
+    }
+}
+
+/// The estimator's final advantage from GiGPO's components and the RLOO advantage.
+fn advantage(episode_advantage: f64, step_advantage: f64, rloo: f64, rule: &RowRule) -> f64 {
+    match rule.estimator {
+        Estimator::Gigpo => episode_advantage + rule.omega * step_advantage,
+        Estimator::Grpo => episode_advantage,
+        Estimator::Step => step_advantage,
+        Estimator::Rloo => rloo,
     }
 }
 
@@ -264,7 +468,16 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
     }
     let mut rows = Vec::with_capacity(row_offsets[n]);
     rows.par_extend(rayon::iter::repeat_n(EMPTY_ROW, row_offsets[n]));
-    let mut table = AdvantageTable { row_offsets, rows, anchor_groups: Vec::new(), episode_groups, episode_group_of };
+    let mut table = AdvantageTable {
+        row_offsets,
+        rows,
+        anchor_groups: Vec::new(),
+        episode_groups,
+        episode_group_of,
+        rule: RowRule::of(settings),
+        episode_terms: Vec::new(),
+        replaced: Vec::new(),
+    };
     regroup(&mut table, input, grouping, settings);
     table
 }
@@ -278,7 +491,10 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     let same_shape = table.row_offsets.len() == input.episode_count() + 1
         && table.row_offsets.windows(2).enumerate().all(|(e, o)| input.step_count(e) == o[1] - o[0]);
     assert!(same_shape, "recompute: the table was computed from other episodes");
-    let AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of } = table;
+    table.rule = RowRule::of(settings);
+    table.episode_terms = Vec::new();
+    table.replaced = Vec::new();
+    let AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of, rule, .. } = table;
     let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
     // Anchor groups are stored episode group by episode group.
     let mut anchors_by_group = Vec::with_capacity(episode_groups.len());
@@ -289,28 +505,20 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         anchors_by_group.push(anchors);
         rest = tail;
     }
+    let rule = *rule;
     parts
         .par_iter_mut()
         .zip(episode_groups.par_iter_mut())
         .zip(anchors_by_group)
-        .for_each(|((rows, group), anchors)| fill_group(rows, group, anchors, input, settings));
+        .for_each(|((rows, group), anchors)| fill_group(rows, group, anchors, input, settings, &rule));
     drop(parts);
     super::trl::apply(table, input, settings);
 }
 
 pub(super) const EMPTY_ANCHOR_GROUP: AnchorGroup =
-    AnchorGroup { episode_group: 0, members: Members::EMPTY, mean: 0.0, std: 0.0, factor: 1.0 };
+    AnchorGroup { episode_group: 0, samples: 0, members: Members::EMPTY, mean: 0.0, std: 0.0, factor: 1.0 };
 
-const EMPTY_ROW: RowAdvantage = RowAdvantage {
-    reward: 0.0,
-    score: 0.0,
-    ret: 0.0,
-    episode_advantage: 0.0,
-    step_advantage: 0.0,
-    advantage: 0.0,
-    step_group: 0,
-    copies: 1,
-};
+const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, step_group: 0, counts: 1 };
 
 /// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
 /// group.
@@ -342,12 +550,12 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
 /// `rows` cut into episodes and dealt out to their groups: `parts[g][i]` are the rows of the `i`-th episode of
 /// group `g`.
 fn rows_by_group<'r>(
-    mut rows: &'r mut [RowAdvantage],
+    mut rows: &'r mut [StoredRow],
     row_offsets: &[usize],
     episode_group_of: &[u32],
     episode_groups: &[EpisodeGroup],
-) -> Vec<Vec<&'r mut [RowAdvantage]>> {
-    let mut parts: Vec<Vec<&mut [RowAdvantage]>> =
+) -> Vec<Vec<&'r mut [StoredRow]>> {
+    let mut parts: Vec<Vec<&mut [StoredRow]>> =
         episode_groups.iter().map(|g| Vec::with_capacity(g.episodes.len())).collect();
     for (e, &g) in episode_group_of.iter().enumerate() {
         let (episode, rest) = rows.split_at_mut(row_offsets[e + 1] - row_offsets[e]);
@@ -357,30 +565,32 @@ fn rows_by_group<'r>(
     parts
 }
 
-/// Everything numeric of one episode group, given its anchor-state groups: rewards, scores and returns of its
-/// rows, then the episode level, then the step level.
+/// Everything numeric of one episode group, given its anchor-state groups: the shaped rewards of its rows, then
+/// the statistics of the episode level and of the step level over their scores and returns.
 fn fill_group<I: EngineInput + ?Sized>(
-    rows: &mut [&mut [RowAdvantage]],
+    rows: &mut [&mut [StoredRow]],
     group: &mut EpisodeGroup,
     anchors: &mut [AnchorGroup],
     input: &I,
     settings: &AdvantageSettings,
+    rule: &RowRule,
 ) {
     for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
         fill_rows(rows, input, e as usize, settings);
     }
-    episode_level(rows, group, settings);
-    step_level(rows, group, anchors, settings);
+    // Scores and returns, episode by episode, as the table derives them when asked.
+    let derived: Vec<Vec<(f64, f64)>> = rows.iter().map(|rows| scores_and_returns(rows, rule)).collect();
+    episode_level(rows, &derived, group, settings);
+    step_level(rows, &derived, group, anchors, settings);
 }
 
-/// Shaped rewards, row scores and discounted returns of episode `e`.
-fn fill_rows<I: EngineInput + ?Sized>(rows: &mut [RowAdvantage], input: &I, e: usize, settings: &AdvantageSettings) {
+/// Shaped rewards and counts of episode `e`'s rows.
+fn fill_rows<I: EngineInput + ?Sized>(rows: &mut [StoredRow], input: &I, e: usize, settings: &AdvantageSettings) {
     let n = input.step_count(e);
     let success = input.success(e);
     let bonus = if success { efficiency_bonus(input, e, settings) } else { 0.0 };
     // TRL's computation: a sample's reward under the settings' weights.
     let weighted = settings.scale_rewards.and_then(|_| super::trl::row_reward(input, e, settings));
-    let mut total = 0.0;
     for (t, row) in rows.iter_mut().enumerate() {
         let last = t + 1 == n;
         let mut reward = match settings.success_reward {
@@ -394,16 +604,8 @@ fn fill_rows<I: EngineInput + ?Sized>(rows: &mut [RowAdvantage], input: &I, e: u
         if last {
             reward += bonus;
         }
-        total += reward;
-        row.reward = reward;
-    }
-    let mut running = 0.0;
-    for (t, row) in rows.iter_mut().enumerate().rev() {
-        row.copies = input.copies(e, t);
-        running = row.reward + settings.gamma * running;
-        let penalty = if input.valid(e, t) { 0.0 } else { settings.invalid_penalty };
-        row.ret = running - penalty;
-        row.score = total - penalty;
+        let invalid = if input.valid(e, t) { 0 } else { INVALID_ROW };
+        *row = StoredRow { reward, step_group: row.step_group, counts: input.copies(e, t).min(!INVALID_ROW) | invalid };
     }
 }
 
@@ -455,27 +657,35 @@ pub fn norm_factor(norm: Norm, std: f64) -> f64 {
     }
 }
 
-/// A_E of a group's rows (`rows[i]` are the rows of its `i`-th episode) and the group's statistics.
-fn episode_level(rows: &mut [&mut [RowAdvantage]], group: &mut EpisodeGroup, settings: &AdvantageSettings) {
+/// The statistics of a group's episode level (`rows[i]` are the rows of its `i`-th episode, `derived[i]` their
+/// scores and returns).
+fn episode_level(
+    rows: &[&mut [StoredRow]],
+    derived: &[Vec<(f64, f64)>],
+    group: &mut EpisodeGroup,
+    settings: &AdvantageSettings,
+) {
     let (mean, std, pool) = match settings.pooling {
-        Pooling::Steps => mean_std_counted(rows.iter().flat_map(|r| r.iter().map(|row| (row.score, row.copies)))),
-        Pooling::Trajectories => {
-            mean_std_counted(rows.iter().filter_map(|r| r.first()).map(|row| (row.score, row.copies)))
-        }
+        Pooling::Steps => mean_std_counted(
+            rows.iter()
+                .zip(derived)
+                .flat_map(|(rows, derived)| rows.iter().zip(derived).map(|(row, &(score, _))| (score, row.copies()))),
+        ),
+        Pooling::Trajectories => mean_std_counted(
+            rows.iter().zip(derived).filter_map(|(rows, derived)| Some((derived.first()?.0, rows.first()?.copies()))),
+        ),
     };
-    let total = |r: &[RowAdvantage]| r.iter().map(|row| row.reward).sum::<f64>();
+    let total = |r: &[StoredRow]| r.iter().map(|row| row.reward).sum::<f64>();
     let first_total = rows.first().map(|r| total(r));
     group.zero_variance = rows.iter().all(|r| Some(total(r)) == first_total);
     let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm_factor(settings.norm, std)) };
     (group.mean, group.std, group.pool_size, group.baseline, group.factor) = (mean, std, pool, baseline, factor);
-    for row in rows.iter_mut().flat_map(|r| r.iter_mut()) {
-        row.episode_advantage = (row.score - baseline) / factor;
-    }
 }
 
-/// A_S and the final advantage of a group's rows, and the statistics of its anchor-state groups.
+/// The statistics of a group's anchor-state groups over its rows' returns.
 fn step_level(
-    rows: &mut [&mut [RowAdvantage]],
+    rows: &[&mut [StoredRow]],
+    derived: &[Vec<(f64, f64)>],
     group: &EpisodeGroup,
     anchors: &mut [AnchorGroup],
     settings: &AdvantageSettings,
@@ -485,26 +695,14 @@ fn step_level(
         let i = group.episodes.binary_search(&m.episode).expect("anchor group member outside its episode group");
         (i, m.step as usize)
     };
-    let pool = group.pool_size;
-    let rloo_scale = if pool > 1 { pool as f64 / (pool - 1) as f64 } else { 0.0 };
     for anchor in anchors {
         let (mean, std, n) = mean_std_counted(anchor.members.iter().map(|m| {
             let (i, t) = at(m);
-            (rows[i][t].ret, rows[i][t].copies)
+            (derived[i][t].1, rows[i][t].copies())
         }));
         let factor = norm_factor(settings.norm, std);
         (anchor.mean, anchor.std, anchor.factor) = (mean, std, factor);
-        for m in &anchor.members {
-            let (i, t) = at(m);
-            let row = &mut rows[i][t];
-            row.step_advantage = if n <= 1 { 0.0 } else { (row.ret - mean) / factor };
-            row.advantage = match settings.estimator {
-                Estimator::Gigpo => row.episode_advantage + settings.omega * row.step_advantage,
-                Estimator::Grpo => row.episode_advantage,
-                Estimator::Step => row.step_advantage,
-                Estimator::Rloo => rloo_scale * (row.score - group.mean),
-            };
-        }
+        anchor.samples = u32::try_from(n).unwrap_or(u32::MAX);
     }
 }
 

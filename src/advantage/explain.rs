@@ -194,7 +194,7 @@ pub fn explain<I: EngineInput + ?Sized>(
         return None;
     }
     let s = settings;
-    let row = *table.row(at);
+    let row = table.row(at);
     let rows = table.episode_rows(e);
     let penalty = if episodes.valid(e, t) { 0.0 } else { s.invalid_penalty };
     let mut notes = Vec::new();
@@ -232,7 +232,14 @@ pub fn explain<I: EngineInput + ?Sized>(
     let ag = table.anchor_group_of(at);
     // A step the trainer counted several times (`copies`) is listed that many times, as the engine counts it.
     let counted = |r: &super::engine::RowAdvantage, v: f64| std::iter::repeat_n(v, r.copies as usize);
-    let member_returns: Vec<f64> = ag.members.iter().flat_map(|&m| counted(table.row(m), table.row(m).ret)).collect();
+    let member_returns: Vec<f64> = ag
+        .members
+        .iter()
+        .flat_map(|&m| {
+            let member = table.row(m);
+            counted(&member, member.ret)
+        })
+        .collect();
     let n_s = member_returns.len();
     let (mean_s, std_s, _) = mean_std(member_returns.iter().copied());
     let (f_s_formula, f_s_filled, f_s) = factor_text(s.norm, ag.std, STD_EPSILON);
@@ -296,13 +303,13 @@ pub fn explain<I: EngineInput + ?Sized>(
                 Pooling::Steps => eg
                     .episodes
                     .iter()
-                    .flat_map(|&x| table.episode_rows(x as usize).iter().flat_map(|r| counted(r, r.score)))
+                    .flat_map(|&x| table.episode_rows(x as usize).into_iter().flat_map(|r| counted(&r, r.score)))
                     .collect(),
                 Pooling::Trajectories => eg
                     .episodes
                     .iter()
-                    .filter_map(|&x| table.episode_rows(x as usize).first())
-                    .flat_map(|r| counted(r, r.score))
+                    .filter_map(|&x| table.get_row(x as usize, 0))
+                    .flat_map(|r| counted(&r, r.score))
                     .collect(),
             };
             let (mean_e, std_e, n_e) = mean_std(pool.iter().copied());

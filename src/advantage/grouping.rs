@@ -37,7 +37,7 @@ impl AdvantageTable {
     pub fn grouping(&self, mode: AnchorMode) -> AnchorGrouping {
         AnchorGrouping {
             mode,
-            row_group: self.rows.iter().map(|r| r.step_group).collect(),
+            row_group: self.step_groups().collect(),
             episode_group: self.anchor_groups.iter().map(|a| a.episode_group).collect(),
         }
     }
@@ -61,7 +61,7 @@ pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> A
     // Each episode group's rows (its episodes in file order), numbered from 0 in that group.
     let local: Vec<Vec<u32>> = groups
         .par_iter()
-        .map_init(HashMap::<u128, u32>::new, |by_key, group| {
+        .map_init(HashMap::<u64, u32>::new, |by_key, group| {
             by_key.clear();
             let mut rows = Vec::new();
             for &e in &group.episodes {
@@ -99,7 +99,7 @@ pub fn regroup<I: EngineInput + ?Sized>(
     grouping: &AnchorGrouping,
     settings: &AdvantageSettings,
 ) {
-    assert_eq!(grouping.row_group.len(), table.rows.len(), "regroup: the grouping was made from other episodes");
+    assert_eq!(grouping.row_group.len(), table.row_count(), "regroup: the grouping was made from other episodes");
     let groups = grouping.episode_group.len();
     // Each anchor group's members, in one array (a counting sort by group; rows are in file order, so members
     // are too), then handed to the groups.
@@ -112,7 +112,7 @@ pub fn regroup<I: EngineInput + ?Sized>(
         starts[a + 1] += starts[a];
     }
     let mut next = starts.clone();
-    let mut members = vec![RowRef { episode: 0, step: 0 }; table.rows.len()];
+    let mut members = vec![RowRef { episode: 0, step: 0 }; table.row_count()];
     for (e, offsets) in table.row_offsets.windows(2).enumerate() {
         for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
             let at = &mut next[row.step_group as usize];

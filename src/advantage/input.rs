@@ -13,7 +13,7 @@ use crate::run::{anchor_hash, Episode};
 /// The anchors the engine groups steps by without comparing text: equal keys, same anchor-state group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyedAnchor {
-    /// The step's anchor (its observation when it has none), as a 128-bit hash of the text.
+    /// The step's anchor (its observation when it has none), as a 64-bit hash of the text.
     Exact,
     /// The environment's anchor of the step (WebShop's page type).
     Page,
@@ -43,7 +43,7 @@ pub trait EngineInput: Sync {
     /// What the trainer itself computed, one per step.
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]>;
     /// The step's anchor key: steps of an episode group with equal keys share an anchor-state group.
-    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128;
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64;
 }
 
 impl<T> EngineInput for Vec<T>
@@ -93,7 +93,7 @@ where
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
         self.as_slice().recorded_advantages(e)
     }
-    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         self.as_slice().anchor_key(e, t, anchor)
     }
 }
@@ -141,7 +141,7 @@ impl EngineInput for [Episode] {
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
         self[e].advantages.as_deref()
     }
-    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         let step = &self[e].steps[t];
         match anchor {
             KeyedAnchor::Exact => anchor_hash(step.anchor_key()),
@@ -193,11 +193,11 @@ impl EngineInput for [LeanEpisode] {
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
         self[e].advantages()
     }
-    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u128 {
+    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         let step = &self[e].steps[t];
         match anchor {
             KeyedAnchor::Exact => step.anchor,
-            KeyedAnchor::Page => u128::from(step.page),
+            KeyedAnchor::Page => u64::from(step.page),
         }
     }
 }

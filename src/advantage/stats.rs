@@ -112,7 +112,7 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
     let zero_variance_groups = groups.iter().filter(|g| g.zero_variance).count();
     RunStats {
         episodes: episodes.episode_count(),
-        steps: table.rows.len(),
+        steps: table.row_count(),
         episode_groups: groups.len(),
         step_groups: table.anchor_groups.len(),
         step_group_sizes: sizes.into_iter().map(|(size, count)| SizeCount { size, count }).collect(),
@@ -121,7 +121,7 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
         mean_step_group_size: if table.anchor_groups.is_empty() {
             0.0
         } else {
-            table.rows.len() as f64 / table.anchor_groups.len() as f64
+            table.row_count() as f64 / table.anchor_groups.len() as f64
         },
         zero_variance_groups,
         zero_variance_share: share(zero_variance_groups, groups.len()),

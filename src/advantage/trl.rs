@@ -29,9 +29,9 @@
 
 use std::collections::BTreeMap;
 
-use super::engine::{AdvantageTable, RowAdvantage};
+use super::engine::{rloo_scale, AdvantageTable, EpisodeTerms};
 use super::input::EngineInput;
-use super::settings::{AdvantageSettings, Aggregation, Estimator, ScaleRewards};
+use super::settings::{AdvantageSettings, Aggregation, ScaleRewards};
 use crate::run::Episode;
 
 /// Key of `Outcome::extra` holding the per-function rewards of a TRL sample: `{name: number or null}`.
@@ -174,21 +174,17 @@ pub(super) fn apply<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: 
         }
     }
 
-    let omega = settings.omega;
+    let mut terms = vec![EpisodeTerms { episode_advantage: 0.0, rloo: 0.0 }; n];
     for (g, members) in groups.iter().enumerate() {
         let (mean, std, n) = nan_mean_std(members.iter().map(|&e| reward[e]));
         let (baseline, factor) = (baseline_of[g], factor_of[g]);
-        let rloo_scale = if n > 1 { n as f64 / (n - 1) as f64 } else { 0.0 };
+        let rloo_scale = rloo_scale(n);
         for &e in members {
             let a = (reward[e] - baseline) / factor;
             let a = if a.is_nan() { 0.0 } else { a };
             let rloo = rloo_scale * (reward[e] - mean);
             let rloo = if rloo.is_nan() { 0.0 } else { rloo };
-            let start = table.row_offsets[e];
-            let end = table.row_offsets[e + 1];
-            for row in &mut table.rows[start..end] {
-                set_advantage(row, a, rloo, settings.estimator, omega);
-            }
+            terms[e] = EpisodeTerms { episode_advantage: a, rloo };
         }
         let group = &mut table.episode_groups[g];
         let scorable: Vec<f64> = members.iter().map(|&e| reward[e]).filter(|r| !r.is_nan()).collect();
@@ -199,16 +195,7 @@ pub(super) fn apply<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: 
         group.factor = if factor.is_nan() { 1.0 } else { factor };
         group.zero_variance = scorable.windows(2).all(|w| w[0] == w[1]);
     }
-}
-
-fn set_advantage(row: &mut RowAdvantage, a: f64, rloo: f64, estimator: Estimator, omega: f64) {
-    row.episode_advantage = a;
-    row.advantage = match estimator {
-        Estimator::Gigpo => a + omega * row.step_advantage,
-        Estimator::Grpo => a,
-        Estimator::Step => row.step_advantage,
-        Estimator::Rloo => rloo,
-    };
+    table.set_episode_terms(terms);
 }
 
 #[cfg(test)]
@@ -233,11 +220,15 @@ mod tests {
     }
 
     fn trl(scale: ScaleRewards) -> AdvantageSettings {
-        AdvantageSettings { estimator: Estimator::Grpo, scale_rewards: Some(scale), ..AdvantageSettings::default() }
+        AdvantageSettings {
+            estimator: crate::run::settings::Estimator::Grpo,
+            scale_rewards: Some(scale),
+            ..AdvantageSettings::default()
+        }
     }
 
     fn advantages(episodes: &[Episode], settings: &AdvantageSettings) -> Vec<f64> {
-        compute(episodes, settings).rows.iter().map(|r| r.advantage).collect()
+        compute(episodes, settings).rows().map(|r| r.advantage).collect()
     }
 
     fn close(got: &[f64], want: &[f64]) {
@@ -299,7 +290,7 @@ mod tests {
         let want = [0.0, (1.0 - mean) / f, (4.0 - mean) / f, (2.0 - mean) / f];
         close(&advantages(&episodes, &trl(ScaleRewards::Group)), &want);
         // The rows show TRL's reward: the nansum, 0 when unscorable.
-        let rewards: Vec<f64> = compute(&episodes, &trl(ScaleRewards::Group)).rows.iter().map(|r| r.reward).collect();
+        let rewards: Vec<f64> = compute(&episodes, &trl(ScaleRewards::Group)).rows().map(|r| r.reward).collect();
         assert_eq!(rewards, [0.0, 1.0, 4.0, 2.0]);
         // Weights: R = [NaN, 2, 6.5, 1]; mean 19/6.
         let weighted = AdvantageSettings {
@@ -308,7 +299,7 @@ mod tests {
         };
         let m = 19.0 / 6.0;
         close(&advantages(&episodes, &weighted), &[0.0, 2.0 - m, 6.5 - m, 1.0 - m]);
-        let rewards: Vec<f64> = compute(&episodes, &weighted).rows.iter().map(|r| r.reward).collect();
+        let rewards: Vec<f64> = compute(&episodes, &weighted).rows().map(|r| r.reward).collect();
         assert_eq!(rewards, [0.0, 2.0, 6.5, 1.0]);
     }
 

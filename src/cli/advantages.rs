@@ -272,7 +272,7 @@ pub(super) fn episode_rows<'a>(
     e: usize,
     step_group_base: u32,
 ) -> impl Iterator<Item = OutRow<'a>> {
-    table.episode_rows(e).iter().enumerate().map(move |(t, row)| OutRow {
+    table.episode_rows(e).into_iter().enumerate().map(move |(t, row)| OutRow {
         episode: &episode.id,
         group: &episode.group,
         iteration: episode.iteration,

@@ -115,9 +115,7 @@ pub fn estimate(
         let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
         let output = estimators::compute_with_table(kind, &run.episodes, &table, &settings, &family, &env)
             .with_context(|| format!("--estimator {} on {}", kind.name(), run.dir.display()))?;
-        for (row, advantage) in table.rows.iter_mut().zip(output.advantages) {
-            row.advantage = advantage;
-        }
+        table.replace_advantages(output.advantages);
     }
     Ok((settings, table))
 }

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let rows = results.hits.iter().filter_map(|hit| {
         let episode = run.episodes.get(hit.episode)?;
         let step = episode.steps.get(hit.step)?;
-        let row = table.episode_rows(hit.episode).get(hit.step)?;
+        let row = table.get_row(hit.episode, hit.step)?;
         Some(JsonHit {
             episode: hit.episode,
             id: &episode.id,

@@ -418,7 +418,7 @@ impl TrajectoryIndex {
         let f = &self.fields;
         let rows = table.episode_rows(e);
         let success = episode.success();
-        for (t, (step, row)) in episode.steps.iter().zip(rows).enumerate() {
+        for (t, (step, row)) in episode.steps.iter().zip(&rows).enumerate() {
             let mut doc = TantivyDocument::default();
             doc.add_text(f.instruction, episode.instruction());
             doc.add_text(f.observation, &step.observation);

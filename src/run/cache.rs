@@ -36,7 +36,7 @@ use super::source::Stamp;
 use super::writer::write_atomic;
 
 /// Bump when the layout or the meaning of a field changes: caches of other formats are then ignored, never misread.
-pub const LOAD_CACHE_FORMAT: u32 = 1;
+pub const LOAD_CACHE_FORMAT: u32 = 2;
 
 /// Set (to anything but the empty string) to read every run from its files, neither using nor writing the cache.
 pub const NO_CACHE_VAR: &str = "GIGSCOPE_NO_CACHE";
@@ -462,7 +462,7 @@ impl Output {
 }
 
 /// Bytes of one step in the file.
-const STEP_BYTES: usize = 16 + 8 + 4 + 2 + 1;
+const STEP_BYTES: usize = 8 + 8 + 4 + 2 + 1;
 
 /// A cache file being read; every read checks that the bytes are there.
 struct Input<'a> {
@@ -584,7 +584,7 @@ impl<'a> Input<'a> {
         let steps = (0..count)
             .map(|_| {
                 let mut step = Input { bytes: self.take(STEP_BYTES)?, pos: 0 };
-                let (anchor, reward) = (u128::from_le_bytes(step.array()?), step.f64()?);
+                let (anchor, reward) = (u64::from_le_bytes(step.array()?), step.f64()?);
                 let (copies, page, valid) = (step.u32()?, step.u16()?, step.flag()?);
                 Ok(LeanStep { anchor, reward, copies, page, valid })
             })

@@ -275,9 +275,9 @@ impl<T: Tasks> Trainer<T> {
                 )?
                 .advantages
             }
-            None => table.rows.iter().map(|r| r.advantage).collect(),
+            None => table.rows().map(|r| r.advantage).collect(),
         };
-        let mut samples = Vec::with_capacity(table.rows.len());
+        let mut samples = Vec::with_capacity(table.row_count());
         for (e, (episode, slot)) in episodes.iter_mut().zip(slots).enumerate() {
             let advantages = row_advantages[table.row_offsets[e]..table.row_offsets[e + 1]].to_vec();
             for ((decision, chosen), (step, a)) in slot.decisions.into_iter().zip(episode.steps.iter().zip(&advantages))
@@ -403,7 +403,7 @@ fn check_family_estimator(tasks: &impl Tasks, family: &FamilyEstimator) -> Resul
 fn group_statistics(table: &AdvantageTable, advantages: &[f64], record: &mut Map<String, Value>) {
     let groups = table.anchor_groups.len().max(1) as f64;
     let singletons = table.anchor_groups.iter().filter(|g| g.members.len() == 1).count() as f64;
-    let rows = table.rows.len() as f64;
+    let rows = table.row_count() as f64;
     let episode_groups = table.episode_groups.len().max(1) as f64;
     let zero_variance = table.episode_groups.iter().filter(|g| g.zero_variance).count() as f64;
     let mean_abs = advantages.iter().map(|a| a.abs()).sum::<f64>() / rows.max(1.0);

@@ -85,9 +85,9 @@ pub struct Derived {
     pub read_error: Option<String>,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
-    /// The table's episode groups by the 128-bit hash of their name: whether appended episodes start new
+    /// The table's episode groups by the 64-bit hash of their name: whether appended episodes start new
     /// groups is answered without going over the run's groups.
-    group_names: HashSet<u128>,
+    group_names: HashSet<u64>,
 }
 
 /// The anchor grouping of `episodes` under `mode`, made at once (a similarity grouping reads the anchors' text
@@ -220,6 +220,15 @@ fn carry_out(work: Release) {
             }
         }
     }
+}
+
+/// Wait until what was handed to the release thread so far is freed and the freed heap given back to the
+/// system: the memory a viewer holds once it has settled after reading a run (the viewer itself asks for this
+/// when its reader has caught up, and goes on meanwhile).
+pub fn settle_freed_memory() {
+    let (done, freed) = std::sync::mpsc::channel();
+    release(Release::Trim(Some(done)));
+    let _ = freed.recv();
 }
 
 /// Give the memory freed after reading a run (the parsed parts' text, the engine's scratch) back to the system.
@@ -366,9 +375,7 @@ impl Domain {
             }
         }
         // The run is read when what it was parsed into is freed too (and the freed heap given back).
-        let (done, freed) = std::sync::mpsc::channel();
-        release(Release::Trim(Some(done)));
-        let _ = freed.recv();
+        settle_freed_memory();
         self.adopt_run();
     }
 
@@ -615,7 +622,7 @@ impl Domain {
         } else {
             self.keep_grouping(table.grouping(anchor));
             let kept = self.groupings.iter().position(|g| g.mode == wanted).map(|i| self.groupings.remove(i));
-            let steps = table.rows.len();
+            let steps = table.row_count();
             let grouping = match (kept, wanted) {
                 (Some(g), _) => Some(g),
                 (None, AnchorMode::Similarity(theta)) if steps >= background_steps => {

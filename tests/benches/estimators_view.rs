@@ -45,7 +45,7 @@ fn main() {
     drop(out);
 
     let (mut state, _tails) = open(tmp.path(), Config::defaults(true).expect("config"), (160, 45)).expect("open");
-    let rows = state.domain.derived.table.rows.len();
+    let rows = state.domain.derived.table.row_count();
     let mut terminal = Terminal::new(TestBackend::new(160, 45)).expect("terminal");
     update(&mut state, Msg::Action(Action::Open));
     frame(&mut terminal, &state);

@@ -46,7 +46,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
                 next[i] = if i + 1 < span.end {
                     obs[i + 1]
                 } else {
-                    let total: f64 = span.clone().map(|j| ctx.table.rows[view.rows[j]].reward).sum();
+                    let total: f64 = span.clone().map(|j| view.values[j].reward).sum();
                     if total > 0.0 {
                         success
                     } else {

@@ -65,7 +65,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
                 if m.len() < 2 {
                     continue;
                 }
-                let returns = || m.iter().map(|&i| ctx.ret(view.rows[i]));
+                let returns = || m.iter().map(|&i| view.values[i].ret);
                 let mean = returns().sum::<f64>() / m.len() as f64;
                 let factor = match s.hgpo_norm {
                     Norm::MeanNorm => 1.0,
@@ -75,7 +75,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
                     }
                 };
                 for &i in m {
-                    a[i * depths + k - 1] = (ctx.ret(view.rows[i]) - mean) / factor;
+                    a[i * depths + k - 1] = (view.values[i].ret - mean) / factor;
                 }
             }
         }

@@ -33,7 +33,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{self, mean_std, norm_factor, AdvantageTable};
+use super::engine::{self, mean_std, norm_factor, AdvantageTable, RowAdvantage};
 use super::settings::{AdvantageSettings, AnchorMode, Estimator, Norm, Pooling};
 use crate::run::{Episode, Step};
 
@@ -434,29 +434,28 @@ pub(crate) struct GroupView<'a> {
     /// Each episode of the group (its index in the input) and the range of its rows in `rows`.
     pub spans: Vec<(usize, Range<usize>)>,
     pub steps: Vec<&'a Step>,
+    /// The engine's values of each of the group's rows.
+    pub values: Vec<RowAdvantage>,
 }
 
 impl Ctx<'_> {
     pub fn group(&self, g: usize) -> GroupView<'_> {
         let group = &self.table.episode_groups[g];
-        let mut view =
-            GroupView { rows: Vec::new(), spans: Vec::with_capacity(group.episodes.len()), steps: Vec::new() };
+        let mut view = GroupView {
+            rows: Vec::new(),
+            spans: Vec::with_capacity(group.episodes.len()),
+            steps: Vec::new(),
+            values: Vec::new(),
+        };
         for &e in &group.episodes {
             let e = e as usize;
             let start = view.rows.len();
             view.rows.extend(self.table.row_offsets[e]..self.table.row_offsets[e + 1]);
             view.steps.extend(&self.episodes[e].steps);
+            view.values.extend(self.table.episode_rows(e));
             view.spans.push((e, start..view.rows.len()));
         }
         view
-    }
-
-    pub fn ret(&self, row: usize) -> f64 {
-        self.table.rows[row].ret
-    }
-
-    pub fn score(&self, row: usize) -> f64 {
-        self.table.rows[row].score
     }
 
     /// c·[step invalid].
@@ -470,7 +469,7 @@ impl Ctx<'_> {
 
     /// An empty output for `kind` with these term columns.
     pub fn output(&self, kind: EstimatorKind, term_names: Vec<Cow<'static, str>>) -> EstimatorOutput {
-        let n = self.table.rows.len();
+        let n = self.table.row_count();
         let width = term_names.len();
         EstimatorOutput {
             kind,
@@ -521,13 +520,13 @@ impl Ctx<'_> {
     /// single-sample rule, and the pool's mean.
     pub fn episode_level(&self, view: &GroupView<'_>, norm: Norm) -> (Vec<f64>, f64) {
         let (mean, std, pool) = match self.base.pooling {
-            Pooling::Steps => mean_std(view.rows.iter().map(|&r| self.score(r))),
+            Pooling::Steps => mean_std(view.values.iter().map(|v| v.score)),
             Pooling::Trajectories => {
-                mean_std(view.spans.iter().filter(|(_, s)| !s.is_empty()).map(|(_, s)| self.score(view.rows[s.start])))
+                mean_std(view.spans.iter().filter(|(_, s)| !s.is_empty()).map(|(_, s)| view.values[s.start].score))
             }
         };
         let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm_factor(norm, std)) };
-        (view.rows.iter().map(|&r| (self.score(r) - baseline) / factor).collect(), mean)
+        (view.values.iter().map(|v| (v.score - baseline) / factor).collect(), mean)
     }
 }
 
@@ -592,8 +591,7 @@ fn engine_column(kind: EstimatorKind, ctx: &Ctx<'_>) -> EstimatorOutput {
     let width = names.len();
     for (e, &g) in table.episode_group_of.iter().enumerate() {
         let group = &table.episode_groups[g as usize];
-        for row in table.row_offsets[e]..table.row_offsets[e + 1] {
-            let r = &table.rows[row];
+        for (row, r) in (table.row_offsets[e]..).zip(table.episode_rows(e)) {
             out.advantages[row] = r.advantage;
             let terms = &mut out.terms[row * width..(row + 1) * width];
             match kind {

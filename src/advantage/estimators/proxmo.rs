@@ -56,7 +56,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
             let step = match (&vectors, start_of(g)) {
                 (Some(vectors), Some(start)) => {
                     let rows = &vectors[start..start + view.rows.len()];
-                    Some(soft_baseline(ctx, view, |i, j| tfidf::dot(&rows[i], &rows[j])))
+                    Some(soft_baseline(view, |i, j| tfidf::dot(&rows[i], &rows[j])))
                 }
                 _ => None,
             };
@@ -68,13 +68,9 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
 
 /// The soft baseline of a group's rows under `kernel` (similarity of rows i and j): for each row, Σ_j W_ij·R_j
 /// and W_ii.
-pub(super) fn soft_baseline(
-    ctx: &Ctx<'_>,
-    view: &GroupView<'_>,
-    kernel: impl Fn(usize, usize) -> f64,
-) -> Vec<(f64, f64)> {
+pub(super) fn soft_baseline(view: &GroupView<'_>, kernel: impl Fn(usize, usize) -> f64) -> Vec<(f64, f64)> {
     let n = view.rows.len();
-    let returns: Vec<f64> = view.rows.iter().map(|&r| ctx.ret(r)).collect();
+    let returns: Vec<f64> = view.values.iter().map(|v| v.ret).collect();
     let mut logits = vec![0.0; n];
     (0..n)
         .map(|i| {
@@ -122,11 +118,11 @@ pub(super) fn finish(
 ) {
     let s = ctx.settings;
     let (episode, mean) = ctx.episode_level(view, Norm::MeanNorm);
-    for (i, &row) in view.rows.iter().enumerate() {
-        let e = ctx.score(row);
+    for (i, row) in view.values.iter().enumerate() {
+        let e = row.score;
         let (w, p) = if s.proxmo_psc { psc_weight(e, mean, s.psc_alpha, s.psc_target_range) } else { (1.0, f64::NAN) };
         let a_ep = episode[i] * w;
-        let ret = ctx.ret(row);
+        let ret = row.ret;
         let (baseline, w_self) = step.map_or((f64::NAN, f64::NAN), |b| b[i]);
         let a_step = if step.is_some() { ret - baseline } else { 0.0 };
         adv[i] = a_ep + ctx.base.omega * a_step;

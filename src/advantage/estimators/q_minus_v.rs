@@ -22,7 +22,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
         let mut state = vec![(0.0, 0usize); sizes.len()];
         let mut action: HashMap<(u32, &str), (f64, usize)> = HashMap::new();
         for i in 0..n {
-            let ret = ctx.ret(view.rows[i]);
+            let ret = view.values[i].ret;
             let s = &mut state[ids[i] as usize];
             *s = (s.0 + ret, s.1 + 1);
             let a = action.entry((ids[i], view.steps[i].action.as_str())).or_insert((0.0, 0));

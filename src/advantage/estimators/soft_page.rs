@@ -53,7 +53,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> Result<EstimatorOutput, EstimatorError> 
     let missing =
         |detail: String| EstimatorError::Missing { estimator: EstimatorKind::SoftPage, need: Need::PageTypes, detail };
     // Every row's pattern, in table order.
-    let mut category = Vec::with_capacity(ctx.table.rows.len());
+    let mut category = Vec::with_capacity(ctx.table.row_count());
     for episode in ctx.episodes {
         for (t, step) in episode.steps.iter().enumerate() {
             let page = match (step.page.as_deref(), ctx.env.page_of) {
@@ -81,7 +81,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> Result<EstimatorOutput, EstimatorError> 
     let width = names.len();
     Ok(ctx.per_group(EstimatorKind::SoftPage, names, |_, view, adv, terms| {
         let cats: Vec<usize> = view.rows.iter().map(|&r| category[r]).collect();
-        let step = soft_baseline(ctx, view, |i, j| PAGE_SIMILARITY[cats[i]][cats[j]]);
+        let step = soft_baseline(view, |i, j| PAGE_SIMILARITY[cats[i]][cats[j]]);
         finish(ctx, view, Some(&step), adv, terms, width);
         for (i, &c) in cats.iter().enumerate() {
             terms[i * width + width - 1] = c as f64;

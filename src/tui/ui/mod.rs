@@ -213,7 +213,7 @@ fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     spans.push(Span::raw(format!(
         "{} ep · {} steps · {} groups ·",
         state.domain.episodes.len(),
-        t.rows.len(),
+        t.row_count(),
         t.episode_groups.len()
     )));
     for field in status_fields(state) {

@@ -343,7 +343,7 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     }
     facts.push(format!("valid {}", if step.valid { "yes" } else { "no" }));
     lines.push(Line::from(facts.join(" · ")));
-    let row = state.domain.derived.table.episode_rows(e).get(state.ui.sel.step);
+    let row = state.domain.derived.table.get_row(e, state.ui.sel.step);
     let recorded = state.domain.episodes[e].advantages().and_then(|a| a.get(state.ui.sel.step)).copied();
     if let (Some(r), Some(rec)) = (row, recorded) {
         let d = rec - r.advantage;

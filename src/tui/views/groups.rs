@@ -44,7 +44,7 @@ impl Component for Groups {
     fn highlight(&self, state: &State) -> Option<String> {
         let e = state.episode_index()?;
         let eg = state.domain.derived.table.episode_group_of(e);
-        let row = state.domain.derived.table.episode_rows(e).first()?;
+        let row = state.domain.derived.table.get_row(e, 0)?;
         Some(format!(
             "trajectory {}: A_E {} = its score {:.3} against the group's baseline {:.3} (pool of {}); the cells are each step's A",
             state.ui.sel.traj + 1,
@@ -239,8 +239,10 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     let eps = state.group_episodes();
     let body = layout::table_body(area);
     // The largest |A| of the group scales the heatmap digits.
-    let max =
-        eps.iter().flat_map(|&e| t.episode_rows(e as usize).iter().map(|r| r.advantage.abs())).fold(0.0f64, f64::max);
+    let max = eps
+        .iter()
+        .flat_map(|&e| t.episode_rows(e as usize).into_iter().map(|r| r.advantage.abs()))
+        .fold(0.0f64, f64::max);
     // The widest heatmap cell that shows every step of the longest trajectory: sign, digit, the disagreement
     // flag and a gap; then without the gap; then two columns with the flag as an underline.
     let longest = eps.iter().map(|&e| t.episode_rows(e as usize).len()).max().unwrap_or(0);

@@ -109,7 +109,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         let ep = state.domain.episodes.get(h.episode)?;
         let full = state.domain.episode(h.episode).ok()?;
         let step = full.steps.get(h.step)?;
-        let row = t.episode_rows(h.episode).get(h.step)?;
+        let row = t.get_row(h.episode, h.step)?;
         let mut cells = vec![
             Cell::from((i + 1).to_string()),
             Cell::from(trunc(&ep.id, 14)),
@@ -121,7 +121,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         }
         cells.extend([Cell::from(step.action.clone()), Cell::from(format!("{:.2}", row.reward))]);
         for c in &extra {
-            let v = (c.value)(row);
+            let v = (c.value)(&row);
             cells.push(if c.signed {
                 Cell::from(adv_span(state, v))
             } else {
