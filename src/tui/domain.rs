@@ -464,6 +464,12 @@ impl Domain {
         self.run.meta = crate::run::read_meta(&self.run.dir).ok().flatten();
         (self.pages, self.run.errors) = (head.pages, head.errors);
         self.adopt_run();
+        // Room for every episode the cache holds, made now: grown as parts arrive, these would be moved (and the
+        // id map rehashed) at doubling sizes, holding the viewer's thread for up to ten milliseconds each time.
+        self.cached.reserve(head.episodes);
+        self.episodes.reserve(head.episodes);
+        self.run.episode_ids.reserve(head.episodes);
+        self.run.episode_lines.reserve(head.episodes);
         if let Some(kept) = self.load_cache.as_mut() {
             kept.saved = Some((head.episodes, head.position.offset));
         }
