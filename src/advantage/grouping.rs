@@ -13,7 +13,9 @@ use rayon::prelude::*;
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::engine::{group_episodes, recompute, AdvantageTable, SimilarClusters, EMPTY_ANCHOR_GROUP};
+use super::engine::{
+    group_episodes, in_parallel, recompute, AdvantageTable, EpisodeGroup, SimilarClusters, EMPTY_ANCHOR_GROUP,
+};
 use super::input::{EngineInput, KeyedAnchor};
 use super::settings::{AdvantageSettings, AnchorMode};
 use super::{AnchorGroup, Members, RowRef};
@@ -59,20 +61,24 @@ pub fn group_anchors(episodes: &[Episode], mode: AnchorMode) -> AnchorGrouping {
 pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> AnchorGrouping {
     let (groups, group_of) = group_episodes(input);
     // Each episode group's rows (its episodes in file order), numbered from 0 in that group.
-    let local: Vec<Vec<u32>> = groups
-        .par_iter()
-        .map_init(HashMap::<u64, u32>::new, |by_key, group| {
-            by_key.clear();
-            let mut rows = Vec::new();
-            for &e in &group.episodes {
-                for t in 0..input.step_count(e as usize) {
-                    let next = by_key.len() as u32;
-                    rows.push(*by_key.entry(input.anchor_key(e as usize, t, anchor)).or_insert(next));
-                }
+    let number = |by_key: &mut HashMap<u64, u32>, group: &EpisodeGroup| {
+        by_key.clear();
+        let mut rows = Vec::new();
+        for &e in &group.episodes {
+            for t in 0..input.step_count(e as usize) {
+                let next = by_key.len() as u32;
+                rows.push(*by_key.entry(input.anchor_key(e as usize, t, anchor)).or_insert(next));
             }
-            rows
-        })
-        .collect();
+        }
+        rows
+    };
+    let rows = (0..input.episode_count()).map(|e| input.step_count(e)).sum();
+    let local: Vec<Vec<u32>> = if in_parallel(rows) {
+        groups.par_iter().map_init(HashMap::new, number).collect()
+    } else {
+        let mut by_key = HashMap::new();
+        groups.iter().map(|group| number(&mut by_key, group)).collect()
+    };
     let counts: Vec<u32> = local.iter().map(|l| l.iter().max().map_or(0, |&m| m + 1)).collect();
     let bases = prefix_sums(&counts);
     let mut cursor = vec![0usize; groups.len()];
