@@ -234,16 +234,7 @@ impl Effector {
     /// The run's environment as the training side names it: the registry's entry for the run, WebShop on the
     /// TUI's `--catalog`.
     fn task_source(&self, run: &crate::run::Run) -> Result<TaskSource, String> {
-        let registered = crate::env::registry::of_run(run).ok_or_else(|| {
-            format!("this run's environment is not one gigscope has ({})", crate::env::registry::names())
-        })?;
-        let mut options = crate::env::EnvOptions::default();
-        // `--catalog` is the option of the environments that take one (WebShop's catalog directory).
-        let takes_catalog = registered.options.iter().any(|(key, _)| *key == "catalog");
-        if let Some(catalog) = self.catalog.as_ref().filter(|_| takes_catalog) {
-            options.set("catalog", catalog.display().to_string());
-        }
-        Ok(TaskSource::new(registered.name, options))
+        task_source(run, self.catalog.as_deref())
     }
 
     /// Open the run's environment as a job (at once when it is open already).
@@ -446,7 +437,22 @@ fn follow_burst(ctx: &JobContext, handle: &BurstHandle) -> BurstUpdate {
 }
 
 /// Append a played group to the run: whole lines, so the watcher (and any other reader) sees whole episodes.
-fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, String> {
+/// The run's environment as the app names it to its jobs (opening it, the policy's play, a burst), with
+/// `catalog` for the environments that take one (`--catalog`).
+pub fn task_source(run: &crate::run::Run, catalog: Option<&Path>) -> Result<TaskSource, String> {
+    let registered = crate::env::registry::of_run(run)
+        .ok_or_else(|| format!("this run's environment is not one gigscope has ({})", crate::env::registry::names()))?;
+    let mut options = crate::env::EnvOptions::default();
+    // `--catalog` is the option of the environments that take one (WebShop's catalog directory).
+    let takes_catalog = registered.options.iter().any(|(key, _)| *key == "catalog");
+    if let Some(catalog) = catalog.filter(|_| takes_catalog) {
+        options.set("catalog", catalog.display().to_string());
+    }
+    Ok(TaskSource::new(registered.name, options))
+}
+
+/// Append a played group to the run in `dir` (the app's group-write job).
+pub fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, String> {
     let fail = |e: crate::run::RunError| format!("writing the played group: {e} (the group was not saved)");
     let mut writer = RunWriter::create(dir).map_err(fail)?;
     for e in episodes {

@@ -15,8 +15,11 @@ use std::time::{Duration, Instant};
 
 use gigscope::live::{LiveEvent, WatchOptions, Watcher};
 use gigscope::run::{Episode, Outcome, Step, Task};
+use gigscope::training::{AutoplayRequest, TrainConfig, TrainEvent, Training};
 use gigscope::tui::app::{self, Reading};
-use gigscope::tui::{open, update, Action, Config, Msg, State};
+use gigscope::tui::burst_dialog::BurstUpdate;
+use gigscope::tui::play::DEFAULT_GROUP_SIZE;
+use gigscope::tui::{open, update, Action, Config, Msg, State, View};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use ratatui::backend::TestBackend;
@@ -263,30 +266,41 @@ fn progressive_open(dir: &Path, cache: &Path) -> Loading {
     Loading { first_frame, loaded: loaded.unwrap(), keys }
 }
 
-/// Key press → frame on the UI thread while `job` runs on another thread (as the app runs its jobs), one key
-/// every 5 ms until the job is done: (the latencies sorted, how long the job took).
-fn keys_while(
+/// Key press → frame latencies on the UI thread while a job ran on another thread ([`keys_while`]), sorted, and
+/// how long the job took.
+struct JobKeys {
+    keys: Vec<Duration>,
+    took: Duration,
+}
+
+/// Key press → frame on the UI thread while `job` runs on another thread (as the app runs its jobs): a key at
+/// once, then one every 5 ms until the job is done, so that even a job shorter than a frame has one. What was
+/// measured, and what the job returned.
+fn keys_while<T: Send + 'static>(
     state: &mut State,
     terminal: &mut Terminal<TestBackend>,
-    job: impl FnOnce() + Send + 'static,
-) -> (Vec<Duration>, Duration) {
+    job: impl FnOnce() -> T + Send + 'static,
+) -> (JobKeys, T) {
     let start = Instant::now();
     let worker = std::thread::spawn(move || {
-        job();
-        start.elapsed()
+        let out = job();
+        (start.elapsed(), out)
     });
     let script = [Action::Down, Action::Down, Action::Up, Action::PageDown, Action::Top, Action::Open, Action::Back];
     let mut keys = Vec::new();
-    while !worker.is_finished() {
-        std::thread::sleep(Duration::from_millis(5));
+    loop {
         let t = Instant::now();
         update(state, Msg::Action(script[keys.len() % script.len()]));
         frame(terminal, state);
         keys.push(t.elapsed());
+        if worker.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
-    let took = worker.join().unwrap();
+    let (took, out) = worker.join().unwrap();
     keys.sort();
-    (keys, took)
+    (JobKeys { keys, took }, out)
 }
 
 /// Open the run in `dir` (`bytes` long) the app's way, with the load cache as the app keeps it: the first open
@@ -458,22 +472,118 @@ fn main() {
     let (append, append_cpu) = (t.elapsed(), cpu() - c);
     assert_eq!(state.domain.episodes.len(), episodes + GROUP);
 
-    // Jobs the app runs off the UI thread, each measured with keys pressed meanwhile: building the trajectory
-    // index of the whole run (its text read back from the file, as the TUI's search does) and opening the
-    // demo catalog's environment (catalog, search index, goals).
-    let mut jobs = Vec::new();
+    // Jobs the app runs off the UI thread, each started the app's way (from the effects `update` returns for the keys
+    // that start it) and measured with keys pressed meanwhile, browsing the run (the popup or the play view that
+    // started the job left first; only while the environment opens are the keys in the play view, where the user waits
+    // for it, until they leave it): building the trajectory index of the whole run (its text read back from the file,
+    // as the TUI's search does), opening the run's environment (the demo catalog: catalog, search index, goals), a
+    // similarity grouping of the whole run, the policy playing a group, writing that group to the run, and a training
+    // burst's start. The policy's play and the burst run in the training plugin (libtorch), which the app loads on
+    // first use, as this bench does: found next to the bench binary (cargo's deps directory, where `cargo build
+    // --release -p gigscope-train` puts it too) or at `GIGSCOPE_TRAIN_LIB`; without it their rows say why they were not
+    // measured.
+    let mut jobs: Vec<(&str, Result<JobKeys, String>)> = Vec::new();
     let cache = tempfile::tempdir().unwrap();
     let (lean, table) = (state.domain.episodes.clone(), state.domain.derived.table.clone());
     let (dir, cache_dir, settings) = (tmp.path().to_path_buf(), cache.path().to_path_buf(), state.domain.settings);
-    let index_job = keys_while(&mut state, &mut terminal, move || {
+    let (index_job, ()) = keys_while(&mut state, &mut terminal, move || {
         let mut index = gigscope::index::TrajectoryIndex::open(&dir, &cache_dir, &settings).unwrap();
         index.update_in_batches(lean.as_slice(), &table, 10_000, |_| std::ops::ControlFlow::Continue(())).unwrap();
     });
-    jobs.push(("building the trajectory index (batches of 10,000)", index_job));
-    let env_job = keys_while(&mut state, &mut terminal, || {
-        gigscope::env::registry::open("webshop", &Default::default()).unwrap();
+    jobs.push(("building the trajectory index (batches of 10,000)", Ok(index_job)));
+
+    // `p` opens the play view, which asks for the run's environment.
+    let source = app::task_source(&state.domain.run, None).expect("the generated run is a WebShop run");
+    assert!(update(&mut state, Msg::Action(Action::Play)).open_env, "the play view asks for the environment");
+    let env = source.clone();
+    let (env_job, tasks) =
+        keys_while(&mut state, &mut terminal, move || gigscope::env::registry::open(&env.env, &env.options).unwrap());
+    jobs.push(("opening the demo catalog's environment", Ok(env_job)));
+    update(&mut state, Msg::EnvReady(Ok(tasks)));
+    update(&mut state, Msg::Action(Action::Back));
+
+    // θ (field 7 of the settings) from 0.85 to 0.80, not grouped yet: the app groups the whole run's anchors
+    // in the background (on rayon's threads) while the views show the previous grouping.
+    update(&mut state, Msg::Action(Action::Settings));
+    for _ in 0..7 {
+        update(&mut state, Msg::Action(Action::Down));
+    }
+    let request = update(&mut state, Msg::Action(Action::Left)).group_anchors.expect("a new θ asks for a grouping");
+    update(&mut state, Msg::Action(Action::Back));
+    let episodes_version = request.episodes_version;
+    let (grouping_job, grouping) = keys_while(&mut state, &mut terminal, move || request.job.run());
+    jobs.push(("grouping the whole run's anchors by similarity (θ 0.80)", Ok(grouping_job)));
+    update(&mut state, Msg::Grouped { episodes_version, grouping });
+
+    // A group of the first goal (4 episodes) in the play view, played by the run's policy (the run has no
+    // checkpoint: an untrained one), in the plugin, loaded by this first job that needs it (libtorch with it).
+    update(&mut state, Msg::Action(Action::Play));
+    update(&mut state, Msg::Action(Action::Open));
+    let asked = update(&mut state, Msg::Action(Action::Autoplay)).autoplay.expect("a started group can be autoplayed");
+    update(&mut state, Msg::Action(Action::Back));
+    assert_ne!(state.ui.view, View::Play);
+    let request = AutoplayRequest {
+        run: state.domain.run.dir.clone(),
+        tasks: source.clone(),
+        task: asked.goal,
+        group: asked.group,
+        first: asked.first,
+        n: asked.n,
+        step_limit: TrainConfig::default().step_limit,
+        seed: asked.seed,
+    };
+    let (autoplay_job, played) = keys_while(&mut state, &mut terminal, move || {
+        Training::load().map_err(|e| e.to_string()).and_then(|training| training.autoplay(&request))
     });
-    jobs.push(("opening the demo catalog's environment", env_job));
+    let autoplay_row = "the policy plays a group of 4 (loading the training plugin and libtorch first)";
+    jobs.push((autoplay_row, played.as_ref().map(|_| autoplay_job).map_err(String::clone)));
+    let played_group = match played {
+        // The group is complete: the app writes it to the run.
+        Ok(played) => update(&mut state, Msg::Autoplayed(Ok((played.episodes, played.policy)))).write,
+        // Without the plugin, a group of the bench's own episodes, marked as played in the TUI.
+        Err(_) => (0..DEFAULT_GROUP_SIZE)
+            .map(|k| {
+                let mut e = episode(&mut rng, episodes + GROUP + k, group + 1, 0);
+                gigscope::tui::play::mark_played(&mut e);
+                e
+            })
+            .collect(),
+    };
+    assert_eq!(played_group.len(), DEFAULT_GROUP_SIZE);
+    let dir = state.domain.run.dir.clone();
+    let (write_job, written) = keys_while(&mut state, &mut terminal, move || app::write_episodes(&dir, &played_group));
+    jobs.push(("writing the played group (4 episodes) to the run", Ok(write_job)));
+    update(&mut state, Msg::Written(written));
+
+    // `t`, Enter: the burst dialog's default burst into the open run. The job loads the plugin (loaded above),
+    // sets the trainer up (the run holds episodes and no checkpoint: a fresh policy numbered after the run's
+    // last iteration, which the trainer reads the run for) and says `Started` before its first iteration; asked
+    // for no iterations, it ends there (`Finished`).
+    update(&mut state, Msg::Action(Action::Train));
+    let form = update(&mut state, Msg::Action(Action::Open)).start_burst.expect("the dialog starts a burst");
+    update(&mut state, Msg::Action(Action::Back));
+    let mut request = form.train_request(&state.domain.run.dir, source);
+    request.config.iterations = 0;
+    let (burst_job, events) = keys_while(&mut state, &mut terminal, move || {
+        let handle = Training::load().map_err(|e| e.to_string())?.start(&request);
+        Ok::<_, String>(std::iter::from_fn(|| handle.next_event()).collect::<Vec<_>>())
+    });
+    let burst = match &events {
+        Err(why) => Err(why.clone()),
+        Ok(events) => match events.last() {
+            Some(TrainEvent::Finished { .. }) => Ok(burst_job),
+            Some(TrainEvent::Failed { error }) => Err(format!("the burst failed: {error}")),
+            _ => Err("the trainer ended without saying how".to_string()),
+        },
+    };
+    jobs.push(("a training burst starts (the trainer set up, up to its first iteration)", burst));
+    for event in events.into_iter().flatten() {
+        update(&mut state, Msg::Burst(BurstUpdate::from(event)));
+    }
+    if let Some(burst) = &state.jobs.burst {
+        let ended = burst.ended.as_deref().unwrap_or("running");
+        eprintln!("the burst: {} from iteration {}, {ended}", burst.how, burst.first_iteration);
+    }
 
     println!("| measure ({episodes} episodes, {steps} steps, {:.0} MB file) | wall (CPU) |", bytes as f64 / 1e6);
     println!("|---|---|");
@@ -482,14 +592,17 @@ fn main() {
     println!("| key press → frame, p99 | {:.2?} |", percentile(&times, 0.99));
     println!("| key press → frame, max | {:.2?} |", times[times.len() - 1]);
     println!("{load_rows}");
-    for (job, (keys, took)) in &jobs {
-        println!(
-            "| key press → frame while {job} ({took:.1?}), p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
-            keys.len(),
-            percentile(keys, 0.5),
-            percentile(keys, 0.99),
-            keys[keys.len() - 1]
-        );
+    for (job, measured) in &jobs {
+        match measured {
+            Ok(JobKeys { keys, took }) => println!(
+                "| key press → frame while {job} ({took:.1?}), p50 / p99 / max ({} keys) | {:.2?} / {:.2?} / {:.2?} |",
+                keys.len(),
+                percentile(keys, 0.5),
+                percentile(keys, 0.99),
+                keys[keys.len() - 1]
+            ),
+            Err(why) => println!("| key press → frame while {job} | not measured: {why} |"),
+        }
     }
     println!("| settings change → recomputed frame | {recompute:.2?} ({recompute_cpu:.2?}) |");
     for (label, wall, cpu) in &switches {
