@@ -194,8 +194,8 @@ pub fn explain<I: EngineInput + ?Sized>(
         return None;
     }
     let s = settings;
-    let row = table.row(at);
     let rows = table.episode_rows(e);
+    let row = rows[t];
     let penalty = if episodes.valid(e, t) { 0.0 } else { s.invalid_penalty };
     let mut notes = Vec::new();
 
