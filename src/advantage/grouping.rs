@@ -56,6 +56,18 @@ pub fn group_anchors(episodes: &[Episode], mode: AnchorMode) -> AnchorGrouping {
     }
 }
 
+/// [`group_anchors`] of lean episodes: a similarity grouping reads the anchors' text back from disk where it
+/// is there, and fails when that text can no longer be read (the file changed).
+pub fn group_lean(episodes: &[LeanEpisode], mode: AnchorMode) -> Result<AnchorGrouping, TextError> {
+    match mode {
+        AnchorMode::Exact => Ok(group_keyed(episodes, KeyedAnchor::Exact)),
+        AnchorMode::Page => Ok(group_keyed(episodes, KeyedAnchor::Page)),
+        AnchorMode::Similarity(theta) => {
+            SimilarityJob::lean(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).try_run()
+        }
+    }
+}
+
 /// The grouping of `input` by equal anchor keys ([`EngineInput::anchor_key`]): [`AnchorMode::Exact`] or
 /// [`AnchorMode::Page`]. Each episode group's anchor groups are numbered in order of first appearance.
 pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> AnchorGrouping {

@@ -14,7 +14,7 @@ pub use engine::{
     compute, compute_grouped, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, Members,
     RowAdvantage, RowRef, STD_EPSILON, SUCCESS_REWARD,
 };
-pub use grouping::{group_anchors, group_keyed, regroup, AnchorGrouping, SimilarityJob};
+pub use grouping::{group_anchors, group_keyed, group_lean, regroup, AnchorGrouping, SimilarityJob};
 pub use input::{EngineInput, KeyedAnchor};
 pub use settings::{
     AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,

@@ -11,10 +11,10 @@ use super::estimate::{estimate, FamilyFlags};
 use super::source::SourceFlags;
 use crate::advantage::estimators::EstimatorKind;
 use crate::advantage::{
-    trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, Estimator, Norm, Pooling,
-    RewardWeights, ScaleRewards,
+    trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, EngineInput, Estimator, Norm,
+    Pooling, RewardWeights, ScaleRewards,
 };
-use crate::env::PageAnchor;
+use crate::run::lean::{LeanReading, TextStore};
 use crate::run::{Episode, Run};
 
 /// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to
@@ -170,9 +170,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let result = match streamable(&args)? {
         // A gigscope run under settings that keep episode groups apart: streamed, group by group.
-        Some((settings, page_anchor)) => {
+        Some((settings, reading)) => {
             let stdout = BufWriter::new(io::stdout().lock());
-            let skipped = super::stream::advantages(&args.run, &settings, page_anchor, stdout, args.format);
+            let skipped = super::stream::advantages(&args.run, &settings, reading, stdout, args.format);
             match skipped {
                 Ok(skipped) => {
                     warn_broken(&args.run, skipped.broken_lines);
@@ -199,9 +199,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The settings to stream `args`' run with and its environment's page anchor, or `None` when it must be read
+/// The settings to stream `args`' run with and the reading that takes its episodes in lean form (with its
+/// environment's page anchor), or `None` when it must be read
 /// whole: another layout, a successor estimator (asked for, or the one the run was trained with), or TRL's batch scaling (which couple episode groups).
-fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, Option<PageAnchor>)>> {
+fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, LeanReading)>> {
     let layout = crate::run::source::resolve_layout(&args.run, args.source.from, false)?;
     if layout != crate::run::Layout::Gigscope {
         return Ok(None);
@@ -216,7 +217,11 @@ fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, Option<P
         return Ok(None);
     }
     let settings = args.settings.resolve(&described)?;
-    Ok(settings.scale_rewards.is_none().then(|| (settings, crate::env::page_anchor(&described))))
+    let reading = || {
+        let store = TextStore::new(&args.run.join(crate::run::EPISODES_FILE));
+        LeanReading::new(store, crate::env::page_classifier, &described)
+    };
+    Ok(settings.scale_rewards.is_none().then(|| (settings, reading())))
 }
 
 /// The reader's warning about skipped lines, as the whole read gives it.
@@ -261,28 +266,26 @@ const COLUMNS: [&str; 11] = [
 ];
 
 fn out_rows<'a>(episodes: &'a [Episode], table: &'a AdvantageTable) -> impl Iterator<Item = OutRow<'a>> {
-    episodes.iter().enumerate().flat_map(move |(e, episode)| episode_rows(episode, table, e, 0))
+    (0..episodes.len()).flat_map(move |e| episode_rows(episodes, table, e))
 }
 
-/// The output rows of episode `e` of `table`, whose anchor groups are numbered from `step_group_base` in the
-/// output (a table of some groups of the run only, as the streaming path computes them).
-pub(super) fn episode_rows<'a>(
-    episode: &'a Episode,
+/// The output rows of episode `e` of `input`, whose table is `table`.
+pub(super) fn episode_rows<'a, I: EngineInput + ?Sized>(
+    input: &'a I,
     table: &'a AdvantageTable,
     e: usize,
-    step_group_base: u32,
 ) -> impl Iterator<Item = OutRow<'a>> {
     table.episode_rows(e).into_iter().enumerate().map(move |(t, row)| OutRow {
-        episode: &episode.id,
-        group: &episode.group,
-        iteration: episode.iteration,
+        episode: input.episode_id(e),
+        group: input.group(e),
+        iteration: input.iteration(e),
         step: t,
         reward: row.reward,
         ret: row.ret,
         episode_advantage: row.episode_advantage,
         step_advantage: row.step_advantage,
         advantage: row.advantage,
-        step_group: step_group_base + row.step_group,
+        step_group: row.step_group,
         step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
     })
 }
@@ -339,16 +342,16 @@ impl<W: Write> RowWriter<W> {
             ),
             Format::Table => writeln!(
                 out,
-                "{:<16} {:<12} {:>4} {:>4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>7} {:>5}",
+                "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
                 clip(r.episode, 16),
                 clip(r.group, 12),
                 r.iteration,
                 r.step,
-                r.reward,
-                r.ret,
-                r.episode_advantage,
-                r.step_advantage,
-                r.advantage,
+                Fixed4(r.reward),
+                Fixed4(r.ret),
+                Fixed4(r.episode_advantage),
+                Fixed4(r.step_advantage),
+                Fixed4(r.advantage),
                 r.step_group,
                 r.step_group_size
             ),
@@ -357,6 +360,49 @@ impl<W: Write> RowWriter<W> {
 
     pub(super) fn finish(mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+/// `x` with four decimals, exactly as `{:.4}` prints it (width and alignment from the caller's format spec).
+///
+/// `{:.4}` formats the exact binary value (Grisu, falling back to Dragon's bignum arithmetic often at four
+/// decimals), which was a third of `gigscope advantages`' time on a 1,000-step run. Here x·10⁴ is rounded
+/// instead: for |x| < 10⁵ the product's rounding error is below 10⁻⁶, so whenever its fraction is further than
+/// that from one half, rounding it decides the same digits; the rare product nearer a tie (and huge or
+/// non-finite values) goes to `{:.4}` itself.
+pub(crate) struct Fixed4(pub f64);
+
+impl std::fmt::Display for Fixed4 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scaled = self.0.abs() * 1e4;
+        // NaN and infinities fail the first test.
+        let decided = scaled < 1e9 && (scaled.fract() - 0.5).abs() >= 1e-6;
+        if !decided {
+            return f.pad(&format!("{:.4}", self.0));
+        }
+        // `{:.4}` signs by the sign bit: -0.00001 and -0.0 print as -0.0000.
+        let units = scaled.round() as u64;
+        let mut buf = [0u8; 20];
+        let mut at = buf.len();
+        let mut rest = units;
+        for place in 0.. {
+            if place == 4 {
+                at -= 1;
+                buf[at] = b'.';
+            }
+            at -= 1;
+            buf[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 && place >= 4 {
+                break;
+            }
+        }
+        if self.0.is_sign_negative() {
+            at -= 1;
+            buf[at] = b'-';
+        }
+        // Only ASCII digits, '.' and '-' were written.
+        f.pad(std::str::from_utf8(&buf[at..]).unwrap_or_default())
     }
 }
 
@@ -382,5 +428,66 @@ pub(crate) fn clip(s: &str, width: usize) -> String {
         let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
         cut.push('…');
         cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Fixed4;
+
+    fn same_as_std(x: f64) {
+        assert_eq!(format!("{:>9}", Fixed4(x)), format!("{x:>9.4}"), "{x:e}");
+    }
+
+    #[test]
+    fn fixed4_prints_what_std_prints_at_ties_signs_and_edges() {
+        for x in [
+            0.0,
+            -0.0,
+            0.00005,
+            0.00015,
+            0.00025,
+            -0.00005,
+            -0.00001,
+            1.00005,
+            2.5e-5,
+            0.12345,
+            9999.99995,
+            99999.99995,
+            1e5,
+            -1e9,
+            1e300,
+            5e-324,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.1 + 0.2,
+        ] {
+            same_as_std(x);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fixed4_prints_what_std_prints(x in any::<f64>()) {
+            same_as_std(x);
+        }
+
+        #[test]
+        fn fixed4_prints_what_std_prints_near_advantage_ties(k in -2_000_000_000i64..2_000_000_000, d in -3i32..=3) {
+            // k/20000 sits on a four-decimal tie; a few ulps either side test the fallback's border.
+            let mut x = k as f64 / 20000.0;
+            for _ in 0..d.abs() {
+                x = if d > 0 { x.next_up() } else { x.next_down() };
+            }
+            same_as_std(x);
+        }
+
+        #[test]
+        fn fixed4_prints_what_std_prints_for_advantage_sized_values(x in -50.0f64..50.0) {
+            same_as_std(x);
+        }
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! Episode groups never influence each other (the engine's property `tests/advantage_parallel.rs` checks), so
 //! each group's table is computed alone once its last episode has been read. Two passes over
-//! `episodes.jsonl`: the first reads only each line's `id` and `group` (what decides the groups, and when
-//! each is complete), the second reads the episodes, keeps those of groups still open, computes a group's
+//! `episodes.jsonl`: the first reads only each line's `group` (what decides the groups, and when each is
+//! complete), the second reads the episodes in lean form (numbers and anchor hashes, parsed from the line
+//! without copying its text: [`LeanReading::parse`]), keeps those of groups still open, computes a group's
 //! table as soon as its last line has gone by, and writes rows in file order (rows of an episode whose group
-//! is still open wait, as numbers, for it). Anchor groups are numbered as the whole-run table numbers them:
+//! is still open wait, as numbers, for it). A similarity grouping reads its group's anchors back from the
+//! file. Anchor groups are numbered as the whole-run table numbers them:
 //! group by group in order of first appearance. Lines the first pass saw are the only ones read by the second
 //! (a trainer appending meanwhile does not change the output). Broken lines and duplicate ids are skipped as
 //! every reader skips them, and counted on stderr.
@@ -18,8 +20,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::advantages::{episode_rows, Format, OutRow, RowWriter};
-use crate::advantage::{compute, AdvantageSettings, AdvantageTable};
-use crate::env::{fill_page_anchors, PageAnchor};
+use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
+use crate::run::lean::{LeanEpisode, LeanReading};
 use crate::run::{Episode, JsonlTail, EPISODES_FILE};
 
 /// What the first pass reads of a line.
@@ -82,12 +84,12 @@ pub struct Skipped {
 }
 
 /// Write the advantages of the run in `dir` under `settings` (which must not couple episode groups: no TRL
-/// batch scaling) to `out` in `format`; steps that record no page anchor get `page_anchor`'s (the run's
-/// environment's).
+/// batch scaling) to `out` in `format`; `reading` takes the episodes of the run's `episodes.jsonl` in lean form
+/// (steps that record no page anchor get the one of the run's environment it was made with).
 pub fn advantages(
     dir: &Path,
     settings: &AdvantageSettings,
-    page_anchor: Option<PageAnchor>,
+    mut reading: LeanReading,
     out: impl Write,
     format: Format,
 ) -> anyhow::Result<Skipped> {
@@ -120,17 +122,19 @@ pub fn advantages(
         base_of: HashMap::new(),
         next_base: 0,
     };
-    let mut open: HashMap<u32, Vec<(u64, Episode)>> = HashMap::new();
+    let mut open: HashMap<u32, Vec<(u64, LeanEpisode)>> = HashMap::new();
     let mut ids: HashSet<String> = HashSet::new();
     let mut broken = first.errors.len();
-    let mut failure: Option<std::io::Error> = None;
+    let mut failure: Option<anyhow::Error> = None;
 
     let mut episodes = JsonlTail::<Episode>::new(path);
-    let second = episodes.poll_with(|line, episode| {
+    let second = episodes.poll_lines(|text, span| {
+        let line = span.line;
         if line > last_line || failure.is_some() {
-            return;
+            return Ok(());
         }
-        let Some(&g) = out.group_of.get(&line) else { return };
+        let Some(&g) = out.group_of.get(&line) else { return Ok(()) };
+        let (episode, _) = reading.parse(text, span)?;
         if !ids.insert(episode.id.clone()) {
             // A duplicate id: a broken line, as for every reader.
             broken += 1;
@@ -141,14 +145,17 @@ pub fn advantages(
         let left = &mut lines_of_group[g as usize];
         *left -= 1;
         if *left == 0 {
-            out.complete(g, open.remove(&g).unwrap_or_default(), settings, page_anchor);
+            if let Err(err) = out.complete(g, open.remove(&g).unwrap_or_default(), settings) {
+                failure = Some(err);
+            }
         }
         if let Err(err) = out.flush() {
-            failure = Some(err);
+            failure = Some(err.into());
         }
+        Ok(())
     })?;
     if let Some(err) = failure {
-        return Err(err.into());
+        return Err(err);
     }
     // Lines the first pass read but the second could not (broken as episodes, not only as heads) never
     // complete their group: those groups are computed now, without them. (Lines broken as heads too were
@@ -157,10 +164,10 @@ pub fn advantages(
         second.errors.iter().map(|e| e.line).filter(|l| out.group_of.contains_key(l)).collect();
     broken += second_broken.len();
     out.skipped.extend(second_broken);
-    let mut rest: Vec<(u32, Vec<(u64, Episode)>)> = open.into_iter().collect();
+    let mut rest: Vec<(u32, Vec<(u64, LeanEpisode)>)> = open.into_iter().collect();
     rest.sort_by_key(|(g, _)| *g);
     for (g, members) in rest {
-        out.complete(g, members, settings, page_anchor);
+        out.complete(g, members, settings)?;
     }
     out.flush()?;
     out.writer.finish()?;
@@ -184,21 +191,22 @@ struct Ordered<W: Write> {
 }
 
 impl<W: Write> Ordered<W> {
-    /// Episode group `g` is complete: compute its table alone and keep its rows until their turn.
+    /// Episode group `g` is complete: compute its table alone and keep its rows until their turn. Fails only
+    /// when a similarity grouping cannot read the anchors back (the file changed meanwhile).
     fn complete(
         &mut self,
         g: u32,
-        members: Vec<(u64, Episode)>,
+        members: Vec<(u64, LeanEpisode)>,
         settings: &AdvantageSettings,
-        page_anchor: Option<PageAnchor>,
-    ) {
-        let (lines, mut group): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
-        fill_page_anchors(&mut group, page_anchor);
-        let table = compute(&group, settings);
+    ) -> anyhow::Result<()> {
+        let (lines, group): (Vec<u64>, Vec<LeanEpisode>) = members.into_iter().unzip();
+        let table = compute_grouped(&group, &group_lean(&group, settings.anchor)?, settings);
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
-        for (e, (episode, line)) in group.iter().zip(lines).enumerate() {
-            self.done.insert(line, Done { rows: rows_of(episode, &table, e) });
+        for (e, line) in lines.into_iter().enumerate() {
+            let rows = episode_rows(&group, &table, e).map(|r| OwnedRow::of(&r)).collect();
+            self.done.insert(line, Done { rows });
         }
+        Ok(())
     }
 
     /// Write every episode at the front of `pending` whose rows are done (or which was skipped), in file order.
@@ -230,8 +238,4 @@ impl<W: Write> Ordered<W> {
         }
         Ok(())
     }
-}
-
-fn rows_of(episode: &Episode, table: &AdvantageTable, e: usize) -> Vec<OwnedRow> {
-    episode_rows(episode, table, e, 0).map(|r| OwnedRow::of(&r)).collect()
 }

@@ -150,12 +150,7 @@ impl Step {
     /// trainer recorded it (verl-agent's `adjust_batch` pads its batch with copies of random rows, which join
     /// their groups' means and standard deviations; the exporter writes the step once with `copies`), else 1.
     pub fn copies(&self) -> u32 {
-        self.extra
-            .get(COPIES_KEY)
-            .and_then(Value::as_u64)
-            .and_then(|c| u32::try_from(c).ok())
-            .filter(|&c| c >= 1)
-            .unwrap_or(1)
+        copies_of(self.extra.get(COPIES_KEY))
     }
 
     /// [`Self::anchor_key`], shared.
@@ -192,19 +187,34 @@ impl Episode {
     /// For runs read from several files (verl, TRL): the file this episode was read from, relative to the
     /// run directory, as the reader records it in `extra.source.file`.
     pub fn source_file(&self) -> Option<&str> {
-        self.extra.get(SOURCE_KEY)?.get("file")?.as_str()
+        source_file_of(self.extra.get(SOURCE_KEY))
     }
 
     /// The per-reward-function rewards recorded in `outcome.extra["rewards"]` ([`REWARDS_KEY`]: TRL logs one
     /// per reward function), names and values in the trainer's order; null and non-numbers read as NaN.
     pub fn reward_functions(&self) -> Option<(Vec<String>, Vec<f64>)> {
-        let rewards = self.outcome.as_ref()?.extra.get(REWARDS_KEY)?.as_object()?;
-        Some(rewards.iter().map(|(name, v)| (name.clone(), v.as_f64().unwrap_or(f64::NAN))).unzip())
+        reward_functions_of(self.outcome.as_ref()?.extra.get(REWARDS_KEY))
     }
 
     pub fn instruction(&self) -> &str {
         self.task.as_ref().map(|t| t.instruction.as_str()).unwrap_or("")
     }
+}
+
+/// [`Step::copies`] of a step whose `extra.copies` is `copies`.
+pub(crate) fn copies_of(copies: Option<&Value>) -> u32 {
+    copies.and_then(Value::as_u64).and_then(|c| u32::try_from(c).ok()).filter(|&c| c >= 1).unwrap_or(1)
+}
+
+/// [`Episode::source_file`] of an episode whose `extra.source` is `source`.
+pub(crate) fn source_file_of(source: Option<&Value>) -> Option<&str> {
+    source?.get("file")?.as_str()
+}
+
+/// [`Episode::reward_functions`] of an outcome whose `extra.rewards` is `rewards`.
+pub(crate) fn reward_functions_of(rewards: Option<&Value>) -> Option<(Vec<String>, Vec<f64>)> {
+    let rewards = rewards?.as_object()?;
+    Some(rewards.iter().map(|(name, v)| (name.clone(), v.as_f64().unwrap_or(f64::NAN))).unzip())
 }
 
 /// One line of `metrics.jsonl`: `iteration`, `time` and any numeric metrics.

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::format::{Episode, SOURCE_KEY};
-use super::reader::FileIdentity;
 use super::reader::Run;
+use super::reader::{parse_json, FileIdentity};
 
 /// The 64-bit hash anchors are grouped by (XXH3-64 of the UTF-8 text).
 pub fn anchor_hash(text: &str) -> u64 {
@@ -196,6 +196,34 @@ impl LeanReading {
     pub fn take(&mut self, episode: Episode) -> LeanEpisode {
         let classify = self.classify.as_ref().map(|c| c as &dyn Fn(&str) -> &'static str);
         LeanEpisode::new(episode, &self.store, &mut self.pages, classify)
+    }
+
+    /// The lean form of the episode on line `span`, whose text (newline cut) is `line`, parsed straight from the
+    /// line without copying its text ([`super::lean_line`]), and the file its `extra.source.file` names. A line
+    /// that does not parse so is read as an [`Episode`], for the reader's own error, word for word.
+    pub fn parse(&mut self, line: &str, span: LineSpan) -> Result<(LeanEpisode, Option<String>), String> {
+        let lean = match super::lean_line::parse(line, &mut self.pages, self.classify) {
+            Ok(lean) => lean,
+            Err(_) => {
+                let mut episode: Episode = parse_json(line)?;
+                episode.read_from = ReadFrom(Some(span));
+                let file = episode.source_file().map(str::to_owned);
+                return Ok((self.take(episode), file));
+            }
+        };
+        let extras = (lean.extras != LeanExtras::default()).then(|| Box::new(lean.extras));
+        let episode = LeanEpisode {
+            id: lean.id,
+            group: lean.group,
+            iteration: lean.iteration,
+            success: lean.success,
+            tokens: lean.tokens,
+            token_steps: lean.token_steps,
+            steps: lean.steps.into_boxed_slice(),
+            extras,
+            text: EpisodeText::OnDisk { span, store: self.store.clone() },
+        };
+        Ok((episode, lean.source_file))
     }
 
     /// The page names the episodes' page ids stand for, in id order.

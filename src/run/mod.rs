@@ -4,6 +4,7 @@ pub mod cache;
 mod error;
 mod format;
 pub mod lean;
+mod lean_line;
 mod reader;
 pub mod settings;
 pub mod source;

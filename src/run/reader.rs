@@ -168,24 +168,34 @@ impl<T: DeserializeOwned> JsonlTail<T> {
 
     /// [`poll_with`](Self::poll_with), each record with its line's span.
     fn poll_spans(&mut self, mut sink: impl FnMut(LineSpan, T)) -> Result<TailBatch<T>, RunError> {
+        self.poll_lines(|text, span| parse_json::<T>(text).map(|record| sink(span, record)))
+    }
+
+    /// Hand the text of every complete line that arrived since the last poll (newline cut; blank lines are
+    /// skipped) with its span to `parse`, for a reader that parses lines its own way; the lines it refuses, and
+    /// those that are not UTF-8, are the batch's errors (its records are empty).
+    pub fn poll_lines(
+        &mut self,
+        mut parse: impl FnMut(&str, LineSpan) -> Result<(), String>,
+    ) -> Result<TailBatch<T>, RunError> {
         let mut errors = Vec::new();
         // One line in memory at a time: a file of any size streams through.
-        let (mut batch, _) = self.read_lines(Lines::OneAtATime, |span, line| match parse_line::<T>(line) {
-            Ok(Some(record)) => sink(span, record),
-            Ok(None) => {}
-            Err(reason) => errors.push(LineError::new(span.line, reason)),
+        let (mut batch, _) = self.read_lines(Lines::OneAtATime, |span, line| {
+            if let Err(reason) = line_text(line).and_then(|text| text.map_or(Ok(()), |text| parse(text, span))) {
+                errors.push(LineError::new(span.line, reason));
+            }
         })?;
         batch.errors = errors;
         Ok(batch)
     }
 
-    /// [`poll_map`](Self::poll_map) with the part's lines parsed on as many threads as there are `mappers`,
+    /// [`poll_lines`](Self::poll_lines) with the part's lines parsed on as many threads as there are `parsers`,
     /// each taking a run of consecutive lines (a part of less than a megabyte is parsed by the first alone).
-    /// Each record comes with the index of the mapper that made it; records and errors are in line order.
-    pub fn poll_map_parallel<R, M>(&mut self, mappers: &mut [M]) -> Result<TailBatch<(usize, R)>, RunError>
+    /// Each record comes with the index of the parser that made it; records and errors are in line order.
+    pub fn poll_lines_parallel<R, P>(&mut self, parsers: &mut [P]) -> Result<TailBatch<(usize, R)>, RunError>
     where
         R: Send,
-        M: FnMut(T, LineSpan) -> R + Send,
+        P: FnMut(&str, LineSpan) -> Result<R, String> + Send,
     {
         let mut spans = Vec::new();
         let (batch, bytes) = self.read_lines(Lines::Kept, |span, _| spans.push(span))?;
@@ -198,7 +208,7 @@ impl<T: DeserializeOwned> JsonlTail<T> {
                 Some((span, start..*at))
             })
             .collect();
-        let threads = if bytes.len() < 1 << 20 { 1 } else { mappers.len().max(1) };
+        let threads = if bytes.len() < 1 << 20 { 1 } else { parsers.len().max(1) };
         // Runs of lines of about equal bytes.
         let mut runs: Vec<&[(LineSpan, std::ops::Range<usize>)]> = Vec::with_capacity(threads);
         let mut rest = lines.as_slice();
@@ -211,11 +221,11 @@ impl<T: DeserializeOwned> JsonlTail<T> {
         }
         runs.push(rest);
         let bytes = &bytes;
-        let parse_run = |k: usize, run: &[(LineSpan, std::ops::Range<usize>)], map: &mut M| {
+        let parse_run = |k: usize, run: &[(LineSpan, std::ops::Range<usize>)], parse: &mut P| {
             let (mut records, mut errors) = (Vec::new(), Vec::new());
             for (span, range) in run {
-                match parse_line::<T>(&bytes[range.clone()]) {
-                    Ok(Some(record)) => records.push((span.line, (k, map(record, *span)))),
+                match line_text(&bytes[range.clone()]).and_then(|text| text.map(|t| parse(t, *span)).transpose()) {
+                    Ok(Some(record)) => records.push((span.line, (k, record))),
                     Ok(None) => {}
                     Err(reason) => errors.push(LineError::new(span.line, reason)),
                 }
@@ -223,11 +233,11 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             (records, errors)
         };
         let parsed: Vec<_> = std::thread::scope(|scope| {
-            let mut mappers = mappers.iter_mut();
+            let mut parsers = parsers.iter_mut();
             let mut runs = runs.into_iter().enumerate();
-            let first = runs.next().zip(mappers.next());
+            let first = runs.next().zip(parsers.next());
             let others: Vec<_> =
-                runs.zip(mappers).map(|((k, run), map)| scope.spawn(move || parse_run(k, run, map))).collect();
+                runs.zip(parsers).map(|((k, run), parse)| scope.spawn(move || parse_run(k, run, parse))).collect();
             let mut parsed: Vec<_> = first.map(|((k, run), map)| parse_run(k, run, map)).into_iter().collect();
             parsed
                 .extend(others.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
@@ -350,14 +360,17 @@ enum Lines {
     OneAtATime,
 }
 
-/// Parse one complete line (with its trailing newline). Blank lines are skipped silently.
-fn parse_line<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, String> {
+/// The text of one complete line (with its trailing newline), newline cut; `None` for a blank line (skipped
+/// silently).
+fn line_text(bytes: &[u8]) -> Result<Option<&str>, String> {
     let text = std::str::from_utf8(bytes).map_err(|err| format!("invalid UTF-8 at byte {}", err.valid_up_to()))?;
     let text = text.trim_end_matches(['\n', '\r']);
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    serde_json::from_str(text).map(Some).map_err(|err| {
+    Ok((!text.trim().is_empty()).then_some(text))
+}
+
+/// A line's record, or the reason it is not one.
+pub(crate) fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|err| {
         let message = err.to_string();
         // serde_json appends "at line 1 column N"; the column is useful, the line is always 1.
         message.replace(" at line 1 column ", " at column ")

@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use crate::advantage::explain::{explain, Explanation};
 use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, SliceStats, StatsBy};
 use crate::advantage::{
-    compute_grouped, group_keyed, recompute, regroup, AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode,
-    KeyedAnchor, RowRef, SimilarityJob,
+    compute_grouped, group_keyed, group_lean, recompute, regroup, AdvantageSettings, AdvantageTable, AnchorGrouping,
+    AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::cache::{Cached, CachedHead};
@@ -90,24 +90,12 @@ pub struct Derived {
     group_names: HashSet<u64>,
 }
 
-/// The anchor grouping of `episodes` under `mode`, made at once (a similarity grouping reads the anchors' text
-/// back from disk where it is there).
-fn group_now(episodes: &[LeanEpisode], mode: AnchorMode) -> Result<AnchorGrouping, TextError> {
-    match mode {
-        AnchorMode::Exact => Ok(group_keyed(episodes, KeyedAnchor::Exact)),
-        AnchorMode::Page => Ok(group_keyed(episodes, KeyedAnchor::Page)),
-        AnchorMode::Similarity(theta) => {
-            SimilarityJob::lean(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).try_run()
-        }
-    }
-}
-
 impl Derived {
     /// Everything derived from `episodes` under `settings`. Should the anchors' text of a similarity grouping no
     /// longer be readable (the file changed under the viewer, which the watcher is about to report), the exact
     /// grouping stands in until the run is read again, and [`Derived::read_error`] says so.
     pub fn build(episodes: &[LeanEpisode], settings: &AdvantageSettings) -> Derived {
-        match group_now(episodes, settings.anchor) {
+        match group_lean(episodes, settings.anchor) {
             Ok(grouping) => Derived::from_table(episodes, compute_grouped(episodes, &grouping, settings), *settings),
             Err(err) => {
                 let exact = AdvantageSettings { anchor: AnchorMode::Exact, ..*settings };
@@ -130,7 +118,7 @@ impl Derived {
         if old_len > episodes.len() || episodes[old_len..].iter().any(known) {
             return Derived::build(episodes, settings);
         }
-        let Ok(grouping) = group_now(&episodes[old_len..], settings.anchor) else {
+        let Ok(grouping) = group_lean(&episodes[old_len..], settings.anchor) else {
             return Derived::build(episodes, settings);
         };
         let mut derived = Derived { read_error: None, settings: *settings, ..self };
@@ -635,7 +623,7 @@ impl Domain {
                     request = Some(self.similarity_request(theta));
                     None
                 }
-                (None, mode) => match group_now(&self.episodes, mode) {
+                (None, mode) => match group_lean(&self.episodes, mode) {
                     Ok(g) => Some(g),
                     Err(err) => {
                         self.note(Some(format!("anchor grouping: {err}")));

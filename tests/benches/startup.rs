@@ -8,7 +8,7 @@
 //!
 //! Run with `cargo bench --bench startup` (add `-- N` for N timed runs per command, default 20). With
 //! `GIGSCOPE_BENCH_BASELINE=/path/to/an/older/gigscope` the same gigscope commands are also timed on that binary,
-//! interleaved run by run, for a before/after comparison on one machine at one time;
+//! alternating run by run with this binary's, for a before/after comparison on one machine at one time;
 //! `GIGSCOPE_BENCH_REFERENCE=path/to/gigpo_ref.py` when `../shared` is elsewhere; `GIGSCOPE_BENCH_DIR=DIR`
 //! keeps the generated run in `DIR/startup-run`.
 
@@ -137,43 +137,42 @@ fn main() {
     check_same(&bin, &python, &reference, &run_dir, &["--similarity", "0.9"]);
     println!("gigscope advantages and {} print the same advantages (exact and θ 0.9)", reference.display());
 
-    let mut commands = vec![
-        Timed::new("gigscope --help", &bin, &["--help"]),
-        Timed::new("gigscope advantages, exact", &bin, &["advantages", "--format", "jsonl", r]),
-        Timed::new(
-            "gigscope advantages, similarity 0.9",
-            &bin,
-            &["advantages", "--format", "jsonl", r, "--similarity", "0.9"],
-        ),
-    ];
-    if let Some(old) = std::env::var_os("GIGSCOPE_BENCH_BASELINE").map(PathBuf::from) {
-        commands.extend([
-            Timed::new("baseline: gigscope --help", &old, &["--help"]),
-            Timed::new("baseline: gigscope advantages, exact", &old, &["advantages", "--format", "jsonl", r]),
-            Timed::new(
-                "baseline: gigscope advantages, similarity 0.9",
-                &old,
-                &["advantages", "--format", "jsonl", r, "--similarity", "0.9"],
-            ),
-        ]);
-    }
+    // Each command is timed in a block of its own, alternating run by run with the same command of the baseline
+    // binary when one is given (drift in a shared machine's load then falls on both alike). Blocks, not rounds
+    // of every command: in rounds, the run after a 1.5 s Python run found the caches cold, and whichever command
+    // came next in the round was charged for it.
+    let baseline = std::env::var_os("GIGSCOPE_BENCH_BASELINE").map(PathBuf::from);
+    let pair = |name: &str, args: &[&str]| -> Vec<Timed> {
+        let mut block = vec![Timed::new(&format!("gigscope {name}"), &bin, args)];
+        if let Some(old) = &baseline {
+            block.push(Timed::new(&format!("baseline: gigscope {name}"), old, args));
+        }
+        block
+    };
     let reference = reference.to_str().unwrap();
-    commands.extend([
-        Timed::new("python gigpo_ref.py, exact", &python, &[reference, r]),
-        Timed::new("python gigpo_ref.py, similarity 0.9", &python, &[reference, r, "--similarity", "0.9"]),
-    ]);
-    // Warm the page cache, then interleave: every command once per round, so drift in a shared machine's load
-    // falls on all of them alike.
-    for c in &commands {
-        c.once();
-    }
-    for _ in 0..runs {
-        for c in &mut commands {
-            let t = c.once();
-            c.samples.push(t);
+    let mut blocks = vec![
+        pair("--help", &["--help"]),
+        pair("advantages, exact", &["advantages", "--format", "jsonl", r]),
+        pair("advantages, similarity 0.9", &["advantages", "--format", "jsonl", r, "--similarity", "0.9"]),
+        vec![Timed::new("python gigpo_ref.py, exact", &python, &[reference, r])],
+        vec![Timed::new("python gigpo_ref.py, similarity 0.9", &python, &[reference, r, "--similarity", "0.9"])],
+    ];
+    for block in &mut blocks {
+        // Warm-up runs: the page cache, and the caches a first run of another program left cold.
+        for _ in 0..3 {
+            for c in block.iter() {
+                c.once();
+            }
+        }
+        for _ in 0..runs {
+            for c in block.iter_mut() {
+                let t = c.once();
+                c.samples.push(t);
+            }
         }
     }
-    println!("{runs} runs each, interleaved; wall time of the whole process:");
+    let commands: Vec<Timed> = blocks.into_iter().flatten().collect();
+    println!("{runs} runs each after 3 warm-up runs, beside the baseline run by run; wall time of the whole process:");
     println!("{:<48} {:>10} {:>10}", "command", "median", "min");
     for c in &commands {
         println!("{:<48} {:>10} {:>10}", c.name, ms(c.median()), ms(c.min()));

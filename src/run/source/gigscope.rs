@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ErrorOnce, Layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourcePoll};
 use crate::run::format::{Episode, MetricsRecord, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
-use crate::run::lean::{LeanReading, ReadFrom};
+use crate::run::lean::{LeanReading, LineSpan, ReadFrom};
 use crate::run::reader::{read_meta, JsonlTail, Run, TailBatch, TailPosition};
 
 /// Where the readers of a gigscope run directory stand.
@@ -122,25 +122,19 @@ impl RunSource for GigscopeSource {
         let mut events = Vec::new();
         self.poll_meta(&mut events);
         let [episode_errors, metric_errors, _] = &mut self.errors;
-        // Each episode records where its line is, so that a viewer may keep its text on disk.
-        let located = |mut episode: Episode, span| {
-            episode.read_from = ReadFrom(Some(span));
-            episode
-        };
         let (more, progress) = match self.lean.split_first_mut() {
             Some((first, others)) => {
-                let mut mappers: Vec<_> = std::iter::once(&mut *first)
+                let mut parsers: Vec<_> = std::iter::once(&mut *first)
                     .chain(others.iter_mut())
                     .map(|lean| {
-                        move |episode: Episode, span| {
-                            let episode = located(episode, span);
-                            let file = episode.source_file().map(str::to_owned);
-                            LeanRecord { line: span.line, episode: lean.take(episode), file }
+                        move |line: &str, span: LineSpan| {
+                            let (episode, file) = lean.parse(line, span)?;
+                            Ok(LeanRecord { line: span.line, episode, file })
                         }
                     })
                     .collect();
-                let episodes = self.episodes.poll_map_parallel(&mut mappers);
-                drop(mappers);
+                let episodes = self.episodes.poll_lines_parallel(&mut parsers);
+                drop(parsers);
                 // Page ids given on other threads, in the first reading's table.
                 let ids: Vec<Vec<_>> = others.iter_mut().map(|other| first.take_pages_of(other)).collect();
                 let pages = first.page_names();
@@ -161,7 +155,11 @@ impl RunSource for GigscopeSource {
                 seen
             }
             None => {
-                let episodes = self.episodes.poll_map(located);
+                // Each episode records where its line is, so that a viewer may keep its text on disk.
+                let episodes = self.episodes.poll_map(|mut episode, span| {
+                    episode.read_from = ReadFrom(Some(span));
+                    episode
+                });
                 let seen = progress(&episodes);
                 batch_events(episodes, LiveFile::Episodes, LiveEvent::Episodes, episode_errors, &mut events);
                 seen
