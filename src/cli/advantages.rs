@@ -172,7 +172,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // A gigscope run under settings that keep episode groups apart: streamed, group by group.
         Some((settings, reading)) => {
             let stdout = BufWriter::new(io::stdout().lock());
-            let skipped = super::stream::advantages(&args.run, &settings, reading, stdout, args.format);
+            let skipped = super::stream::advantages(
+                &args.run,
+                &settings,
+                reading,
+                super::stream::KEPT_BYTES,
+                stdout,
+                args.format,
+            );
             match skipped {
                 Ok(skipped) => {
                     warn_broken(&args.run, skipped.broken_lines);

@@ -1,17 +1,19 @@
 //! `gigscope advantages` on a gigscope-run/1 directory without holding the run: memory grows with the
-//! largest episode group, not with the run.
+//! largest episode group (plus at most [`KEPT_BYTES`] of episodes kept from the first pass), not with the run.
 //!
 //! Episode groups never influence each other (the engine's property `tests/advantage_parallel.rs` checks), so
 //! each group's table is computed alone once its last episode has been read. Two passes over
-//! `episodes.jsonl`: the first reads only each line's `group` (what decides the groups, and when each is
-//! complete), the second reads the episodes in lean form (numbers and anchor hashes, parsed from the line
-//! without copying its text: [`LeanReading::parse`]), keeps those of groups still open, computes a group's
-//! table as soon as its last line has gone by, and writes rows in file order (rows of an episode whose group
-//! is still open wait, as numbers, for it). A similarity grouping reads its group's anchors back from the
-//! file. Anchor groups are numbered as the whole-run table numbers them:
-//! group by group in order of first appearance. Lines the first pass saw are the only ones read by the second
-//! (a trainer appending meanwhile does not change the output). Broken lines and duplicate ids are skipped as
-//! every reader skips them, and counted on stderr.
+//! `episodes.jsonl`: the first finds each line's `group` (what decides the groups, and when each is complete);
+//! the second reads the episodes in lean form (numbers and anchor hashes, parsed from the line without copying
+//! its text: [`LeanReading::parse`]), keeps those of groups still open, computes a group's table as soon as its
+//! last line has gone by, and writes rows in file order (rows of an episode whose group is still open wait, as
+//! numbers, for it). The first pass reads its first lines' episodes in lean form already, and keeps them until
+//! [`KEPT_BYTES`] are kept: a run that small (about 40,000 WebShop steps) is read and parsed once, its second
+//! pass taking them from memory; past that, the first pass reads only `group`. A similarity grouping reads its
+//! group's anchors back from the file. Anchor groups are numbered as the whole-run table numbers them: group by
+//! group in order of first appearance. Lines the first pass saw are the only ones read by the second (a trainer
+//! appending meanwhile does not change the output). Broken lines and duplicate ids are skipped as every reader
+//! skips them, and counted on stderr.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -21,8 +23,8 @@ use serde::Deserialize;
 
 use super::advantages::{episode_rows, Format, OutRow, RowWriter};
 use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
-use crate::run::lean::{LeanEpisode, LeanReading};
-use crate::run::{Episode, JsonlTail, EPISODES_FILE};
+use crate::run::lean::{LeanEpisode, LeanReading, LeanStep};
+use crate::run::{parse_json, Episode, JsonlTail, EPISODES_FILE};
 
 /// What the first pass reads of a line.
 #[derive(Deserialize)]
@@ -83,95 +85,160 @@ pub struct Skipped {
     pub broken_lines: usize,
 }
 
+/// How much of the run's episodes, in lean form, the first pass keeps for the second (see the module's comment).
+pub(super) const KEPT_BYTES: usize = 4 << 20;
+
 /// Write the advantages of the run in `dir` under `settings` (which must not couple episode groups: no TRL
 /// batch scaling) to `out` in `format`; `reading` takes the episodes of the run's `episodes.jsonl` in lean form
-/// (steps that record no page anchor get the one of the run's environment it was made with).
+/// (steps that record no page anchor get the one of the run's environment it was made with); the first pass
+/// keeps about `kept_bytes` of episodes for the second ([`KEPT_BYTES`]: the output is the same whatever it is).
 pub fn advantages(
     dir: &Path,
     settings: &AdvantageSettings,
     mut reading: LeanReading,
+    kept_bytes: usize,
     out: impl Write,
     format: Format,
 ) -> anyhow::Result<Skipped> {
     let path = dir.join(EPISODES_FILE);
-    // Pass 1: the group of every line that reads as an episode head, in file order.
+    // Pass 1: the group of every line that reads as an episode head, in file order; the first lines' episodes.
     let mut group_index: HashMap<String, u32> = HashMap::new();
     let mut line_group: Vec<(u64, u32)> = Vec::new();
     let mut lines_of_group: Vec<u32> = Vec::new();
+    let mut kept: HashMap<u64, Option<LeanEpisode>> = HashMap::new();
+    let mut kept_so_far = 0;
     let mut heads = JsonlTail::<Head>::new(path.clone());
-    let first = heads.poll_with(|line, head| {
+    let first = heads.poll_lines(|text, span| {
+        let group = if kept_so_far < kept_bytes {
+            match reading.parse(text, span) {
+                Ok((episode, _)) => {
+                    kept_so_far += lean_bytes(&episode);
+                    let group = episode.group.clone();
+                    kept.insert(span.line, Some(episode));
+                    group
+                }
+                // A head that is no episode: the line belongs to its group, and is broken.
+                Err(reason) => {
+                    let head = parse_json::<Head>(text).map_err(|_| reason)?;
+                    kept.insert(span.line, None);
+                    head.group
+                }
+            }
+        } else {
+            parse_json::<Head>(text)?.group
+        };
         let next = group_index.len() as u32;
-        let g = *group_index.entry(head.group).or_insert(next);
+        let g = *group_index.entry(group).or_insert(next);
         if g as usize == lines_of_group.len() {
             lines_of_group.push(0);
         }
         lines_of_group[g as usize] += 1;
-        line_group.push((line, g));
+        line_group.push((span.line, g));
+        Ok(())
     })?;
     drop(group_index);
     let last_line = heads.lines();
 
     // Pass 2: episodes, group by group as each completes; rows out in file order.
-    let mut out = Ordered {
-        writer: RowWriter::new(out, format)?,
-        pending: line_group.iter().map(|&(line, _)| line).collect(),
-        group_of: line_group.into_iter().collect(),
-        done: HashMap::new(),
-        skipped: HashSet::new(),
-        anchor_count: HashMap::new(),
-        base_of: HashMap::new(),
-        next_base: 0,
+    let mut streaming = Streaming {
+        out: Ordered {
+            writer: RowWriter::new(out, format)?,
+            pending: line_group.iter().map(|&(line, _)| line).collect(),
+            group_of: HashMap::new(),
+            done: HashMap::new(),
+            skipped: HashSet::new(),
+            anchor_count: HashMap::new(),
+            base_of: HashMap::new(),
+            next_base: 0,
+        },
+        settings,
+        lines_of_group,
+        open: HashMap::new(),
+        ids: HashSet::new(),
+        broken: first.errors.len(),
     };
-    let mut open: HashMap<u32, Vec<(u64, LeanEpisode)>> = HashMap::new();
-    let mut ids: HashSet<String> = HashSet::new();
-    let mut broken = first.errors.len();
-    let mut failure: Option<anyhow::Error> = None;
-
-    let mut episodes = JsonlTail::<Episode>::new(path);
-    let second = episodes.poll_lines(|text, span| {
-        let line = span.line;
-        if line > last_line || failure.is_some() {
-            return Ok(());
+    if kept.len() == line_group.len() {
+        // Every line was read in the first pass.
+        streaming.out.group_of = line_group.iter().copied().collect();
+        for (line, g) in line_group {
+            let episode = kept.remove(&line).flatten();
+            streaming.take(line, g, episode)?;
         }
-        let Some(&g) = out.group_of.get(&line) else { return Ok(()) };
-        let (episode, _) = reading.parse(text, span)?;
-        if !ids.insert(episode.id.clone()) {
-            // A duplicate id: a broken line, as for every reader.
-            broken += 1;
-            out.skipped.insert(line);
-        } else {
-            open.entry(g).or_default().push((line, episode));
-        }
-        let left = &mut lines_of_group[g as usize];
-        *left -= 1;
-        if *left == 0 {
-            if let Err(err) = out.complete(g, open.remove(&g).unwrap_or_default(), settings) {
+    } else {
+        streaming.out.group_of = line_group.into_iter().collect();
+        let mut failure = None;
+        JsonlTail::<Episode>::new(path).poll_lines(|text, span| {
+            let line = span.line;
+            if line > last_line || failure.is_some() {
+                return Ok(());
+            }
+            let Some(&g) = streaming.out.group_of.get(&line) else { return Ok(()) };
+            let episode = match kept.remove(&line) {
+                Some(episode) => episode,
+                None => reading.parse(text, span).ok().map(|(episode, _)| episode),
+            };
+            if let Err(err) = streaming.take(line, g, episode) {
                 failure = Some(err);
             }
+            Ok(())
+        })?;
+        if let Some(err) = failure {
+            return Err(err);
         }
-        if let Err(err) = out.flush() {
-            failure = Some(err.into());
-        }
-        Ok(())
-    })?;
-    if let Some(err) = failure {
-        return Err(err);
     }
-    // Lines the first pass read but the second could not (broken as episodes, not only as heads) never
-    // complete their group: those groups are computed now, without them. (Lines broken as heads too were
-    // counted by the first pass.)
-    let second_broken: Vec<u64> =
-        second.errors.iter().map(|e| e.line).filter(|l| out.group_of.contains_key(l)).collect();
-    broken += second_broken.len();
-    out.skipped.extend(second_broken);
-    let mut rest: Vec<(u32, Vec<(u64, LeanEpisode)>)> = open.into_iter().collect();
+    // Groups with lines the second pass did not find (the file was truncated or replaced meanwhile), without them.
+    let mut rest: Vec<(u32, Vec<(u64, LeanEpisode)>)> = streaming.open.drain().collect();
     rest.sort_by_key(|(g, _)| *g);
     for (g, members) in rest {
-        out.complete(g, members, settings)?;
+        streaming.out.complete(g, members, settings)?;
     }
+    let Streaming { mut out, broken, .. } = streaming;
     out.flush()?;
     out.writer.finish()?;
     Ok(Skipped { broken_lines: broken })
+}
+
+/// About what a lean episode holds, bytes.
+fn lean_bytes(episode: &LeanEpisode) -> usize {
+    std::mem::size_of::<LeanEpisode>()
+        + episode.id.len()
+        + episode.group.len()
+        + std::mem::size_of_val::<[LeanStep]>(&episode.steps)
+}
+
+/// The second pass's state: the groups still open, and where output stands.
+struct Streaming<'s, W: Write> {
+    out: Ordered<W>,
+    settings: &'s AdvantageSettings,
+    /// Lines of each group not yet taken.
+    lines_of_group: Vec<u32>,
+    open: HashMap<u32, Vec<(u64, LeanEpisode)>>,
+    ids: HashSet<String>,
+    broken: usize,
+}
+
+impl<W: Write> Streaming<'_, W> {
+    /// Line `line` of group `g`, its episode (`None`: broken as an episode, skipped as every reader skips it):
+    /// the group is computed once its last line is taken, and rows whose turn has come are written.
+    fn take(&mut self, line: u64, g: u32, episode: Option<LeanEpisode>) -> anyhow::Result<()> {
+        match episode {
+            // A duplicate id is a broken line too, as for every reader.
+            Some(episode) if self.ids.insert(episode.id.clone()) => {
+                self.open.entry(g).or_default().push((line, episode));
+            }
+            _ => {
+                self.broken += 1;
+                self.out.skipped.insert(line);
+            }
+        }
+        let left = &mut self.lines_of_group[g as usize];
+        *left -= 1;
+        if *left == 0 {
+            self.out.complete(g, self.open.remove(&g).unwrap_or_default(), self.settings)?;
+        }
+        self.out.flush()?;
+        Ok(())
+    }
 }
 
 /// Rows computed group by group, written in file order.
@@ -237,5 +304,70 @@ impl<W: Write> Ordered<W> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::advantage::AnchorMode;
+    use crate::run::lean::TextStore;
+    use crate::run::synth::{episodes, SynthSpec};
+    use crate::run::{Run, RunWriter};
+
+    /// The output and what was skipped, with the first pass keeping about `kept_bytes` of episodes.
+    fn streamed(dir: &Path, settings: &AdvantageSettings, kept_bytes: usize) -> (String, Skipped) {
+        let described = Run::empty(dir, crate::run::Layout::Gigscope);
+        let reading =
+            LeanReading::new(TextStore::new(&dir.join(EPISODES_FILE)), crate::env::page_classifier, &described);
+        let mut out = Vec::new();
+        let skipped = advantages(dir, settings, reading, kept_bytes, &mut out, Format::Jsonl).expect("streams");
+        (String::from_utf8(out).expect("utf-8"), skipped)
+    }
+
+    #[test]
+    fn the_output_is_the_same_whatever_the_first_pass_keeps() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        // Groups' lines interleaved, a line that is a head but no episode, a broken line and a repeated id.
+        let mut run: Vec<Episode> = episodes(&SynthSpec { groups: 6, ..SynthSpec::reference_batch() }).collect();
+        run.sort_by_key(|e| (e.id.split('-').nth(1).map(str::to_owned), e.group.clone()));
+        let mut writer = RunWriter::create(dir).expect("run dir");
+        for (k, episode) in run.iter().enumerate() {
+            writer.append_episode(episode).expect("append");
+            if k == 5 {
+                let mut file = std::fs::OpenOptions::new().append(true).open(dir.join(EPISODES_FILE)).expect("open");
+                writeln!(file, r#"{{"id":"head only","group":"{}"}}"#, episode.group).expect("write");
+                writeln!(file, "{{broken").expect("write");
+                writeln!(file, "{}", serde_json::to_string(&run[0]).expect("json")).expect("write");
+            }
+        }
+        drop(writer);
+        for anchor in [AnchorMode::Exact, AnchorMode::Page, AnchorMode::Similarity(0.9)] {
+            let settings = AdvantageSettings { anchor, ..AdvantageSettings::default() };
+            let whole = streamed(dir, &settings, usize::MAX);
+            assert_eq!(whole.1, Skipped { broken_lines: 3 });
+            assert!(whole.0.lines().count() > 300, "{anchor:?}: {} rows", whole.0.lines().count());
+            // Nothing kept, the first few episodes kept, and all but the last few.
+            for kept in [0, 3000, lean_bytes_of_all(dir) - 3000] {
+                assert_eq!(streamed(dir, &settings, kept), whole, "{anchor:?}, {kept} bytes kept");
+            }
+        }
+    }
+
+    fn lean_bytes_of_all(dir: &Path) -> usize {
+        let described = Run::empty(dir, crate::run::Layout::Gigscope);
+        let mut reading =
+            LeanReading::new(TextStore::new(&dir.join(EPISODES_FILE)), crate::env::page_classifier, &described);
+        let mut total = 0;
+        JsonlTail::<Episode>::new(dir.join(EPISODES_FILE))
+            .poll_lines(|text, span| {
+                total += reading.parse(text, span).map(|(e, _)| lean_bytes(&e)).unwrap_or(0);
+                Ok(())
+            })
+            .expect("reads");
+        total
     }
 }

@@ -15,6 +15,7 @@ mod writer;
 pub use error::RunError;
 pub use format::*;
 pub use lean::anchor_hash;
+pub(crate) use reader::parse_json;
 pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch, TailPosition};
 pub use source::{Layout, SourceOptions};
 pub use writer::{write_atomic, RunWriter};
