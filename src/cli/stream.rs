@@ -8,12 +8,12 @@
 //! its text: [`LeanReading::parse`]), keeps those of groups still open, computes a group's table as soon as its
 //! last line has gone by, and writes rows in file order (rows of an episode whose group is still open wait, as
 //! numbers, for it). The first pass reads its first lines' episodes in lean form already, and keeps them until
-//! [`KEPT_BYTES`] are kept: a run that small (about 40,000 WebShop steps) is read and parsed once, its second
-//! pass taking them from memory; past that, the first pass reads only `group`. A similarity grouping reads its
-//! group's anchors back from the file. Anchor groups are numbered as the whole-run table numbers them: group by
-//! group in order of first appearance. Lines the first pass saw are the only ones read by the second (a trainer
-//! appending meanwhile does not change the output). Broken lines and duplicate ids are skipped as every reader
-//! skips them, and counted on stderr.
+//! [`KEPT_BYTES`] are kept: a run that small (about 2,000 episodes of a dozen steps) is read and parsed once,
+//! its second pass taking them from memory; past that, the first pass reads only `group`. A similarity grouping
+//! reads its group's anchors back from the file. Anchor groups are numbered as the whole-run table numbers
+//! them: group by group in order of first appearance. Lines the first pass saw are the only ones read by the
+//! second (a trainer appending meanwhile does not change the output). Broken lines and duplicate ids are skipped
+//! as every reader skips them, and counted on stderr.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -86,7 +86,7 @@ pub struct Skipped {
 }
 
 /// How much of the run's episodes, in lean form, the first pass keeps for the second (see the module's comment).
-pub(super) const KEPT_BYTES: usize = 4 << 20;
+pub(super) const KEPT_BYTES: usize = 1 << 20;
 
 /// Write the advantages of the run in `dir` under `settings` (which must not couple episode groups: no TRL
 /// batch scaling) to `out` in `format`; `reading` takes the episodes of the run's `episodes.jsonl` in lean form
