@@ -606,14 +606,17 @@ fn exact_values_as_ranges(leaf: UserInputLeaf) -> UserInputLeaf {
 
 /// tantivy turns `a AND NOT b` into `+a +(-b)`, and a clause with only excluded parts matches nothing, so the
 /// query would find nothing (tantivy issue #2584); a bare `NOT b` is refused outright. Users mean "all
-/// except b" in both cases, so every purely negative clause gets an explicit match-all part.
+/// except b" in both cases, so every purely negative clause gets an explicit match-all part. That part scores
+/// 0 (boosted by 0): a bare match-all scores 1 in a segment where the excluded term has postings and nothing
+/// where tantivy drops it as matching everything, which ranked equal hits by the segment they were in.
 fn negations_match_all(ast: UserInputAst) -> UserInputAst {
     match ast {
         UserInputAst::Clause(children) => {
             let mut children: Vec<_> =
                 children.into_iter().map(|(occur, child)| (occur, negations_match_all(child))).collect();
             if !children.is_empty() && children.iter().all(|(occur, _)| *occur == Some(Occur::MustNot)) {
-                children.push((Some(Occur::Must), UserInputAst::Leaf(Box::new(UserInputLeaf::All))));
+                let all = UserInputAst::Leaf(Box::new(UserInputLeaf::All));
+                children.push((Some(Occur::Must), UserInputAst::Boost(Box::new(all), 0.0.into())));
             }
             UserInputAst::Clause(children)
         }
