@@ -163,6 +163,13 @@ pub struct LeanExtras {
     pub advantages: Option<Vec<f64>>,
 }
 
+impl LeanExtras {
+    /// Boxed apart when the episode has any of it.
+    pub(super) fn boxed(self) -> Option<Box<LeanExtras>> {
+        (self != LeanExtras::default()).then(|| Box::new(self))
+    }
+}
+
 /// A page anchor of an observation, as an environment gives it (`env::page_anchor`).
 pub type PageClassifier = fn(&str) -> &'static str;
 
@@ -204,28 +211,13 @@ impl LeanReading {
     /// line without copying its text ([`super::lean_line`]), and the file its `extra.source.file` names. A line
     /// that does not parse so is read as an [`Episode`], for the reader's own error, word for word.
     pub fn parse(&mut self, line: &str, span: LineSpan) -> Result<(LeanEpisode, Option<String>), String> {
-        let lean = match super::lean_line::parse(line, &mut self.pages, self.classify) {
-            Ok(lean) => lean,
-            Err(_) => {
-                let mut episode: Episode = parse_json(line)?;
-                episode.read_from = ReadFrom(Some(span));
-                let file = episode.source_file().map(str::to_owned);
-                return Ok((self.take(episode), file));
-            }
-        };
-        let extras = (lean.extras != LeanExtras::default()).then(|| Box::new(lean.extras));
-        let episode = LeanEpisode {
-            id: lean.id,
-            group: lean.group,
-            iteration: lean.iteration,
-            success: lean.success,
-            tokens: lean.tokens,
-            token_steps: lean.token_steps,
-            steps: lean.steps.into_boxed_slice(),
-            extras,
-            text: EpisodeText::OnDisk { span, store: self.store.clone() },
-        };
-        Ok((episode, lean.source_file))
+        let text = EpisodeText::OnDisk { span, store: self.store.clone() };
+        super::lean_line::parse(line, text, &mut self.pages, self.classify).or_else(|_| {
+            let mut episode: Episode = parse_json(line)?;
+            episode.read_from = ReadFrom(Some(span));
+            let file = episode.source_file().map(str::to_owned);
+            Ok((self.take(episode), file))
+        })
     }
 
     /// The page names the episodes' page ids stand for, in id order.
@@ -299,7 +291,7 @@ impl LeanEpisode {
             Some(span) => (EpisodeText::OnDisk { span, store: store.clone() }, Some(episode)),
             None => (EpisodeText::InMemory(Arc::new(episode)), None),
         };
-        let extras = (extras != LeanExtras::default()).then(|| Box::new(extras));
+        let extras = extras.boxed();
         (LeanEpisode { id, group, iteration, success, tokens, token_steps, steps, extras, text }, parsed)
     }
 

@@ -20,36 +20,24 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 use super::format::{copies_of, reward_functions_of, source_file_of, COPIES_KEY, REWARDS_KEY, SOURCE_KEY};
-use super::lean::{anchor_hash, LeanExtras, LeanStep, PageClassifier, PageIds};
+use super::lean::{anchor_hash, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds};
 
-/// What an episode's line gives, before its page names are interned.
-pub(super) struct LeanLine {
-    pub id: String,
-    pub group: String,
-    pub iteration: i64,
-    pub success: bool,
-    pub tokens: u64,
-    pub token_steps: u32,
-    pub steps: Vec<LeanStep>,
-    pub extras: LeanExtras,
-    /// `extra.source.file`: the file a multi-file layout's reader read the episode from.
-    pub source_file: Option<String>,
-}
-
-/// Parse `line` (one JSON object, no newline). Steps' page ids come from `pages`, interned only once the whole
-/// line has parsed (a broken line adds no name); a step without a recorded page gets `classify`'s.
+/// Parse `line` (one JSON object, no newline) into a lean episode whose text is `text`, and the file its
+/// `extra.source.file` names. Steps' page ids come from `pages`, interned only once the whole line has parsed
+/// (a broken line adds no name); a step without a recorded page gets `classify`'s.
 pub(super) fn parse(
     line: &str,
+    text: EpisodeText,
     pages: &mut PageIds,
     classify: Option<PageClassifier>,
-) -> Result<LeanLine, serde_json::Error> {
+) -> Result<(LeanEpisode, Option<String>), serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(line);
-    let (mut lean, page_names) = EpisodeSeed { classify }.deserialize(&mut de)?;
+    let (mut episode, page_names, source_file) = EpisodeSeed { classify, text }.deserialize(&mut de)?;
     de.end()?;
-    for (step, name) in lean.steps.iter_mut().zip(&page_names) {
+    for (step, name) in episode.steps.iter_mut().zip(&page_names) {
         step.page = pages.id(name);
     }
-    Ok(lean)
+    Ok((episode, source_file))
 }
 
 /// A string, borrowed from the line unless the JSON escaped something in it.
@@ -190,18 +178,21 @@ const EPISODE_FIELDS: usize = 7;
 
 struct EpisodeSeed {
     classify: Option<PageClassifier>,
+    text: EpisodeText,
 }
 
+/// An episode (its steps' page ids still to be given), the page name of each step, and `extra.source.file`.
+type EpisodeRead<'de> = (LeanEpisode, Vec<Cow<'de, str>>, Option<String>);
+
 impl<'de> DeserializeSeed<'de> for EpisodeSeed {
-    /// The episode, and the page name of each step.
-    type Value = (LeanLine, Vec<Cow<'de, str>>);
+    type Value = EpisodeRead<'de>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         map_only(d, self)
     }
 }
 
 impl<'de> Visitor<'de> for EpisodeSeed {
-    type Value = (LeanLine, Vec<Cow<'de, str>>);
+    type Value = EpisodeRead<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an episode")
     }
@@ -241,8 +232,11 @@ impl<'de> Visitor<'de> for EpisodeSeed {
             rewards,
             advantages,
         };
-        let lean = LeanLine { id, group, iteration, success, tokens, token_steps, steps, extras, source_file };
-        Ok((lean, page_names))
+        let steps = steps.into_boxed_slice();
+        let extras = extras.boxed();
+        let episode =
+            LeanEpisode { id, group, iteration, success, tokens, token_steps, steps, extras, text: self.text };
+        Ok((episode, page_names, source_file))
     }
 }
 
@@ -479,9 +473,10 @@ mod tests {
             (text, format!("{:?}", lean.extras.map(|e| *e).unwrap_or_default()), file, pages)
         });
         let mut pages = PageIds::default();
-        let lean = parse(line, &mut pages, Some(classify)).ok().map(|l| {
+        let on_disk = EpisodeText::InMemory(std::sync::Arc::new(Episode::new("", "", vec![])));
+        let lean = parse(line, on_disk, &mut pages, Some(classify)).ok().map(|(l, file)| {
             let text = format!("{:?}", (&l.id, &l.group, l.iteration, l.success, l.tokens, l.token_steps, &l.steps));
-            (text, format!("{:?}", l.extras), l.source_file, pages)
+            (text, format!("{:?}", l.extras.map(|e| *e).unwrap_or_default()), file, pages)
         });
         let show = |r: Option<(String, String, Option<String>, PageIds)>| {
             r.map(|(a, b, c, pages)| format!("{a} {b} {c:?} {:?}", pages.names().collect::<Vec<_>>()))
