@@ -377,7 +377,7 @@ impl<W: Write> RowWriter<W> {
 /// instead: for |x| < 10⁵ the product's rounding error is below 10⁻⁶, so whenever its fraction is further than
 /// that from one half, rounding it decides the same digits; the rare product nearer a tie (and huge or
 /// non-finite values) goes to `{:.4}` itself.
-pub(crate) struct Fixed4(pub f64);
+struct Fixed4(f64);
 
 impl std::fmt::Display for Fixed4 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -144,7 +144,7 @@ pub fn advantages(
         out: Ordered {
             writer: RowWriter::new(out, format)?,
             pending: line_group.iter().map(|&(line, _)| line).collect(),
-            group_of: HashMap::new(),
+            group_of: line_group.iter().copied().collect(),
             done: HashMap::new(),
             skipped: HashSet::new(),
             anchor_count: HashMap::new(),
@@ -159,13 +159,12 @@ pub fn advantages(
     };
     if kept.len() == line_group.len() {
         // Every line was read in the first pass.
-        streaming.out.group_of = line_group.iter().copied().collect();
         for (line, g) in line_group {
             let episode = kept.remove(&line).flatten();
             streaming.take(line, g, episode)?;
         }
     } else {
-        streaming.out.group_of = line_group.into_iter().collect();
+        drop(line_group);
         let mut failure = None;
         JsonlTail::<Episode>::new(path).poll_lines(|text, span| {
             let line = span.line;

@@ -175,9 +175,9 @@ pub type PageClassifier = fn(&str) -> &'static str;
 
 /// A reader that makes lean episodes on its own thread, the viewer getting episodes that only need merging:
 /// straight from their lines ([`LeanReading::parse`]: no text is copied, which made reading a 623 MB run 1.4×
-/// as fast), or from episodes parsed whole ([`LeanReading::take`]), whose text is then freed right where it was
-/// allocated, while it is still in the allocator's per-thread caches (a viewer that took whole parts and freed
-/// them later, or on another thread, spent as long again in the allocator).
+/// as fast), or, for a line it cannot parse so, from the episode parsed whole, whose text is then freed right
+/// where it was allocated, while it is still in the allocator's per-thread caches (a viewer that took whole
+/// parts and freed them later, or on another thread, spent as long again in the allocator).
 #[derive(Clone, Debug)]
 pub struct LeanReading {
     store: TextStore,
@@ -202,7 +202,7 @@ impl LeanReading {
     }
 
     /// The lean form of `episode`, its text freed now.
-    pub fn take(&mut self, episode: Episode) -> LeanEpisode {
+    fn take(&mut self, episode: Episode) -> LeanEpisode {
         let classify = self.classify.as_ref().map(|c| c as &dyn Fn(&str) -> &'static str);
         LeanEpisode::new(episode, &self.store, &mut self.pages, classify)
     }

@@ -155,20 +155,11 @@ impl<T: DeserializeOwned> JsonlTail<T> {
     /// rest while it is fresh, instead of holding a whole part's records.
     pub fn poll_map<R>(&mut self, mut map: impl FnMut(T, LineSpan) -> R) -> Result<TailBatch<R>, RunError> {
         let mut records = Vec::new();
-        let batch = self.poll_spans(|span, record| records.push((span.line, map(record, span))))?;
+        let batch = self.poll_lines(|text, span| {
+            parse_json::<T>(text).map(|record| records.push((span.line, map(record, span))))
+        })?;
         let TailBatch { reset, errors, more, file_len, offset, .. } = batch;
         Ok(TailBatch { reset, records, errors, more, file_len, offset })
-    }
-
-    /// Like [`poll`](Self::poll), but hands each good record to `sink` as it streams instead of collecting
-    /// it, so a very large file can be reduced on the fly. The returned batch's `records` are empty.
-    pub fn poll_with(&mut self, mut sink: impl FnMut(u64, T)) -> Result<TailBatch<T>, RunError> {
-        self.poll_spans(|span, record| sink(span.line, record))
-    }
-
-    /// [`poll_with`](Self::poll_with), each record with its line's span.
-    fn poll_spans(&mut self, mut sink: impl FnMut(LineSpan, T)) -> Result<TailBatch<T>, RunError> {
-        self.poll_lines(|text, span| parse_json::<T>(text).map(|record| sink(span, record)))
     }
 
     /// Hand the text of every complete line that arrived since the last poll (newline cut; blank lines are
@@ -238,7 +229,7 @@ impl<T: DeserializeOwned> JsonlTail<T> {
             let first = runs.next().zip(parsers.next());
             let others: Vec<_> =
                 runs.zip(parsers).map(|((k, run), parse)| scope.spawn(move || parse_run(k, run, parse))).collect();
-            let mut parsed: Vec<_> = first.map(|((k, run), map)| parse_run(k, run, map)).into_iter().collect();
+            let mut parsed: Vec<_> = first.map(|((k, run), parse)| parse_run(k, run, parse)).into_iter().collect();
             parsed
                 .extend(others.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))));
             parsed
