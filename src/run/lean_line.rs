@@ -148,18 +148,30 @@ impl<'de> Visitor<'de> for KeyOf {
     }
 }
 
-/// The known keys of a record read so far, to refuse one given twice as the derived readers do.
-#[derive(Default)]
-struct Seen(u32);
-
-impl Seen {
-    fn first<E: de::Error>(&mut self, names: &[&'static str], k: usize) -> Result<(), E> {
-        if self.0 & (1 << k) != 0 {
-            return Err(E::duplicate_field(names[k]));
+/// Read a record's entries in turn, as the derived readers do: `value` reads the value of the key at position
+/// `k` of `keys`; the first `fields` keys are fields, refused when given twice (the rest, like any key not in
+/// `keys`, may repeat); the value of a key not in `keys` is checked and dropped.
+fn entries<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    keys: &'static [&'static str],
+    fields: usize,
+    mut value: impl FnMut(usize, &mut A) -> Result<(), A::Error>,
+) -> Result<(), A::Error> {
+    let mut seen = 0u32;
+    while let Some(k) = map.next_key_seed(KeyOf(keys))? {
+        if k < fields {
+            if seen & (1 << k) != 0 {
+                return Err(de::Error::duplicate_field(keys[k]));
+            }
+            seen |= 1 << k;
         }
-        self.0 |= 1 << k;
-        Ok(())
+        if k < keys.len() {
+            value(k, map)?;
+        } else {
+            map.next_value::<AnyJson>()?;
+        }
     }
+    Ok(())
 }
 
 /// A required key's value, or the reader's error for its absence.
@@ -200,27 +212,19 @@ impl<'de> Visitor<'de> for EpisodeSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let (mut id, mut group, mut iteration, mut steps) = (None, None, 0, None);
         let (mut outcome, mut advantages, mut source) = (None, None, None);
-        let mut seen = Seen::default();
-        while let Some(k) = map.next_key_seed(KeyOf(EPISODE_KEYS))? {
-            if k < EPISODE_FIELDS {
-                seen.first(EPISODE_KEYS, k)?;
-            }
+        entries(&mut map, EPISODE_KEYS, EPISODE_FIELDS, |k, map| {
             match k {
                 0 => id = Some(map.next_value::<String>()?),
                 1 => group = Some(map.next_value::<String>()?),
                 2 => iteration = map.next_value::<i64>()?,
-                3 => {
-                    map.next_value::<Option<TaskCheck>>()?;
-                }
+                3 => _ = map.next_value::<Option<TaskCheck>>()?,
                 4 => steps = Some(map.next_value_seed(StepsSeed { classify: self.classify })?),
                 5 => outcome = map.next_value::<Option<OutcomeRead>>()?,
                 6 => advantages = map.next_value::<Option<Vec<f64>>>()?,
-                7 => source = Some(map.next_value::<Value>()?),
-                _ => {
-                    map.next_value::<AnyJson>()?;
-                }
+                _ => source = Some(map.next_value::<Value>()?),
             }
-        }
+            Ok(())
+        })?;
         let (id, group) = (required(id, "id")?, required(group, "group")?);
         let Steps { steps, page_names, tokens, token_steps } = required(steps, "steps")?;
         let OutcomeRead { success, rewards } = outcome.unwrap_or_default();
@@ -257,15 +261,7 @@ impl<'de> Visitor<'de> for TaskCheck {
         f.write_str("a task")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TaskCheck, A::Error> {
-        let mut seen = Seen::default();
-        while let Some(k) = map.next_key_seed(KeyOf(TASK_KEYS))? {
-            if k < TASK_KEYS.len() {
-                seen.first(TASK_KEYS, k)?;
-                map.next_value::<AnyString>()?;
-            } else {
-                map.next_value::<AnyJson>()?;
-            }
-        }
+        entries(&mut map, TASK_KEYS, TASK_KEYS.len(), |_, map| map.next_value::<AnyString>().map(drop))?;
         Ok(TaskCheck)
     }
 }
@@ -296,22 +292,14 @@ impl<'de> Visitor<'de> for OutcomeVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OutcomeRead, A::Error> {
         let (mut success, mut rewards) = (false, None);
-        let mut seen = Seen::default();
-        while let Some(k) = map.next_key_seed(KeyOf(OUTCOME_KEYS))? {
-            if k < OUTCOME_FIELDS {
-                seen.first(OUTCOME_KEYS, k)?;
-            }
+        entries(&mut map, OUTCOME_KEYS, OUTCOME_FIELDS, |k, map| {
             match k {
                 0 => success = map.next_value::<bool>()?,
-                1 => {
-                    map.next_value::<f64>()?;
-                }
-                2 => rewards = Some(map.next_value::<Value>()?),
-                _ => {
-                    map.next_value::<AnyJson>()?;
-                }
+                1 => _ = map.next_value::<f64>()?,
+                _ => rewards = Some(map.next_value::<Value>()?),
             }
-        }
+            Ok(())
+        })?;
         Ok(OutcomeRead { success, rewards: reward_functions_of(rewards.as_ref()) })
     }
 }
@@ -394,34 +382,22 @@ impl<'de> Visitor<'de> for StepSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StepRead<'de>, A::Error> {
         let (mut observation, mut anchor, mut action, mut reward) = (None, None, false, None);
         let (mut valid, mut tokens, mut page, mut copies) = (true, None, None, None);
-        let mut seen = Seen::default();
-        while let Some(k) = map.next_key_seed(KeyOf(STEP_KEYS))? {
-            if k < STEP_FIELDS {
-                seen.first(STEP_KEYS, k)?;
-            }
+        entries(&mut map, STEP_KEYS, STEP_FIELDS, |k, map| {
             match k {
                 0 => observation = Some(map.next_value::<Text<'de>>()?.0),
                 1 => anchor = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0),
                 2 => action = map.next_value::<AnyString>().map(|_| true)?,
                 3 => reward = Some(map.next_value::<f64>()?),
                 4 => valid = map.next_value::<bool>()?,
-                5 => {
-                    map.next_value::<Option<Vec<AnyString>>>()?;
-                }
+                5 => _ = map.next_value::<Option<Vec<AnyString>>>()?,
                 6 => tokens = map.next_value::<Option<u64>>()?,
-                7 => {
-                    map.next_value::<Option<AnyString>>()?;
-                }
-                8 => {
-                    map.next_value::<Option<f64>>()?;
-                }
+                7 => _ = map.next_value::<Option<AnyString>>()?,
+                8 => _ = map.next_value::<Option<f64>>()?,
                 9 => page = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0),
-                10 => copies = Some(map.next_value::<Value>()?),
-                _ => {
-                    map.next_value::<AnyJson>()?;
-                }
+                _ => copies = Some(map.next_value::<Value>()?),
             }
-        }
+            Ok(())
+        })?;
         let observation = required(observation, "observation")?;
         if !action {
             return Err(de::Error::missing_field("action"));
