@@ -1,7 +1,7 @@
 //! `gigscope advantages` on a gigscope-run/1 directory without holding the run: memory grows with the
 //! largest episode group (plus at most [`KEPT_BYTES`] of episodes kept from the first pass), not with the run.
 //!
-//! Episode groups never influence each other (the engine's property `tests/advantage_parallel.rs` checks), so
+//! Episode groups never influence each other (the engine's property `tests/advantage/parallel.rs` checks), so
 //! each group's table is computed alone once its last episode has been read. Two passes over
 //! `episodes.jsonl`: the first finds each line's `group` (what decides the groups, and when each is complete);
 //! the second reads the episodes in lean form (numbers and anchor hashes, parsed from the line without copying

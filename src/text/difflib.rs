@@ -638,7 +638,7 @@ mod tests {
     proptest::proptest! {
         /// The suffix automaton (over the whole of `b` and, when its block lies inside, over sub-ranges) finds
         /// exactly the blocks of CPython's loop
-        /// (which the plain loop reproduces, checked against CPython itself in tests/advantage_difflib.rs),
+        /// (which the plain loop reproduces, checked against CPython itself in tests/advantage/difflib.rs),
         /// ties included: a small alphabet makes many equally long blocks.
         #[test]
         fn automaton_agrees_with_the_plain_loop(a in "[abc é]{0,60}", b in "[abcd é]{0,199}") {

@@ -1,6 +1,7 @@
-//! Helpers shared by the integration tests (`mod support;` in each file that uses them).
+//! Helpers shared by the integration test binaries: `#[path = "../support/mod.rs"] mod support;` in the
+//! `main.rs` of each binary whose modules use them, `use crate::support;` in those modules.
 
-#![allow(dead_code)] // each test file uses only part of it
+#![allow(dead_code)] // each test binary uses only part of it
 
 pub mod live;
 pub mod opening;

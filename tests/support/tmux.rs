@@ -1,5 +1,5 @@
 //! The real binary in a detached tmux session, driven with send-keys and read with capture-pane: shared by
-//! the end-to-end test files (`mod support;` in each).
+//! the end-to-end test modules.
 //!
 //! Needs tmux. Without it a test is skipped locally, but fails when `CI` is set: CI must install tmux.
 //! Waiting for text polls the screen until it appears (or a generous deadline passes); nothing asserts on how

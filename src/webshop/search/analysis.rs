@@ -1,7 +1,7 @@
 //! The text analysis of WebShop's search engine (pyserini 0.17's default English analyzer on Lucene
 //! 8.11): standard tokenizer ([`super::tokenizer`], Lucene's own grammar) → English possessive
 //! filter → lower case → Lucene's 33 English stop words → classic Porter stemmer, and the same
-//! chain as a tantivy tokenizer for indexing. `tests/webshop_search_lucene.rs` compares the terms
+//! chain as a tantivy tokenizer for indexing. `tests/webshop/search_lucene.rs` compares the terms
 //! with Lucene's own for every real product and query.
 //!
 //! Lower-casing is Java's `Character.toLowerCase`, one code point at a time (simple case mapping,

@@ -11,14 +11,14 @@
 //! Lucene scores with (exact up to 40 terms, then within 1/8). `avgdl` is exact in both. A repeated
 //! query term counts as a boost (Anserini's bag-of-words query); ties go by asin, as Anserini
 //! breaks them by document id. The analysis is Lucene's own (see [`analysis`], [`tokenizer`]).
-//! `tests/webshop_search_lucene.rs` compares hits, scores and terms with pyserini 0.17 itself on
+//! `tests/webshop/search_lucene.rs` compares hits, scores and terms with pyserini 0.17 itself on
 //! every real human query; the exact reference in [`reference`] (exact lengths, `f64`) measures
-//! how much Lucene's length quantisation moves the ranking (`tests/webshop_search_agreement.rs`).
+//! how much Lucene's length quantisation moves the ranking (`tests/webshop/search_agreement.rs`).
 //!
 //! Only the top [`TOP_K`] are kept, and most documents are never scored: [`score`] prunes with
 //! per-term and per-block score bounds (block-max MaxScore) and reads whole posting lists, term
 //! at a time, only where that is cheaper. The results are exactly those of scoring every document
-//! (same hits, order and score bits; `tests/webshop_search_pruning.rs`).
+//! (same hits, order and score bits; `tests/webshop/search_pruning.rs`).
 
 pub mod analysis;
 pub mod porter;

@@ -1,7 +1,7 @@
 //! A plain, exact in-memory BM25 with the same analysis and parameters as [`super::SearchIndex`]:
 //! exact document lengths (no one-byte fieldnorm) and `f64` arithmetic. It exists to measure how far
 //! the tantivy-backed scorer's ranking is from the textbook formula (see
-//! `tests/webshop_search_agreement.rs`); it is too slow and memory-hungry for the full catalog.
+//! `tests/webshop/search_agreement.rs`); it is too slow and memory-hungry for the full catalog.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,0 +1,11 @@
+//! Reading runs: the gigscope run format, the verl and TRL layouts, the load cache and the live watcher.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod layouts;
+mod live;
+mod load_cache;
+mod reader;
+mod trl;
+mod verl;

@@ -1,0 +1,81 @@
+//! Opening a run the app's way (`tui::app::start`: the watcher reads it in parts in the background and takes
+//! each episode in lean as it parses it; the viewer merges part by part) gives the same state as reading it
+//! whole (`tui::open`): the same lean episodes, page names, broken lines (duplicate ids too), advantages and
+//! statistics, for WebShop (page anchors from the environment), Sokoban and a damaged run.
+
+use crate::support;
+
+use std::path::Path;
+
+use gigscope::tui::{open, Config, State};
+use support::runs::{copy_fixture, copy_sample};
+use support::screen::assert_same_run;
+
+/// The run in `dir` opened the app's way, read to the end of its first scan.
+fn open_the_apps_way(dir: &Path) -> State {
+    support::opening::open_the_apps_way(dir, Config::defaults(false).unwrap()).0
+}
+
+fn read_whole(dir: &Path) -> State {
+    open(dir, Config::defaults(false).unwrap(), (80, 24)).unwrap().0
+}
+
+#[test]
+fn the_webshop_and_sokoban_samples_open_the_same_either_way() {
+    for sample in ["webshop-gigpo", "sokoban-gigpo"] {
+        let (_tmp, dir) = copy_sample(sample);
+        let apps = open_the_apps_way(&dir);
+        assert!(!apps.domain.episodes.is_empty(), "{sample}");
+        assert_same_run(&apps, &read_whole(&dir));
+    }
+}
+
+#[test]
+fn a_damaged_run_with_a_repeated_id_opens_the_same_either_way() {
+    let (_tmp, dir) = copy_fixture("broken");
+    let episodes = dir.join(gigscope::run::EPISODES_FILE);
+    // Its bytes as they are (it holds invalid UTF-8 and ends in a torn line), its first line twice.
+    let bytes = std::fs::read(&episodes).unwrap();
+    let first_end = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let doubled = [&bytes[..first_end], &bytes[..first_end], &bytes[first_end..]].concat();
+    std::fs::write(&episodes, doubled).unwrap();
+    let apps = open_the_apps_way(&dir);
+    assert!(
+        apps.domain.run.errors.iter().any(|e| e.reason.contains("duplicate episode id")),
+        "{:?}",
+        apps.domain.run.errors
+    );
+    assert_same_run(&apps, &read_whole(&dir));
+}
+
+/// A run large enough to be parsed on several threads, its steps recording no page (so that each thread
+/// classifies observations into its own page table, met in another order): the same either way.
+#[test]
+fn a_run_parsed_on_several_threads_opens_the_same_as_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let observations = [
+        "Back to Search [SEP] < Prev [SEP] Cotton socks [SEP] Price: $12.99 [SEP] Buy Now",
+        "WebShop [SEP] Instruction: [SEP] i need cotton socks [SEP] Search",
+        "Back to Search [SEP] Page 1 (Total results: 50) [SEP] Next > [SEP] B0001 [SEP] Cotton socks",
+        "Thank you for shopping with us! [SEP] Your code: [SEP] None [SEP] Your score (min 0.0, max 1.0) [SEP] 1.0",
+    ];
+    let mut text = String::new();
+    for i in 0..6_000usize {
+        // Later episodes meet the page types in another order than the first ones.
+        let steps: Vec<_> = (0..8)
+            .map(|t| {
+                let o = observations[(t + i / 1_500) % observations.len()];
+                gigscope::run::Step::new(format!("{o} [SEP] {}", t * (i % 3)), "click[buy now]", (t % 2) as f64)
+            })
+            .collect();
+        let episode = gigscope::run::Episode::new(format!("e{i}"), format!("g{}", i / 8), steps);
+        text.push_str(&serde_json::to_string(&episode).unwrap());
+        text.push('\n');
+    }
+    assert!(text.len() > 2 << 20, "large enough for several threads: {} bytes", text.len());
+    std::fs::write(dir.join(gigscope::run::EPISODES_FILE), text).unwrap();
+    let apps = open_the_apps_way(dir);
+    assert!(apps.domain.pages.names().count() >= 3, "{:?}", apps.domain.pages);
+    assert_same_run(&apps, &read_whole(dir));
+}

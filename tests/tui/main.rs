@@ -1,0 +1,17 @@
+//! The TUI: opening a run, `update` on messages, the views (insta snapshots in `snapshots/`), play, ground truth,
+//! the text kept on disk, and the real binary driven in tmux.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod app_open;
+mod e2e;
+mod e2e_layouts;
+mod estimators;
+mod explain;
+mod play;
+mod settings_recompute;
+mod snapshots;
+mod text_on_disk;
+mod truth;
+mod update;

@@ -1,0 +1,107 @@
+//! The TUI keeps the run's text on disk (issue 13): its episodes are lean, and a view reads the text of the
+//! episodes it shows back from `episodes.jsonl`. The reader's guarantees hold with the text on disk: a broken
+//! line is still reported and skipped, and a file truncated or replaced under the viewer is never read as other
+//! text: the view says the episode cannot be read, and the watcher's reset reads the run again.
+
+use crate::support;
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::time::Instant;
+
+use gigscope::live::{self, LiveEvent, Watcher};
+use gigscope::run::lean::EpisodeText;
+use gigscope::run::EPISODES_FILE;
+use gigscope::tui::{open, update, Action, Config, Msg, State, View};
+use support::live::wait_until;
+use support::runs::copy_fixture;
+use support::screen::{keys, render};
+
+fn state(dir: &std::path::Path) -> State {
+    open(dir, Config::defaults(false).unwrap(), (120, 40)).unwrap().0
+}
+
+/// The episode view of the first trajectory of the first group.
+fn episode_view(s: &mut State) {
+    keys(s, &[Action::Open, Action::Open]);
+    assert_eq!(s.ui.view, View::Episode);
+}
+
+#[test]
+fn the_episode_view_shows_text_read_back_from_the_file() {
+    let (_tmp, dir) = copy_fixture("basic");
+    let mut s = state(&dir);
+    assert!(s.domain.run.episodes.is_empty(), "the run's episodes are taken in lean");
+    assert!(s.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::OnDisk { .. })));
+    episode_view(&mut s);
+    let e = s.episode_index().unwrap();
+    let full = s.domain.episode(e).unwrap();
+    // The record read back is the file's line, field for field.
+    let line = std::fs::read_to_string(dir.join(EPISODES_FILE)).unwrap().lines().nth(e).unwrap().to_string();
+    assert_eq!(*full, serde_json::from_str::<gigscope::run::Episode>(&line).unwrap());
+    let screen = render(&s);
+    assert!(screen.contains(&format!("task: {}", &full.instruction()[..40])), "{screen}");
+    assert!(screen.contains(&full.steps[0].action), "{screen}");
+}
+
+#[test]
+fn a_replaced_file_is_never_read_as_other_text_and_the_reset_reads_it_again() {
+    let (_tmp, dir) = copy_fixture("basic");
+    let path = dir.join(EPISODES_FILE);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let (run, tails) = live::open(&dir).unwrap();
+    let mut s = State::new(run, Config::defaults(false).unwrap(), (120, 40));
+    let (_watcher, rx) = Watcher::spawn(&dir, tails, Default::default()).unwrap();
+    episode_view(&mut s);
+    let e = s.episode_index().unwrap();
+    let id = s.domain.episodes[e].id.clone();
+
+    // Another writer replaces the file: the same episodes, each line's text changed (same ids, other actions),
+    // and the viewer has not heard of it yet.
+    let replaced = original.replace("click[", "click[x");
+    let staged = dir.join("episodes.jsonl.tmp");
+    std::fs::write(&staged, &replaced).unwrap();
+    std::fs::rename(&staged, &path).unwrap();
+    let err = s.domain.episode(e).unwrap_err().to_string();
+    assert!(err.contains("no longer the line that was read"), "{err}");
+    let screen = render(&s);
+    assert!(screen.contains("cannot show this episode"), "{screen}");
+
+    // The watcher reports the replacement; the run is read again and the view shows the new text.
+    let events = wait_until(&rx, |got| got.iter().any(|ev| matches!(ev, LiveEvent::Episodes(_))));
+    assert!(events.iter().any(|ev| matches!(ev, LiveEvent::Reset(_))));
+    update(&mut s, Msg::Live(events, Instant::now()));
+    let e = s.domain.episodes.iter().position(|x| x.id == id).unwrap();
+    let full = s.domain.episode(e).unwrap();
+    assert!(full.steps.iter().any(|step| step.action.starts_with("click[x")), "{:?}", full.steps);
+
+    // Truncated: the lines that are gone cannot be read back either.
+    let first_line = replaced.lines().next().unwrap().len() + 1;
+    OpenOptions::new().write(true).open(&path).unwrap().set_len(first_line as u64).unwrap();
+    let last = s.domain.episodes.len() - 1;
+    assert!(s.domain.episode(last).is_err());
+    assert_eq!(s.domain.episode(0).unwrap().id, s.domain.episodes[0].id);
+}
+
+#[test]
+fn a_broken_line_is_reported_and_the_lines_after_it_read_back() {
+    let (_tmp, dir) = copy_fixture("basic");
+    let path = dir.join(EPISODES_FILE);
+    let lines: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(String::from).collect();
+    let mut text = format!("{}\n{{\"id\": \"broken\", \"group\"\n", lines[0]);
+    for line in &lines[1..] {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    // A torn last line (a writer mid-append) is held back, not reported.
+    OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"id\": \"torn\"").unwrap();
+    let s = state(&dir);
+    assert_eq!(s.domain.run.errors.len(), 1);
+    assert_eq!(s.domain.run.errors[0].line, 2);
+    assert_eq!(s.domain.episodes.len(), lines.len());
+    for (e, line) in lines.iter().enumerate() {
+        let expected: gigscope::run::Episode = serde_json::from_str(line).unwrap();
+        assert_eq!(*s.domain.episode(e).unwrap(), expected, "episode {e}");
+    }
+}
