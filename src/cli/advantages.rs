@@ -241,24 +241,25 @@ fn warn_broken(dir: &std::path::Path, broken: usize) {
     }
 }
 
-/// One output record: exactly the keys of the `--format jsonl` contract, in this order.
+/// One output record: exactly the keys of the `--format jsonl` contract, in this order ([`COLUMNS`]).
 #[derive(Serialize)]
-pub(super) struct OutRow<'a> {
-    pub(super) episode: &'a str,
-    pub(super) group: &'a str,
-    pub(super) iteration: i64,
-    pub(super) step: usize,
-    pub(super) reward: f64,
+pub struct OutRow<'a> {
+    pub episode: &'a str,
+    pub group: &'a str,
+    pub iteration: i64,
+    pub step: usize,
+    pub reward: f64,
     #[serde(rename = "return")]
-    pub(super) ret: f64,
-    pub(super) episode_advantage: f64,
-    pub(super) step_advantage: f64,
-    pub(super) advantage: f64,
-    pub(super) step_group: u32,
-    pub(super) step_group_size: usize,
+    pub ret: f64,
+    pub episode_advantage: f64,
+    pub step_advantage: f64,
+    pub advantage: f64,
+    pub step_group: u32,
+    pub step_group_size: usize,
 }
 
-const COLUMNS: [&str; 11] = [
+/// The output's columns (the `--format csv` header, the keys of `--format jsonl`), in order.
+pub const COLUMNS: [&str; 11] = [
     "episode",
     "group",
     "iteration",
@@ -272,7 +273,7 @@ const COLUMNS: [&str; 11] = [
     "step_group_size",
 ];
 
-fn out_rows<'a>(episodes: &'a [Episode], table: &'a AdvantageTable) -> impl Iterator<Item = OutRow<'a>> {
+pub(super) fn out_rows<'a>(episodes: &'a [Episode], table: &'a AdvantageTable) -> impl Iterator<Item = OutRow<'a>> {
     (0..episodes.len()).flat_map(move |e| episode_rows(episodes, table, e))
 }
 

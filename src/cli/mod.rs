@@ -1,11 +1,13 @@
 //! The `gigscope` command line. Each subcommand lives in its own file with its `Args` and `run`.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod advantages;
+pub mod api;
 mod convert;
 mod estimate;
 mod search;
@@ -56,7 +58,18 @@ pub enum Command {
 
 /// Entry point of the binary: parse, dispatch, print errors with their causes.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    main_with(std::env::args_os())
+}
+
+/// [`main`] on the words `args` (the first one the program's name) instead of the process's: the entry point
+/// of a program that embeds the command line (the Python package's `gigscope` command, whose process is the
+/// Python interpreter). Help, version and a usage error exit the process as in the binary.
+pub fn main_with<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Some(Command::Tui(args)) => tui::run(args),
         Some(Command::Advantages(args)) => advantages::run(args),

@@ -27,16 +27,7 @@ impl SourceFlags {
     /// are not silently dropped.
     pub fn open(&self, dir: &Path) -> anyhow::Result<Run> {
         let run = Run::open_as(dir, self.from, &self.options())?;
-        if !run.errors.is_empty() {
-            eprintln!(
-                "warning: {}: skipped {} broken line(s) of the episodes (see `gigscope validate`)",
-                dir.display(),
-                run.errors.len()
-            );
-        }
-        for notice in &run.notices {
-            eprintln!("warning: {notice}");
-        }
+        report(dir, &run);
         Ok(run)
     }
 
@@ -44,9 +35,31 @@ impl SourceFlags {
     /// run's environment derives from their observation (`crate::env::fill_page_anchors`), as the engine's page
     /// anchors are read from the steps.
     pub fn open_anchored(&self, dir: &Path) -> anyhow::Result<Run> {
-        let mut run = self.open(dir)?;
+        let run = self.read_anchored(dir)?;
+        report(dir, &run);
+        Ok(run)
+    }
+
+    /// [`Self::open_anchored`] without the report on stderr: the caller reports `run.errors` and `run.notices`
+    /// its own way (the Python API, as warnings).
+    pub fn read_anchored(&self, dir: &Path) -> anyhow::Result<Run> {
+        let mut run = Run::open_as(dir, self.from, &self.options())?;
         let page_anchor = crate::env::page_anchor(&run);
         crate::env::fill_page_anchors(&mut run.episodes, page_anchor);
         Ok(run)
+    }
+}
+
+/// The broken lines (counted) and the reader's notices of `run`, on stderr.
+fn report(dir: &Path, run: &Run) {
+    if !run.errors.is_empty() {
+        eprintln!(
+            "warning: {}: skipped {} broken line(s) of the episodes (see `gigscope validate`)",
+            dir.display(),
+            run.errors.len()
+        );
+    }
+    for notice in &run.notices {
+        eprintln!("warning: {notice}");
     }
 }
