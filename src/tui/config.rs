@@ -4,27 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+pub use super::config_error::ConfigError;
+
 use super::action::Action;
 use super::keymap::{KeyTable, Keymap};
 use super::theme::{Theme, ThemeTable};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {file}: {reason}")]
-    Read { file: PathBuf, reason: String },
-    #[error("{file}: {reason}")]
-    Parse { file: PathBuf, reason: String },
-    #[error("unknown key name {0:?}")]
-    BadKey(String),
-    #[error("key {key:?} is bound to both {first:?} and {second:?}")]
-    KeyConflict { key: String, first: Action, second: Action },
-    #[error("bad colour {0:?}")]
-    BadColor(String),
-    #[error("unknown theme key {0:?}")]
-    UnknownThemeKey(String),
-    #[error("unknown theme {0:?} (dark, light or high-contrast)")]
-    UnknownTheme(String),
-}
 
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,8 +59,13 @@ impl Config {
     fn parse(text: &str, file: &Path, color: bool) -> Result<Config, ConfigError> {
         let parsed: ConfigFile =
             toml::from_str(text).map_err(|e| ConfigError::Parse { file: file.to_path_buf(), reason: e.to_string() })?;
+        let keymap = Keymap::new(&parsed.keys)?;
+        // Ctrl-C always quits, but nobody should have to know that to leave.
+        if keymap.keys(Action::Quit).is_empty() {
+            return Err(ConfigError::NoQuitKey { file: file.to_path_buf() });
+        }
         Ok(Config {
-            keymap: Keymap::new(&parsed.keys)?,
+            keymap,
             theme: Theme::new(&parsed.theme, color)?,
             background_grouping_steps: parsed.advantages.background_grouping_steps.unwrap_or(BACKGROUND_GROUPING_STEPS),
             present: false,
@@ -155,6 +144,17 @@ mod tests {
     fn unknown_action_or_section_is_an_error() {
         assert!(Config::from_str("[keys]\nfly = [\"x\"]\n", true).is_err());
         assert!(Config::from_str("[colours]\n", true).is_err());
+    }
+
+    #[test]
+    fn a_keymap_without_a_key_for_quit_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, "[keys]\nquit = []\n").unwrap();
+        let err = Config::load(Some(&file), true).unwrap_err();
+        assert!(matches!(&err, ConfigError::NoQuitKey { file: named } if *named == file), "{err:?}");
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("{}: ", file.display())) && message.contains("quit"), "{message}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
-use super::config::ConfigError;
+use super::config_error::ConfigError;
 
 /// The embedded default keymap (`assets/keymap.toml`).
 pub const DEFAULT_KEYMAP: &str = include_str!("../../assets/keymap.toml");

@@ -10,6 +10,7 @@ pub mod action;
 pub mod app;
 pub mod burst_dialog;
 pub mod config;
+pub mod config_error;
 pub mod domain;
 pub mod fields;
 pub mod keymap;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ratatui::style::{Color, Modifier, Style};
 
-use super::config::ConfigError;
+use super::config_error::ConfigError;
 
 pub const DEFAULT_THEME: &str = include_str!("../../assets/theme.toml");
 

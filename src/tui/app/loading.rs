@@ -1,0 +1,232 @@
+//! Opening a run for the viewer: at once and whole ([`open`], for tests and benches), or the app's way
+//! ([`start`]): the first frame is drawn on nothing read yet while a thread ([`Opening::spawn`]) reads the
+//! load cache and then watches the run, and the main loop merges what it sends one part per turn
+//! ([`Loading`]), so keys are answered while a large run arrives.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::error::AppError;
+use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
+use crate::run::cache::CachedHead;
+use crate::run::lean::{LeanEpisode, LeanReading};
+use crate::run::{Layout, SourceOptions};
+use crate::tui::config::Config;
+use crate::tui::domain::LoadCache;
+use crate::tui::state::State;
+use crate::tui::update::{update, Msg};
+
+/// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The readers'
+/// positions are returned for [`Watcher::spawn`], which continues from exactly there.
+pub fn open(dir: &Path, config: Config, size: (u16, u16)) -> Result<(State, Tails), AppError> {
+    open_as(dir, None, &SourceOptions::default(), config, size)
+}
+
+/// [`open`], reading the run as `from` (else the detected layout) with the layout's `options`.
+pub fn open_as(
+    dir: &Path,
+    from: Option<Layout>,
+    options: &SourceOptions,
+    config: Config,
+    size: (u16, u16),
+) -> Result<(State, Tails), AppError> {
+    // Part by part, each part's episodes taken in lean before the next is read: the run's text is never in
+    // memory whole.
+    let (run, mut tails) = live::start_as(dir, from, options)?;
+    let mut state = State::new(run, config, size);
+    state.domain.read_all(&mut tails);
+    state.rebuild();
+    Ok((state, tails))
+}
+
+/// The state to show first (nothing read yet) and how the run is to be read, for the app's way of opening a
+/// run: [`Opening::spawn`] reads it in the background while the first frame is already on screen. For a
+/// gigscope run read before, the load cache under `cache` (when given) is kept and taken first.
+pub fn start(
+    dir: &Path,
+    from: Option<Layout>,
+    options: &SourceOptions,
+    config: Config,
+    cache: Option<PathBuf>,
+) -> Result<(State, Opening), AppError> {
+    let (run, mut tails) = live::start_as(dir, from, options)?;
+    let mut state = State::new(run, config, (80, 24));
+    let gigscope = tails.layout() == Layout::Gigscope;
+    let cache = cache.filter(|_| gigscope).map(|root| state.domain.keep_load_cache(root));
+    // The watcher takes the episodes in lean as it parses them (see `LeanReading`).
+    let lean = LeanReading::new(state.domain.text.clone(), crate::env::page_classifier, &state.domain.run);
+    tails.read_lean(lean.clone());
+    state.domain.live.first_read = true;
+    Ok((state, Opening { dir: dir.to_path_buf(), tails, cache, lean }))
+}
+
+/// How a run being opened is read: [`start`]'s second half.
+pub struct Opening {
+    dir: PathBuf,
+    tails: Tails,
+    cache: Option<LoadCache>,
+    /// For the reader that goes on from the load cache's offset.
+    lean: LeanReading,
+}
+
+/// What the thread reading a run sends, in this order: what the load cache held (when the viewer keeps one),
+/// then the watcher's events; or why the watcher could not start.
+pub enum Reading {
+    /// What the load cache holds of the run, but its episodes (boxed, as it is far larger than the rest).
+    Cached(Box<CachedHead>),
+    /// The next episodes decoded from the load cache, ending where an episode group ends.
+    CachedEpisodes(Vec<LeanEpisode>),
+    /// The load cache turned out damaged while its episodes were decoded: what was taken from it is void, and
+    /// the watcher reads the run from its files.
+    CacheVoid,
+    /// The watcher has started: the viewer keeps it (dropping it stops it, and then this thread).
+    Watching(Watcher),
+    Live(LiveEvent),
+    Failed(LiveError),
+}
+
+/// Episodes decoded from the load cache per message: a few milliseconds of decoding.
+const CACHE_DECODE_PART: usize = 1_000;
+
+impl Opening {
+    /// Read the run on a thread of its own: the load cache first (decoding a large run's cache takes longer
+    /// than a frame), then the watcher, from where the cached read stopped on a hit. Ends when the watcher stops
+    /// or `send` says the viewer has gone.
+    pub fn spawn(self, watch: WatchOptions, send: impl Fn(Reading) -> bool + Send + 'static) {
+        let read = move || {
+            let mut tails = self.tails;
+            if let Some(mut cached) = self.cache.and_then(|cache| cache.load()) {
+                if !send(Reading::Cached(Box::new(cached.head.clone()))) {
+                    return;
+                }
+                // Part by part, each merged by the viewer while the next is decoded.
+                loop {
+                    let reading = match cached.next_episodes(CACHE_DECODE_PART) {
+                        Ok(part) if part.is_empty() => {
+                            tails = Tails::resumed(&self.dir, cached.head.position);
+                            tails.read_lean(self.lean);
+                            break;
+                        }
+                        Ok(part) => Reading::CachedEpisodes(part),
+                        Err(_) => Reading::CacheVoid,
+                    };
+                    let void = matches!(reading, Reading::CacheVoid);
+                    if !send(reading) {
+                        return;
+                    }
+                    if void {
+                        break;
+                    }
+                }
+            }
+            let (watcher, live) = match Watcher::spawn(&self.dir, tails, watch) {
+                Ok(watching) => watching,
+                Err(err) => {
+                    send(Reading::Failed(err));
+                    return;
+                }
+            };
+            if !send(Reading::Watching(watcher)) {
+                return;
+            }
+            while let Ok(ev) = live.recv() {
+                if !send(Reading::Live(ev)) {
+                    break;
+                }
+            }
+        };
+        // Without a thread the viewer could not read the run at all; the error says so on the first frame.
+        let _ = std::thread::Builder::new().name("gigscope-read".into()).spawn(read);
+    }
+}
+
+/// The viewer's part of reading a run: the watcher (kept for as long as the viewer keeps this), the load cache
+/// taken in, the watcher's events waiting to be merged, one part per turn of the loop (cached episodes first,
+/// in the order they were read).
+#[derive(Default)]
+pub struct Loading {
+    backlog: std::collections::VecDeque<LiveEvent>,
+    /// A merged part not drawn yet, and when a merge last asked for a frame: while a run arrives in many parts,
+    /// a frame per part would cost more than the merging (keys are drawn at once all the same).
+    owed_frame: bool,
+    last_frame: Option<Instant>,
+    /// The run's watcher, once started: it stops when the viewer drops this.
+    watcher: Option<Watcher>,
+}
+
+/// The least time between two frames asked for by merged parts (60 a second).
+const MERGE_FRAME_INTERVAL: Duration = Duration::from_millis(16);
+
+impl Loading {
+    /// Take in what the reading thread sent; an error when the run cannot be watched.
+    pub fn receive(&mut self, state: &mut State, reading: Reading) -> Result<bool, LiveError> {
+        match reading {
+            Reading::Cached(head) => {
+                // Said, so that a run that opens at once is not taken for a stale one.
+                state.ui.message = Some(format!(
+                    "{} episodes taken from the load cache, reading on from line {} (GIGSCOPE_NO_CACHE=1 reads \
+                     the files)",
+                    head.episodes, head.position.lines
+                ));
+                state.domain.adopt_load_cache(*head);
+                // Settings recorded in run.json, on no episodes yet: instant.
+                state.rebuild();
+                Ok(true)
+            }
+            Reading::CachedEpisodes(episodes) => {
+                state.domain.take_cached(episodes);
+                Ok(false)
+            }
+            Reading::CacheVoid => {
+                state.domain.void_load_cache();
+                state.rebuild();
+                Ok(true)
+            }
+            Reading::Watching(watcher) => {
+                self.watcher = Some(watcher);
+                Ok(false)
+            }
+            Reading::Live(ev) => {
+                self.backlog.push_back(ev);
+                Ok(false)
+            }
+            Reading::Failed(err) => Err(err),
+        }
+    }
+
+    /// Whether parts wait to be merged.
+    pub fn merging(&self, state: &State) -> bool {
+        state.domain.cached_pending() || !self.backlog.is_empty()
+    }
+
+    /// Whether work waits for the next turn of the loop: parts to merge, or the load cache to copy.
+    pub fn pending(&self, state: &State) -> bool {
+        self.merging(state) || state.domain.load_cache_copying()
+    }
+
+    /// Merge the next part (see [`crate::live::next_part`]), else copy a part of the load cache being saved;
+    /// whether to draw (at most one frame every
+    /// [`MERGE_FRAME_INTERVAL`] while parts keep coming, and one when the last has been merged), and whether the
+    /// part said the reader caught up with the run.
+    pub fn merge_next(&mut self, state: &mut State) -> (bool, bool) {
+        let (redraw, caught_up) = if state.domain.cached_pending() {
+            (update(state, Msg::CachedPart).redraw, false)
+        } else if !self.backlog.is_empty() {
+            let part = live::next_part(&mut self.backlog);
+            let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
+            (!part.is_empty() && update(state, Msg::Live(part, Instant::now())).redraw, caught_up)
+        } else {
+            // Nothing to merge: the next part of the load cache being copied, if any.
+            state.domain.copy_load_cache();
+            (false, false)
+        };
+        self.owed_frame |= redraw;
+        let due = !self.merging(state) || self.last_frame.is_none_or(|at| at.elapsed() >= MERGE_FRAME_INTERVAL);
+        if !(self.owed_frame && due) {
+            return (false, caught_up);
+        }
+        self.owed_frame = false;
+        self.last_frame = Some(Instant::now());
+        (true, caught_up)
+    }
+}
