@@ -150,7 +150,7 @@ impl BurstRequest {
             BurstField::Goals => self.goals.to_string(),
             BurstField::GroupSize => self.group_size.to_string(),
             BurstField::LearningRate => format!("{:e}", self.learning_rate),
-            BurstField::Estimator => super::fields::name(self.estimator),
+            BurstField::Estimator => super::settings_fields::name(self.estimator),
             BurstField::Device => format!("{:?}", self.device).to_lowercase(),
         }
     }

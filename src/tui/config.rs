@@ -28,8 +28,8 @@ struct AdvantagesTable {
     background_grouping_steps: Option<usize>,
 }
 
-/// Similarity grouping of runs this large takes long enough (about 4 µs of CPU per step) that the UI must
-/// not wait for it.
+/// Similarity grouping of runs this large takes long enough (its CPU time per step is in the README's
+/// performance table) that the UI must not wait for it.
 pub const BACKGROUND_GROUPING_STEPS: usize = 50_000;
 
 /// Resolved keymap, theme and computing options.

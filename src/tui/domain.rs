@@ -221,7 +221,7 @@ pub fn settle_freed_memory() {
 
 /// Give the memory freed after reading a run (the parsed parts' text, the engine's scratch) back to the system.
 /// glibc keeps freed heap for reuse, so a viewer that has just read a large run would otherwise stay as large as
-/// the reading was at its peak (on the 1.5 M-step bench run, about 40 MB more than it holds).
+/// the reading was at its peak.
 fn release_freed_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -295,9 +295,9 @@ pub struct Domain {
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
     cached: std::collections::VecDeque<LeanEpisode>,
     /// How many episodes the load cache being taken in holds, so that the table makes room for them once
-    /// ([`AdvantageTable::reserve_for`]: the p99 of key → frame during a second open of the 1.5 M-step run went
-    /// from 15.5 to 3.4 ms). A first read makes none: a room projected from its first parts, made while the
-    /// parsing threads ran, held the viewer's thread for up to 0.1 s (not understood).
+    /// ([`AdvantageTable::reserve_for`]): growing it part by part held keys' frames back. A first read makes
+    /// none: a room projected from its first parts, made while the parsing threads ran, held the viewer's thread
+    /// longer than the growing it saves (not understood; the figures are in the CHANGELOG).
     expected_episodes: usize,
 }
 

@@ -1,10 +1,17 @@
 //! The interactive terminal UI: episodes beside their advantages, anchor-state groups, live runs.
 //!
-//! Elm-style: [`state::State`] holds everything in parts (the run and its groupings in [`domain`], background
-//! jobs, and each view's UI state), [`update::update`] is the only thing that changes it (pure, unit-tested; it
-//! reaches the world only through [`update::Effects`]), one component per view ([`views`]) owns that view's
-//! keys, hints, drawing and mouse regions, `ui` draws the frame around it (`impl Widget for &State`), and `app`
-//! connects a terminal, the keymap, and the run directory to those.
+//! The Elm architecture, in layers (a file imports only files below it):
+//! - plain data: [`action`], [`config`] (with [`keymap`], [`theme`] and [`config_error`]), [`settings_fields`],
+//!   [`burst_dialog`], [`play`], [`truth_job`];
+//! - the state, [`state::State`]: the run and its groupings ([`domain`]), the estimators' numbers and the truth
+//!   files the views show ([`estimates`], computed and read before a frame), the jobs, and each view's UI state;
+//! - [`msg`]: what reaches `update` ([`Msg`]) and what one update asks of the world ([`Effect`], a list of them);
+//! - drawing, which only reads the state: the pieces in `ui::widgets`, `ui::layout` and `ui::text`, one
+//!   component per view ([`views`], owning the view's keys, hints, drawing and mouse regions), and `ui`, which
+//!   draws the frame and the popups around it (`impl Widget for &State`);
+//! - [`update::update`] (with [`truth_update`]): the only thing that changes the state; no terminal, no clock;
+//! - `app`: the terminal, the main loop, and the effect runner, which carries effects out (slow ones as jobs)
+//!   and feeds their outcomes back to `update` as messages.
 
 pub mod action;
 pub mod app;
@@ -12,13 +19,16 @@ pub mod burst_dialog;
 pub mod config;
 pub mod config_error;
 pub mod domain;
-pub mod fields;
+pub mod estimates;
 pub mod keymap;
+pub mod msg;
 pub mod play;
 mod runner;
+pub mod settings_fields;
 pub mod state;
 pub mod theme;
 pub mod truth_job;
+pub mod truth_update;
 pub mod ui;
 pub mod update;
 pub mod views;
@@ -26,5 +36,6 @@ pub mod views;
 pub use action::Action;
 pub use app::{open, run, AppError, Options};
 pub use config::Config;
+pub use msg::{Effect, Effects, Msg};
 pub use state::{State, View};
-pub use update::{update, Effects, Msg};
+pub use update::update;

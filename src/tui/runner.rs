@@ -13,21 +13,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::msg::{JobError, Msg};
 use super::play::TasksHandle;
 use super::state::{Cancel, JobKind};
-use super::update::Msg;
-use crate::index::TrajectoryIndex;
+use crate::index::{IndexError, TrajectoryIndex};
 
 /// What a job produced.
 pub enum Outcome {
     /// An answer for `update` as it is.
     Msg(Msg),
     /// The run's environment (kept by the app for later jobs, then given to `update`).
-    Env(Result<TasksHandle, String>),
+    Env(Result<TasksHandle, JobError>),
     /// Nothing to report: the job stopped early because it was cancelled.
     Cancelled,
     /// The search index, given back by the job that updated it, and whether the update went through.
-    Index(Box<TrajectoryIndex>, Result<(), String>),
+    Index(Box<TrajectoryIndex>, Result<(), IndexError>),
 }
 
 /// News of a job for the main loop: how far it is, or that it has ended.
@@ -185,6 +185,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::tui::truth_job::TruthJobError;
 
     fn runner() -> (Runner, mpsc::Receiver<JobNews>) {
         let (tx, rx) = mpsc::channel();
@@ -269,7 +270,7 @@ mod tests {
 
     fn truth_ended(outcome: Option<Outcome>) -> Option<Result<String, String>> {
         match outcome {
-            Some(Outcome::Msg(Msg::Truth(ended))) => Some(ended),
+            Some(Outcome::Msg(Msg::Truth(ended))) => Some(ended.map_err(|e| e.to_string())),
             _ => None,
         }
     }
@@ -282,7 +283,8 @@ mod tests {
             ctx.progress(JobKind::Truth { states: 1, continuations: 32 });
             ctx.send(Msg::Written(Ok(3)));
             gate.recv().ok();
-            Outcome::Msg(Msg::Truth(if ctx.cancelled() { Err("cancelled".into()) } else { Ok("written".into()) }))
+            let cancelled = || TruthJobError::Cancelled { group: "g".into() };
+            Outcome::Msg(Msg::Truth(if ctx.cancelled() { Err(cancelled()) } else { Ok("written".into()) }))
         });
         assert!(runner.news(rx.recv_timeout(WAIT).unwrap()).is_none(), "progress is not an outcome");
         assert_eq!(written(runner.news(rx.recv_timeout(WAIT).unwrap())), Some(3), "a message while it runs");
@@ -290,7 +292,8 @@ mod tests {
         assert!(runner.cancel().is_empty(), "cancelled once");
         assert_eq!(runner.kinds(), vec![JobKind::Truth { states: 1, continuations: 32 }], "listed until it stops");
         release.send(()).unwrap();
-        assert_eq!(truth_ended(runner.news(rx.recv_timeout(WAIT).unwrap())), Some(Err("cancelled".into())));
+        let ended = truth_ended(runner.news(rx.recv_timeout(WAIT).unwrap()));
+        assert_eq!(ended, Some(Err("truth of group g: cancelled".into())));
         assert!(runner.kinds().is_empty());
     }
 

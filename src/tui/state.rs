@@ -1,6 +1,6 @@
-//! The TUI's whole state, in parts: the loaded run and what is derived from it ([`Domain`]), the background
-//! jobs ([`Jobs`]), and where the user is ([`Ui`]: the view, the shared cursor and each view's own state).
-//! Rendering reads it; only [`super::update::update`] changes it.
+//! The TUI's whole state, in parts: the loaded run and what is derived from it ([`Domain`], and the estimators'
+//! numbers in [`Estimates`]), the background jobs ([`Jobs`]), and where the user is ([`Ui`]: the view, the
+//! shared cursor and each view's own state). Rendering reads it; only [`super::update::update`] changes it.
 
 use std::time::Instant;
 
@@ -12,8 +12,9 @@ pub use super::domain::{recorded_settings, Bucket, Derived, Domain, GroupingRequ
 
 use super::burst_dialog::{BurstField, BurstRequest, BurstStatus};
 use super::config::Config;
-use super::fields::Field;
+use super::estimates::{Estimates, BACKGROUND_BATCH_ROWS};
 use super::play::Play;
+use super::settings_fields::Field;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -83,6 +84,24 @@ pub struct CompareUi {
     pub scroll: usize,
 }
 
+/// The estimators view's own state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EstimatorsUi {
+    /// The first estimator column shown when they do not all fit (←/→).
+    pub first_column: usize,
+    /// Scroll of the agreement panel, in lines (J/K).
+    pub panel_scroll: usize,
+    /// Iterations of at least this many step rows have their batch columns (ProxMO's TF-IDF spans the
+    /// iteration) computed as a job rather than on the UI thread.
+    pub background_rows: usize,
+}
+
+impl Default for EstimatorsUi {
+    fn default() -> Self {
+        EstimatorsUi { first_column: 0, panel_scroll: 0, background_rows: BACKGROUND_BATCH_ROWS }
+    }
+}
+
 /// The last search: its hits and which one is current.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchState {
@@ -102,7 +121,7 @@ pub struct Ui {
     pub episode: EpisodeUi,
     pub anchor: AnchorUi,
     pub compare: CompareUi,
-    pub estimators: super::views::estimators::EstimatorsUi,
+    pub estimators: EstimatorsUi,
     /// The search view's results.
     pub search: Option<SearchState>,
     /// The play view: the shop, the goal picker, the group being played.
@@ -210,6 +229,8 @@ impl JobKind {
 
 pub struct State {
     pub domain: Domain,
+    /// The estimators' numbers and the truth files the views show, computed and read before a frame.
+    pub estimates: Estimates,
     pub jobs: Jobs,
     pub ui: Ui,
     pub config: Config,
@@ -236,7 +257,8 @@ impl State {
             prompt: Prompt::Search,
             present: config.present,
         };
-        let mut state = State { domain: Domain::new(run), jobs: Jobs::default(), ui, config };
+        let mut state =
+            State { domain: Domain::new(run), estimates: Estimates::default(), jobs: Jobs::default(), ui, config };
         state.clamp();
         state
     }
@@ -248,13 +270,7 @@ impl State {
     }
 
     pub fn group_episodes(&self) -> &[u32] {
-        self.domain
-            .derived
-            .table
-            .episode_groups
-            .get(self.ui.sel.group as usize)
-            .map(|g| g.episodes.as_slice())
-            .unwrap_or(&[])
+        super::estimates::group_episodes(&self.domain, self.ui.sel.group)
     }
 
     /// Index of the selected episode in `episodes`.

@@ -1,134 +1,66 @@
-//! `update(state, msg) -> Effects`: the only place the state changes. Pure: no terminal, no files, no clock
-//! (time arrives inside messages), so every behaviour here is unit-tested without a terminal.
+//! `update(state, msg) -> Effects`: the only place the state changes. No terminal and no clock (time arrives
+//! inside messages), so every behaviour here is unit-tested without a terminal; slow work is asked of the app
+//! as an [`Effect`] and its outcome comes back as a [`Msg`].
 
 use std::time::Instant;
 
 use super::action::Action;
-use super::burst_dialog::{BurstField, BurstRequest, BurstStatus, BurstUpdate};
-use super::fields::Field;
-use super::play::{Play, TasksHandle};
-use super::state::{Cancel, GroupingRequest, JobKind, Popup, Prompt, SearchState, State, View};
+use super::burst_dialog::{BurstField, BurstStatus};
+use super::play::Play;
+use super::settings_fields::Field;
+use super::state::{Cancel, GroupingRequest, Popup, Prompt, SearchState, State, View};
 use super::views::{self, component};
-use crate::advantage::AnchorGrouping;
-use crate::index::SearchResults;
 use crate::live::LiveEvent;
-use crate::run::Episode;
 
-/// Everything that can happen to the TUI.
-#[derive(Debug)]
-pub enum Msg {
-    Action(Action),
-    Click {
-        col: u16,
-        row: u16,
-    },
-    Wheel {
-        col: u16,
-        row: u16,
-        down: bool,
-    },
-    Resize(u16, u16),
-    /// Periodic clock, for "updated N s ago".
-    Tick(Instant),
-    /// What the run watcher found, received at the given instant.
-    Live(Vec<LiveEvent>, Instant),
-    /// Merge the next part of the episodes taken from the run's load cache ([`Domain::merge_cached`]).
-    ///
-    /// [`Domain::merge_cached`]: super::domain::Domain::merge_cached
-    CachedPart,
-    /// A key typed while the search prompt is open.
-    Input(InputKey),
-    /// The outcome of a search the app ran for an [`Effects::search`]; `partial`: the index held only the first
-    /// `.0` of the run's `.1` episodes (it is still being built; the search runs again when it is done).
-    SearchDone {
-        query: String,
-        result: Result<SearchResults, String>,
-        partial: Option<(usize, usize)>,
-    },
-    /// The run's environment for live play, opened for an [`Effects::open_env`].
-    EnvReady(Result<TasksHandle, String>),
-    /// The policy played the rest of a play group ([`Effects::autoplay`]): its episodes and which policy.
-    Autoplayed(Result<(Vec<Episode>, String), String>),
-    /// A play group was appended to the run ([`Effects::write`]): how many episodes, or why not.
-    Written(Result<usize, String>),
-    /// News from the running training burst.
-    Burst(BurstUpdate),
-    /// An anchor grouping computed in the background for an [`Effects::group_anchors`].
-    Grouped {
-        episodes_version: u64,
-        grouping: AnchorGrouping,
-    },
-    /// The jobs now running off the UI thread (sent by the job runner whenever the list changes).
-    Jobs(Vec<JobKind>),
-    /// The truth measurement started for an [`Effects::truth`] ended: what was written, or why nothing was.
-    Truth(Result<String, String>),
-    /// An iteration's estimator columns computed in the background for an [`Effects::estimator_batch`].
-    EstimatorBatch(std::sync::Arc<views::estimators::BatchColumns>),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputKey {
-    Char(char),
-    Backspace,
-    Submit,
-    Cancel,
-}
-
-/// What the caller must do after an update.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Effects {
-    pub redraw: bool,
-    pub quit: bool,
-    /// Run this query against the run's index and answer with [`Msg::SearchDone`].
-    pub search: Option<String>,
-    /// Open the run's environment (WebShop: catalog, search index, goals) and answer with [`Msg::EnvReady`].
-    pub open_env: bool,
-    /// Append these episodes (a finished play group) to the run and answer with [`Msg::Written`].
-    pub write: Vec<Episode>,
-    /// Let the run's policy play episodes and answer with [`Msg::Autoplayed`].
-    pub autoplay: Option<AutoplayRequest>,
-    /// Start a training burst into the run; progress comes back as [`Msg::Burst`].
-    pub start_burst: Option<BurstRequest>,
-    /// `X`: cancel the running jobs (a burst stops after its current iteration, the truth between batches; the
-    /// others' outcomes are dropped; a write always finishes).
-    pub cancel_jobs: bool,
-    /// Compute this anchor grouping in the background and answer with [`Msg::Grouped`] (a request replaces
-    /// one still running).
-    pub group_anchors: Option<GroupingRequest>,
-    /// Measure this group's Monte-Carlo truth in the background; its progress comes back in [`Msg::Jobs`], its
-    /// end as [`Msg::Truth`].
-    pub truth: Option<Box<super::truth_job::TruthJobRequest>>,
-    /// Cancel the truth measurement under way (nothing is written).
-    pub cancel_truth: bool,
-    /// Compute an iteration's estimator columns (the estimators view) in the background and answer with
-    /// [`Msg::EstimatorBatch`].
-    pub estimator_batch: Option<Box<views::estimators::BatchRequest>>,
-}
-
-/// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AutoplayRequest {
-    pub goal: usize,
-    pub group: String,
-    pub first: usize,
-    pub n: usize,
-    pub seed: u64,
-}
-
-impl Effects {
-    pub fn redraw() -> Effects {
-        Effects { redraw: true, ..Effects::default() }
-    }
-}
+pub use super::msg::{AutoplayRequest, Effect, Effects, InputKey, JobError, Msg};
 
 pub fn update(state: &mut State, msg: Msg) -> Effects {
     let mut fx = handle(state, msg);
-    // What the view about to be drawn needs computed off the UI thread.
-    if fx.estimator_batch.is_none() {
-        fx.estimator_batch = views::estimators::background_work(state);
-        fx.redraw |= fx.estimator_batch.is_some();
+    // What the view about to be drawn shows is computed now (drawing only reads it), or asked of a job.
+    fx.extend(refresh_estimates(state));
+    fx
+}
+
+/// What the view about to be drawn shows and takes long enough to keep: the estimators view's columns of the
+/// selected group (an iteration's batch columns asked of a job when it is large), and the truth file of the
+/// iteration the estimators or anchor-group view shows, read again when it changed.
+fn refresh_estimates(state: &mut State) -> Effects {
+    let State { domain, estimates, ui, .. } = state;
+    let mut fx = Effects::none();
+    let iteration = match ui.view {
+        View::Estimators => {
+            let (computed, job) = estimates.refresh_group(domain, ui.sel.group, ui.estimators.background_rows);
+            if computed {
+                fx.push(Effect::Redraw);
+            }
+            fx.extend(job.map(Effect::EstimatorBatch));
+            super::estimates::group_iteration(domain, ui.sel.group)
+        }
+        View::Anchor => state.row_ref().map(|r| state.domain.episodes[r.episode as usize].iteration),
+        _ => None,
+    };
+    if let Some(iteration) = iteration {
+        if state.estimates.refresh_truth(&state.domain, iteration) {
+            fx.push(Effect::Redraw);
+        }
     }
     fx
+}
+
+/// A new frame, and the anchor grouping to compute in the background if the settings asked for one.
+fn redraw_grouping(request: Option<GroupingRequest>) -> Effects {
+    let mut fx = Effects::redraw();
+    fx.extend(request.map(Effect::GroupAnchors));
+    fx
+}
+
+/// A new frame when `changed`.
+fn redraw_if(changed: bool) -> Effects {
+    if changed {
+        Effects::redraw()
+    } else {
+        Effects::none()
+    }
 }
 
 fn handle(state: &mut State, msg: Msg) -> Effects {
@@ -139,7 +71,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
         }
         Msg::Click { col, row } => {
             if state.ui.popup.is_some() {
-                return Effects::default();
+                return Effects::none();
             }
             match views::list_row_at(state, col, row) {
                 Some(target) => {
@@ -147,7 +79,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
                     state.clamp();
                     Effects::redraw()
                 }
-                None => Effects::default(),
+                None => Effects::none(),
             }
         }
         Msg::Wheel { col, row, down } => {
@@ -168,10 +100,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             // Redraw only when the "updated N s ago" text would change.
             let before = age_secs(state);
             state.ui.now = Some(now);
-            Effects {
-                redraw: state.domain.live.last_update.is_some() && age_secs(state) != before,
-                ..Effects::default()
-            }
+            redraw_if(state.domain.live.last_update.is_some() && age_secs(state) != before)
         }
         Msg::Live(events, at) => on_live(state, events, at),
         Msg::CachedPart => on_cached_part(state),
@@ -186,7 +115,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             // where the user is.
             let again = state.ui.search.as_ref().filter(|s| s.query == query).map(|s| s.current);
             match result {
-                Err(e) => state.ui.message = Some(e),
+                Err(e) => state.ui.message = Some(e.to_string()),
                 Ok(r) if r.hits.is_empty() => state.ui.message = Some(format!("no match for {query}{within}")),
                 Ok(r) => {
                     state.ui.message = partial.map(|_| format!("results{within}"));
@@ -206,7 +135,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             Effects::redraw()
         }
         Msg::EnvReady(Err(e)) | Msg::Autoplayed(Err(e)) | Msg::Written(Err(e)) => {
-            state.ui.message = Some(e);
+            state.ui.message = Some(e.to_string());
             Effects::redraw()
         }
         Msg::Autoplayed(Ok((episodes, who))) => views::play::autoplayed(state, episodes, who),
@@ -222,19 +151,20 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
         Msg::Jobs(kinds) => {
             let changed = state.jobs.running != kinds;
             state.jobs.running = kinds;
-            super::truth_job::follow(state);
-            Effects { redraw: changed, ..Effects::default() }
+            super::truth_update::follow(state);
+            redraw_if(changed)
         }
-        Msg::Grouped { episodes_version, grouping } => {
-            Effects { redraw: true, group_anchors: state.grouped(episodes_version, grouping), ..Effects::default() }
+        Msg::Grouped { episodes_version, grouping } => redraw_grouping(state.grouped(episodes_version, grouping)),
+        Msg::Truth(outcome) => super::truth_update::finished(state, outcome),
+        Msg::EstimatorBatch(batch) => {
+            state.estimates.batch_arrived(batch);
+            Effects::redraw()
         }
-        Msg::Truth(outcome) => super::truth_job::finished(state, outcome),
-        Msg::EstimatorBatch(batch) => views::estimators::batch_arrived(state, batch),
     }
 }
 
 fn on_input(state: &mut State, key: InputKey) -> Effects {
-    let Some(text) = state.ui.input.as_mut() else { return Effects::default() };
+    let Some(text) = state.ui.input.as_mut() else { return Effects::none() };
     match key {
         InputKey::Char(c) => text.push(c),
         InputKey::Backspace => {
@@ -250,7 +180,7 @@ fn on_input(state: &mut State, key: InputKey) -> Effects {
                 return views::play::play_typed(state, &query);
             }
             state.ui.message = Some(format!("searching for {query} …"));
-            return Effects { redraw: true, search: Some(query), ..Effects::default() };
+            return Effects::redraw_and(Effect::Search(query));
         }
     }
     Effects::redraw()
@@ -267,7 +197,7 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     let had_meta = state.domain.run.meta.is_some();
     let applied = state.domain.apply_live(events);
     if !applied.changed() {
-        return Effects::default();
+        return Effects::none();
     }
     // Notes found by the first read are listed in the overview and counted in the status bar, as when the
     // run was read before the first frame; later ones also show as the message.
@@ -314,14 +244,14 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
 }
 
 /// The most episodes taken from the load cache merged at once: they come lean (nothing to parse or hash), so a
-/// part is 1.5–3.5 ms of computing their groups on the project's 2-core VM (a key waits for at most one part;
-/// parts of 1,000 put the p99 of key → frame during a second open at 9–15 ms, parts of 500 at 10–13 ms).
+/// part is a few milliseconds of computing their groups, and a key waits for at most one part (the CHANGELOG
+/// has the measurements behind the size).
 const CACHED_EPISODES_PER_MERGE: usize = 500;
 
 fn on_cached_part(state: &mut State) -> Effects {
     let added = state.domain.merge_cached(CACHED_EPISODES_PER_MERGE);
     if added.is_empty() {
-        return Effects::default();
+        return Effects::none();
     }
     state.extend(added.start);
     if state.ui.follow {
@@ -343,7 +273,7 @@ fn jump_to_newest(state: &mut State) {
 /// A key: the popup's, else the view's own, else the keys of every view.
 fn on_action(state: &mut State, a: Action) -> Effects {
     if a == Action::Quit {
-        return Effects { quit: true, ..Effects::default() };
+        return Effect::Quit.into();
     }
     match state.ui.popup {
         Some(Popup::Help { scroll }) => return on_help(state, scroll, a),
@@ -358,7 +288,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         && !jobs
         && !matches!(a, Action::Help | Action::Settings | Action::Follow)
     {
-        return Effects::default();
+        return Effects::none();
     }
     if let Some(fx) = view.on_action(state, a) {
         return fx;
@@ -373,7 +303,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         }
         Action::Train => state.ui.popup = Some(Popup::Burst { field: BurstField::Iterations }),
         Action::CancelBurst => return cancel_burst(state),
-        Action::Truth => return super::truth_job::elsewhere(state),
+        Action::Truth => return super::truth_update::elsewhere(state),
         Action::Fold => {
             state.ui.episode.unfolded = !state.ui.episode.unfolded;
             state.ui.episode.obs_scroll = 0;
@@ -388,7 +318,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Help => state.ui.popup = Some(Popup::Help { scroll: 0 }),
         Action::ResetSettings => {
             let group_anchors = reset_settings(state);
-            return Effects { redraw: true, group_anchors, ..Effects::default() };
+            return redraw_grouping(group_anchors);
         }
         Action::Follow => {
             state.ui.follow = !state.ui.follow;
@@ -417,7 +347,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         | Action::PrevItem
         | Action::NextItem
         | Action::ScrollUp
-        | Action::ScrollDown => return Effects::default(),
+        | Action::ScrollDown => return Effects::none(),
     }
     Effects::redraw()
 }
@@ -435,7 +365,7 @@ fn on_help(state: &mut State, scroll: u16, a: Action) -> Effects {
             state.ui.popup = None;
             return Effects::redraw();
         }
-        _ => return Effects::default(),
+        _ => return Effects::none(),
     };
     state.ui.popup = Some(Popup::Help { scroll });
     Effects::redraw()
@@ -456,7 +386,7 @@ fn open_play(state: &mut State) -> Effects {
         return Effects::redraw();
     }
     state.ui.message = Some(format!("opening {} …", registered.name));
-    Effects { redraw: true, open_env: true, ..Effects::default() }
+    Effects::redraw_and(Effect::OpenEnv)
 }
 
 fn autoplay(state: &mut State, watch: bool) -> Effects {
@@ -481,7 +411,7 @@ fn autoplay(state: &mut State, watch: bool) -> Effects {
         request.n,
         if watch { ", to be shown step by step" } else { "" }
     ));
-    Effects { redraw: true, autoplay: Some(request), ..Effects::default() }
+    Effects::redraw_and(Effect::Autoplay(request))
 }
 
 /// `X`: cancel what is running. The burst and the truth stop at their next boundary (and say so until they
@@ -507,7 +437,7 @@ fn cancel_burst(state: &mut State) -> Effects {
         }
     };
     state.ui.message = Some(message.into());
-    Effects { redraw: true, cancel_jobs: true, ..Effects::default() }
+    Effects::redraw_and(Effect::CancelJobs)
 }
 
 fn on_burst_dialog(state: &mut State, field: BurstField, a: Action) -> Effects {
@@ -525,14 +455,14 @@ fn on_burst_dialog(state: &mut State, field: BurstField, a: Action) -> Effects {
         }
         Action::Open => {
             state.jobs.burst = Some(BurstStatus { how: "starting …".into(), ..BurstStatus::default() });
-            return Effects { redraw: true, start_burst: Some(state.jobs.burst_form), ..Effects::default() };
+            return Effects::redraw_and(Effect::StartBurst(state.jobs.burst_form));
         }
         Action::CancelBurst => return cancel_burst(state),
         Action::Train | Action::Back => {
             state.ui.popup = None;
             return Effects::redraw();
         }
-        _ => return Effects::default(),
+        _ => return Effects::none(),
     };
     state.ui.popup = Some(Popup::Burst { field });
     Effects::redraw()
@@ -571,8 +501,8 @@ fn on_settings(state: &mut State, field: Field, a: Action) -> Effects {
             state.ui.popup = None;
             return Effects::redraw();
         }
-        _ => return Effects::default(),
+        _ => return Effects::none(),
     };
     state.ui.popup = Some(Popup::Settings { field });
-    Effects { redraw: true, group_anchors, ..Effects::default() }
+    redraw_grouping(group_anchors)
 }

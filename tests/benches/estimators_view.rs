@@ -11,7 +11,7 @@ use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use gigscope::run::synth::{episodes, SynthSpec};
-use gigscope::tui::{open, update, Action, Config, Msg, State};
+use gigscope::tui::{open, update, Action, Config, Effect, Msg, State};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -57,7 +57,12 @@ fn main() {
         let fx = update(state, Msg::Action(a));
         frame(terminal, state);
         let key = t.elapsed();
-        let request = fx.estimator_batch.expect("a large iteration's batch columns are a job");
+        let request = fx
+            .find(|e| match e {
+                Effect::EstimatorBatch(request) => Some(request),
+                _ => None,
+            })
+            .expect("a large iteration's batch columns are a job");
         let t = Instant::now();
         let batch = request.compute();
         let job = t.elapsed();

@@ -19,7 +19,8 @@ use gigscope::training::{AutoplayRequest, TrainConfig, TrainEvent, Training};
 use gigscope::tui::app::{self, Reading};
 use gigscope::tui::burst_dialog::BurstUpdate;
 use gigscope::tui::play::DEFAULT_GROUP_SIZE;
-use gigscope::tui::{open, update, Action, Config, Msg, State, View};
+use gigscope::tui::state::GroupingRequest;
+use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State, View};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use ratatui::backend::TestBackend;
@@ -87,6 +88,14 @@ fn write_run(dir: &Path, episodes: usize, rng: &mut ChaCha8Rng) -> u64 {
     }
     w.flush().unwrap();
     std::fs::metadata(&path).unwrap().len()
+}
+
+/// The anchor grouping an update asks to compute in the background.
+fn grouping_asked(fx: Effects) -> Option<GroupingRequest> {
+    fx.find(|e| match e {
+        Effect::GroupAnchors(request) => Some(request),
+        _ => None,
+    })
 }
 
 /// A memory figure of this process from `/proc/self/status` (`VmRSS:` resident now, `VmHWM:` its peak), KiB.
@@ -425,7 +434,7 @@ fn main() {
         let fx = update(state, Msg::Action(key));
         frame(&mut terminal, state);
         switches.push((format!("{label}: key → frame"), t.elapsed(), cpu() - c));
-        if let Some(request) = fx.group_anchors {
+        if let Some(request) = grouping_asked(fx) {
             let (t, c) = (Instant::now(), cpu());
             let grouping = std::thread::spawn(move || request.job.run()).join().unwrap();
             update(state, Msg::Grouped { episodes_version: request.episodes_version, grouping });
@@ -494,7 +503,10 @@ fn main() {
 
     // `p` opens the play view, which asks for the run's environment.
     let source = app::task_source(&state.domain.run, None).expect("the generated run is a WebShop run");
-    assert!(update(&mut state, Msg::Action(Action::Play)).open_env, "the play view asks for the environment");
+    assert!(
+        update(&mut state, Msg::Action(Action::Play)).contains(&Effect::OpenEnv),
+        "the play view asks for the environment"
+    );
     let env = source.clone();
     let (env_job, tasks) =
         keys_while(&mut state, &mut terminal, move || gigscope::env::registry::open(&env.env, &env.options).unwrap());
@@ -508,7 +520,7 @@ fn main() {
     for _ in 0..7 {
         update(&mut state, Msg::Action(Action::Down));
     }
-    let request = update(&mut state, Msg::Action(Action::Left)).group_anchors.expect("a new θ asks for a grouping");
+    let request = grouping_asked(update(&mut state, Msg::Action(Action::Left))).expect("a new θ asks for a grouping");
     update(&mut state, Msg::Action(Action::Back));
     let episodes_version = request.episodes_version;
     let (grouping_job, grouping) = keys_while(&mut state, &mut terminal, move || request.job.run());
@@ -519,7 +531,12 @@ fn main() {
     // checkpoint: an untrained one), in the plugin, loaded by this first job that needs it (libtorch with it).
     update(&mut state, Msg::Action(Action::Play));
     update(&mut state, Msg::Action(Action::Open));
-    let asked = update(&mut state, Msg::Action(Action::Autoplay)).autoplay.expect("a started group can be autoplayed");
+    let asked = update(&mut state, Msg::Action(Action::Autoplay))
+        .find(|e| match e {
+            Effect::Autoplay(request) => Some(request),
+            _ => None,
+        })
+        .expect("a started group can be autoplayed");
     update(&mut state, Msg::Action(Action::Back));
     assert_ne!(state.ui.view, View::Play);
     let request = AutoplayRequest {
@@ -539,7 +556,12 @@ fn main() {
     jobs.push((autoplay_row, played.as_ref().map(|_| autoplay_job).map_err(String::clone)));
     let played_group = match played {
         // The group is complete: the app writes it to the run.
-        Ok(played) => update(&mut state, Msg::Autoplayed(Ok((played.episodes, played.policy)))).write,
+        Ok(played) => update(&mut state, Msg::Autoplayed(Ok((played.episodes, played.policy))))
+            .find(|e| match e {
+                Effect::Write(episodes) => Some(episodes),
+                _ => None,
+            })
+            .unwrap_or_default(),
         // Without the plugin, a group of the bench's own episodes, marked as played in the TUI.
         Err(_) => (0..DEFAULT_GROUP_SIZE)
             .map(|k| {
@@ -560,7 +582,12 @@ fn main() {
     // last iteration, which the trainer reads the run for) and says `Started` before its first iteration; asked
     // for no iterations, it ends there (`Finished`).
     update(&mut state, Msg::Action(Action::Train));
-    let form = update(&mut state, Msg::Action(Action::Open)).start_burst.expect("the dialog starts a burst");
+    let form = update(&mut state, Msg::Action(Action::Open))
+        .find(|e| match e {
+            Effect::StartBurst(form) => Some(form),
+            _ => None,
+        })
+        .expect("the dialog starts a burst");
     update(&mut state, Msg::Action(Action::Back));
     let mut request = form.train_request(&state.domain.run.dir, source);
     request.config.iterations = 0;

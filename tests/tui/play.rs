@@ -6,12 +6,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use gigscope::live::LiveEvent;
+use gigscope::run::Episode;
 use gigscope::tui::burst_dialog::{BurstPoint, BurstRequest, BurstUpdate};
 use gigscope::tui::play::fresh_group_name;
 use gigscope::tui::play::TasksHandle;
 use gigscope::tui::state::{Popup, Prompt};
-use gigscope::tui::update::InputKey;
-use gigscope::tui::{open, update, Action, Config, Effects, Msg, State, View};
+use gigscope::tui::update::{AutoplayRequest, InputKey};
+use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State, View};
 use gigscope::webshop::port::WebShopTasks;
 
 fn shop() -> TasksHandle {
@@ -24,6 +25,31 @@ fn state() -> State {
     open(Path::new("tests/fixtures/tui/basic"), config, (120, 40)).unwrap().0
 }
 
+/// The played group an update asks the app to write (none: empty).
+fn to_write(fx: Effects) -> Vec<Episode> {
+    fx.find(|e| match e {
+        Effect::Write(episodes) => Some(episodes),
+        _ => None,
+    })
+    .unwrap_or_default()
+}
+
+/// What an update asks the run's policy to play.
+fn autoplay(fx: Effects) -> Option<AutoplayRequest> {
+    fx.find(|e| match e {
+        Effect::Autoplay(request) => Some(request),
+        _ => None,
+    })
+}
+
+/// The burst an update asks the app to start.
+fn burst(fx: Effects) -> Option<BurstRequest> {
+    fx.find(|e| match e {
+        Effect::StartBurst(request) => Some(request),
+        _ => None,
+    })
+}
+
 fn act(s: &mut State, a: Action) -> Effects {
     update(s, Msg::Action(a))
 }
@@ -32,7 +58,7 @@ fn act(s: &mut State, a: Action) -> Effects {
 fn playing() -> State {
     let mut s = state();
     let fx = act(&mut s, Action::Play);
-    assert!(fx.open_env, "the first play asks the app to open the run's environment");
+    assert!(fx.contains(&Effect::OpenEnv), "the first play asks the app to open the run's environment");
     assert_eq!(s.ui.view, View::Play);
     update(&mut s, Msg::EnvReady(Ok(shop())));
     assert!(s.ui.play.is_some());
@@ -78,7 +104,7 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
     assert_eq!(group, "play-goal-1-1");
 
     let fx = play_one_episode(&mut s, "shorts");
-    assert!(fx.write.is_empty(), "nothing is written before the group is complete");
+    assert!(to_write(fx).is_empty(), "nothing is written before the group is complete");
     let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
     assert_eq!((session.finished.len(), session.steps()), (1, 0), "the next episode starts afresh");
     let page = s.ui.play.as_ref().unwrap().finished_page.clone().expect("the page the episode ended on is shown");
@@ -88,7 +114,7 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
 
     let fx = play_one_episode(&mut s, "workout shorts khaki");
     assert!(s.ui.play.as_ref().unwrap().session.is_none(), "the group is over");
-    let written = fx.write;
+    let written = to_write(fx);
     assert_eq!(written.len(), 2);
     for (i, e) in written.iter().enumerate() {
         assert_eq!(e.id, format!("{group}-{i}"));
@@ -142,7 +168,7 @@ fn left_goes_back_and_abandoning_asks_twice() {
     assert!(s.ui.play.as_ref().unwrap().session.is_some(), "another key in between cancels the question");
     let fx = act(&mut s, Action::Abandon);
     assert!(s.ui.play.as_ref().unwrap().session.is_none());
-    assert!(fx.write.is_empty(), "an abandoned group writes nothing");
+    assert!(to_write(fx).is_empty(), "an abandoned group writes nothing");
 }
 
 /// After a step the cursor stays on the action it was on when the page still offers it (an item's options).
@@ -185,7 +211,7 @@ fn the_policy_can_be_watched_step_by_step() {
     act(&mut s, Action::Left);
     act(&mut s, Action::Left);
     act(&mut s, Action::Open);
-    let request = act(&mut s, Action::WatchPolicy).autoplay.expect("the policy is asked to play");
+    let request = autoplay(act(&mut s, Action::WatchPolicy)).expect("the policy is asked to play");
     let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
     let step = |a: &str| gigscope::run::Step::new(session.env.observation(), a, 0.0);
     let episodes: Vec<_> = (0..request.n)
@@ -198,7 +224,7 @@ fn the_policy_can_be_watched_step_by_step() {
         })
         .collect();
     let fx = update(&mut s, Msg::Autoplayed(Ok((episodes, "the policy".into()))));
-    assert!(fx.write.is_empty(), "nothing is written while the steps are shown");
+    assert!(to_write(fx).is_empty(), "nothing is written while the steps are shown");
     let shown = |s: &State| {
         let r = s.ui.play.as_ref().unwrap().replay.as_ref().unwrap();
         (r.episode, r.step)
@@ -210,7 +236,7 @@ fn the_policy_can_be_watched_step_by_step() {
     assert_eq!(shown(&s), (1, 0));
     act(&mut s, Action::Open);
     let fx = act(&mut s, Action::Open);
-    assert_eq!(fx.write.len(), 2, "after the last step the episodes join the group, which is written");
+    assert_eq!(to_write(fx).len(), 2, "after the last step the episodes join the group, which is written");
     assert!(s.ui.play.as_ref().unwrap().replay.is_none());
 }
 
@@ -219,7 +245,7 @@ fn the_policy_plays_the_rest_of_the_group() {
     let mut s = playing();
     act(&mut s, Action::Open);
     let fx = act(&mut s, Action::Autoplay);
-    let request = fx.autoplay.expect("autoplay asks the app to let the policy play");
+    let request = autoplay(fx).expect("autoplay asks the app to let the policy play");
     assert_eq!((request.first, request.n, request.goal), (0, 4, 0));
     // What the app answers with: episodes of that group (their content is the trainer's business).
     let session = s.ui.play.as_ref().unwrap().session.as_ref().unwrap();
@@ -228,7 +254,7 @@ fn the_policy_plays_the_rest_of_the_group() {
     let episodes: Vec<_> =
         (0..4).map(|i| gigscope::run::Episode { id: format!("{}-{i}", request.group), ..episode.clone() }).collect();
     let fx = update(&mut s, Msg::Autoplayed(Ok((episodes, "the policy".into()))));
-    assert_eq!(fx.write.len(), 4);
+    assert_eq!(to_write(fx).len(), 4);
     assert!(s.ui.message.as_deref().unwrap().starts_with("the policy played 4"));
 }
 
@@ -273,8 +299,8 @@ fn the_burst_dialog_starts_one_burst_and_follows_it() {
     act(&mut s, Action::Right);
     assert_eq!(s.jobs.burst_form, BurstRequest { iterations: 3, goals: 32, ..BurstRequest::default() });
     let fx = act(&mut s, Action::Open);
-    assert_eq!(fx.start_burst, Some(s.jobs.burst_form));
-    assert!(act(&mut s, Action::Open).start_burst.is_none(), "one burst at a time");
+    assert_eq!(burst(fx), Some(s.jobs.burst_form));
+    assert!(burst(act(&mut s, Action::Open)).is_none(), "one burst at a time");
     act(&mut s, Action::Right);
     assert_eq!(s.jobs.burst_form.goals, 32, "the form is frozen while the burst runs");
 
@@ -300,11 +326,11 @@ fn the_burst_dialog_starts_one_burst_and_follows_it() {
     assert!(b.running());
     assert!((b.progress() - 1.0 / 3.0).abs() < 1e-12);
 
-    assert!(act(&mut s, Action::CancelBurst).cancel_jobs);
-    assert!(!act(&mut s, Action::CancelBurst).cancel_jobs, "cancel is asked once");
+    assert!(act(&mut s, Action::CancelBurst).contains(&Effect::CancelJobs));
+    assert!(!act(&mut s, Action::CancelBurst).contains(&Effect::CancelJobs), "cancel is asked once");
     update(&mut s, Msg::Burst(BurstUpdate::Finished { completed: 1, cancelled: true }));
     let b = s.jobs.burst.as_ref().unwrap();
     assert!(!b.running());
     assert_eq!(b.ended.as_deref(), Some("cancelled after 1 iteration(s)"));
-    assert!(act(&mut s, Action::Open).start_burst.is_some(), "a new burst can start once it ended");
+    assert!(burst(act(&mut s, Action::Open)).is_some(), "a new burst can start once it ended");
 }

@@ -1,6 +1,6 @@
 //! Settings changes in the TUI recompute only the numbers when the anchor mode stays (`advantage::recompute`):
 //! after every change of every field, both ways, the derived state equals one built from scratch. A change
-//! to similarity anchors on a large run is grouped in the background (`Effects::group_anchors`, answered with
+//! to similarity anchors on a large run is grouped in the background (`Effect::GroupAnchors`, answered with
 //! `Msg::Grouped`), and groupings made before are reused.
 
 use std::path::Path;
@@ -10,9 +10,17 @@ use gigscope::advantage::AnchorMode;
 use gigscope::live::LiveEvent;
 use gigscope::run::Episode;
 
-use gigscope::tui::fields::FIELDS;
-use gigscope::tui::state::Derived;
-use gigscope::tui::{open, update, Action, Config, Msg, State};
+use gigscope::tui::settings_fields::FIELDS;
+use gigscope::tui::state::{Derived, GroupingRequest};
+use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State};
+
+/// The anchor grouping an update asks to compute in the background.
+fn grouping_asked(fx: Effects) -> Option<GroupingRequest> {
+    fx.find(|e| match e {
+        Effect::GroupAnchors(request) => Some(request),
+        _ => None,
+    })
+}
 
 fn state() -> State {
     let config = Config::defaults(true).unwrap();
@@ -62,14 +70,14 @@ fn similarity_on_a_large_run_is_grouped_in_the_background_then_applied() {
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
     assert_eq!(s.domain.settings.anchor, AnchorMode::Similarity(0.85));
-    let request = fx.group_anchors.expect("a background grouping is asked for");
+    let request = grouping_asked(fx).expect("a background grouping is asked for");
     // Until it arrives: the exact groups, with every other setting applied; the wait is shown.
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
     assert_eq!(s.domain.grouping_job, Some(AnchorMode::Similarity(0.85)));
     assert_eq!(s.domain.derived, Derived::build(&s.domain.episodes, &s.domain.table_settings()));
     let grouping = request.job.run();
     let fx = update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping });
-    assert!(fx.redraw && fx.group_anchors.is_none());
+    assert!(fx.redraws() && grouping_asked(fx).is_none());
     assert_eq!(s.domain.grouping_job, None);
     assert_eq!(s.domain.derived, built(&s));
     assert_ne!(
@@ -83,7 +91,7 @@ fn other_changes_while_a_grouping_is_on_its_way_are_applied_at_once() {
     let mut s = sample_state();
     to_theta(&mut s);
     let before = s.domain.derived.clone();
-    let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    let request = grouping_asked(update(&mut s, Msg::Action(Action::Left))).unwrap();
     // Only the anchor mode changed: the table is the one computed before.
     assert_eq!(s.domain.derived, before);
     // ω (five fields up) changes meanwhile: recomputed over the exact groups, then over the new ones.
@@ -104,13 +112,13 @@ fn other_changes_while_a_grouping_is_on_its_way_are_applied_at_once() {
 fn switching_back_to_a_grouped_mode_needs_no_background_work() {
     let mut s = sample_state();
     to_theta(&mut s);
-    let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    let request = grouping_asked(update(&mut s, Msg::Action(Action::Left))).unwrap();
     let grouping = request.job.run();
     update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping });
     // Back to exact, then to similarity 0.85 again: both kept, applied at once.
     for key in [Action::ResetSettings, Action::Left] {
         let fx = update(&mut s, Msg::Action(key));
-        assert!(fx.group_anchors.is_none(), "{key:?}");
+        assert!(grouping_asked(fx).is_none(), "{key:?}");
         assert_eq!(s.domain.grouping_job, None);
         assert_eq!(s.domain.derived.settings.anchor, s.domain.settings.anchor);
         assert_eq!(s.domain.derived, built(&s), "{key:?}");
@@ -121,8 +129,8 @@ fn switching_back_to_a_grouped_mode_needs_no_background_work() {
 fn a_grouping_that_is_no_longer_wanted_is_kept_but_not_applied() {
     let mut s = sample_state();
     to_theta(&mut s);
-    let first = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
-    let second = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    let first = grouping_asked(update(&mut s, Msg::Action(Action::Left))).unwrap();
+    let second = grouping_asked(update(&mut s, Msg::Action(Action::Left))).unwrap();
     assert_eq!((first.job.theta(), second.job.theta()), (0.85, 0.8));
     update(&mut s, Msg::Grouped { episodes_version: first.episodes_version, grouping: first.job.run() });
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
@@ -137,17 +145,18 @@ fn a_grouping_that_is_no_longer_wanted_is_kept_but_not_applied() {
 fn a_grouping_of_older_episodes_is_asked_for_again() {
     let mut s = sample_state();
     to_theta(&mut s);
-    let request = update(&mut s, Msg::Action(Action::Left)).group_anchors.unwrap();
+    let request = grouping_asked(update(&mut s, Msg::Action(Action::Left))).unwrap();
     // A live run appends an episode meanwhile: the table takes it in under its present (exact) groups.
     let line = r#"{"id":"late","group":"late-g","steps":[{"observation":"o","action":"a","reward":1}]}"#;
     let n = s.domain.episodes.len() as u64;
     let events = vec![LiveEvent::Episodes(vec![(n + 1, serde_json::from_str::<Episode>(line).unwrap())])];
     update(&mut s, Msg::Live(events, Instant::now()));
     assert_eq!(s.domain.derived, Derived::build(&s.domain.episodes, &s.domain.table_settings()));
-    let again =
-        update(&mut s, Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() })
-            .group_anchors
-            .expect("asked again for the new episodes");
+    let again = grouping_asked(update(
+        &mut s,
+        Msg::Grouped { episodes_version: request.episodes_version, grouping: request.job.run() },
+    ))
+    .expect("asked again for the new episodes");
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Exact);
     update(&mut s, Msg::Grouped { episodes_version: again.episodes_version, grouping: again.job.run() });
     assert_eq!(s.domain.derived, built(&s));
@@ -159,7 +168,7 @@ fn small_runs_group_by_similarity_at_once() {
     assert!(s.domain.episodes.iter().map(|e| e.steps.len()).sum::<usize>() < s.config.background_grouping_steps);
     to_theta(&mut s);
     let fx = update(&mut s, Msg::Action(Action::Left));
-    assert!(fx.group_anchors.is_none());
+    assert!(grouping_asked(fx).is_none());
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::Similarity(0.85));
     assert_eq!(s.domain.derived, built(&s));
 }

@@ -9,9 +9,18 @@ use std::path::Path;
 
 use gigscope::run::truth::{truth_path, TruthAgreement, TruthFile, TruthHeader, TruthRow, TRUTH_FORMAT};
 use gigscope::tui::state::JobKind;
-use gigscope::tui::{open, update, Action, Config, Msg, State};
+use gigscope::tui::truth_job::{TruthJobError, TruthJobRequest};
+use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State};
 use support::runs::copy_fixture;
 use support::screen::{keys, open_group, render};
+
+/// The truth measurement an update asks the app to start.
+fn truth_request(fx: Effects) -> Option<Box<TruthJobRequest>> {
+    fx.find(|e| match e {
+        Effect::Truth(request) => Some(request),
+        _ => None,
+    })
+}
 
 fn state(dir: &Path, size: (u16, u16)) -> State {
     open(dir, Config::defaults(false).expect("default config"), size).expect("open the run").0
@@ -98,6 +107,8 @@ fn the_truth_column_shows_the_values_of_a_truth_file_written_by_the_test() {
     assert!(screen.contains("--iteration 0` (the iteration)"), "{screen}");
 
     write_truth(&dir, "tui-fixture");
+    // The views look at the truth file again on the next message (the app's clock ticks once a second).
+    update(&mut s, Msg::Tick(std::time::Instant::now()));
     let screen = render(&s);
     // A* = Q̂ − V̂ = 9.5 − 4.25, its standard error √(0.3² + 0.4²) = 0.5.
     let step0 = screen.lines().find(|l| l.contains("search[socks]")).unwrap_or_else(|| panic!("{screen}"));
@@ -218,7 +229,7 @@ fn the_truth_key_explains_why_a_run_cannot_be_measured() {
     keys(&mut s, &[Action::Estimators]);
     assert!(render(&s).contains("A* absent: no policy to branch with (run.json has no `train` record"));
     let fx = update(&mut s, Msg::Action(Action::Truth));
-    assert!(fx.truth.is_none() && s.jobs.truth.is_none());
+    assert!(truth_request(fx).is_none() && s.jobs.truth.is_none());
     let message = s.ui.message.clone().unwrap_or_default();
     assert!(
         message.contains("was not trained by gigscope") && message.contains("no policy to branch with"),
@@ -240,7 +251,7 @@ fn the_truth_key_starts_shows_and_cancels_a_measurement() {
     open_group(&mut s, "socks-it0");
     keys(&mut s, &[Action::Estimators]);
     let fx = update(&mut s, Msg::Action(Action::Truth));
-    let request = fx.truth.expect("a truth request");
+    let request = truth_request(fx).expect("a truth request");
     assert_eq!((request.group.as_str(), request.iteration, request.rollouts), ("socks-it0", 0, 32));
     assert_eq!(request.episodes.len(), 6, "iteration 0's episodes, for the agreements");
     update(&mut s, Msg::Jobs(vec![JobKind::Truth { states: 3, continuations: 96 }]));
@@ -249,9 +260,9 @@ fn the_truth_key_starts_shows_and_cancels_a_measurement() {
     keys(&mut s, &[Action::Anchor]);
     assert!(render(&s).contains("measuring the truth of group socks-it0"));
     let fx = update(&mut s, Msg::Action(Action::Truth));
-    assert!(fx.cancel_truth && fx.truth.is_none());
+    assert!(fx.contains(&Effect::CancelTruth) && truth_request(fx).is_none());
     assert!(render(&s).contains("cancelling the truth of group socks-it0"));
-    update(&mut s, Msg::Truth(Err("truth of group socks-it0: cancelled".into())));
+    update(&mut s, Msg::Truth(Err(TruthJobError::Cancelled { group: "socks-it0".into() })));
     assert!(s.jobs.truth.is_none());
     assert_eq!(s.ui.message.as_deref(), Some("truth of group socks-it0: cancelled"));
 }

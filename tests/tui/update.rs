@@ -6,21 +6,29 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gigscope::advantage::Estimator;
-use gigscope::index::{Hit, SearchResults};
+use gigscope::index::{Hit, IndexError, SearchResults};
 use gigscope::live::{LiveEvent, LiveFile};
 use gigscope::run::{Episode, LineError};
-use gigscope::tui::fields::Field;
+use gigscope::tui::settings_fields::Field;
 use gigscope::tui::state::Popup;
 use gigscope::tui::update::InputKey;
-use gigscope::tui::{open, update, Action, Config, Msg, State, View};
+use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State, View};
 
 fn state() -> State {
     let config = Config::defaults(true).unwrap();
     open(Path::new("tests/fixtures/tui/basic"), config, (120, 40)).unwrap().0
 }
 
+/// The query an update asks the app to search for.
+fn search(fx: Effects) -> Option<String> {
+    fx.find(|e| match e {
+        Effect::Search(query) => Some(query),
+        _ => None,
+    })
+}
+
 fn act(s: &mut State, a: Action) -> bool {
-    update(s, Msg::Action(a)).redraw
+    update(s, Msg::Action(a)).redraws()
 }
 
 /// Select the socks group (the golden example) and its first trajectory's first step in the episode view.
@@ -128,7 +136,7 @@ fn help_toggles_and_swallows_navigation() {
 #[test]
 fn quit_is_an_effect() {
     let mut s = state();
-    assert!(update(&mut s, Msg::Action(Action::Quit)).quit);
+    assert!(update(&mut s, Msg::Action(Action::Quit)).quits());
 }
 
 #[test]
@@ -158,7 +166,7 @@ fn appended_episodes_keep_the_position() {
     let before = (s.ui.view, s.ui.sel.clone());
     let t0 = Instant::now();
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 2))])];
-    assert!(update(&mut s, Msg::Live(events, t0)).redraw);
+    assert!(update(&mut s, Msg::Live(events, t0)).redraws());
     assert_eq!(s.domain.episodes.len(), 13);
     assert_eq!(s.domain.derived.iterations.len(), 3);
     assert_eq!((s.ui.view, s.ui.sel.clone()), before);
@@ -216,11 +224,11 @@ fn recorded_settings_follow_a_changed_run_json() {
 fn empty_batch_does_not_redraw_and_tick_redraws_once_per_second() {
     let mut s = state();
     let t0 = Instant::now();
-    assert!(!update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![])], t0)).redraw);
-    assert!(!update(&mut s, Msg::Tick(t0)).redraw, "nothing has arrived yet: no age to show");
+    assert!(!update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![])], t0)).redraws());
+    assert!(!update(&mut s, Msg::Tick(t0)).redraws(), "nothing has arrived yet: no age to show");
     update(&mut s, Msg::Live(vec![LiveEvent::Episodes(vec![(13, episode("n", "g", 0))])], t0));
-    assert!(!update(&mut s, Msg::Tick(t0 + Duration::from_millis(100))).redraw);
-    assert!(update(&mut s, Msg::Tick(t0 + Duration::from_millis(1100))).redraw);
+    assert!(!update(&mut s, Msg::Tick(t0 + Duration::from_millis(100))).redraws());
+    assert!(update(&mut s, Msg::Tick(t0 + Duration::from_millis(1100))).redraws());
 }
 
 #[test]
@@ -240,7 +248,7 @@ fn click_selects_the_row_under_the_pointer_and_wheel_moves() {
 #[test]
 fn resize_changes_the_layout_size() {
     let mut s = state();
-    assert!(update(&mut s, Msg::Resize(80, 24)).redraw);
+    assert!(update(&mut s, Msg::Resize(80, 24)).redraws());
     assert_eq!(s.ui.size, (80, 24));
 }
 
@@ -254,11 +262,11 @@ fn search_prompt_collects_text_and_asks_the_app_to_search() {
     }
     update(&mut s, Msg::Input(InputKey::Backspace));
     let fx = update(&mut s, Msg::Input(InputKey::Submit));
-    assert_eq!(fx.search.as_deref(), Some("adv:<-1"));
+    assert_eq!(search(fx).as_deref(), Some("adv:<-1"));
     assert_eq!(s.ui.input, None);
     act(&mut s, Action::Search);
     update(&mut s, Msg::Input(InputKey::Char('x')));
-    assert_eq!(update(&mut s, Msg::Input(InputKey::Cancel)).search, None);
+    assert_eq!(search(update(&mut s, Msg::Input(InputKey::Cancel))), None);
     assert_eq!(s.ui.input, None);
 }
 
@@ -303,8 +311,10 @@ fn a_search_over_a_growing_index_says_so_and_its_rerun_keeps_the_place() {
 #[test]
 fn search_error_is_shown_not_fatal() {
     let mut s = state();
-    update(&mut s, Msg::SearchDone { query: "(".into(), result: Err("bad query".into()), partial: None });
-    assert_eq!(s.ui.message.as_deref(), Some("bad query"));
+    let error = IndexError::Query { query: "(".into(), message: "unbalanced parenthesis".into() };
+    let shown = error.to_string();
+    update(&mut s, Msg::SearchDone { query: "(".into(), result: Err(error.into()), partial: None });
+    assert_eq!(s.ui.message.as_deref(), Some(shown.as_str()));
     assert_eq!(s.ui.view, View::Overview);
 }
 
@@ -423,15 +433,18 @@ fn status_line(s: &State) -> String {
 fn jobs_running_off_the_ui_thread_show_in_the_status_bar_and_x_cancels_them() {
     use gigscope::tui::state::JobKind;
     let mut s = state();
-    assert!(update(&mut s, Msg::Jobs(vec![JobKind::OpenEnv, JobKind::Write])).redraw);
+    assert!(update(&mut s, Msg::Jobs(vec![JobKind::OpenEnv, JobKind::Write])).redraws());
     let line = status_line(&s);
     assert!(line.contains("⟳ opening the environment (X cancels)"), "{line}");
     assert!(line.contains("⟳ writing the played group ·"), "a write cannot be cancelled: {line}");
     let fx = update(&mut s, Msg::Action(Action::CancelBurst));
-    assert!(fx.cancel_jobs);
-    assert!(!update(&mut s, Msg::Jobs(vec![JobKind::OpenEnv, JobKind::Write])).redraw, "nothing changed");
+    assert!(fx.contains(&Effect::CancelJobs));
+    assert!(!update(&mut s, Msg::Jobs(vec![JobKind::OpenEnv, JobKind::Write])).redraws(), "nothing changed");
     update(&mut s, Msg::Jobs(vec![JobKind::Write]));
-    assert!(!update(&mut s, Msg::Action(Action::CancelBurst)).cancel_jobs, "only a write left: nothing to cancel");
+    assert!(
+        !update(&mut s, Msg::Action(Action::CancelBurst)).contains(&Effect::CancelJobs),
+        "only a write left: nothing to cancel"
+    );
 }
 
 /// A grouping and a burst have lines of their own in the status bar (what is shown meanwhile; the burst's gauge):

@@ -11,14 +11,16 @@ use ratatui::DefaultTerminal;
 
 use super::terminal::draw;
 use crate::advantage::AdvantageSettings;
-use crate::index::{IndexSearcher, TrajectoryIndex};
+use crate::index::{IndexError, IndexSearcher, TrajectoryIndex};
 use crate::run::{Episode, RunWriter};
 use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
 use crate::tui::burst_dialog::{BurstRequest, BurstUpdate};
+use crate::tui::msg::{AutoplayRequest, Effect, Effects, JobError, Msg};
 use crate::tui::play::TasksHandle;
 use crate::tui::runner::{JobContext, JobNews, Outcome, Runner};
 use crate::tui::state::{Cancel, GroupingRequest, JobKind, State};
-use crate::tui::update::{update, AutoplayRequest, Effects, Msg};
+use crate::tui::truth_job::{self, TruthJobError, TruthJobRequest};
+use crate::tui::update::update;
 
 /// Results listed per search; `total` still counts every match.
 const SEARCH_LIMIT: usize = 1000;
@@ -42,7 +44,7 @@ impl Searcher {
     /// Search for `query`: a search job over what the index has committed, and an update job first when the
     /// index does not hold every episode yet (the search then covers part of the run and runs again when the
     /// update is done).
-    fn search(&mut self, runner: &mut Runner, state: &State, query: String) -> Result<(), String> {
+    fn search(&mut self, runner: &mut Runner, state: &State, query: String) -> Result<(), IndexError> {
         let settings = state.domain.settings;
         let updating = runner.has(|k| matches!(k, JobKind::Index { .. }));
         // Opened for other settings, or the index went with a cancelled update: open it (again).
@@ -52,8 +54,7 @@ impl Searcher {
                 self.rerun = Some(query);
                 return Ok(());
             }
-            let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings)
-                .map_err(|e| e.to_string())?
+            let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings)?
                 .with_page_anchor(crate::env::page_anchor(&state.domain.run));
             self.handle = Some((settings, index.searcher()));
             self.index = Some(index);
@@ -74,7 +75,7 @@ impl Searcher {
         }
         runner.spawn(JobKind::Search, move |_| {
             let partial = (snapshot.episodes_indexed() < total).then_some((snapshot.episodes_indexed(), total));
-            let result = snapshot.search(&query, SEARCH_LIMIT).map_err(|e| e.to_string());
+            let result = snapshot.search(&query, SEARCH_LIMIT).map_err(JobError::from);
             Outcome::Msg(Msg::SearchDone { query, result, partial })
         });
         Ok(())
@@ -99,12 +100,10 @@ fn start_index_update(runner: &mut Runner, mut index: TrajectoryIndex, state: &S
                     ControlFlow::Continue(())
                 }
             })
-            .map(|_| ())
-            .map_err(|e| e.to_string());
+            .map(|_| ());
         Outcome::Index(Box::new(index), result)
     });
 }
-
 
 /// Carries out what updates ask for (searches, opening the shop, writing played groups, the policy playing,
 /// training bursts) and feeds the outcomes back to `update`.
@@ -125,7 +124,7 @@ impl Effector {
 
     /// The run's environment as the training side names it: the registry's entry for the run, WebShop on the
     /// TUI's `--catalog`.
-    fn task_source(&self, run: &crate::run::Run) -> Result<TaskSource, String> {
+    fn task_source(&self, run: &crate::run::Run) -> Result<TaskSource, JobError> {
         task_source(run, self.catalog.as_deref())
     }
 
@@ -139,7 +138,7 @@ impl Effector {
             Err(e) => return Some(Msg::EnvReady(Err(e))),
         };
         self.runner.spawn(JobKind::OpenEnv, move |_| {
-            Outcome::Env(crate::env::registry::open(&source.env, &source.options).map_err(|e| e.to_string()))
+            Outcome::Env(crate::env::registry::open(&source.env, &source.options).map_err(JobError::from))
         });
         None
     }
@@ -160,7 +159,7 @@ impl Effector {
                 self.searcher.index = Some(*index);
                 let rerun = self.searcher.rerun.take();
                 match (result, rerun) {
-                    (Err(e), _) => Some(Msg::SearchDone { query: String::new(), result: Err(e), partial: None }),
+                    (Err(e), _) => Some(Msg::SearchDone { query: String::new(), result: Err(e.into()), partial: None }),
                     (Ok(()), Some(query)) => self.search(state, query),
                     (Ok(()), None) => None,
                 }
@@ -178,12 +177,13 @@ impl Effector {
         let Effector { searcher, runner, .. } = self;
         searcher.search(runner, state, query.clone()).err().map(|e| Msg::SearchDone {
             query,
-            result: Err(e),
+            result: Err(e.into()),
             partial: None,
         })
     }
 
-    /// Carry out an update's effects and those of the messages they answer with; `true` when the app should quit.
+    /// Carry out an update's effects, in order, and those of the messages they answer with; `true` when the
+    /// app is to quit.
     pub(super) fn apply(
         &mut self,
         terminal: &mut DefaultTerminal,
@@ -193,54 +193,15 @@ impl Effector {
     ) -> Result<bool, std::io::Error> {
         let mut queue = vec![fx];
         while let Some(fx) = queue.pop() {
-            *redraw |= fx.redraw;
-            if fx.quit {
-                if self.runner.has(|k| k.cancel() == Cancel::Stop) {
-                    state.ui.message = Some("quitting once the burst or the truth stops at its next boundary …".into());
-                    // Said if it can be: a terminal that went away (a hang-up) must not keep the burst from its end.
-                    let _ = draw(terminal, state);
-                }
-                // A burst ends its iteration, so the run and checkpoint stay valid; a write ends its group.
-                self.runner.wind_down();
-                return Ok(true);
-            }
             let jobs_before = self.runner.kinds();
             let mut answers = Vec::new();
-            if let Some(query) = fx.search {
-                answers.extend(self.search(state, query));
-            }
-            if let Some(request) = fx.estimator_batch {
-                self.runner.spawn(JobKind::Estimators, move |_| Outcome::Msg(Msg::EstimatorBatch(request.compute())));
-            }
-            if fx.open_env {
-                answers.extend(self.open_env(&state.domain.run));
-            }
-            if !fx.write.is_empty() {
-                let (dir, episodes) = (state.domain.run.dir.clone(), fx.write);
-                self.runner.spawn(JobKind::Write, move |_| Outcome::Msg(Msg::Written(write_episodes(&dir, &episodes))));
-            }
-            if let Some(request) = fx.autoplay {
-                if let Err(e) = self.autoplay(&state.domain.run, &request) {
-                    answers.push(Msg::Autoplayed(Err(e)));
+            for effect in fx {
+                if effect == Effect::Quit {
+                    self.quit(terminal, state);
+                    return Ok(true);
                 }
-            }
-            if let Some(request) = fx.start_burst {
-                if let Err(e) = self.start_burst(&state.domain.run, request) {
-                    answers.push(Msg::Burst(BurstUpdate::Failed(e)));
-                }
-            }
-            if let Some(request) = fx.group_anchors {
-                self.start_grouping(request);
-            }
-            if let Some(request) = fx.truth {
-                let progress = JobKind::Truth { states: 0, continuations: 0 };
-                self.runner.spawn(progress, move |ctx| Outcome::Msg(crate::tui::truth_job::run(&request, ctx)));
-            }
-            if fx.cancel_truth {
-                self.runner.cancel_where(|k| matches!(k, JobKind::Truth { .. }));
-            }
-            if fx.cancel_jobs {
-                self.runner.cancel();
+                *redraw |= effect == Effect::Redraw;
+                answers.extend(self.carry_out(state, effect));
             }
             if self.runner.kinds() != jobs_before {
                 answers.push(Msg::Jobs(self.runner.kinds()));
@@ -250,8 +211,60 @@ impl Effector {
         Ok(false)
     }
 
+    /// Quit: a burst ends its iteration, so the run and checkpoint stay valid, and a write ends its group.
+    fn quit(&mut self, terminal: &mut DefaultTerminal, state: &mut State) {
+        if self.runner.has(|k| k.cancel() == Cancel::Stop) {
+            state.ui.message = Some("quitting once the burst or the truth stops at its next boundary …".into());
+            // Said if it can be: a terminal that went away (a hang-up) must not keep the burst from its end.
+            let _ = draw(terminal, state);
+        }
+        self.runner.wind_down();
+    }
+
+    /// Start one effect (most as a job); the message to answer with at once, if any.
+    fn carry_out(&mut self, state: &State, effect: Effect) -> Option<Msg> {
+        match effect {
+            Effect::Redraw | Effect::Quit => None,
+            Effect::Search(query) => self.search(state, query),
+            Effect::EstimatorBatch(request) => {
+                self.runner.spawn(JobKind::Estimators, move |_| Outcome::Msg(Msg::EstimatorBatch(request.compute())));
+                None
+            }
+            Effect::OpenEnv => self.open_env(&state.domain.run),
+            Effect::Write(episodes) => {
+                let dir = state.domain.run.dir.clone();
+                self.runner.spawn(JobKind::Write, move |_| Outcome::Msg(Msg::Written(write_episodes(&dir, &episodes))));
+                None
+            }
+            Effect::Autoplay(request) => {
+                self.autoplay(&state.domain.run, &request).err().map(|e| Msg::Autoplayed(Err(e)))
+            }
+            Effect::StartBurst(request) => self
+                .start_burst(&state.domain.run, request)
+                .err()
+                .map(|e| Msg::Burst(BurstUpdate::Failed(e.to_string()))),
+            Effect::GroupAnchors(request) => {
+                self.start_grouping(request);
+                None
+            }
+            Effect::Truth(request) => {
+                let progress = JobKind::Truth { states: 0, continuations: 0 };
+                self.runner.spawn(progress, move |ctx| Outcome::Msg(measure_truth(&request, ctx)));
+                None
+            }
+            Effect::CancelTruth => {
+                self.runner.cancel_where(|k| matches!(k, JobKind::Truth { .. }));
+                None
+            }
+            Effect::CancelJobs => {
+                self.runner.cancel();
+                None
+            }
+        }
+    }
+
     /// The run's policy plays a group, in the training plugin (loaded on first use), as a job.
-    fn autoplay(&mut self, run: &crate::run::Run, request: &AutoplayRequest) -> Result<(), String> {
+    fn autoplay(&mut self, run: &crate::run::Run, request: &AutoplayRequest) -> Result<(), JobError> {
         let request = training::AutoplayRequest {
             run: run.dir.clone(),
             tasks: self.task_source(run)?,
@@ -263,7 +276,8 @@ impl Effector {
             seed: request.seed,
         };
         self.runner.spawn(JobKind::Autoplay, move |_| {
-            let played = Training::load().map_err(|e| e.to_string()).and_then(|t| t.autoplay(&request));
+            let played =
+                Training::load().map_err(JobError::from).and_then(|t| t.autoplay(&request).map_err(JobError::Plugin));
             Outcome::Msg(Msg::Autoplayed(played.map(|p| (p.episodes, p.policy))))
         });
         Ok(())
@@ -271,9 +285,9 @@ impl Effector {
 
     /// Start a burst into the open run, in the training plugin (loaded on first use: a clear error when it
     /// cannot be). How it continues the run is the training side's decision.
-    fn start_burst(&mut self, run: &crate::run::Run, request: BurstRequest) -> Result<(), String> {
+    fn start_burst(&mut self, run: &crate::run::Run, request: BurstRequest) -> Result<(), JobError> {
         if self.runner.has(|k| matches!(k, JobKind::StartBurst | JobKind::Burst { .. })) {
-            return Err("a burst is already running".into());
+            return Err(JobError::BurstRunning);
         }
         let request = request.train_request(&run.dir, self.task_source(run)?);
         // Loading the plugin (and libtorch with it) the first time takes a while, and so does the burst.
@@ -299,6 +313,18 @@ impl Effector {
             None => Outcome::Cancelled,
         });
     }
+}
+
+/// The truth job: measure (the training plugin is loaded here, on first use) and merge into the iteration's
+/// file; the message that ends it.
+fn measure_truth(request: &TruthJobRequest, ctx: &JobContext) -> Msg {
+    let outcome = truth_job::measure(request, ctx.cancel_flag(), &mut |p| {
+        ctx.progress(JobKind::Truth { states: p.states_done, continuations: p.continuations });
+    });
+    Msg::Truth(match outcome {
+        Err(_) if ctx.cancelled() => Err(TruthJobError::Cancelled { group: request.group.clone() }),
+        other => other,
+    })
 }
 
 /// How often the running burst's news is looked for.
@@ -336,9 +362,9 @@ fn follow_burst(ctx: &JobContext, handle: &BurstHandle) -> BurstUpdate {
 
 /// The run's environment as the app names it to its jobs (opening it, the policy's play, a burst), with
 /// `catalog` for the environments that take one (`--catalog`).
-pub fn task_source(run: &crate::run::Run, catalog: Option<&Path>) -> Result<TaskSource, String> {
+pub fn task_source(run: &crate::run::Run, catalog: Option<&Path>) -> Result<TaskSource, JobError> {
     let registered = crate::env::registry::of_run(run)
-        .ok_or_else(|| format!("this run's environment is not one gigscope has ({})", crate::env::registry::names()))?;
+        .ok_or_else(|| JobError::UnknownEnvironment { known: crate::env::registry::names() })?;
     let mut options = crate::env::EnvOptions::default();
     // `--catalog` is the option of the environments that take one (WebShop's catalog directory).
     let takes_catalog = registered.options.iter().any(|(key, _)| *key == "catalog");
@@ -350,11 +376,10 @@ pub fn task_source(run: &crate::run::Run, catalog: Option<&Path>) -> Result<Task
 
 /// Append a played group to the run in `dir` (the app's group-write job): whole lines, so the watcher (and any
 /// other reader) sees whole episodes.
-pub fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, String> {
-    let fail = |e: crate::run::RunError| format!("writing the played group: {e} (the group was not saved)");
-    let mut writer = RunWriter::create(dir).map_err(fail)?;
+pub fn write_episodes(dir: &Path, episodes: &[Episode]) -> Result<usize, JobError> {
+    let mut writer = RunWriter::create(dir).map_err(JobError::write)?;
     for e in episodes {
-        writer.append_episode(e).map_err(fail)?;
+        writer.append_episode(e).map_err(JobError::write)?;
     }
     Ok(episodes.len())
 }

@@ -13,8 +13,9 @@ use crate::run::lean::{LeanEpisode, LeanReading};
 use crate::run::{Layout, SourceOptions};
 use crate::tui::config::Config;
 use crate::tui::domain::LoadCache;
+use crate::tui::msg::{Effect, Effects, Msg};
 use crate::tui::state::State;
-use crate::tui::update::{update, Msg};
+use crate::tui::update::update;
 
 /// Open a run directory and read all of it into a fresh state, for a terminal of `size`. The readers'
 /// positions are returned for [`Watcher::spawn`], which continues from exactly there.
@@ -152,6 +153,8 @@ pub struct Loading {
     last_frame: Option<Instant>,
     /// The run's watcher, once started: it stops when the viewer drops this.
     watcher: Option<Watcher>,
+    /// What the merges' updates asked for besides a frame, for the app's effect runner.
+    effects: Effects,
 }
 
 /// The least time between two frames asked for by merged parts (60 a second).
@@ -194,6 +197,11 @@ impl Loading {
         }
     }
 
+    /// What the merges' updates asked for besides a frame, since this was last asked.
+    pub fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.effects)
+    }
+
     /// Whether parts wait to be merged.
     pub fn merging(&self, state: &State) -> bool {
         state.domain.cached_pending() || !self.backlog.is_empty()
@@ -209,17 +217,19 @@ impl Loading {
     /// [`MERGE_FRAME_INTERVAL`] while parts keep coming, and one when the last has been merged), and whether the
     /// part said the reader caught up with the run.
     pub fn merge_next(&mut self, state: &mut State) -> (bool, bool) {
-        let (redraw, caught_up) = if state.domain.cached_pending() {
-            (update(state, Msg::CachedPart).redraw, false)
+        let (fx, caught_up) = if state.domain.cached_pending() {
+            (update(state, Msg::CachedPart), false)
         } else if !self.backlog.is_empty() {
             let part = live::next_part(&mut self.backlog);
             let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
-            (!part.is_empty() && update(state, Msg::Live(part, Instant::now())).redraw, caught_up)
+            (if part.is_empty() { Effects::none() } else { update(state, Msg::Live(part, Instant::now())) }, caught_up)
         } else {
             // Nothing to merge: the next part of the load cache being copied, if any.
             state.domain.copy_load_cache();
-            (false, false)
+            (Effects::none(), false)
         };
+        let redraw = fx.redraws();
+        self.effects.extend(fx.into_iter().filter(|e| *e != Effect::Redraw));
         self.owed_frame |= redraw;
         let due = !self.merging(state) || self.last_frame.is_none_or(|at| at.elapsed() >= MERGE_FRAME_INTERVAL);
         if !(self.owed_frame && due) {

@@ -23,10 +23,11 @@ use self::effects::Effector;
 use self::terminal::{draw, translate, TerminalGuard};
 use super::action::Action;
 use super::config::Config;
+use super::msg::{Effects, Msg};
 use super::runner::{JobNews, Runner};
 use super::state::State;
 use super::theme::color_enabled;
-use super::update::{update, Msg};
+use super::update::update;
 use crate::live::WatchOptions;
 use crate::run::{Layout, SourceOptions};
 
@@ -56,12 +57,15 @@ enum Incoming {
     Terminal(Event),
     Reading(Reading),
     Job(JobNews),
-    /// One of the signals that end a terminal program (see [`terminal::watch_signals`]).
-    Signal(i32),
+    /// One of the signals that end a terminal program arrived (see [`terminal::watch_signals`]).
+    Signal,
 }
 
 /// A sender of one kind of [`Incoming`], for a thread: `false` once the main loop has gone.
-fn sender<T>(tx: &mpsc::Sender<Incoming>, kind: fn(T) -> Incoming) -> impl Fn(T) -> bool + Send + Sync + 'static {
+fn sender<T: 'static>(
+    tx: &mpsc::Sender<Incoming>,
+    kind: fn(T) -> Incoming,
+) -> impl Fn(T) -> bool + Send + Sync + 'static {
     let tx = tx.clone();
     move |item| tx.send(kind(item)).is_ok()
 }
@@ -79,8 +83,12 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     let (tx, rx) = mpsc::channel::<Incoming>();
     opening.spawn(opts.watch, sender(&tx, Incoming::Reading));
     // Before the terminal is taken: a signal from now on is answered by giving it back.
-    terminal::watch_signals(sender(&tx, Incoming::Signal))?;
-    let runner = Runner::new(sender(&tx, Incoming::Job));
+    let signal_tx = tx.clone();
+    terminal::watch_signals(move || signal_tx.send(Incoming::Signal).is_ok())?;
+    let send_job = sender(&tx, Incoming::Job);
+    let runner = Runner::new(move |job| {
+        send_job(job);
+    });
     let mut app = App::new(state, Effector::new(opts.catalog.clone(), runner), opts.follow)?;
     terminal::read_events(sender(&tx, Incoming::Terminal));
     drop(tx);
@@ -104,9 +112,13 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         }
         // One part of what the watcher read is merged per turn, so keys are answered between parts.
         app.redraw |= app.loading.merge_next(&mut app.state).0;
+        let mut fx = app.loading.take_effects();
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
-            app.redraw |= update(&mut app.state, Msg::Tick(Instant::now())).redraw;
+            fx.extend(update(&mut app.state, Msg::Tick(Instant::now())));
+        }
+        if app.apply(fx)?.is_break() {
+            return Ok(());
         }
         app.draw_if_changed()?;
     }
@@ -149,15 +161,21 @@ impl App {
             }
             Incoming::Terminal(ev) => translate(&self.state, ev).into_iter().collect(),
             // As `q`: whatever the keymap says.
-            Incoming::Signal(_) => vec![Msg::Action(Action::Quit)],
+            Incoming::Signal => vec![Msg::Action(Action::Quit)],
         };
         for msg in messages {
             let fx = update(&mut self.state, msg);
-            if self.effector.apply(&mut self.guard.terminal, &mut self.state, fx, &mut self.redraw)? {
+            if self.apply(fx)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// An update's effects through the effect runner; `Break` when the app is to quit.
+    fn apply(&mut self, fx: Effects) -> Result<ControlFlow<()>, AppError> {
+        let quit = self.effector.apply(&mut self.guard.terminal, &mut self.state, fx, &mut self.redraw)?;
+        Ok(if quit { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
     }
 
     fn draw_if_changed(&mut self) -> Result<(), AppError> {

@@ -14,8 +14,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::tui::action::Action;
+use crate::tui::msg::{InputKey, Msg};
 use crate::tui::state::State;
-use crate::tui::update::{InputKey, Msg};
 
 /// Raw mode, alternate screen and mouse capture for as long as it lives; dropping it (also on an early
 /// return) restores the terminal. A panic hook restores it too, before the panic message is printed.
@@ -55,15 +55,15 @@ fn restore() {
 /// raw terminal (INT, QUIT), and the terminal going away (HUP: a closed SSH session).
 const ENDING_SIGNALS: [i32; 4] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT];
 
-/// From now on the ending signals no longer kill the process outright: the first is handed to `send`, and the
-/// main loop quits as `q` does (a burst stops at the end of its iteration, then the guard gives the terminal
+/// From now on the ending signals no longer kill the process outright: the first calls `send`, and the main
+/// loop quits as `q` does (a burst stops at the end of its iteration, then the guard gives the terminal
 /// back); a second one while the app still winds down gives the terminal back and exits at once, with the
 /// shell's status for a signal (128 + its number).
-pub fn watch_signals(send: impl Fn(i32) -> bool + Send + 'static) -> Result<(), std::io::Error> {
+pub fn watch_signals(send: impl FnOnce() -> bool + Send + 'static) -> Result<(), std::io::Error> {
     let mut signals = Signals::new(ENDING_SIGNALS)?;
     std::thread::Builder::new().name("gigscope-signals".into()).spawn(move || {
         let mut received = signals.forever();
-        if received.next().is_some_and(send) {
+        if received.next().is_some() && send() {
             if let Some(second) = received.next() {
                 restore();
                 std::process::exit(128 + second);

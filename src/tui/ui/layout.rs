@@ -1,6 +1,7 @@
-//! The frame's panes and the helpers every view's layout uses, as pure functions of the state and the terminal
-//! size. Each view's own panes are laid out by its component (`super::super::views`), which draws into them
-//! and maps mouse clicks through the same rectangles, so a click lands on what was drawn.
+//! The frame's rows and the helpers every view's layout uses, as pure functions of the state and the terminal
+//! size. The frame itself is laid out in `crate::tui::views` (present mode's line depends on the view), and
+//! each view's own panes by its component, which draws into them and maps mouse clicks through the same
+//! rectangles, so a click lands on what was drawn.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
@@ -23,48 +24,10 @@ pub fn message_lines(state: &State, width: u16) -> Vec<String> {
     if lines.len() > MESSAGE_ROWS {
         lines.truncate(MESSAGE_ROWS);
         if let Some(last) = lines.last_mut() {
-            *last = super::trunc(&format!("{last} …"), width as usize);
+            *last = super::widgets::trunc(&format!("{last} …"), width as usize);
         }
     }
     lines
-}
-
-/// Present mode's status line: the view's name and what the highlighted number means, wrapped to `width`, at
-/// most two lines; empty outside present mode or when the view highlights nothing.
-pub fn present_lines(state: &State, width: u16) -> Vec<String> {
-    if !state.ui.present || state.ui.message.is_some() || state.ui.input.is_some() {
-        return vec![];
-    }
-    let view = crate::tui::views::component(state.ui.view);
-    let Some(what) = view.highlight(state) else { return vec![] };
-    let mut lines = Vec::new();
-    super::text::hanging("", &format!("{} · {what}", view.title()), width as usize, &mut |m, l| {
-        lines.push(format!("{m}{l}"))
-    });
-    lines.truncate(2);
-    lines
-}
-
-/// Breadcrumb, body, status bar, hint bar of the state's screen: a message longer than the status bar wraps
-/// into the hint bar's row (it goes with the next key) and, if it must, a little of the body; present mode's
-/// line (or two) above the status bar takes rows from the body.
-pub fn frame(state: &State, area: Rect) -> [Rect; 4] {
-    let [crumb, body, status, hints] = root(area);
-    let n = message_lines(state, area.width).len() as u16;
-    if n > 1 {
-        let footer = n.max(2).min(body.height + 2);
-        let body = Rect { height: body.height + 2 - footer, ..body };
-        let status = Rect { y: body.y + body.height, height: footer, ..status };
-        return [crumb, body, status, Rect { y: status.y + footer, height: 0, ..hints }];
-    }
-    // Present mode's line(s) go above the status bar, which stays.
-    let p = (present_lines(state, area.width).len() as u16).min(body.height);
-    if p > 0 {
-        let body = Rect { height: body.height - p, ..body };
-        let status = Rect { y: body.y + body.height, height: p + 1, ..status };
-        return [crumb, body, status, hints];
-    }
-    [crumb, body, status, hints]
 }
 
 /// The state's screen.

@@ -5,11 +5,11 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 
-use super::block;
+use super::widgets::block;
 use crate::advantage::explain::{self, Symbol};
 use crate::tui::action::Action;
 use crate::tui::burst_dialog::{BurstField, BurstStatus};
-use crate::tui::fields::{Field, FIELDS};
+use crate::tui::settings_fields::{Field, FIELDS};
 use crate::tui::state::State;
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -41,7 +41,7 @@ pub fn help_lines(state: &State, width: usize) -> Vec<Line<'static>> {
         out.push(Line::styled(text, theme.title()));
     };
     heading(&mut out, format!("In this view ({})", crate::tui::views::component(state.ui.view).title()));
-    for h in super::view_hints(state) {
+    for h in super::bars::view_hints(state) {
         let keys: Vec<String> = h.actions.iter().map(|&a| km.labels(a)).filter(|k| !k.is_empty()).collect();
         entry(&mut out, &keys.join(" / "), h.help);
     }
@@ -155,11 +155,11 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
         wrapped("same as the run's recorded settings", theme.dim(), &mut lines);
     }
     if let Some(pending) = state.domain.grouping_job {
-        wrapped(&super::grouping_note(state, pending), theme.warn(), &mut lines);
+        wrapped(&super::bars::grouping_note(state, pending), theme.warn(), &mut lines);
     }
     // What the change does to the selected step, live: the panel it covers, summarised.
     if let (Some(x), true) = (state.explanation(), summarises(state)) {
-        let head = crate::tui::views::anchor::term_text(&x.advantage);
+        let head = super::widgets::term_text(&x.advantage);
         let parts: Vec<String> = [Symbol::EpisodeAdvantage, Symbol::StepAdvantage]
             .into_iter()
             .filter_map(|sym| x.term(sym))
@@ -170,7 +170,7 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
     let h = lines.len() as u16 + 2;
     // Over the anchor view the panel sits at the top, leaving the explanation at the bottom in view.
     let r = if crate::tui::views::component(state.ui.view).shows_explanation() {
-        let [_, body, _, _] = super::layout::frame(state, area);
+        let [_, body, _, _] = crate::tui::views::frame(state, area);
         let [v] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(body);
         Rect { height: h.min(body.height), ..v }
     } else {
@@ -228,8 +228,11 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     }
     let [info, gauge, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Length(1), Constraint::Min(0)]).areas(area);
-    let mut head =
-        format!("{} · {}", b.how, if b.device.is_empty() { "…".into() } else { super::device_label(&b.device) });
+    let mut head = format!(
+        "{} · {}",
+        b.how,
+        if b.device.is_empty() { "…".into() } else { super::widgets::device_label(&b.device) }
+    );
     if let (Some(s), Some(base)) = (b.initial_success, b.baseline) {
         head.push_str(&format!(" · before: greedy {:.0}%, rule baseline {:.0}%", 100.0 * s, 100.0 * base));
     }

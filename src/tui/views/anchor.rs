@@ -12,9 +12,10 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use ratatui::layout::Layout;
 
-use super::{adv_span, block, clamp_add, hint, layout, trunc, Component, Hint, ListRegion};
-use crate::advantage::explain::{self, Term};
+use super::{adv_span, block, clamp_add, hint, layout, term_text, trunc, Component, Hint, ListRegion};
+use crate::advantage::explain;
 use crate::tui::action::Action;
+use crate::tui::estimates::{a_star_text, Truth};
 use crate::tui::state::{State, View};
 
 pub struct Anchor;
@@ -48,9 +49,9 @@ impl Component for Anchor {
         Some(format!("the selected member's {}", term_text(&x.advantage)))
     }
 
-    fn on_action(&self, state: &mut State, a: Action) -> Option<crate::tui::Effects> {
+    fn on_action(&self, state: &mut State, a: Action) -> Option<crate::tui::msg::Effects> {
         match a {
-            Action::Truth => Some(crate::tui::truth_job::toggle(state)),
+            Action::Truth => Some(crate::tui::truth_update::toggle(state)),
             _ => super::standard(self, state, a),
         }
     }
@@ -207,7 +208,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     // terminal the ids keep their distinguishing end and the marker is a glyph, so the numbers fit.
     let iteration = state.domain.episodes[r.episode as usize].iteration;
     let truth = super::estimators::truth(state, iteration);
-    let with_truth = matches!(truth, super::estimators::Truth::Present { .. });
+    let with_truth = matches!(truth, Truth::Present { .. });
     let narrow = with_truth && area.width < 100;
     let id_w =
         ag.members.iter().map(|m| state.domain.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
@@ -237,7 +238,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
                 Some(tr) => [
                     Cell::from(format!("{:.3}", tr.q)),
                     Cell::from(format!("{:.3}", tr.v)),
-                    Cell::from(Span::styled(super::estimators::a_star_text(tr), theme.signed(tr.a_star))),
+                    Cell::from(Span::styled(a_star_text(tr), theme.signed(tr.a_star))),
                 ],
                 None => ["—", "—", "not measured"].map(|s| Cell::from(Span::styled(s, theme.dim()))),
             });
@@ -292,20 +293,6 @@ pub fn formula_panel(state: &State, area: Rect, buf: &mut Buffer) {
 /// How many rows the formula panel needs at `width` columns (borders included).
 pub fn formula_height(state: &State, width: u16) -> u16 {
     formula_lines(state, width.saturating_sub(2) as usize).len() as u16 + 2
-}
-
-/// One term as a line of text: `label = formula = filled = value`.
-pub fn term_text(term: &Term) -> String {
-    let value = if term.symbol.is_advantage() { explain::signed(term.value) } else { explain::num(term.value) };
-    let mut parts = vec![term.label.clone(), term.formula.clone()];
-    if !term.filled.is_empty() {
-        parts.push(term.filled.clone());
-    }
-    // `F_S = 1 (mean_norm)` says its value already.
-    if !(term.filled.is_empty() && term.formula.starts_with(|c: char| c.is_ascii_digit())) {
-        parts.push(value);
-    }
-    parts.join(" = ")
 }
 
 /// The panel's lines at `width` columns, wrapped (continuations indented).

@@ -49,7 +49,7 @@ impl Component for EpisodeView {
         Some(format!(
             "step {}: {} — A_E {} from the episode's score, A_S {} from its anchor group (a shows why)",
             state.ui.sel.step,
-            super::anchor::term_text(&x.advantage),
+            super::term_text(&x.advantage),
             x.term(crate::advantage::explain::Symbol::EpisodeAdvantage).map_or(String::new(), |t| adv(t.value)),
             x.term(crate::advantage::explain::Symbol::StepAdvantage).map_or(String::new(), |t| adv(t.value)),
         ))

@@ -7,18 +7,9 @@
 //! trajectory by trajectory, so the rows that share an anchor state (the `sg` column) are compared across
 //! trajectories as the step-level estimators compare them; the cursor row is the shared selected step.
 //!
-//! The columns are computed on demand, per group (a group is small), the first time a group is drawn under
-//! given settings, and memoised per (group, settings, episodes); ProxMO's IDF is fitted over the whole
-//! iteration as its authors fit it, and TRL's batch statistics span the iteration, so those columns are
-//! computed once per iteration and memoised with it: as they are drawn for a small iteration, and as a job on
-//! an iteration of at least [`BACKGROUND_BATCH_ROWS`] step rows ([`background_work`], asked after every
-//! update), their cells waiting meanwhile. The memo is filled at draw time rather than by the update so that
-//! every path that changes the group, the settings or the episodes (keys, the settings panel, live events) is
-//! covered without the update knowing this view.
+//! The numbers come from [`crate::tui::estimates`], filled before the frame is drawn; drawing only reads them.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -27,54 +18,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use super::{adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
-use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
-use crate::advantage::{compute, AdvantageSettings, RowRef};
-use crate::env::{fill_page_anchors, PageAnchor};
-use crate::run::lean::EpisodeText;
-use crate::run::truth::{
-    branchable_among, read_truth, truth_path, truth_run_name, NoTruth, TruthAgreement, TruthFile, TruthRow,
-};
-use crate::run::{Episode, Run};
+use crate::advantage::estimators::EstimatorKind;
+use crate::advantage::RowRef;
+use crate::run::truth::TruthAgreement;
 use crate::tui::action::Action;
+use crate::tui::estimates::{self, a_star_text, ColumnValues, GroupColumns, Truth, PENDING};
 use crate::tui::state::{State, View};
 
 pub struct Estimators;
-
-/// The view's own state.
-#[derive(Debug)]
-pub struct EstimatorsUi {
-    /// The first estimator column shown when they do not all fit (←/→).
-    pub first_column: usize,
-    /// Scroll of the agreement panel, in lines (J/K).
-    pub panel_scroll: usize,
-    /// Iterations of at least this many step rows have their batch columns (ProxMO's TF-IDF spans the
-    /// iteration) computed as a job rather than on the UI thread.
-    pub background_rows: usize,
-    memo: Mutex<Memo>,
-}
-
-/// [`EstimatorsUi::background_rows`]: about 25 ms of ProxMO on the UI thread (performance table).
-pub const BACKGROUND_BATCH_ROWS: usize = 2_000;
-
-impl Default for EstimatorsUi {
-    fn default() -> Self {
-        EstimatorsUi {
-            first_column: 0,
-            panel_scroll: 0,
-            background_rows: BACKGROUND_BATCH_ROWS,
-            memo: Mutex::default(),
-        }
-    }
-}
-
-/// The episode `e` of the run, read back from the run's file: the one place this view reads episodes. One that
-/// can no longer be read (the file changed; the watcher reads the run again) stands in without steps.
-fn episode(state: &State, e: u32) -> Arc<Episode> {
-    state.domain.episode(e as usize).unwrap_or_else(|_| {
-        let lean = &state.domain.episodes[e as usize];
-        Arc::new(Episode::new(lean.id.as_str(), lean.group.as_str(), Vec::new()))
-    })
-}
 
 impl Component for Estimators {
     fn view(&self) -> View {
@@ -106,7 +57,10 @@ impl Component for Estimators {
         let values: Vec<String> = cols
             .columns
             .iter()
-            .filter_map(|c| Some(format!("{} {}", c.kind, super::adv(*c.values.as_ref().ok()?.get(i)?))))
+            .filter_map(|c| match &c.values {
+                ColumnValues::Computed(values) => Some(format!("{} {}", c.kind, super::adv(*values.get(i)?))),
+                ColumnValues::Pending | ColumnValues::Absent(_) => None,
+            })
             .collect();
         Some(format!("the selected row's A under each estimator: {}", values.join(", ")))
     }
@@ -132,15 +86,15 @@ impl Component for Estimators {
         Some(areas(state, body).panel)
     }
 
-    fn on_action(&self, state: &mut State, a: Action) -> Option<crate::tui::Effects> {
+    fn on_action(&self, state: &mut State, a: Action) -> Option<crate::tui::msg::Effects> {
         let ui = &mut state.ui.estimators;
         match a {
             Action::Left => ui.first_column = ui.first_column.saturating_sub(1),
             Action::Right => ui.first_column = (ui.first_column + 1).min(EstimatorKind::ALL.len() - 1),
-            Action::Truth => return Some(crate::tui::truth_job::toggle(state)),
+            Action::Truth => return Some(crate::tui::truth_update::toggle(state)),
             _ => return super::standard(self, state, a),
         }
-        Some(crate::tui::Effects::redraw())
+        Some(crate::tui::msg::Effects::redraw())
     }
 
     fn move_by(&self, state: &mut State, by: isize) {
@@ -173,17 +127,11 @@ impl Component for Estimators {
     }
 }
 
-// ---- The group's rows and columns ----
+// ---- The group's rows and what was computed for them ----
 
-/// Every step row of the selected episode group: its trajectories in order, each step by step.
+/// Every step row of the selected episode group.
 fn group_rows(state: &State) -> Vec<RowRef> {
-    state
-        .group_episodes()
-        .iter()
-        .flat_map(|&e| {
-            (0..state.domain.episodes[e as usize].steps.len() as u32).map(move |step| RowRef { episode: e, step })
-        })
-        .collect()
+    estimates::group_rows(&state.domain, state.ui.sel.group)
 }
 
 /// The cursor's index in [`group_rows`].
@@ -192,341 +140,29 @@ fn cursor_row(state: &State) -> Option<usize> {
     group_rows(state).iter().position(|&x| x == r)
 }
 
-/// One estimator's advantages for a group's rows (in [`group_rows`] order), or why it has none.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Column {
-    pub kind: EstimatorKind,
-    pub values: Result<Vec<f64>, String>,
+/// The selected group's columns, as computed before the frame.
+fn group_columns(state: &State) -> Option<Arc<GroupColumns>> {
+    state.estimates.group_columns(&state.domain, state.ui.sel.group)
 }
 
-/// What a group's columns were computed from: the group, the settings, and the episodes as they were.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct GroupKey {
-    episodes_version: u64,
-    group: u32,
-    settings: AdvantageSettings,
-    family: EstimatorSettings,
+fn group_iteration(state: &State) -> Option<i64> {
+    estimates::group_iteration(&state.domain, state.ui.sel.group)
 }
 
-#[derive(Debug)]
-pub struct GroupColumns {
-    key: GroupKey,
-    pub columns: Vec<Column>,
-}
-
-/// One estimator's advantages over a batch: per episode index, its rows' advantages.
-type ByEpisode = std::collections::HashMap<u32, Vec<f64>>;
-
-/// The batch-scoped estimators' advantages over one iteration.
-#[derive(Debug)]
-pub struct BatchColumns {
-    key: BatchKey,
-    columns: Vec<(EstimatorKind, Result<ByEpisode, String>)>,
-}
-
-/// A truth file as last read, and the file's modification time then (a newer file is read again).
-#[derive(Debug)]
-struct TruthEntry {
-    path: PathBuf,
-    modified: Option<SystemTime>,
-    read: Result<Arc<TruthFile>, String>,
-}
-
-#[derive(Debug, Default)]
-struct Memo {
-    /// Most recent first.
-    groups: Vec<Arc<GroupColumns>>,
-    batches: Vec<Arc<BatchColumns>>,
-    /// Iterations whose batch columns a job is computing.
-    pending: Vec<BatchKey>,
-    truths: Vec<Arc<TruthEntry>>,
-}
-
-/// How many groups' columns, iterations' batch columns and truth files the memo keeps.
-const KEPT_GROUPS: usize = 32;
-const KEPT_BATCHES: usize = 2;
-const KEPT_TRUTHS: usize = 4;
-
-fn memo(state: &State) -> MutexGuard<'_, Memo> {
-    // A panic while the memo was held leaves nothing half-written that matters: entries are whole `Arc`s.
-    state.ui.estimators.memo.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn keep<T>(list: &mut Vec<Arc<T>>, entry: Arc<T>, kept: usize) {
-    list.insert(0, entry);
-    list.truncate(kept);
-}
-
-/// The settings of the family's own estimators: their authors' defaults (the CLI's flags left out).
-fn family_settings() -> EstimatorSettings {
-    EstimatorSettings::default()
-}
-
-/// Whether `kind`'s advantages for a group depend on the other groups of its iteration: ProxMO's TF-IDF is
-/// fitted over the whole batch, and TRL's `scale_rewards` takes statistics over it.
-fn batch_scoped(kind: EstimatorKind, settings: &AdvantageSettings) -> bool {
-    kind == EstimatorKind::Proxmo || settings.scale_rewards.is_some()
-}
-
-/// The selected group's columns, computed now if this group was not computed under these settings before.
-pub fn group_columns(state: &State) -> Option<Arc<GroupColumns>> {
-    let group = state.ui.sel.group;
-    let first = *state.group_episodes().first()?;
-    let key = GroupKey {
-        episodes_version: state.domain.episodes_version,
-        group,
-        settings: state.domain.table_settings(),
-        family: family_settings(),
-    };
-    if let Some(hit) = memo(state).groups.iter().find(|g| g.key == key) {
-        return Some(hit.clone());
-    }
-    let mut group_eps: Vec<Episode> =
-        state.group_episodes().iter().map(|&e| Episode::clone(&episode(state, e))).collect();
-    let env = env_inputs(&state.domain.run);
-    fill_page_anchors(&mut group_eps, env.page_anchor);
-    let table = compute(&group_eps, &key.settings);
-    let iteration = state.domain.episodes[first as usize].iteration;
-    let rows = group_rows(state);
-    let columns = EstimatorKind::ALL
-        .into_iter()
-        .map(|kind| {
-            let values = if batch_scoped(kind, &key.settings) {
-                batch_column(state, iteration, kind).and_then(|by_episode| {
-                    rows.iter()
-                        .map(|r| {
-                            by_episode
-                                .get(&r.episode)
-                                .and_then(|v| v.get(r.step as usize).copied())
-                                .ok_or_else(|| format!("{kind}: step {} of episode {} not computed", r.step, r.episode))
-                        })
-                        .collect()
-                })
-            } else {
-                estimators::compute_with_table(kind, &group_eps, &table, &key.settings, &key.family, &env.inputs())
-                    .map(|out| out.advantages)
-                    .map_err(|e| e.to_string())
-            };
-            Column { kind, values }
-        })
-        .collect();
-    let entry = Arc::new(GroupColumns { key, columns });
-    // A column still computed in the background is filled in at a later draw.
-    if !entry.columns.iter().any(|c| c.values.as_ref().is_err_and(|e| e == PENDING)) {
-        keep(&mut memo(state).groups, entry.clone(), KEPT_GROUPS);
-    }
-    Some(entry)
-}
-
-/// What an iteration's batch columns are computed from: the episodes, the iteration, the settings.
-type BatchKey = (u64, i64, AdvantageSettings, EstimatorSettings);
-
-/// An iteration's batch-scoped columns to compute, on the UI thread for a small iteration or as a job.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BatchRequest {
-    key: BatchKey,
-    /// The iteration's episodes (indices in the run, in file order) and where their text is.
-    members: Vec<u32>,
-    texts: Vec<EpisodeText>,
-    page_anchor: Option<PageAnchor>,
-}
-
-impl BatchRequest {
-    /// Read the iteration's episodes back and compute its batch-scoped columns (a job does this off the UI
-    /// thread). An episode that cannot be read back makes every column an error naming it.
-    pub fn compute(self) -> Arc<BatchColumns> {
-        let (_, _, settings, family) = self.key;
-        let eps: Result<Vec<Episode>, String> = self
-            .texts
-            .iter()
-            .map(|t| t.read().map(|e| Episode::clone(&e)).map_err(|e| format!("reading the iteration back: {e}")))
-            .collect();
-        let kinds = EstimatorKind::ALL.into_iter().filter(|&k| batch_scoped(k, &settings));
-        let columns = match eps {
-            Err(e) => kinds.map(|k| (k, Err(e.clone()))).collect(),
-            Ok(mut eps) => {
-                fill_page_anchors(&mut eps, self.page_anchor);
-                let table = compute(&eps, &settings);
-                let env = Env { page_anchor: self.page_anchor };
-                kinds
-                    .map(|k| {
-                        let out = estimators::compute_with_table(k, &eps, &table, &settings, &family, &env.inputs())
-                            .map_err(|e| e.to_string())
-                            .map(|out| {
-                                let rows = |i: usize| out.episode_advantages(i).to_vec();
-                                self.members.iter().enumerate().map(|(i, &e)| (e, rows(i))).collect()
-                            });
-                        (k, out)
-                    })
-                    .collect()
-            }
-        };
-        Arc::new(BatchColumns { key: self.key, columns })
-    }
-}
-
-/// The batch key of iteration `iteration` under the present settings and episodes.
-fn batch_key(state: &State, iteration: i64) -> BatchKey {
-    (state.domain.episodes_version, iteration, state.domain.table_settings(), family_settings())
-}
-
-/// The request for iteration `iteration`'s batch columns (the groups whose first episode is in it), and how
-/// many step rows it spans.
-fn batch_request(state: &State, iteration: i64) -> (BatchRequest, usize) {
-    let lean = &state.domain.episodes;
-    let mut members: Vec<u32> = state
-        .domain
-        .derived
-        .table
-        .episode_groups
-        .iter()
-        .filter(|g| g.episodes.first().is_some_and(|&e| lean[e as usize].iteration == iteration))
-        .flat_map(|g| g.episodes.iter().copied())
-        .collect();
-    members.sort_unstable();
-    let rows = members.iter().map(|&e| lean[e as usize].steps.len()).sum();
-    let texts = members.iter().map(|&e| lean[e as usize].text.clone()).collect();
-    let page_anchor = crate::env::page_anchor(&state.domain.run);
-    let request = BatchRequest { key: batch_key(state, iteration), members, texts, page_anchor };
-    (request, rows)
-}
-
-/// What a column shows while its iteration is computed in the background.
-const PENDING: &str = "being computed over the whole iteration in the background";
-
-/// `kind`'s advantages over iteration `iteration`, per episode: memoised, computed now for a small iteration,
-/// or [`PENDING`] while a job computes them.
-fn batch_column(state: &State, iteration: i64, kind: EstimatorKind) -> Result<ByEpisode, String> {
-    let key = batch_key(state, iteration);
-    let found = memo(state).batches.iter().find(|b| b.key == key).cloned();
-    let batch = match found {
-        Some(b) => b,
-        None if memo(state).pending.contains(&key) => return Err(PENDING.into()),
-        None => {
-            let b = batch_request(state, iteration).0.compute();
-            keep(&mut memo(state).batches, b.clone(), KEPT_BATCHES);
-            b
-        }
-    };
-    batch
-        .columns
-        .iter()
-        .find(|(k, _)| *k == kind)
-        .map_or_else(|| Err(format!("{kind}: not computed")), |(_, c)| c.clone())
-}
-
-/// Work the estimators view needs done off the UI thread before it draws (asked after every update): the batch
-/// columns of the selected group's iteration, when the view shows it, they are not computed or asked for yet,
-/// and the iteration has at least [`EstimatorsUi::background_rows`] step rows.
-pub fn background_work(state: &State) -> Option<Box<BatchRequest>> {
-    if state.ui.view != View::Estimators || state.ui.popup.is_some() {
-        return None;
-    }
-    let iteration = group_iteration(state)?;
-    let key = batch_key(state, iteration);
-    if memo(state).batches.iter().any(|b| b.key == key) || memo(state).pending.contains(&key) {
-        return None;
-    }
-    let (request, rows) = batch_request(state, iteration);
-    if rows < state.ui.estimators.background_rows {
-        return None;
-    }
-    memo(state).pending.push(key);
-    Some(Box::new(request))
-}
-
-/// An iteration's batch columns computed in the background arrived.
-pub fn batch_arrived(state: &mut State, batch: Arc<BatchColumns>) -> crate::tui::Effects {
-    let mut m = memo(state);
-    m.pending.retain(|k| *k != batch.key);
-    keep(&mut m.batches, batch, KEPT_BATCHES);
-    crate::tui::Effects::redraw()
-}
-
-/// What the environment tells the estimators: its page anchor of an observation (WebShop's page type).
-struct Env {
-    page_anchor: Option<PageAnchor>,
-}
-
-fn env_inputs(run: &Run) -> Env {
-    Env { page_anchor: crate::env::page_anchor(run) }
-}
-
-impl Env {
-    fn inputs(&self) -> EnvInputs<'_> {
-        EnvInputs { page_of: self.page_anchor.as_ref().map(PageAnchor::as_fn) }
-    }
-}
-
-// ---- The truth ----
-
-/// The truth of an iteration: a truth file, or why there is none.
-#[derive(Clone, Debug)]
-pub enum Truth {
-    Present { file: Arc<TruthFile>, path: PathBuf },
-    Absent(String),
-}
-
-impl Truth {
-    /// The truth of episode `id`'s step `step`, if it was measured.
-    pub fn row(&self, id: &str, step: usize) -> Option<&TruthRow> {
-        match self {
-            Truth::Present { file, .. } => file.row(id, step),
-            Truth::Absent(_) => None,
-        }
-    }
-}
-
-/// The truth of iteration `iteration` of the open run: its truth file (read again when it changed), else why
-/// there is none.
+/// Why an iteration has no truth, or its truth file, as looked at before the frame.
 pub fn truth(state: &State, iteration: i64) -> Truth {
     let run = &state.domain.run;
-    let path = truth_path(&run.dir, iteration);
-    let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-    let Some(modified) = modified else {
-        let reason = match branchable_among(run, state.domain.episodes.iter().map(|e| e.iteration), iteration) {
-            Err(NoTruth::NoPolicy { why, .. }) => format!("no policy to branch with ({why})"),
-            Err(other) => other.to_string(),
-            Ok(_) => {
-                let command = format!("`gigscope truth {} --iteration {iteration}`", run.dir.display());
-                match state.config.keymap.first_label(Action::Truth) {
-                    Some(key) => format!("no truth file — press {key} (this group) / {command} (the iteration)"),
-                    None => format!("no truth file — {command} writes one"),
-                }
-            }
-        };
-        return Truth::Absent(reason);
-    };
-    let cached = memo(state).truths.iter().find(|t| t.path == path && t.modified == Some(modified)).cloned();
-    let entry = cached.unwrap_or_else(|| {
-        let name = truth_run_name(&run.dir, run.meta.as_ref());
-        let read = read_truth(&path, &name, iteration).map(Arc::new).map_err(|e| e.to_string());
-        let entry = Arc::new(TruthEntry { path: path.clone(), modified: Some(modified), read });
-        let mut m = memo(state);
-        m.truths.retain(|t| t.path != path);
-        keep(&mut m.truths, entry.clone(), KEPT_TRUTHS);
-        entry
-    });
-    match &entry.read {
-        Ok(file) => Truth::Present { file: file.clone(), path },
-        Err(e) => Truth::Absent(e.clone()),
+    match state.estimates.truth(&run.dir, iteration) {
+        Some(Truth::NotMeasured) => {
+            let command = format!("`gigscope truth {} --iteration {iteration}`", run.dir.display());
+            Truth::Absent(match state.config.keymap.first_label(Action::Truth) {
+                Some(key) => format!("no truth file — press {key} (this group) / {command} (the iteration)"),
+                None => format!("no truth file — {command} writes one"),
+            })
+        }
+        Some(truth) => truth.clone(),
+        None => Truth::Absent("not looked for yet".into()),
     }
-}
-
-/// The standard error of A* = Q̂ − V̂: the continuations behind Q̂ and V̂ are rolled out independently, so
-/// their variances add.
-pub fn a_star_se(row: &TruthRow) -> f64 {
-    row.q_se.hypot(row.v_se)
-}
-
-/// A* ± its standard error, as a cell.
-pub fn a_star_text(row: &TruthRow) -> String {
-    format!("{:+.3}±{:.3}", row.a_star, a_star_se(row))
-}
-
-/// The iteration the selected group belongs to (its first episode's).
-fn group_iteration(state: &State) -> Option<i64> {
-    state.group_episodes().first().map(|&e| state.domain.episodes[e as usize].iteration)
 }
 
 // ---- Layout and drawing ----
@@ -618,7 +254,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(selected, rows.len(), body.height as usize);
     let group_eps = state.group_episodes();
     let lines = rows.iter().enumerate().skip(start).take(body.height as usize).map(|(i, r)| {
-        let ep = episode(state, r.episode);
+        let ep = estimates::episode(&state.domain, r.episode);
         let traj = group_eps.iter().position(|&e| e == r.episode).map_or("?".into(), |p| (p + 1).to_string());
         let sg = table.anchor_group_of(*r).members.len();
         let mut cells = vec![Cell::from(traj), Cell::from(r.step.to_string()), Cell::from(sg.to_string())];
@@ -627,9 +263,11 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
         }
         for c in shown {
             cells.push(match &c.values {
-                Ok(v) => v.get(i).map_or_else(|| Cell::from("—"), |&v| Cell::from(adv_span(state, v))),
-                Err(e) if e == PENDING => Cell::from(Span::styled("…", theme.dim())),
-                Err(_) => Cell::from(Span::styled("absent", theme.dim())),
+                ColumnValues::Computed(v) => {
+                    v.get(i).map_or_else(|| Cell::from("—"), |&v| Cell::from(adv_span(state, v)))
+                }
+                ColumnValues::Pending => Cell::from(Span::styled("…", theme.dim())),
+                ColumnValues::Absent(_) => Cell::from(Span::styled("absent", theme.dim())),
             });
         }
         cells.push(match truth.row(&ep.id, r.step as usize) {
@@ -679,7 +317,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
         Truth::Present { file, .. } => {
             format!("Agreement with A* over iteration {iteration} (K = {})", file.header.rollouts)
         }
-        Truth::Absent(_) => "Truth A* and absent columns".into(),
+        Truth::NotMeasured | Truth::Absent(_) => "Truth A* and absent columns".into(),
     };
     Paragraph::new(lines.into_iter().skip(skip).take(h).collect::<Vec<_>>())
         .block(block(state, format!("{title}{scrolled}")))
@@ -717,13 +355,15 @@ fn panel_lines(state: &State, width: usize) -> Vec<Line<'static>> {
             }
         }
         Truth::Absent(reason) => push(&format!("A* absent: {reason}"), theme.warn()),
+        // [`truth`] puts it in words.
+        Truth::NotMeasured => {}
     }
     if let Some(cols) = group_columns(state) {
         for c in &cols.columns {
             match &c.values {
-                Err(e) if e == PENDING => push(&format!("{}: {e} …", c.kind), theme.warn()),
-                Err(e) => push(&format!("{} absent: {e}", c.kind), theme.dim()),
-                Ok(_) => {}
+                ColumnValues::Pending => push(&format!("{}: {PENDING} …", c.kind), theme.warn()),
+                ColumnValues::Absent(e) => push(&format!("{} absent: {e}", c.kind), theme.dim()),
+                ColumnValues::Computed(_) => {}
             }
         }
     }

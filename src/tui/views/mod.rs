@@ -14,12 +14,13 @@ pub mod search;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub use crate::tui::ui::Hint;
-pub(crate) use crate::tui::ui::{adv, adv_span, block, diff_text, layout, spacing, trunc, trunc_start};
+pub(crate) use crate::tui::ui::layout;
+pub use crate::tui::ui::widgets::Hint;
+pub(crate) use crate::tui::ui::widgets::{adv, adv_span, block, diff_text, spacing, term_text, trunc, trunc_start};
 
 use super::action::Action;
+use super::msg::Effects;
 use super::state::{State, View};
-use super::update::Effects;
 
 /// A clickable list: where its rows are drawn, how many there are, and which is selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,7 +142,7 @@ pub const ALL: &[View] = &[
 
 /// The body of the state's screen.
 pub fn body(state: &State) -> Rect {
-    layout::frame(state, layout::screen(state))[1]
+    frame(state, layout::screen(state))[1]
 }
 
 /// The row of the current view's list under the pointer, if any.
@@ -158,6 +159,44 @@ pub fn list_row_at(state: &State, col: u16, row: u16) -> Option<usize> {
 /// Whether the pointer is over the text the current view scrolls (the wheel scrolls it there).
 pub fn over_scroll_region(state: &State, col: u16, row: u16) -> bool {
     component(state.ui.view).scroll_region(state, body(state)).is_some_and(|r| layout::contains(r, col, row))
+}
+
+/// Present mode's status line: the view's name and what the highlighted number means, wrapped to `width`, at
+/// most two lines; empty outside present mode or when the view highlights nothing.
+pub fn present_lines(state: &State, width: u16) -> Vec<String> {
+    if !state.ui.present || state.ui.message.is_some() || state.ui.input.is_some() {
+        return vec![];
+    }
+    let view = component(state.ui.view);
+    let Some(what) = view.highlight(state) else { return vec![] };
+    let mut lines = Vec::new();
+    crate::tui::ui::text::hanging("", &format!("{} · {what}", view.title()), width as usize, &mut |m, l| {
+        lines.push(format!("{m}{l}"))
+    });
+    lines.truncate(2);
+    lines
+}
+
+/// Breadcrumb, body, status bar, hint bar of the state's screen: a message longer than the status bar wraps
+/// into the hint bar's row (it goes with the next key) and, if it must, a little of the body; present mode's
+/// line (or two) above the status bar takes rows from the body.
+pub fn frame(state: &State, area: Rect) -> [Rect; 4] {
+    let [crumb, body, status, hints] = layout::root(area);
+    let n = layout::message_lines(state, area.width).len() as u16;
+    if n > 1 {
+        let footer = n.max(2).min(body.height + 2);
+        let body = Rect { height: body.height + 2 - footer, ..body };
+        let status = Rect { y: body.y + body.height, height: footer, ..status };
+        return [crumb, body, status, Rect { y: status.y + footer, height: 0, ..hints }];
+    }
+    // Present mode's line(s) go above the status bar, which stays.
+    let p = (present_lines(state, area.width).len() as u16).min(body.height);
+    if p > 0 {
+        let body = Rect { height: body.height - p, ..body };
+        let status = Rect { y: body.y + body.height, height: p + 1, ..status };
+        return [crumb, body, status, hints];
+    }
+    [crumb, body, status, hints]
 }
 
 /// Rows a page key moves: the visible height of the view's list.
@@ -183,7 +222,7 @@ pub fn standard<C: Component + ?Sized>(c: &C, state: &mut State, a: Action) -> O
         _ => return None,
     }
     state.clamp();
-    Some(Effects { redraw: true, ..Effects::default() })
+    Some(Effects::redraw())
 }
 
 /// `v + by` within `0..len`.

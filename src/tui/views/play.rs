@@ -11,9 +11,9 @@ use ratatui::layout::{Constraint, Layout};
 use super::episode::observation_pane;
 use super::{block, clamp_add, hint, layout, trunc, Component, Hint, ListRegion};
 use crate::tui::action::Action;
+use crate::tui::msg::{Effect, Effects};
 use crate::tui::play::{self, GroupPlay, Play, Played, MAX_GROUP_SIZE};
 use crate::tui::state::{Prompt, State, View};
-use crate::tui::update::Effects;
 
 pub struct PlayView;
 
@@ -122,7 +122,7 @@ impl Component for PlayView {
 /// Keys of the play view; `None` for keys it leaves to the rest of the TUI.
 fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
     let play = state.ui.play.as_mut()?;
-    let redraw = Some(Effects { redraw: true, ..Effects::default() });
+    let redraw = Some(Effects::redraw());
     // The policy's episodes, one step per key.
     if play.replay.is_some() {
         match a {
@@ -179,7 +179,7 @@ fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
                     state.ui.prompt = Prompt::PlayQuery;
                     return redraw;
                 }
-                let Some(action) = session.selected_action() else { return Some(Effects::default()) };
+                let Some(action) = session.selected_action() else { return Some(Effects::none()) };
                 return Some(play_action(state, &action));
             }
             Action::Abandon if confirming => {
@@ -204,8 +204,8 @@ fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
 
 /// Every step of the policy's episodes was shown (or the rest was asked for at once): they join the group.
 fn finish_replay(state: &mut State) -> Effects {
-    let Some(play) = state.ui.play.as_mut() else { return Effects::default() };
-    let Some(replay) = play.replay.take() else { return Effects::default() };
+    let Some(play) = state.ui.play.as_mut() else { return Effects::none() };
+    let Some(replay) = play.replay.take() else { return Effects::none() };
     let n = replay.episodes.len();
     match play.add_generated(replay.episodes) {
         Some(outcome) => {
@@ -214,7 +214,7 @@ fn finish_replay(state: &mut State) -> Effects {
             state.ui.message = Some(format!("{} played {n} episode(s) · {rest}", replay.who));
             fx
         }
-        None => Effects { redraw: true, ..Effects::default() },
+        None => Effects::redraw(),
     }
 }
 
@@ -236,7 +236,7 @@ pub fn holds_finished_page(state: &State) -> bool {
 
 /// The policy's episodes arrived: watched step by step (`w`), or added to the group at once (`A`).
 pub fn autoplayed(state: &mut State, episodes: Vec<crate::run::Episode>, who: String) -> Effects {
-    let Some(play) = state.ui.play.as_mut() else { return Effects::default() };
+    let Some(play) = state.ui.play.as_mut() else { return Effects::none() };
     if std::mem::take(&mut play.watching) && play.session.is_some() && !episodes.is_empty() {
         let n = episodes.len();
         play.replay = Some(play::Replay { episodes, who: who.clone(), episode: 0, step: 0 });
@@ -244,7 +244,7 @@ pub fn autoplayed(state: &mut State, episodes: Vec<crate::run::Episode>, who: St
             "{who} played {n} episode(s): Enter shows its next step, {} the rest at once",
             state.config.keymap.first_label(Action::Autoplay).unwrap_or_default()
         ));
-        return Effects { redraw: true, ..Effects::default() };
+        return Effects::redraw();
     }
     let n = episodes.len();
     match play.add_generated(episodes) {
@@ -254,7 +254,7 @@ pub fn autoplayed(state: &mut State, episodes: Vec<crate::run::Episode>, who: St
             state.ui.message = Some(format!("{who} played {n} episode(s) · {rest}"));
             fx
         }
-        None => Effects::default(),
+        None => Effects::none(),
     }
 }
 
@@ -263,7 +263,7 @@ pub fn play_typed(state: &mut State, text: &str) -> Effects {
     let template = state.ui.play.as_ref().and_then(|p| p.session.as_ref()).and_then(|s| s.selected_template());
     match template {
         Some(name) => play_action(state, &format!("{name}[{text}]")),
-        None => Effects::default(),
+        None => Effects::none(),
     }
 }
 
@@ -271,7 +271,7 @@ pub fn play_typed(state: &mut State, text: &str) -> Effects {
 pub fn play_action(state: &mut State, action: &str) -> Effects {
     match state.ui.play.as_mut().and_then(|p| p.act(action)) {
         Some(outcome) => played(state, outcome),
-        None => Effects::default(),
+        None => Effects::none(),
     }
 }
 
@@ -287,10 +287,10 @@ pub fn played(state: &mut State, outcome: Played) -> Effects {
         Played::GroupDone(episodes) => {
             state.jobs.pending_group = episodes.first().map(|e| e.group.clone());
             state.ui.message = Some(format!("group complete: writing {} episodes to the run …", episodes.len()));
-            return Effects { redraw: true, write: episodes, ..Effects::default() };
+            return Effects::redraw_and(Effect::Write(episodes));
         }
     }
-    Effects { redraw: true, ..Effects::default() }
+    Effects::redraw()
 }
 
 pub struct PlayAreas {
