@@ -14,6 +14,7 @@ mod search;
 mod source;
 mod stats;
 mod stream;
+mod tokens;
 mod train;
 mod truth;
 mod tui;
@@ -54,6 +55,8 @@ pub enum Command {
     /// Monte-Carlo ground truth at an iteration's anchor states, and each estimator's agreement with it
     /// (loads the training plugin).
     Truth(truth::Args),
+    /// One row per token of an episode's steps: ids, text, mask, every recorded channel, KL and mismatch.
+    Tokens(tokens::Args),
 }
 
 /// Entry point of the binary: parse, dispatch, print errors with their causes.
@@ -80,6 +83,7 @@ where
         Some(Command::Webshop(cmd)) => webshop::run(cmd),
         Some(Command::Train(args)) => train::run(args),
         Some(Command::Truth(args)) => truth::run(args),
+        Some(Command::Tokens(args)) => tokens::run(args),
         None => match cli.run {
             Some(run) => tui::run(tui::Args { run, view: cli.view }),
             None => {

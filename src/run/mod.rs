@@ -9,6 +9,7 @@ mod reader;
 pub mod settings;
 pub mod source;
 pub mod synth;
+pub mod tokens;
 pub mod truth;
 mod writer;
 

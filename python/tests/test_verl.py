@@ -1,4 +1,4 @@
-"""Tests of gigscope_export.py against batches built as verl-agent builds them and the real gigscope binary.
+"""Tests of gigscope.verl (the verl-agent exporter) against batches built as verl-agent builds them and the real gigscope binary.
 
 The binary is $GIGSCOPE_BIN, else $CARGO_TARGET_DIR/release/gigscope, else target/release/gigscope (the
 test command runs these tests after `cargo test --release`, which builds it). The live TUI test needs tmux.
@@ -21,11 +21,9 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
 
-import gigscope_export  # noqa: E402
-from gigscope_export import ROW_KEY, RunExporter, advantage_settings, env_name  # noqa: E402
+from gigscope import verl as gigscope_export  # noqa: E402
+from gigscope.verl import ROW_KEY, RunExporter, advantage_settings, env_name  # noqa: E402
 from verl_agent_batches import AlfWorldLike, WebShopLike, WordTokenizer, rollout  # noqa: E402
 from verl_agent_oracle import Batch, objects, step_groups, train_step, verl_config  # noqa: E402
 
@@ -506,7 +504,12 @@ def test_each_group_is_one_append_of_whole_lines(tmp_path, monkeypatch):
     monkeypatch.setattr(gigscope_export.os, "write", spy)
     assert exporter.write_step(batch, step=1, metrics=metrics)
     monkeypatch.undo()
-    assert len(writes) == 3 + 1, "three groups, then the metrics line"
+    assert len(writes) == 2 + 3 + 1, "the step's token chunk and its index lines, three groups, the metrics line"
+    with open(run / "tokens" / "step-000001.bin", "rb") as f:
+        assert f.read() == writes[0]
+    index = [json.loads(line) for line in writes[1].decode().splitlines()]
+    assert writes[1].endswith(b"\n") and len(index) == exported_steps(run)
+    writes = writes[2:]
     for data in writes[:3]:
         assert data.endswith(b"\n")
         lines = [json.loads(line) for line in data.decode().splitlines()]

@@ -1,8 +1,9 @@
 """Export verl-agent training batches as a gigscope run directory (format ``gigscope-run/1``).
 
-Copy this one file next to your trainer (it needs the Python standard library and numpy, nothing else; it
-never imports verl or torch, it only converts the tensors it is given) and add three lines to the training
-loop of ``verl/trainer/ppo/ray_trainer.py`` (see exporter/README.md in the gigscope repository)::
+``from gigscope.verl import RunExporter`` (or copy this one file next to your trainer: it needs the Python
+standard library and numpy, nothing else; it never imports verl or torch, it only converts the tensors it is
+given) and add three lines to the training loop of ``verl/trainer/ppo/ray_trainer.py`` (see python/VERL.md in
+the gigscope repository)::
 
     exporter = RunExporter(run_dir, config=self.config, tokenizer=self.tokenizer)
     ...
@@ -13,7 +14,8 @@ loop of ``verl/trainer/ppo/ray_trainer.py`` (see exporter/README.md in the gigsc
     exporter.write_step(batch, step=self.global_steps, metrics=metrics)
 
 ``write_step`` appends every trajectory of the batch as one line of ``episodes.jsonl`` (a whole episode
-group per write), one line of ``metrics.jsonl``, and keeps ``run.json`` (the advantage settings mapped from
+group per write), one line of ``metrics.jsonl``, each response's tokens to the token store (``tokens/``: ids,
+text, loss mask, advantages and whichever log-probabilities and entropies the batch holds), and keeps ``run.json`` (the advantage settings mapped from
 the trainer's config, written atomically) up to date. It never raises: an error is reported once on
 standard error and the step is skipped, so training goes on.
 """
@@ -22,18 +24,33 @@ import datetime as _datetime
 import json
 import math
 import os
+import secrets
 import sys
-import tempfile
 
 import numpy as np
 
-__all__ = ["RunExporter", "advantage_settings", "env_name", "ROW_KEY", "FORMAT"]
+__all__ = ["RunExporter", "TokenStoreWriter", "advantage_settings", "env_name", "ROW_KEY", "FORMAT"]
 
 FORMAT = "gigscope-run/1"
 EXPORTER_VERSION = 1
 RUN_META_FILE = "run.json"
 EPISODES_FILE = "episodes.jsonl"
 METRICS_FILE = "metrics.jsonl"
+#: The token store (gigscope's ``run::tokens``): ``tokens/index.jsonl`` and one chunk file per training step.
+TOKENS_DIR = "tokens"
+TOKEN_INDEX_FILE = "index.jsonl"
+
+#: Token ids past this are never decoded (their text is unknown): the texts' tables are indexed by id.
+_MAX_TOKEN_ID = 1 << 24
+
+#: Batch keys of the per-token channels (verl's names) → the token store's channel names, in the store's order.
+TOKEN_CHANNELS = (
+    ("advantages", "advantage"),
+    ("old_log_probs", "old_logprob"),
+    ("rollout_log_probs", "rollout_logprob"),
+    ("ref_log_prob", "ref_logprob"),
+    ("entropys", "entropy"),
+)
 
 #: ``non_tensor_batch`` key written by :meth:`RunExporter.mark_rows`: each row's position in the batch as the
 #: rollout returned it (trajectory by trajectory, steps in order). It travels with the rows through
@@ -366,14 +383,19 @@ class _Rows:
         if tensors is None or non_tensor is None:
             raise TypeError("write_step needs a batch with .batch (tensors) and .non_tensor_batch (numpy arrays)")
         tkeys, nkeys = _keys(tensors), _keys(non_tensor)
-        for key in ("uid", "traj_uid"):
-            if key not in nkeys:
-                raise KeyError(f"the batch has no non_tensor_batch[{key!r}]")
+        if "uid" not in nkeys:
+            raise KeyError("the batch has no non_tensor_batch['uid']")
         if "responses" not in tkeys:
             raise KeyError("the batch has no batch['responses']")
         self.nt = non_tensor
         self.uid = np.asarray(non_tensor["uid"])
-        self.traj_uid = np.asarray(non_tensor["traj_uid"])
+        if "traj_uid" in nkeys:
+            self.traj_uid = np.asarray(non_tensor["traj_uid"])
+        else:
+            # Plain verl (RayPPOTrainer): every row is a trajectory of one step, named by its group and its
+            # place in the rollout's batch (the row mark when there is one).
+            place = non_tensor[ROW_KEY] if ROW_KEY in nkeys else range(len(self.uid))
+            self.traj_uid = np.array([f"{u}/{int(p)}" for u, p in zip(self.uid.tolist(), place)], dtype=object)
         n = len(self.uid)
         self.n = n
         self.responses = _to_numpy(tensors["responses"])
@@ -395,6 +417,12 @@ class _Rows:
             p = self.prompts.shape[-1]
             self.prompt_mask = attention[:, :p].astype(bool) if attention is not None else np.ones(self.prompts.shape, dtype=bool)
         self.advantages = _to_numpy(tensors["advantages"]) if "advantages" in tkeys else None
+        #: The response's tokens (padding excluded): the attention mask's response part, else the loss mask.
+        self.response_tokens = (
+            attention[:, -response_length:].astype(bool) if attention is not None else self.response_mask
+        )
+        self.tensors = tensors
+        self.tensor_keys = tkeys
         for name, arr in (("responses", self.responses), ("response_mask", self.response_mask)):
             if arr.shape[0] != n:
                 raise ValueError(f"batch[{name!r}] has {arr.shape[0]} rows, non_tensor_batch['uid'] {n}")
@@ -438,6 +466,7 @@ class RunExporter:
         self._warned = set()
         self._written_groups = {}
         self._steps_written = 0
+        self._tokens = TokenStoreWriter(self.run_dir, tokenizer, self._warn_once)
         try:
             self.trainer_config = _plain_config(config)
         except Exception as err:  # noqa: BLE001
@@ -462,7 +491,7 @@ class RunExporter:
         batch. Never raises."""
         try:
             non_tensor = batch.non_tensor_batch
-            n = len(non_tensor["traj_uid"])
+            n = len(non_tensor["uid"])
             non_tensor[ROW_KEY] = np.arange(n, dtype=np.int64).astype(object)
         except Exception as err:  # noqa: BLE001
             self._warn_once("mark", f"mark_rows could not mark the batch ({err!r}); steps keep the batch order")
@@ -475,7 +504,8 @@ class RunExporter:
         try:
             if not self._meta_written:
                 self._write_meta()
-            groups = self._episode_groups(batch, int(step))
+            groups, token_rows = self._episode_groups(batch, int(step))
+            self._write_tokens(token_rows, int(step))
             for lines in groups:
                 self._append(EPISODES_FILE, lines)
             self._append(METRICS_FILE, [self._metrics_line(int(step), metrics)])
@@ -509,14 +539,16 @@ class RunExporter:
             meta["env"] = self.env
         meta.setdefault("created", _now())
         meta["advantage"] = dict(self.advantage)
-        notes = ["Exported from verl-agent by gigscope_export.py."]
+        notes = ["Exported from verl-agent by gigscope.verl."]
         if self.unmapped:
             notes.append("No gigscope equivalent: " + "; ".join(self.unmapped) + ".")
         meta["notes"] = " ".join(notes)
-        meta["source"] = {"trainer": "verl-agent", "exporter": "gigscope_export", "version": EXPORTER_VERSION}
+        meta["source"] = {"trainer": "verl-agent", "exporter": "gigscope.verl", "version": EXPORTER_VERSION}
         meta["trainer_config"] = self.trainer_config
         data = json.dumps(meta, ensure_ascii=False, allow_nan=False, indent=2).encode("utf-8") + b"\n"
-        fd, tmp = tempfile.mkstemp(prefix=".run.json.", suffix=".tmp", dir=self.run_dir)
+        # Created with the user's umask (mkstemp's files are private: 0600), so a teammate can open the run.
+        tmp = os.path.join(self.run_dir, f".run.json.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -530,7 +562,7 @@ class RunExporter:
                 pass
             raise
         # An empty episodes file makes the directory a run gigscope opens before the first step is written.
-        os.close(os.open(os.path.join(self.run_dir, EPISODES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+        os.close(os.open(os.path.join(self.run_dir, EPISODES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
         _fsync_dir(self.run_dir)
         self._meta_written = True
 
@@ -553,7 +585,7 @@ class RunExporter:
             traj = str(rows.traj_uid[i])
             groups.setdefault(uid, {}).setdefault(traj, []).append(i)
         if not groups:
-            return []
+            return [], ([], None)
 
         observations, actions = self._texts(rows, order)
         rewards = rows.column("rewards")
@@ -565,6 +597,8 @@ class RunExporter:
         data_source = rows.column("data_source")
 
         out = []
+        #: (episode id, step index, row) of every step written, for the token store.
+        token_steps = []
         for uid, trajectories in groups.items():
             group_name = self._group_name(uid)
             suffix = group_name[len(uid):]
@@ -573,6 +607,7 @@ class RunExporter:
                 steps = []
                 stored = []
                 for i in idx:
+                    token_steps.append((traj + suffix, len(steps), i))
                     step_record = {"observation": observations[i]}
                     if anchors is not None:
                         anchor = _anchor_text(anchors[i])
@@ -624,7 +659,7 @@ class RunExporter:
                         episode["tool_callings"] = int(calls) if calls.is_integer() else calls
                 lines.append(json.dumps(episode, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
             out.append(lines)
-        return out
+        return out, (token_steps, rows)
 
     def _order(self, rows):
         """Row indices in their true order, without adjust_batch's copies, and each kept row's copy count."""
@@ -698,10 +733,20 @@ class RunExporter:
 
     def _decode(self, sequences):
         tok = self.tokenizer
-        if hasattr(tok, "batch_decode"):
-            texts = tok.batch_decode(sequences, skip_special_tokens=True)
-        else:
-            texts = [tok.decode(ids, skip_special_tokens=True) for ids in sequences]
+        try:
+            if hasattr(tok, "batch_decode"):
+                texts = tok.batch_decode(sequences, skip_special_tokens=True)
+            else:
+                texts = [tok.decode(ids, skip_special_tokens=True) for ids in sequences]
+        except (IndexError, KeyError, ValueError, TypeError, OverflowError):
+            # Ids the tokenizer does not know: each sequence is decoded without them.
+            self._warn_once(
+                "decode-unknown",
+                "a prompt or response holds token ids the tokenizer does not know: its text is decoded without them",
+            )
+            texts = [
+                tok.decode([i for i in ids if self._tokens.knows(i)], skip_special_tokens=True) for ids in sequences
+            ]
         return [t if isinstance(t, str) else str(t) for t in texts]
 
     def _step_advantage(self, rows, i, step_record):
@@ -729,6 +774,40 @@ class RunExporter:
                 )
         return first
 
+    # -- tokens -------------------------------------------------------------------------------------------
+
+    def _write_tokens(self, token_rows, step):
+        """Append the tokens of every step written (``(episode id, step index, row)``) to the token store, in
+        the chunk ``tokens/step-<step>.bin``. A channel whose array does not match the responses' shape is
+        left out (null), said once; the rest is written."""
+        steps, rows = token_rows
+        if not steps:
+            return
+        order = np.asarray([i for _, _, i in steps], dtype=np.int64)
+        keep = rows.response_tokens[order]
+        columns = []
+        for key, name in TOKEN_CHANNELS:
+            if key not in rows.tensor_keys:
+                continue
+            values = _to_numpy(rows.tensors[key])
+            if values.shape != rows.responses.shape:
+                self._warn_once(
+                    f"shape-{key}",
+                    f"batch[{key!r}] has shape {values.shape}, batch['responses'] {rows.responses.shape}: "
+                    f"the token store records no {name} (null)",
+                )
+                continue
+            columns.append((name, values[order][keep], None))
+        self._tokens.write(
+            f"step-{step:06d}.bin",
+            step,
+            [(episode, k) for episode, k, _ in steps],
+            keep.sum(axis=1),
+            rows.responses[order][keep],
+            rows.response_mask[order][keep],
+            columns,
+        )
+
     # -- metrics ------------------------------------------------------------------------------------------
 
     def _metrics_line(self, step, metrics):
@@ -753,34 +832,19 @@ class RunExporter:
     # -- writing ------------------------------------------------------------------------------------------
 
     def _append(self, file_name, lines):
-        """Append ``lines`` (a whole episode group, or one metrics record) with one ``write`` on an O_APPEND
-        descriptor. A failed or short write is undone (the file is cut back to where it was) so no torn line
-        is left for the next append to glue onto."""
+        """Append ``lines`` (a whole episode group, one metrics record, a step's token index lines) with one
+        ``write`` (``_append_bytes``), so no torn line is left for the next append to glue onto."""
         if not lines:
             return
-        data = ("\n".join(lines) + "\n").encode("utf-8")
         os.makedirs(self.run_dir, exist_ok=True)
-        path = os.path.join(self.run_dir, file_name)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            start = os.fstat(fd).st_size
-            try:
-                written = os.write(fd, data)
-            except OSError:
-                _truncate_if(fd, start, len(data))
-                raise
-            if written != len(data):
-                _truncate_if(fd, start, len(data))
-                raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
-        finally:
-            os.close(fd)
+        _append_bytes(os.path.join(self.run_dir, file_name), ("\n".join(lines) + "\n").encode("utf-8"))
 
     # -- reporting ----------------------------------------------------------------------------------------
 
     def _say(self, message):
         stream = self.log if self.log is not None else sys.stderr
         try:
-            print(f"gigscope_export: {message}", file=stream, flush=True)
+            print(f"gigscope.verl: {message}", file=stream, flush=True)
         except Exception:  # noqa: BLE001 - reporting must not fail either
             pass
 
@@ -797,6 +861,210 @@ class RunExporter:
         if key not in self._warned:
             self._warned.add(key)
             self._say(message)
+
+
+class TokenStoreWriter:
+    """Appends step records to a run's token store (``tokens/``; the byte layout is gigscope's
+    ``run::tokens``, documented in its README and ``assets/tokens.schema.json``): a chunk's bytes first, whole,
+    then one index line per step, so a reader never meets an index line whose record is incomplete.
+
+    Token texts are decoded once per distinct id with the tokenizer given (``decode([id])``, else
+    ``convert_ids_to_tokens``; anything with either) and kept; an id it does not know has no text (null), said
+    once through ``warn(key, message)``.
+    """
+
+    def __init__(self, run_dir, tokenizer, warn):
+        self.run_dir = os.fspath(run_dir)
+        self.tokenizer = tokenizer
+        self.warn = warn
+        # Texts decoded so far: per id its state (0 not asked, 1 known, 2 unknown to the tokenizer), its text's
+        # start and length in `_flat`, every text one after another.
+        self._state = np.zeros(0, dtype=np.int8)
+        self._start = np.zeros(0, dtype=np.int64)
+        self._length = np.zeros(0, dtype=np.int64)
+        self._flat = np.zeros(0, dtype=np.uint8)
+
+    def write(self, chunk_name, iteration, keys, counts, ids, mask, columns):
+        """Append one record per ``keys[k]`` = (episode id, step index) to the chunk ``chunk_name``. ``counts``:
+        each record's number of tokens; ``ids``, ``mask`` and each column's values: every record's tokens one
+        after another. ``columns``: ``(channel name, values, present)`` with ``present`` a bool array (a token
+        with no value) or None (every token has one)."""
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        ids = np.asarray(ids).astype(np.int64).reshape(-1)
+        total = int(counts.sum())
+        if ids.size != total or len(keys) != counts.size:
+            raise ValueError(f"{len(keys)} records of {total} tokens in all, but {ids.size} token ids")
+        mask = np.asarray(mask).astype(np.uint8).reshape(-1)
+        if mask.size != total:
+            raise ValueError(f"{mask.size} mask values for {total} tokens")
+        prepared = []
+        for name, values, present in columns:
+            values = np.ascontiguousarray(np.asarray(values).reshape(-1), dtype="<f4")
+            present = None if present is None else np.asarray(present, dtype=bool).reshape(-1)
+            if values.size != total or (present is not None and present.size != total):
+                raise ValueError(f"{name}: {values.size} values for {total} tokens")
+            if present is not None:
+                values = np.where(present, values, np.float32(0))
+            prepared.append((name, values, present))
+        text, ends, known = self._token_texts(ids, keys, counts)
+        ids32 = ids.astype("<i4")
+        names = [name for name, _, _ in prepared]
+        directory = os.path.join(self.run_dir, TOKENS_DIR)
+        os.makedirs(directory, exist_ok=True)
+        chunk_path = os.path.join(directory, chunk_name)
+        try:
+            at = os.path.getsize(chunk_path)
+        except FileNotFoundError:
+            at = 0
+        parts, lines = [], []
+        lo = 0
+        for (episode, step_index), n in zip(keys, counts.tolist()):
+            hi = lo + n
+            text_lo = int(ends[lo - 1]) if lo > 0 else 0
+            text_hi = int(ends[hi - 1]) if hi > 0 else text_lo
+            record = [
+                ids32[lo:hi].tobytes(),
+                mask[lo:hi].tobytes(),
+                np.packbits(known[lo:hi], bitorder="little").tobytes(),
+                (ends[lo:hi] - text_lo).astype("<u4").tobytes(),
+                text[text_lo:text_hi],
+            ]
+            everything = None
+            for _, values, present in prepared:
+                if present is None:
+                    if everything is None:
+                        everything = np.packbits(np.ones(n, dtype=bool), bitorder="little").tobytes()
+                    record.append(everything)
+                else:
+                    record.append(np.packbits(present[lo:hi], bitorder="little").tobytes())
+                record.append(values[lo:hi].tobytes())
+            length = sum(len(part) for part in record)
+            parts.extend(record)
+            line = {
+                "episode": str(episode),
+                "step": int(step_index),
+                "iteration": int(iteration),
+                "chunk": chunk_name,
+                "offset": at,
+                "length": length,
+                "tokens": n,
+                "text_bytes": text_hi - text_lo,
+                "channels": names,
+            }
+            lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+            at += length
+            lo = hi
+        _append_bytes(chunk_path, b"".join(parts))
+        _append_bytes(os.path.join(directory, TOKEN_INDEX_FILE), ("\n".join(lines) + "\n").encode("utf-8"))
+
+    def _token_texts(self, ids, keys, counts):
+        """Every token's text, one after another (UTF-8 bytes), the end of each token's text in it, and
+        whether the tokenizer knew each id. Gathered with numpy from the texts decoded so far (all of them in
+        one byte array, with each id's start and length), so a step costs no Python call per token."""
+        ids = np.asarray(ids, dtype=np.int64)
+        self._learn(ids)
+        inside = (ids >= 0) & (ids < self._state.size)
+        at = np.where(inside, ids, 0)
+        known = inside & (self._state[at] == 1)
+        lengths = np.where(known, self._length[at], 0)
+        ends = np.cumsum(lengths)
+        starts = np.where(known, self._start[at], 0)
+        # Byte k of the step's text is byte k - (its token's end - length) + its token's start of `_flat`.
+        small = np.int32 if self._flat.size < (1 << 31) - 1 else np.int64
+        shift = (starts - (ends - lengths)).astype(small)
+        positions = np.arange(int(ends[-1]) if ends.size else 0, dtype=small)
+        positions += np.repeat(shift, lengths)
+        text = self._flat[positions].tobytes()
+        if self.tokenizer is not None and not known.all():
+            first = int(np.flatnonzero(~known)[0])
+            episode, step_index = keys[int(np.searchsorted(np.cumsum(counts), first, side="right"))]
+            self.warn(
+                f"unknown-id-{int(ids[first])}",
+                f"{int((~known).sum())} token(s) with ids the tokenizer does not know (e.g. id {int(ids[first])} "
+                f"in episode {episode!r} step {step_index}): their text is recorded as unknown (null)",
+            )
+        return text, ends, known
+
+    def _learn(self, ids):
+        """Decode the ids not decoded yet (ids from 0 to the tokenizer's length, at most 2^24)."""
+        limit = _MAX_TOKEN_ID
+        try:
+            limit = min(limit, len(self.tokenizer))
+        except TypeError:
+            pass  # a tokenizer without a length: ask it
+        inside = (ids >= 0) & (ids < min(limit, self._state.size))
+        fresh = ids[~inside]
+        fresh = fresh[(fresh >= 0) & (fresh < limit)]
+        asked = ids[inside]
+        fresh = np.concatenate([fresh, asked[self._state[asked] == 0]])
+        if not fresh.size:
+            return
+        uniq = np.unique(fresh)
+        size = int(uniq[-1]) + 1
+        if size > self._state.size:
+            grown = max(size, 2 * self._state.size)
+            self._state = np.concatenate([self._state, np.zeros(grown - self._state.size, dtype=np.int8)])
+            self._start = np.concatenate([self._start, np.zeros(grown - self._start.size, dtype=np.int64)])
+            self._length = np.concatenate([self._length, np.zeros(grown - self._length.size, dtype=np.int64)])
+        new = uniq[self._state[uniq] == 0]
+        if not new.size:
+            return
+        pieces, at = [], self._flat.size
+        for token_id in new.tolist():
+            text = self._decode(token_id)
+            if text is None:
+                self._state[token_id] = 2
+                continue
+            data = text.encode("utf-8")
+            self._state[token_id] = 1
+            self._start[token_id] = at
+            self._length[token_id] = len(data)
+            pieces.append(data)
+            at += len(data)
+        if pieces:
+            self._flat = np.concatenate([self._flat, np.frombuffer(b"".join(pieces), dtype=np.uint8)])
+
+    def knows(self, token_id):
+        """Whether the tokenizer knows the id (has a text for it)."""
+        return self._decode(int(token_id)) is not None
+
+    def _decode(self, token_id):
+        """One token's text, or None when there is no tokenizer or it does not know the id."""
+        tok = self.tokenizer
+        if tok is None or token_id < 0:
+            return None
+        try:
+            if token_id >= len(tok):
+                return None
+        except TypeError:
+            pass  # a tokenizer without a length: ask it
+        try:
+            if hasattr(tok, "decode"):
+                text = tok.decode([token_id], skip_special_tokens=False)
+            else:
+                text = tok.convert_ids_to_tokens([token_id])[0]
+        except (IndexError, KeyError, ValueError, TypeError, OverflowError):
+            return None
+        return text if isinstance(text, str) else None
+
+
+def _append_bytes(path, data):
+    """Append ``data`` with one write on an O_APPEND descriptor; a failed or short write is cut back."""
+    if not data:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+        except OSError:
+            _truncate_if(fd, start, len(data))
+            raise
+        if written != len(data):
+            _truncate_if(fd, start, len(data))
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+    finally:
+        os.close(fd)
 
 
 def _truncate_if(fd, start, length):
