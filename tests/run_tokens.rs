@@ -91,7 +91,10 @@ fn bad_records_are_named_by_file_line_and_record_and_the_rest_still_reads() {
     let store = TokenStore::open(dir.path()).unwrap();
     let errors: Vec<String> = store.errors().iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 4, "{errors:?}");
-    assert!(errors[0].starts_with("tokens/index.jsonl: line 5: length") && errors[0].contains("60 tokens"), "{errors:?}");
+    assert!(
+        errors[0].starts_with("tokens/index.jsonl: line 5: length") && errors[0].contains("60 tokens"),
+        "{errors:?}"
+    );
     assert!(errors[1].contains("line 6: episode \"e\" step 0 was recorded before, on line 1"), "{errors:?}");
     assert!(errors[2].contains("line 7:"), "{errors:?}");
     assert!(errors[3].contains("line 8: chunk \"../c.bin\" is not a file name inside tokens/"), "{errors:?}");
@@ -112,7 +115,8 @@ fn bad_records_are_named_by_file_line_and_record_and_the_rest_still_reads() {
     // Columns that disagree are refused before anything is written.
     let mut bad = step(4, 0.0);
     bad.mask.pop();
-    let err = writer.append("c.bin", &[StepRecord { episode: "x", step: 0, iteration: None, tokens: &bad }]).unwrap_err();
+    let err =
+        writer.append("c.bin", &[StepRecord { episode: "x", step: 0, iteration: None, tokens: &bad }]).unwrap_err();
     assert!(err.to_string().contains("episode \"x\" step 0: mask has 3 entries for 4 token ids"), "{err}");
     assert_eq!(std::fs::metadata(&chunk).unwrap().len(), len - 5);
 }
@@ -156,8 +160,23 @@ fn the_tokens_command_prints_one_row_per_token_with_nulls_and_derived_values() {
     assert_eq!(
         keys,
         [
-            "step", "index", "id", "text", "offset", "mask", "advantage", "old_logprob", "rollout_logprob",
-            "ref_logprob", "entropy", "ratio", "clipped", "mismatch", "mismatch_weight", "kl_k1", "kl_k3",
+            "step",
+            "index",
+            "id",
+            "text",
+            "offset",
+            "mask",
+            "advantage",
+            "old_logprob",
+            "rollout_logprob",
+            "ref_logprob",
+            "entropy",
+            "ratio",
+            "clipped",
+            "mismatch",
+            "mismatch_weight",
+            "kl_k1",
+            "kl_k3",
             "effective_weight"
         ]
     );
@@ -165,7 +184,10 @@ fn the_tokens_command_prints_one_row_per_token_with_nulls_and_derived_values() {
     assert_eq!((r0["step"].as_u64(), r0["id"].as_i64(), r0["text"].as_str()), (Some(2), Some(5), Some("a")));
     assert_eq!(r0["advantage"].to_string(), "0.1", "the f32's shortest form");
     assert_eq!(r0["mismatch"].as_f64(), Some(0.5));
-    assert_eq!((r0["clipped"].as_bool(), r0["ref_logprob"].is_null(), r0["kl_k1"].is_null()), (Some(false), true, true));
+    assert_eq!(
+        (r0["clipped"].as_bool(), r0["ref_logprob"].is_null(), r0["kl_k1"].is_null()),
+        (Some(false), true, true)
+    );
     assert_eq!(r0["effective_weight"].as_f64(), Some(0.0), "masked out");
     assert!(rows[1]["text"].is_null() && rows[1]["mismatch"].is_null());
     assert_eq!(rows[1]["effective_weight"].as_f64(), Some(0.0), "clipped");
@@ -176,7 +198,9 @@ fn the_tokens_command_prints_one_row_per_token_with_nulls_and_derived_values() {
     let table = gigscope(&["tokens", run, "--episode", "ep", "--step", "2"]);
     assert!(table.status.success());
     let table = String::from_utf8(table.stdout).unwrap();
-    assert!(table.starts_with("step 2: 3 token(s), 2 trained; channels: advantage, old_logprob, rollout_logprob, clipped"));
+    assert!(
+        table.starts_with("step 2: 3 token(s), 2 trained; channels: advantage, old_logprob, rollout_logprob, clipped")
+    );
     assert!(table.contains("<unknown id>"), "{table}");
 
     let missing = gigscope(&["tokens", run, "--episode", "nope"]);

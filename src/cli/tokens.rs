@@ -61,7 +61,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let tokens = match store.read(&args.episode, step) {
             Ok(Some(tokens)) => tokens,
             Ok(None) => {
-                eprintln!("error: {}: no tokens recorded for episode {:?} step {step}", args.run.display(), args.episode);
+                eprintln!(
+                    "error: {}: no tokens recorded for episode {:?} step {step}",
+                    args.run.display(),
+                    args.episode
+                );
                 failed = true;
                 continue;
             }

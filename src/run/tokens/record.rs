@@ -191,7 +191,8 @@ impl StepTokens {
     /// Whether the columns agree in length and the text ends are in order, on character boundaries.
     pub fn check(&self) -> Result<(), String> {
         let n = self.ids.len();
-        let lengths = [("mask", self.mask.len()), ("text_ends", self.text_ends.len()), ("text_known", self.text_known.len())];
+        let lengths =
+            [("mask", self.mask.len()), ("text_ends", self.text_ends.len()), ("text_known", self.text_known.len())];
         for (name, len) in lengths {
             if len != n {
                 return Err(format!("{name} has {len} entries for {n} token ids"));
@@ -241,7 +242,12 @@ impl StepTokens {
 
     /// A record read back from its bytes; `channels` as its index line lists them (`None`: a channel this
     /// version does not know, skipped).
-    pub(crate) fn decode(bytes: &[u8], n: usize, text_len: usize, channels: &[Option<Channel>]) -> Result<Self, String> {
+    pub(crate) fn decode(
+        bytes: &[u8],
+        n: usize,
+        text_len: usize,
+        channels: &[Option<Channel>],
+    ) -> Result<Self, String> {
         let expected = record_len(n, text_len as u64, channels.len());
         if bytes.len() as u64 != expected {
             return Err(format!(
@@ -329,10 +335,14 @@ mod tests {
     use super::*;
 
     fn sample() -> StepTokens {
-        StepTokens::new(vec![5, -1, 70000, 3], vec![false, true, true, true], &[Some("Hé"), None, Some(" wo"), Some("rld")])
-            .with(Channel::Advantage, vec![Some(0.5), Some(0.5), Some(-0.25), None])
-            .with(Channel::OldLogprob, vec![Some(-1.0), Some(-0.1), Some(f32::NAN), Some(-3.5)])
-            .with(Channel::Clipped, vec![Some(0.0), Some(0.0), Some(1.0), Some(0.0)])
+        StepTokens::new(
+            vec![5, -1, 70000, 3],
+            vec![false, true, true, true],
+            &[Some("Hé"), None, Some(" wo"), Some("rld")],
+        )
+        .with(Channel::Advantage, vec![Some(0.5), Some(0.5), Some(-0.25), None])
+        .with(Channel::OldLogprob, vec![Some(-1.0), Some(-0.1), Some(f32::NAN), Some(-3.5)])
+        .with(Channel::Clipped, vec![Some(0.0), Some(0.0), Some(1.0), Some(0.0)])
     }
 
     #[test]
@@ -352,8 +362,9 @@ mod tests {
         assert!(back.value(Channel::OldLogprob, 2).unwrap().is_nan());
         assert_eq!(back.channel(Channel::Entropy), None);
         // A channel this version does not know is skipped, the others still read.
-        let back = StepTokens::decode(&bytes, 4, step.text.len(), &[Some(Channel::Advantage), None, Some(Channel::Clipped)])
-            .unwrap();
+        let back =
+            StepTokens::decode(&bytes, 4, step.text.len(), &[Some(Channel::Advantage), None, Some(Channel::Clipped)])
+                .unwrap();
         assert_eq!(back.recorded(), vec![Channel::Advantage, Channel::Clipped]);
     }
 

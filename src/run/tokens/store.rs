@@ -198,10 +198,7 @@ impl TokenStore {
     /// The steps of `episode` with tokens, in order.
     pub fn steps(&self, episode: &str) -> Vec<StepEntry> {
         self.episodes.get(episode).map_or_else(Vec::new, |steps| {
-            steps
-                .iter()
-                .map(|(&step, e)| StepEntry { step, tokens: e.tokens, iteration: e.iteration })
-                .collect()
+            steps.iter().map(|(&step, e)| StepEntry { step, tokens: e.tokens, iteration: e.iteration }).collect()
         })
     }
 
