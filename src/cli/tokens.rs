@@ -122,12 +122,11 @@ fn json_number(v: f32) -> String {
 }
 
 fn write_jsonl(out: &mut impl Write, step: u32, tokens: &StepTokens) -> std::io::Result<()> {
-    for i in 0..tokens.len() {
+    for (i, id) in tokens.ids.iter().enumerate() {
         let text = tokens.token_text(i).map_or_else(|| "null".to_string(), |t| serde_json::Value::from(t).to_string());
         write!(
             out,
-            "{{\"step\":{step},\"index\":{i},\"id\":{},\"text\":{text},\"offset\":{},\"mask\":{}",
-            tokens.ids[i],
+            "{{\"step\":{step},\"index\":{i},\"id\":{id},\"text\":{text},\"offset\":{},\"mask\":{}",
             tokens.offset(i),
             u8::from(tokens.mask[i])
         )?;
@@ -160,10 +159,10 @@ fn write_table(out: &mut impl Write, step: u32, tokens: &StepTokens) -> std::io:
         write!(out, " {head:>9}")?;
     }
     writeln!(out)?;
-    for i in 0..tokens.len() {
+    for (i, id) in tokens.ids.iter().enumerate() {
         let text = tokens.token_text(i).map_or_else(|| "<unknown id>".to_string(), |t| format!("{t:?}"));
         let text = super::advantages::clip(&text, 16);
-        write!(out, "{i:>5} {:>7} {text:<16} {:>1}", tokens.ids[i], u8::from(tokens.mask[i]))?;
+        write!(out, "{i:>5} {id:>7} {text:<16} {:>1}", u8::from(tokens.mask[i]))?;
         for (key, value) in values(tokens, i) {
             let cell = match (key, value) {
                 (_, None) => "·".to_string(),

@@ -327,7 +327,7 @@ fn push_bitmap(out: &mut Vec<u8>, bits: impl Iterator<Item = bool>) {
 }
 
 fn bitmap(bytes: &[u8], n: usize) -> Vec<bool> {
-    (0..n).map(|i| bytes[i / 8] >> (i % 8) & 1 == 1).collect()
+    (0..n).map(|i| (bytes[i / 8] >> (i % 8)) & 1 == 1).collect()
 }
 
 #[cfg(test)]
