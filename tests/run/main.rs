@@ -7,5 +7,6 @@ mod layouts;
 mod live;
 mod load_cache;
 mod reader;
+mod tokens;
 mod trl;
 mod verl;

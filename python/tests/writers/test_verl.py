@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 from gigscope import verl as gigscope_export  # noqa: E402
 from gigscope.verl import ROW_KEY, RunExporter, advantage_settings, env_name  # noqa: E402
