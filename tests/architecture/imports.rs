@@ -32,8 +32,6 @@ const CIRCLES_LEFT: &[&str] = &[
     "run/format.rs run/lean.rs run/lean_line.rs run/reader.rs run/source/gigscope.rs run/source/mod.rs run/source/trl.rs run/source/verl.rs",
     "train/autoplay.rs train/checkpoint.rs train/mod.rs train/output.rs train/request.rs train/rollout.rs train/trainer.rs train/truth.rs",
     "training/loader.rs training/mod.rs",
-    "tui/config.rs tui/keymap.rs tui/theme.rs",
-    "tui/runner.rs tui/state.rs tui/truth_job.rs tui/ui/layout.rs tui/ui/mod.rs tui/ui/popups.rs tui/update.rs tui/views/anchor.rs tui/views/episode.rs tui/views/estimators.rs tui/views/groups.rs tui/views/mod.rs tui/views/overview.rs",
     "webshop/search/mod.rs webshop/search/score.rs",
 ];
 
