@@ -19,8 +19,9 @@ use super::engine::{
 use super::input::{EngineInput, KeyedAnchor};
 use super::settings::{AdvantageSettings, AnchorMode};
 use super::{AnchorGroup, Members, RowRef};
-use crate::run::lean::{EpisodeText, LeanEpisode, LineSpan, TextError, TextStore};
+use crate::run::text_on_disk::{EpisodeText, LeanEpisode, TextError, TextStore};
 use crate::run::Episode;
+use crate::run::LineSpan;
 
 /// Which anchor-state group every row belongs to under one anchor mode.
 #[derive(Clone, Debug, PartialEq)]

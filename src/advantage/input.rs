@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::run::lean::LeanEpisode;
+use crate::run::text_on_disk::LeanEpisode;
 use crate::run::{anchor_hash, Episode};
 
 /// The anchors the engine groups steps by without comparing text: equal keys, same anchor-state group.

@@ -14,7 +14,8 @@ use crate::advantage::{
     trl, AdvantageOverrides, AdvantageSettings, AdvantageTable, Aggregation, AnchorKind, EngineInput, Estimator, Norm,
     Pooling, RewardWeights, ScaleRewards,
 };
-use crate::run::lean::{LeanReading, TextStore};
+use crate::run::text_on_disk::TextStore;
+use crate::run::LeanReading;
 use crate::run::{Episode, Run};
 
 /// Advantage settings as flags; each one left out falls back to the run's `run.json` (`advantage`), then to

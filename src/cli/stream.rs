@@ -23,7 +23,8 @@ use serde::Deserialize;
 
 use super::advantages::{episode_rows, Format, OutRow, RowWriter};
 use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
-use crate::run::lean::{LeanEpisode, LeanReading, LeanStep};
+use crate::run::text_on_disk::{LeanEpisode, LeanStep};
+use crate::run::LeanReading;
 use crate::run::{parse_json, Episode, JsonlTail, EPISODES_FILE};
 
 /// What the first pass reads of a line.
@@ -312,8 +313,8 @@ mod tests {
 
     use super::*;
     use crate::advantage::AnchorMode;
-    use crate::run::lean::TextStore;
     use crate::run::synth::{episodes, SynthSpec};
+    use crate::run::text_on_disk::TextStore;
     use crate::run::{Run, RunWriter};
 
     /// The output and what was skipped, with the first pass keeping about `kept_bytes` of episodes.

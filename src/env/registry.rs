@@ -68,8 +68,8 @@ pub fn page_anchor(run: &Run) -> Option<PageAnchor> {
 }
 
 /// [`page_anchor`] as a plain function, for a reader that takes episodes in lean on its own thread
-/// ([`crate::run::lean::LeanReading`]).
-pub fn page_classifier(run: &Run) -> Option<crate::run::lean::PageClassifier> {
+/// ([`crate::run::LeanReading`]).
+pub fn page_classifier(run: &Run) -> Option<crate::run::text_on_disk::PageClassifier> {
     of_run(run)?.page_anchor
 }
 

@@ -52,7 +52,7 @@ use tantivy::{
 
 use crate::advantage::{AdvantageSettings, AdvantageTable};
 use crate::env::PageAnchor;
-use crate::run::lean::TextError;
+use crate::run::text_on_disk::TextError;
 use crate::run::Episode;
 
 pub use cache::default_cache_dir;

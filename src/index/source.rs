@@ -8,7 +8,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::advantage::EngineInput;
-use crate::run::lean::{LeanEpisode, TextError};
+use crate::run::text_on_disk::{LeanEpisode, TextError};
 use crate::run::Episode;
 
 /// An episode fetched from a source: borrowed from memory, or read back from disk.

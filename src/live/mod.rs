@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::run::lean::LeanReading;
-use crate::run::source::{open_source, read_all, resolve_layout, GigscopeSource, RunSource, SourcePoll};
+use crate::run::source::{open_source, resolve_layout, GigscopeSource, RunSource, SourcePoll};
 use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions, TailPosition};
+use crate::run::{read_all, LeanReading};
 
-pub use crate::run::source::{apply, Applied, LeanRecord, LiveEvent, LiveFile};
+pub use crate::run::source::{LeanRecord, LiveEvent, LiveFile};
+pub use crate::run::{apply, Applied};
 
 /// Where the reader of a run stands, handed from [`open`] to [`Watcher::spawn`].
 #[derive(Debug)]

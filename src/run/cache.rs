@@ -26,13 +26,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use super::error::RunError;
+use super::error::{LineError, RunError};
 use super::format::{EPISODES_FILE, RUN_META_FILE};
-use super::lean::{
-    line_checksum, read_at, EpisodeText, LeanEpisode, LeanExtras, LeanStep, LineSpan, PageIds, TextStore,
-};
-use super::reader::{LineError, TailPosition};
-use super::source::Stamp;
+use super::jsonl::TailPosition;
+use super::span::{line_checksum, read_at, LineSpan, Stamp};
+use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageIds, TextStore};
 use super::writer::write_atomic;
 
 /// Bump when the layout or the meaning of a field changes: caches of other formats are then ignored, never misread.

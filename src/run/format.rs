@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::lean::ReadFrom;
 use super::settings::AdvantageOverrides;
+use super::span::ReadFrom;
 
 /// The value of `run.json`'s `format` key for this version.
 pub const FORMAT_V1: &str = "gigscope-run/1";

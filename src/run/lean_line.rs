@@ -1,7 +1,7 @@
 //! An episode's line parsed straight into its lean form, its text never copied.
 //!
 //! Read as an [`Episode`](super::Episode), a WebShop line allocates every observation, action and available
-//! action, and the map of every step's unknown keys, only for [`super::lean::LeanEpisode::new`] to hash the
+//! action, and the map of every step's unknown keys, only for [`super::text_on_disk::LeanEpisode::new`] to hash the
 //! anchors and free the rest: most of reading a large run went to that. Here the line is walked once: the
 //! anchor is hashed and the page classified where they lie in the line (borrowed; copied only when the JSON
 //! escapes something in them), and the rest of the text is checked, not kept.
@@ -20,7 +20,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 use super::format::{copies_of, reward_functions_of, source_file_of, COPIES_KEY, REWARDS_KEY, SOURCE_KEY};
-use super::lean::{anchor_hash, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds};
+use super::text_on_disk::{anchor_hash, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds};
 
 /// Parse `line` (one JSON object, no newline) into a lean episode whose text is `text`, and the file its
 /// `extra.source.file` names. Steps' page ids come from `pages`, interned only once the whole line has parsed
@@ -423,7 +423,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::super::format::Episode;
-    use super::super::lean::{LeanEpisode, PageIds, TextStore};
+    use super::super::text_on_disk::{LeanEpisode, PageIds, TextStore};
     use super::*;
 
     fn classify(observation: &str) -> &'static str {

@@ -1,22 +1,46 @@
 //! Run directories: the on-disk format, a streaming reader that never loses or invents data, and writers.
+//!
+//! The bottom layer of gigscope with `text/`: it imports nothing outside `run/`. Its files, leaves first (each
+//! imports only files listed before it):
+//!
+//! - `error.rs` ([`RunError`], [`LineError`]), `settings.rs` (the trainer's advantage settings), `span.rs`
+//!   (where a line is on disk, its checksum, one positioned read, file stamps), `layout.rs` ([`Layout`]);
+//! - `format.rs`: the records of gigscope-run/1; `dir.rs`: the run directory's plain files (`run.json`);
+//! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
+//! - `text_on_disk.rs`: episodes without their text ([`text_on_disk::LeanEpisode`]) and the store that reads
+//!   the text back; `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
+//! - `writer.rs`, `synth.rs`, `cache.rs` (the load cache);
+//! - `source/`: the readers of each layout and their registry (a new trainer format goes there: see its docs);
+//! - `in_memory.rs`: [`Run`], the run in memory, built by [`apply`]ing a source's events;
+//! - `truth.rs`: measured ground truth kept beside a run.
 
 pub mod cache;
+mod dir;
 mod error;
 mod format;
-pub mod lean;
+mod in_memory;
+mod jsonl;
+mod layout;
 mod lean_line;
-mod reader;
+mod lean_reading;
 pub mod settings;
 pub mod source;
+mod span;
 pub mod synth;
+pub mod text_on_disk;
 pub mod tokens;
 pub mod truth;
 mod writer;
 
-pub use error::RunError;
+pub use dir::{check_run_dir, read_meta};
+pub use error::{LineError, RunError};
 pub use format::*;
-pub use lean::anchor_hash;
-pub(crate) use reader::parse_json;
-pub use reader::{check_run_dir, read_meta, JsonlTail, LineError, Run, TailBatch, TailPosition};
-pub use source::{Layout, SourceOptions};
+pub use in_memory::{apply, read_all, Applied, Run};
+pub(crate) use jsonl::parse_json;
+pub use jsonl::{JsonlTail, TailBatch, TailPosition};
+pub use layout::Layout;
+pub use lean_reading::{ClassifierOf, LeanReading};
+pub use source::SourceOptions;
+pub use span::{line_checksum, LineSpan, ReadFrom};
+pub use text_on_disk::anchor_hash;
 pub use writer::{write_atomic, RunWriter};

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::RunError;
 use super::format::RunMeta;
-use super::source::Layout;
+use super::layout::Layout;
 use super::Run;
 
 /// The header's `format`.

@@ -15,7 +15,7 @@ use crate::advantage::{
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::cache::{Cached, CachedHead};
-use crate::run::lean::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in

@@ -17,7 +17,7 @@ use super::domain::Domain;
 use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, RowRef};
 use crate::env::{fill_page_anchors, PageAnchor};
-use crate::run::lean::EpisodeText;
+use crate::run::text_on_disk::EpisodeText;
 use crate::run::truth::{branchable_among, read_truth, truth_path, truth_run_name, NoTruth, TruthFile, TruthRow};
 use crate::run::{Episode, Run};
 

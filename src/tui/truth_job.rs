@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::advantage::agreement::agreements;
 use crate::advantage::estimators::{EnvInputs, EstimatorSettings};
 use crate::advantage::AdvantageSettings;
-use crate::run::lean::TextError;
+use crate::run::text_on_disk::TextError;
 use crate::run::truth::{read_truth, truth_path, NoTruth, TruthFile};
 use crate::run::{Episode, RunError};
 use crate::training::{Training, TruthProgress, Unavailable};

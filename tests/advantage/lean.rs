@@ -6,7 +6,7 @@ use gigscope::advantage::{
     SimilarityJob,
 };
 use gigscope::env::{fill_page_anchors, PageAnchor};
-use gigscope::run::lean::{EpisodeText, LeanEpisode, PageIds, TextStore};
+use gigscope::run::text_on_disk::{EpisodeText, LeanEpisode, PageIds, TextStore};
 use gigscope::run::{Episode, Run, Step, EPISODES_FILE};
 use gigscope::webshop::page::{classify_observation, page_anchor};
 use proptest::prelude::*;

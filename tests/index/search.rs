@@ -476,7 +476,7 @@ fn exact_values_of_advantages_are_searched_as_ranges() {
 /// the episodes held in memory, and each recognises the other's index as up to date.
 #[test]
 fn lean_episodes_read_back_from_disk_index_like_episodes_in_memory() {
-    use gigscope::run::lean::{LeanEpisode, PageIds, TextStore};
+    use gigscope::run::text_on_disk::{LeanEpisode, PageIds, TextStore};
     use gigscope::run::Run;
     let mut episodes = worked_example();
     episodes.extend(second_group());

@@ -149,7 +149,7 @@ fn a_cache_whose_episodes_turn_out_damaged_midway_is_voided_and_the_run_read_fro
     const HEADER: usize = 8 + 4 + 8 + 8;
     let body_len = (bytes.len() - HEADER) as u64;
     bytes[12..20].copy_from_slice(&body_len.to_le_bytes());
-    let checksum = gigscope::run::lean::line_checksum(&bytes[HEADER..]);
+    let checksum = gigscope::run::line_checksum(&bytes[HEADER..]);
     bytes[20..28].copy_from_slice(&checksum.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
 
@@ -243,7 +243,7 @@ fn a_file_edited_to_the_same_size_and_time_is_read_again() {
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(modified).unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), modified);
 
-    let store = gigscope::run::lean::TextStore::new(&path);
+    let store = gigscope::run::text_on_disk::TextStore::new(&path);
     let miss = cache::load(root.path(), &dir, &store).unwrap_err();
     assert!(matches!(miss, CacheError::Changed { .. }), "{miss}");
     let (state, hit) = open_cached(&dir, root.path());
@@ -288,7 +288,7 @@ fn a_damaged_or_foreign_cache_file_is_ignored_and_replaced() {
         ("empty", Vec::new()),
         ("another program's file", b"{\"not\": \"a gigscope cache\"}".repeat(100)),
     ];
-    let store = gigscope::run::lean::TextStore::new(&dir.join(EPISODES_FILE));
+    let store = gigscope::run::text_on_disk::TextStore::new(&dir.join(EPISODES_FILE));
     for (what, bytes) in damages {
         std::fs::write(&path, &bytes).unwrap();
         let miss = cache::load(root.path(), &dir, &store).unwrap_err();
@@ -329,7 +329,7 @@ fn another_runs_cache_file_is_not_taken() {
     open_cached(&other, root.path());
     std::fs::create_dir_all(cache_path(root.path(), &dir).parent().unwrap()).unwrap();
     std::fs::copy(cache_path(root.path(), &other), cache_path(root.path(), &dir)).unwrap();
-    let store = gigscope::run::lean::TextStore::new(&dir.join(EPISODES_FILE));
+    let store = gigscope::run::text_on_disk::TextStore::new(&dir.join(EPISODES_FILE));
     let miss = cache::load(root.path(), &dir, &store).unwrap_err();
     assert!(matches!(miss, CacheError::OtherRun(_)), "{miss}");
 }

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use gigscope::live::{self, LiveEvent, Watcher};
-use gigscope::run::lean::EpisodeText;
+use gigscope::run::text_on_disk::EpisodeText;
 use gigscope::run::EPISODES_FILE;
 use gigscope::tui::{open, update, Action, Config, Msg, State, View};
 use support::live::wait_until;

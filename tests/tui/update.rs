@@ -321,7 +321,7 @@ fn search_error_is_shown_not_fatal() {
 #[test]
 fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() {
     use gigscope::advantage::AdvantageSettings;
-    use gigscope::run::lean::{LeanEpisode, PageIds};
+    use gigscope::run::text_on_disk::{LeanEpisode, PageIds};
     use gigscope::tui::state::Derived;
     let s = state();
     let settings = AdvantageSettings::default();

@@ -2,10 +2,28 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ErrorOnce, Layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourcePoll};
+use super::events::{ErrorOnce, LeanRecord, LiveEvent, LiveFile, RunSource, SourcePoll};
+use super::events::{Listing, RegisteredLayout};
+use crate::run::dir::read_meta;
+use crate::run::error::RunError;
 use crate::run::format::{Episode, MetricsRecord, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
-use crate::run::lean::{LeanReading, LineSpan, ReadFrom};
-use crate::run::reader::{read_meta, JsonlTail, Run, TailBatch, TailPosition};
+use crate::run::jsonl::{JsonlTail, TailBatch, TailPosition};
+use crate::run::layout::Layout;
+use crate::run::lean_reading::LeanReading;
+use crate::run::span::{LineSpan, ReadFrom};
+
+/// The registry's entry for gigscope's own layout: a directory with `episodes.jsonl` or `run.json`.
+pub const REGISTERED: RegisteredLayout = RegisteredLayout {
+    layout: Layout::Gigscope,
+    looks_for: "episodes.jsonl or run.json (gigscope-run/1)",
+    found_in: is_gigscope_run,
+    open: |dir, _| Box::new(GigscopeSource::new(dir)),
+};
+
+fn is_gigscope_run(listing: &mut Listing) -> Result<bool, RunError> {
+    let dir = listing.dir();
+    Ok(dir.join(EPISODES_FILE).exists() || dir.join(RUN_META_FILE).exists())
+}
 
 /// Where the readers of a gigscope run directory stand.
 #[derive(Debug)]
@@ -68,11 +86,7 @@ impl GigscopeSource {
         match read_meta(&self.dir) {
             Ok(meta) => {
                 events.extend(self.errors[2].report(None));
-                if !self.lean.is_empty() {
-                    let mut run = Run::empty(&self.dir, Layout::Gigscope);
-                    run.meta = meta.clone();
-                    self.lean.iter_mut().for_each(|lean| lean.described(&run));
-                }
+                self.lean.iter_mut().for_each(|lean| lean.described(meta.as_ref()));
                 events.push(LiveEvent::Meta(meta.map(Box::new)));
             }
             Err(err) => events.extend(self.errors[2].report(Some(err.to_string()))),
@@ -81,7 +95,7 @@ impl GigscopeSource {
 }
 
 /// Whether a batch stopped with more to read, and how far reading is.
-fn progress<T>(batch: &Result<TailBatch<T>, crate::run::RunError>) -> (bool, LiveEvent) {
+fn progress<T>(batch: &Result<TailBatch<T>, RunError>) -> (bool, LiveEvent) {
     match batch {
         Ok(b) => (b.more, LiveEvent::Progress { read: b.offset, total: b.file_len }),
         Err(_) => (false, LiveEvent::Progress { read: 0, total: 0 }),
@@ -90,7 +104,7 @@ fn progress<T>(batch: &Result<TailBatch<T>, crate::run::RunError>) -> (bool, Liv
 
 /// The events of one tail's batch, in order.
 fn batch_events<T>(
-    batch: Result<TailBatch<T>, crate::run::RunError>,
+    batch: Result<TailBatch<T>, RunError>,
     file: LiveFile,
     wrap: impl FnOnce(Vec<(u64, T)>) -> LiveEvent,
     errors: &mut ErrorOnce,

@@ -46,7 +46,7 @@
 //! `extra.repeat_of` (the file they repeat), with a notice.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -57,10 +57,14 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::{json, Map, Value};
 
-use super::{list_dir, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll, Stamp};
+use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
+use super::events::{LiveEvent, LiveFile};
+use super::step_files::StepFiles;
+use crate::run::error::{LineError, RunError};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, REWARDS_KEY, SOURCE_KEY};
-use crate::run::reader::LineError;
+use crate::run::layout::Layout;
 use crate::run::settings::{AdvantageOverrides, Aggregation, Estimator, ScaleRewards};
+use crate::run::span::Stamp;
 
 /// The directory TRL writes the files into, under its `output_dir`.
 pub const COMPLETIONS_DIR: &str = "completions";
@@ -68,6 +72,19 @@ pub const COMPLETIONS_DIR: &str = "completions";
 pub const FORMAT: &str = "trl-completions";
 /// An unreadable file that has not changed for this long is not being written: it is reported.
 pub const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// The registry's entry for TRL logs: a `completions/` directory, or `completions_{step}.parquet` files.
+pub const REGISTERED: RegisteredLayout = RegisteredLayout {
+    layout: Layout::Trl,
+    looks_for: "completions/completions_{step}.parquet (TRL GRPOTrainer log)",
+    found_in: is_trl_log,
+    open: |dir, options| Box::new(TrlSource::new(dir, options)),
+};
+
+fn is_trl_log(listing: &mut Listing) -> Result<bool, RunError> {
+    let is_completions = |name: &str| name.starts_with("completions_") && name.ends_with(".parquet");
+    Ok(listing.dir().join(COMPLETIONS_DIR).is_dir() || listing.names()?.iter().any(|n| is_completions(n)))
+}
 
 /// A file read whole.
 #[derive(Debug)]
@@ -107,13 +124,10 @@ pub struct TrlSource {
     group_size: Option<usize>,
     /// Step files by step.
     files: BTreeMap<u64, StepFile>,
-    /// Steps delivered since the last reset, in order, with the stamp of the content delivered.
-    delivered: Vec<(u64, Stamp)>,
+    /// Notices, the listing's errors and the steps delivered.
+    book: StepFiles<u64>,
     /// The description last sent.
     meta: Option<RunMeta>,
-    listing: ErrorOnce,
-    /// Notices sent (each is sent once: the run keeps them).
-    said: HashSet<String>,
 }
 
 impl TrlSource {
@@ -123,10 +137,8 @@ impl TrlSource {
             dir: dir.to_path_buf(),
             group_size: options.group_size,
             files: BTreeMap::new(),
-            delivered: Vec::new(),
+            book: StepFiles::default(),
             meta: None,
-            listing: ErrorOnce::default(),
-            said: HashSet::new(),
         }
     }
 
@@ -138,12 +150,6 @@ impl TrlSource {
             (sub, "completions/")
         } else {
             (self.dir.clone(), "")
-        }
-    }
-
-    fn say(&mut self, message: String, events: &mut Vec<LiveEvent>) {
-        if self.said.insert(message.clone()) {
-            events.push(LiveEvent::Error(message));
         }
     }
 
@@ -185,7 +191,7 @@ impl TrlSource {
         let Some(file) = self.files.get_mut(&step) else { return false };
         let (pending, report) = refresh_file(file, path, rel, step, group_size);
         if let Some(message) = report {
-            self.say(message, events);
+            self.book.say(message, events);
         }
         pending
     }
@@ -216,7 +222,7 @@ impl TrlSource {
                 parsed.fingerprint.0
             ));
         }
-        self.delivered.push((step, *stamp));
+        self.book.record(step, *stamp);
         if !episodes.is_empty() {
             events.push(LiveEvent::Episodes(episodes));
         }
@@ -224,7 +230,7 @@ impl TrlSource {
             events.push(LiveEvent::BrokenLines(LiveFile::Episodes, broken));
         }
         for notice in notices {
-            self.say(notice, events);
+            self.book.say(notice, events);
         }
     }
 }
@@ -314,16 +320,10 @@ impl RunSource for TrlSource {
         let mut pending = false;
         let (dir, prefix) = self.completions_dir();
         let names = if dir.is_dir() {
-            match list_dir(&dir) {
-                Ok(names) => {
-                    events.extend(self.listing.report(None));
-                    names
-                }
-                Err(err) => {
-                    events.extend(self.listing.report(Some(err.to_string())));
-                    return SourcePoll { events, pending: false, more: false };
-                }
-            }
+            let Some(names) = self.book.list(&dir, &mut events) else {
+                return SourcePoll { events, pending: false, more: false };
+            };
+            names
         } else {
             Vec::new()
         };
@@ -350,9 +350,9 @@ impl RunSource for TrlSource {
         let removed: Vec<u64> = self.files.iter().filter(|(_, f)| !f.present).map(|(&s, _)| s).collect();
         for step in removed {
             if let Some(file) = self.files.remove(&step) {
-                if self.delivered.iter().any(|(s, _)| *s == step) {
+                if self.book.delivered(&step).is_some() {
                     let message = format!("{prefix}{} was removed: the run is read again without it", file.name);
-                    self.say(message, &mut events);
+                    self.book.say(message, &mut events);
                 }
             }
         }
@@ -360,11 +360,10 @@ impl RunSource for TrlSource {
         // Deliver in step order: new files after the ones delivered, or everything again after a change.
         let desired: Vec<(u64, Stamp)> =
             self.files.iter().filter_map(|(&s, f)| f.content.as_ref().map(|(stamp, _)| (s, *stamp))).collect();
-        let appends = self.delivered.len() <= desired.len() && self.delivered.iter().zip(&desired).all(|(d, w)| d == w);
-        if !appends {
+        if !self.book.appends(&desired) {
             let changed: Vec<(String, usize)> = self
-                .delivered
-                .iter()
+                .book
+                .delivered_files()
                 .filter_map(|(step, stamp)| {
                     let file = self.files.get(step)?;
                     let (now, parsed) = file.content.as_ref()?;
@@ -376,12 +375,11 @@ impl RunSource for TrlSource {
                     "{rel} was rewritten after it was read (now {rows} rows): TRL writes evaluation completions over \
                      the training file of the same step, with nothing marking them; the run is read again"
                 );
-                self.say(message, &mut events);
+                self.book.say(message, &mut events);
             }
-            events.push(LiveEvent::Reset(LiveFile::Episodes));
-            self.delivered.clear();
+            self.book.reset(&mut events);
         }
-        for i in self.delivered.len()..desired.len() {
+        for i in self.book.delivered_count()..desired.len() {
             let previous = i.checked_sub(1).map(|p| desired[p].0);
             self.deliver(desired[i].0, previous, prefix, &mut events);
         }

@@ -80,12 +80,35 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 
-use super::{
-    list_dir, step_file_number, ErrorOnce, Layout, LiveEvent, LiveFile, RunSource, SourceOptions, SourcePoll, Stamp,
-};
+use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
+use super::events::{LiveEvent, LiveFile};
+use super::step_files::StepFiles;
+use crate::run::error::{LineError, RunError};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
-use crate::run::reader::LineError;
+use crate::run::layout::Layout;
 use crate::run::settings::{AdvantageOverrides, Estimator, Norm, Pooling};
+use crate::run::span::{read_at, Stamp};
+
+/// The registry's entry for verl dumps: a directory with `{step}.jsonl` files.
+pub const REGISTERED: RegisteredLayout = RegisteredLayout {
+    layout: Layout::Verl,
+    looks_for: "{step}.jsonl files (verl rollout dump)",
+    found_in: is_verl_dump,
+    open: |dir, options| Box::new(VerlSource::new(dir, options)),
+};
+
+fn is_verl_dump(listing: &mut Listing) -> Result<bool, RunError> {
+    Ok(listing.names()?.iter().any(|n| step_file_number(n).is_some()))
+}
+
+/// The step number of a verl step file name (`{global_step}.jsonl`, no zero padding).
+fn step_file_number(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".jsonl")?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
 
 /// The `format` of the [`RunMeta`] a verl dump reads with.
 pub const VERL_FORMAT: &str = "verl-rollout-dump";
@@ -96,15 +119,6 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// The step extra holding a score that could not be read as a finite number.
 pub const UNREAD_SCORE_KEY: &str = "unread_score";
-
-/// What the source knows of one step file.
-#[derive(Debug)]
-struct StepFile {
-    /// Its stamp at the previous poll.
-    seen: Stamp,
-    /// The stamp of the content whose episodes were delivered (`None`: not delivered since the last reset).
-    delivered: Option<Stamp>,
-}
 
 /// What became of a step file to be read.
 enum Delivery {
@@ -124,11 +138,11 @@ pub struct VerlSource {
     dir: PathBuf,
     /// The first poll is done (it sends the meta and reads complete files without waiting for a second look).
     polled: bool,
-    files: BTreeMap<Key, StepFile>,
-    /// Notices already sent, each sent once.
-    sent: HashSet<String>,
+    /// Each step file's stamp at the previous poll.
+    seen: BTreeMap<Key, Stamp>,
+    /// Notices, the listing's errors and the step files delivered.
+    book: StepFiles<Key>,
     legacy_noticed: bool,
-    dir_error: ErrorOnce,
 }
 
 impl VerlSource {
@@ -136,10 +150,9 @@ impl VerlSource {
         VerlSource {
             dir: dir.to_path_buf(),
             polled: false,
-            files: BTreeMap::new(),
-            sent: HashSet::new(),
+            seen: BTreeMap::new(),
+            book: StepFiles::default(),
             legacy_noticed: false,
-            dir_error: ErrorOnce::default(),
         }
     }
 
@@ -165,12 +178,6 @@ impl VerlSource {
         }
     }
 
-    fn notice(&mut self, events: &mut Vec<LiveEvent>, message: String) {
-        if self.sent.insert(message.clone()) {
-            events.push(LiveEvent::Error(message));
-        }
-    }
-
     /// The step files present now, with their stamps.
     fn scan(&mut self, names: Vec<String>, events: &mut Vec<LiveEvent>) -> BTreeMap<Key, Stamp> {
         let mut current = BTreeMap::new();
@@ -183,7 +190,7 @@ impl VerlSource {
                 Ok(_) => {}
                 // Removed between the listing and now.
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => self.notice(events, format!("{name}: {err}")),
+                Err(err) => self.book.say(format!("{name}: {err}"), events),
             }
         }
         current
@@ -196,13 +203,13 @@ impl VerlSource {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Delivery::Changed,
             Err(err) => {
-                self.notice(events, format!("{name}: {err}"));
+                self.book.say(format!("{name}: {err}"), events);
                 return Delivery::Failed;
             }
         };
         let (rows, errors, unterminated) = parse_rows(name, &bytes);
         if let Some(line) = unterminated {
-            self.notice(events, format!("{name}: line {line} has no newline at its end; read as it is"));
+            self.book.say(format!("{name}: line {line} has no newline at its end; read as it is"), events);
         }
         let built = build(name, *number, rows);
         if built.rows_without_uid > 0 {
@@ -213,18 +220,18 @@ impl VerlSource {
                         "{name}: no uid column (verl's legacy trainer): groups are rows with equal input in their \
                          step file"
                     );
-                    self.notice(events, message);
+                    self.book.say(message, events);
                 }
             } else {
                 let message = format!(
                     "{name}: {} rows without uid: grouped with the rows of equal input",
                     built.rows_without_uid
                 );
-                self.notice(events, message);
+                self.book.say(message, events);
             }
         }
         for message in built.notices {
-            self.notice(events, message);
+            self.book.say(message, events);
         }
         if !built.episodes.is_empty() {
             events.push(LiveEvent::Episodes(built.episodes));
@@ -254,21 +261,9 @@ fn is_ready(path: &Path, stamp: Stamp, previous: Option<Stamp>, first: bool, now
     }
 }
 
-#[cfg(unix)]
 fn last_byte(path: &Path, len: u64) -> std::io::Result<u8> {
-    use std::os::unix::fs::FileExt;
     let mut byte = [0u8];
-    File::open(path)?.read_exact_at(&mut byte, len - 1)?;
-    Ok(byte[0])
-}
-
-#[cfg(not(unix))]
-fn last_byte(path: &Path, len: u64) -> std::io::Result<u8> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = File::open(path)?;
-    file.seek(SeekFrom::Start(len - 1))?;
-    let mut byte = [0u8];
-    file.read_exact(&mut byte)?;
+    read_at(&File::open(path)?, &mut byte, len - 1)?;
     Ok(byte[0])
 }
 
@@ -299,15 +294,8 @@ impl RunSource for VerlSource {
             self.polled = true;
             events.push(LiveEvent::Meta(Some(Box::new(self.meta()))));
         }
-        let names = match list_dir(&self.dir) {
-            Ok(names) => {
-                events.extend(self.dir_error.report(None));
-                names
-            }
-            Err(err) => {
-                events.extend(self.dir_error.report(Some(err.to_string())));
-                return SourcePoll { events, pending: false, more: false };
-            }
+        let Some(names) = self.book.list(&self.dir, &mut events) else {
+            return SourcePoll { events, pending: false, more: false };
         };
         let current = self.scan(names, &mut events);
         let now = SystemTime::now();
@@ -317,15 +305,15 @@ impl RunSource for VerlSource {
         let mut ready: HashSet<&Key> = HashSet::new();
         let mut reset: Option<String> = None;
         for (key, stamp) in &current {
-            let known = self.files.get(key);
-            if known.and_then(|f| f.delivered) == Some(*stamp) {
+            let delivered = self.book.delivered(key);
+            if delivered == Some(*stamp) {
                 continue;
             }
             let path = self.dir.join(&key.1);
-            match is_ready(&path, *stamp, known.map(|f| f.seen), first, now) {
+            match is_ready(&path, *stamp, self.seen.get(key).copied(), first, now) {
                 Ok(true) => {
                     ready.insert(key);
-                    if let Some(delivered) = known.and_then(|f| f.delivered) {
+                    if let Some(delivered) = delivered {
                         let why = delivered.change(*stamp);
                         reset.get_or_insert_with(|| format!("{}: {why} after it was read", key.1));
                     }
@@ -335,19 +323,19 @@ impl RunSource for VerlSource {
                     if first {
                         let message =
                             format!("{}: still being written (no newline at its end yet); read when complete", key.1);
-                        self.notice(&mut events, message);
+                        self.book.say(message, &mut events);
                     }
                 }
                 // Unreadable (permissions): said once; the periodic re-scan tries again.
-                Err(err) => self.notice(&mut events, format!("{}: {err}", key.1)),
+                Err(err) => self.book.say(format!("{}: {err}", key.1), &mut events),
             }
         }
-        for (key, file) in &self.files {
-            if file.delivered.is_some() && !current.contains_key(key) {
+        for (key, _) in self.book.delivered_files() {
+            if !current.contains_key(key) {
                 reset.get_or_insert_with(|| format!("{}: removed after it was read", key.1));
             }
         }
-        let last_delivered = self.files.iter().rev().find(|(k, f)| f.delivered.is_some() && current.contains_key(*k));
+        let last_delivered = self.book.delivered_files().rev().find(|(k, _)| current.contains_key(*k));
         if let Some((last, _)) = last_delivered {
             if let Some(late) = ready.iter().copied().filter(|k| *k < last).min() {
                 let message = format!("{}: appeared after step files numbered above it were read", late.1);
@@ -358,34 +346,24 @@ impl RunSource for VerlSource {
         // What to deliver, in step order: after a reset, every complete file again.
         let mut deliver: Vec<(Key, Stamp)> = Vec::new();
         if let Some(why) = reset {
-            // Not deduplicated: a file replaced twice resets twice.
-            events.push(LiveEvent::Error(format!("{why}: reading the run again")));
-            events.push(LiveEvent::Reset(LiveFile::Episodes));
             for (key, stamp) in &current {
-                let unchanged = self.files.get(key).and_then(|f| f.delivered) == Some(*stamp);
+                let unchanged = self.book.delivered(key) == Some(*stamp);
                 if unchanged || ready.contains(key) {
                     deliver.push((key.clone(), *stamp));
                 }
             }
-            for file in self.files.values_mut() {
-                file.delivered = None;
-            }
+            // Not deduplicated: a file replaced twice resets twice.
+            events.push(LiveEvent::Error(format!("{why}: reading the run again")));
+            self.book.reset(&mut events);
         } else {
             deliver.extend(current.iter().filter(|(k, _)| ready.contains(k)).map(|(k, s)| (k.clone(), *s)));
         }
 
         // Remember what is there now.
-        self.files.retain(|key, _| current.contains_key(key));
-        for (key, stamp) in &current {
-            self.files.entry(key.clone()).or_insert(StepFile { seen: *stamp, delivered: None }).seen = *stamp;
-        }
+        self.seen = current;
         for (key, stamp) in deliver {
             match self.deliver(&key, stamp, &mut events) {
-                Delivery::Done => {
-                    if let Some(file) = self.files.get_mut(&key) {
-                        file.delivered = Some(stamp);
-                    }
-                }
+                Delivery::Done => self.book.record(key, stamp),
                 Delivery::Changed => pending = true,
                 Delivery::Failed => {}
             }

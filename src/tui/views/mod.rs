@@ -247,7 +247,7 @@ pub fn hint(actions: &[Action], label: &'static str, help: &'static str) -> Hint
 
 /// What a view draws instead of an episode whose text could not be read back from the run's file (truncated,
 /// replaced or rewritten since it was read: the watcher reads the run again).
-pub fn unreadable(state: &State, err: &crate::run::lean::TextError, area: Rect, buf: &mut Buffer) {
+pub fn unreadable(state: &State, err: &crate::run::text_on_disk::TextError, area: Rect, buf: &mut Buffer) {
     use ratatui::widgets::{Paragraph, Widget, Wrap};
     Paragraph::new(format!("cannot show this episode: {err}"))
         .style(state.config.theme.warn())

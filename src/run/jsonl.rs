@@ -1,45 +1,21 @@
-//! Streaming, incremental reading of JSON Lines files.
+//! Streaming, incremental reading of JSON Lines files: [`JsonlTail`], generic over the record type.
 //!
-//! A line is only read once its newline has arrived: a torn last line (a writer mid-append) is held back and
-//! picked up by a later poll. A broken line (invalid UTF-8, bad JSON, missing field, wrong type) is reported
-//! with its 1-based line number and reason, and every good line is still returned.
+//! Contract: a line is only read once its newline has arrived: a torn last line (a writer mid-append) is held
+//! back and picked up by a later poll. A broken line (invalid UTF-8, bad JSON, missing field, wrong type) is
+//! reported with its 1-based line number and reason ([`LineError`]), and every good line is still returned. A
+//! file truncated, replaced or rewritten in place is noticed ([`TailBatch::reset`]) and read again from its
+//! start. Every line comes with its [`LineSpan`], so a reader may drop a record's text and read it back later.
+//! Knows no record format: the gigscope-run/1 source (`source/gigscope.rs`) gives it its record types.
 
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use super::error::RunError;
-use super::format::{Episode, MetricsRecord, RunMeta, RUN_META_FILE};
-use super::lean::{line_checksum, LineSpan};
-use super::source::Layout;
-
-/// A line that could not be read as a record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LineError {
-    /// The file, for runs read from several files (`None`: the stream's one file).
-    pub file: Option<String>,
-    /// 1-based line (or row) number in the file.
-    pub line: u64,
-    pub reason: String,
-}
-
-impl LineError {
-    pub fn new(line: u64, reason: impl Into<String>) -> Self {
-        LineError { file: None, line, reason: reason.into() }
-    }
-}
-
-impl std::fmt::Display for LineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(file) = &self.file {
-            write!(f, "{file}: ")?;
-        }
-        write!(f, "line {}: {}", self.line, self.reason)
-    }
-}
+use super::error::{LineError, RunError};
+use super::span::{line_checksum, read_at, FileIdentity, LineSpan};
 
 /// What one poll of a [`JsonlTail`] found.
 #[derive(Debug)]
@@ -56,25 +32,6 @@ pub struct TailBatch<T> {
     /// The file's size when polled, and the offset reached: how far reading is (0 and 0 for a missing file).
     pub file_len: u64,
     pub offset: u64,
-}
-
-/// Identity of the file behind a path, to notice when it is replaced (e.g. by an atomic rename).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FileIdentity {
-    dev: u64,
-    ino: u64,
-}
-
-impl FileIdentity {
-    #[cfg(unix)]
-    pub(crate) fn of(meta: &Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        FileIdentity { dev: meta.dev(), ino: meta.ino() }
-    }
-    #[cfg(not(unix))]
-    pub(crate) fn of(_meta: &Metadata) -> Self {
-        FileIdentity { dev: 0, ino: 0 }
-    }
 }
 
 /// Where a [`JsonlTail`] stands, for a later reader to go on from there ([`JsonlTail::resume`]): the byte offset
@@ -151,7 +108,7 @@ impl<T: DeserializeOwned> JsonlTail<T> {
 
     /// [`poll`](Self::poll), each record turned into what `map` makes of it, given where its line is (its byte
     /// span and checksum, so that a reader may drop the record's text and read it back later:
-    /// [`super::lean`]), as soon as it is parsed: a reader keeps only what it needs of a record and frees the
+    /// [`super::text_on_disk`]), as soon as it is parsed: a reader keeps only what it needs of a record and frees the
     /// rest while it is fresh, instead of holding a whole part's records.
     pub fn poll_map<R>(&mut self, mut map: impl FnMut(T, LineSpan) -> R) -> Result<TailBatch<R>, RunError> {
         let mut records = Vec::new();
@@ -328,20 +285,6 @@ impl<T: DeserializeOwned> JsonlTail<T> {
     }
 }
 
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(not(unix))]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::Read;
-    let mut file = file;
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
-}
-
 /// Which lines a read keeps in its buffer ([`JsonlTail::read_lines`]).
 #[derive(Clone, Copy, PartialEq)]
 enum Lines {
@@ -365,56 +308,5 @@ pub(crate) fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, String> {
         let message = err.to_string();
         // serde_json appends "at line 1 column N"; the column is useful, the line is always 1.
         message.replace(" at line 1 column ", " at column ")
-    })
-}
-
-/// A whole run, read once or followed live (see [`super::source`]).
-#[derive(Debug)]
-pub struct Run {
-    pub dir: PathBuf,
-    /// The layout the run was read from.
-    pub layout: Layout,
-    pub meta: Option<RunMeta>,
-    pub episodes: Vec<Episode>,
-    /// 1-based line (or row) of each episode's first record in its file.
-    pub episode_lines: Vec<u64>,
-    /// Each episode's id → its line: a later episode with the same id is a broken line.
-    pub episode_ids: std::collections::HashMap<String, u64>,
-    /// Broken lines of the episodes.
-    pub errors: Vec<LineError>,
-    pub metrics: Vec<MetricsRecord>,
-    /// Broken lines of `metrics.jsonl`.
-    pub metrics_errors: Vec<LineError>,
-    /// Problems reading a file, and quirks of the trainer's output the source noticed, in order.
-    pub notices: Vec<String>,
-    /// Episodes the reader took in lean ([`super::lean::LeanReading`]), for a viewer to take from here, and
-    /// the names of the page ids their steps use.
-    pub lean: Vec<super::lean::LeanEpisode>,
-    pub lean_pages: Vec<String>,
-}
-
-/// The directory exists and is a directory.
-pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
-    match std::fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(RunError::NotADirectory(dir.to_path_buf())),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(RunError::MissingDir(dir.to_path_buf())),
-        Err(err) => Err(RunError::io(dir)(err)),
-    }
-}
-
-/// `run.json`, if present.
-pub fn read_meta(dir: &Path) -> Result<Option<RunMeta>, RunError> {
-    let path = dir.join(RUN_META_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(RunError::io(path)(err)),
-    };
-    serde_json::from_str(&text).map(Some).map_err(|err| RunError::BadMeta {
-        line: err.line(),
-        column: err.column(),
-        message: err.to_string(),
-        path,
     })
 }

@@ -1,12 +1,13 @@
 //! Episodes without their text: what the numbers and the groupings need, and where the text is on disk.
 //!
-//! A viewer of a large run cannot hold every observation, prompt and action in memory (a 623 MB run read as
-//! [`Episode`]s takes 1.5 GB). It keeps a [`LeanEpisode`] per episode instead: ids, group, iteration, outcome,
+//! A viewer of a large run cannot hold every observation, prompt and action in memory (read as [`Episode`]s, a
+//! run takes more than twice its size on disk). It keeps a [`LeanEpisode`] per episode instead: ids, group, iteration, outcome,
 //! per step the reward, validity, copies, a 64-bit hash of the anchor and the environment's anchor (page) as a
 //! small interned id, and the byte span of the episode's line in `episodes.jsonl`. [`TextStore`] reads an
 //! episode back from that span when a view shows it, and checks that the line is still the one that was read
 //! (a checksum of its bytes): a file truncated, replaced or rewritten since is an error, never other text. A
-//! reader makes a lean episode straight from its line (`lean_line`), never holding the text.
+//! reader makes a lean episode straight from its line (`lean_line`, through `lean_reading`), never holding the
+//! text.
 //!
 //! Exact anchor groups are formed by equality of the 64-bit hashes ([`anchor_hash`], XXH3-64), compared only
 //! within an episode group. Two different anchors of one episode group collide with probability about k²/2⁶⁵
@@ -23,39 +24,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::format::{Episode, SOURCE_KEY};
-use super::reader::Run;
-use super::reader::{parse_json, FileIdentity};
+use super::span::{line_checksum, read_at, FileIdentity, LineSpan, ReadFrom};
 
 /// The 64-bit hash anchors are grouped by (XXH3-64 of the UTF-8 text).
 pub fn anchor_hash(text: &str) -> u64 {
     twox_hash::XxHash3_64::oneshot(text.as_bytes())
-}
-
-/// Checksum of a line's bytes, to tell that a file still holds the line that was read.
-pub fn line_checksum(bytes: &[u8]) -> u64 {
-    twox_hash::XxHash3_64::oneshot(bytes)
-}
-
-/// Where a record's line is in its file: its 1-based number, the byte offset and length of the whole line
-/// (newline included) and a checksum of those bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LineSpan {
-    pub line: u64,
-    pub offset: u64,
-    pub len: u64,
-    pub checksum: u64,
-}
-
-/// Where a reader found a record: the span of its line in `episodes.jsonl` (gigscope-run/1), `None` for
-/// records made in memory or converted from other layouts. Not part of the record: never written, and equal
-/// to any other, since records equal in content are equal wherever they were read.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReadFrom(pub Option<LineSpan>);
-
-impl PartialEq for ReadFrom {
-    fn eq(&self, _: &ReadFrom) -> bool {
-        true
-    }
 }
 
 /// An environment anchor (WebShop's page type) as a small id; [`PageIds`] interns the names.
@@ -172,68 +145,6 @@ impl LeanExtras {
 
 /// A page anchor of an observation, as an environment gives it (`env::page_anchor`).
 pub type PageClassifier = fn(&str) -> &'static str;
-
-/// A reader that makes lean episodes on its own thread, the viewer getting episodes that only need merging:
-/// straight from their lines ([`LeanReading::parse`]: no text is copied, which made reading a 623 MB run 1.4×
-/// as fast), or, for a line it cannot parse so, from the episode parsed whole, whose text is then freed right
-/// where it was allocated, while it is still in the allocator's per-thread caches (a viewer that took whole
-/// parts and freed them later, or on another thread, spent as long again in the allocator).
-#[derive(Clone, Debug)]
-pub struct LeanReading {
-    store: TextStore,
-    pages: PageIds,
-    /// The environment's page anchor for a run with this description (the layer that knows environments
-    /// gives it: this one knows none).
-    classifier_of: fn(&Run) -> Option<PageClassifier>,
-    classify: Option<PageClassifier>,
-}
-
-impl LeanReading {
-    /// Episodes whose text is read back through `store`; the page anchor of steps without a recorded page
-    /// from `classifier_of` the run (see [`LeanReading::described`]).
-    pub fn new(store: TextStore, classifier_of: fn(&Run) -> Option<PageClassifier>, run: &Run) -> LeanReading {
-        let classify = classifier_of(run);
-        LeanReading { store, pages: PageIds::default(), classifier_of, classify }
-    }
-
-    /// The run's description changed: the page anchor may be another environment's.
-    pub fn described(&mut self, run: &Run) {
-        self.classify = (self.classifier_of)(run);
-    }
-
-    /// The lean form of `episode`, its text freed now.
-    fn take(&mut self, episode: Episode) -> LeanEpisode {
-        let classify = self.classify.as_ref().map(|c| c as &dyn Fn(&str) -> &'static str);
-        LeanEpisode::new(episode, &self.store, &mut self.pages, classify)
-    }
-
-    /// The lean form of the episode on line `span`, whose text (newline cut) is `line`, parsed straight from the
-    /// line without copying its text ([`super::lean_line`]), and the file its `extra.source.file` names. A line
-    /// that does not parse so is read as an [`Episode`], for the reader's own error, word for word.
-    pub fn parse(&mut self, line: &str, span: LineSpan) -> Result<(LeanEpisode, Option<String>), String> {
-        let text = EpisodeText::OnDisk { span, store: self.store.clone() };
-        super::lean_line::parse(line, text, &mut self.pages, self.classify).or_else(|_| {
-            let mut episode: Episode = parse_json(line)?;
-            episode.read_from = ReadFrom(Some(span));
-            let file = episode.source_file().map(str::to_owned);
-            Ok((self.take(episode), file))
-        })
-    }
-
-    /// The page names the episodes' page ids stand for, in id order.
-    pub fn page_names(&self) -> Vec<String> {
-        self.pages.names().map(str::to_owned).collect()
-    }
-
-    /// Take the page ids `other` gave (a reading of the same run on another thread) into this reading's table:
-    /// what each of `other`'s ids is here ([`LeanEpisode::renumber_pages`]). `other` then starts from this
-    /// table, so that the next ids it gives mostly agree.
-    pub fn take_pages_of(&mut self, other: &mut LeanReading) -> Vec<PageId> {
-        let ids = other.pages.names().map(|name| self.pages.id(name)).collect();
-        other.pages = self.pages.clone();
-        ids
-    }
-}
 
 impl LeanEpisode {
     /// The lean form of `episode`. Its text stays on disk, read back through `store`, when the reader recorded
@@ -494,19 +405,4 @@ impl TextStore {
         }
         Ok(bytes)
     }
-}
-
-/// Fill `buf` from `file` at `offset` (a positioned read: no shared file position).
-#[cfg(unix)]
-pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(not(unix))]
-pub(crate) fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = file;
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
 }

@@ -1,0 +1,245 @@
+//! A run held in memory: [`Run`], built by applying a source's events to it.
+//!
+//! Contract: [`apply`] merges one [`LiveEvent`] into a [`Run`] and says what changed ([`Applied`]); it does no
+//! I/O, so every consumer (the one-shot readers of the CLI, [`Run::open_as`]; the live watcher of the TUI,
+//! `crate::live`) reads a run the same way and stays testable. An episode id met before is a broken line for
+//! every reader alike, and the first episode with the id is kept. This file sits above the sources (it opens
+//! one through the registry) and below everything outside `run/`.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::dir::read_meta;
+use super::error::{LineError, RunError};
+use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE};
+use super::layout::Layout;
+use super::lean_reading::LeanReading;
+use super::source::{open_source, resolve_layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourceOptions};
+use super::text_on_disk::{LeanEpisode, PageClassifier, TextStore};
+
+/// A whole run, read once or followed live (see [`super::source`]).
+#[derive(Debug)]
+pub struct Run {
+    pub dir: PathBuf,
+    /// The layout the run was read from.
+    pub layout: Layout,
+    pub meta: Option<RunMeta>,
+    pub episodes: Vec<Episode>,
+    /// 1-based line (or row) of each episode's first record in its file.
+    pub episode_lines: Vec<u64>,
+    /// Each episode's id → its line: a later episode with the same id is a broken line.
+    pub episode_ids: std::collections::HashMap<String, u64>,
+    /// Broken lines of the episodes.
+    pub errors: Vec<LineError>,
+    pub metrics: Vec<MetricsRecord>,
+    /// Broken lines of `metrics.jsonl`.
+    pub metrics_errors: Vec<LineError>,
+    /// Problems reading a file, and quirks of the trainer's output the source noticed, in order.
+    pub notices: Vec<String>,
+    /// Episodes the reader took in lean ([`LeanReading`]), for a viewer to take from here, and
+    /// the names of the page ids their steps use.
+    pub lean: Vec<LeanEpisode>,
+    pub lean_pages: Vec<String>,
+}
+
+/// What applying events changed, for the consumer to decide what to recompute and redraw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Applied {
+    /// The episodes were reset (file truncated or replaced): indices from before are void; find the
+    /// selected episode again by id.
+    pub episodes_reset: bool,
+    /// Indices in `run.episodes` of the episodes added.
+    pub new_episodes: Range<usize>,
+    pub metrics_changed: bool,
+    pub meta_changed: bool,
+    /// Broken lines reported.
+    pub broken_lines: usize,
+    pub errors: Vec<String>,
+    /// The latest [`LiveEvent::Progress`]: bytes read and the file's size.
+    pub progress: Option<(u64, u64)>,
+}
+
+impl Applied {
+    /// Anything the consumer shows changed.
+    pub fn changed(&self) -> bool {
+        self.episodes_reset
+            || !self.new_episodes.is_empty()
+            || self.metrics_changed
+            || self.meta_changed
+            || self.broken_lines > 0
+            || !self.errors.is_empty()
+            || self.progress.is_some()
+    }
+
+    /// Combine with the summary of a later event.
+    pub fn absorb(&mut self, later: Applied) {
+        // A later reset voids the episodes added before it.
+        if later.episodes_reset || self.new_episodes.is_empty() {
+            self.new_episodes = later.new_episodes;
+        } else if !later.new_episodes.is_empty() {
+            self.new_episodes.end = later.new_episodes.end;
+        }
+        self.episodes_reset |= later.episodes_reset;
+        self.metrics_changed |= later.metrics_changed;
+        self.meta_changed |= later.meta_changed;
+        self.broken_lines += later.broken_lines;
+        self.errors.extend(later.errors);
+        self.progress = later.progress.or(self.progress);
+    }
+}
+
+/// Merge one event into `run`. Pure: no I/O, so the consumer's state stays testable.
+pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
+    let mut applied = Applied { new_episodes: run.episodes.len()..run.episodes.len(), ..Applied::default() };
+    match event {
+        LiveEvent::Reset(LiveFile::Episodes) => {
+            run.episodes.clear();
+            run.lean.clear();
+            run.episode_lines.clear();
+            run.episode_ids.clear();
+            run.errors.clear();
+            applied.episodes_reset = true;
+            applied.new_episodes = 0..0;
+        }
+        LiveEvent::Reset(LiveFile::Metrics) => {
+            run.metrics.clear();
+            run.metrics_errors.clear();
+            applied.metrics_changed = true;
+        }
+        LiveEvent::Episodes(records) => {
+            let start = run.episodes.len();
+            for (line, episode) in records {
+                if admit(run, &episode.id, line, episode.source_file(), &mut applied) {
+                    run.episodes.push(episode);
+                }
+            }
+            applied.new_episodes = start..run.episodes.len();
+        }
+        LiveEvent::LeanEpisodes { episodes, pages } => {
+            for LeanRecord { line, episode, file } in episodes {
+                if admit(run, &episode.id, line, file.as_deref(), &mut applied) {
+                    run.lean.push(episode);
+                }
+            }
+            run.lean_pages = pages;
+        }
+        LiveEvent::Metrics(records) => {
+            applied.metrics_changed = !records.is_empty();
+            run.metrics.extend(records.into_iter().map(|(_, m)| m));
+        }
+        LiveEvent::BrokenLines(file, errors) => {
+            applied.broken_lines = errors.len();
+            match file {
+                LiveFile::Episodes => run.errors.extend(errors),
+                LiveFile::Metrics => run.metrics_errors.extend(errors),
+            }
+        }
+        LiveEvent::Meta(meta) => {
+            run.meta = meta.map(|m| *m);
+            applied.meta_changed = true;
+        }
+        LiveEvent::Error(message) => {
+            run.notices.push(message.clone());
+            applied.errors.push(message);
+        }
+        LiveEvent::Progress { read, total } => applied.progress = Some((read, total)),
+    }
+    applied
+}
+
+/// Whether the episode `id` on `line` (of `file`) joins the run: an id met before is a broken line, for every
+/// reader alike (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference
+/// to the id meant first.
+fn admit(run: &mut Run, id: &str, line: u64, file: Option<&str>, applied: &mut Applied) -> bool {
+    if let Some(&first) = run.episode_ids.get(id) {
+        let reason = format!("duplicate episode id {id:?} (first on line {first})");
+        run.errors.push(LineError { file: file.map(str::to_owned), line, reason });
+        applied.broken_lines += 1;
+        return false;
+    }
+    run.episode_ids.insert(id.to_owned(), line);
+    run.episode_lines.push(line);
+    true
+}
+
+/// Poll `source` until nothing complete is left unread (a large file arrives in several parts), applying
+/// every event to `run`.
+pub fn read_all(source: &mut dyn RunSource, run: &mut Run) {
+    loop {
+        let poll = source.poll();
+        for event in poll.events {
+            apply(run, event);
+        }
+        if !poll.more {
+            return;
+        }
+    }
+}
+
+impl Run {
+    /// Read the run in `dir` once, in whatever layout it is (`from` forces one). A directory holding none
+    /// of the layouts' files is an error naming what was looked for.
+    pub fn open_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Result<Run, RunError> {
+        let layout = resolve_layout(dir, from, false)?;
+        if layout == Layout::Gigscope {
+            if !dir.join(EPISODES_FILE).is_file() {
+                return Err(RunError::NoEpisodes(dir.to_path_buf()));
+            }
+            // A one-shot reader has no later poll to report a broken run.json in: it is an error.
+            read_meta(dir)?;
+        }
+        let mut source = open_source(dir, layout, options)?;
+        let mut run = Run::empty(dir, layout);
+        read_all(source.as_mut(), &mut run);
+        Ok(run)
+    }
+
+    /// Read the gigscope-run/1 directory `dir` once: `run.json` (optional), `episodes.jsonl` (required) and
+    /// `metrics.jsonl` (optional).
+    pub fn open(dir: &Path) -> Result<Run, RunError> {
+        Run::open_as(dir, Some(Layout::Gigscope), &SourceOptions::default())
+    }
+
+    /// Whether this is a WebShop run (so WebShop's page types, page anchors and live play apply): its recorded
+    /// `env`, else a gigscope run that records none (gigscope's own trainer and play write WebShop runs), never
+    /// another trainer's layout that does not say so.
+    pub fn is_webshop(&self) -> bool {
+        match self.meta.as_ref().and_then(|m| m.env.as_deref()) {
+            Some(env) => env.eq_ignore_ascii_case("webshop"),
+            None => self.layout == Layout::Gigscope,
+        }
+    }
+
+    /// A run with nothing read yet.
+    pub fn empty(dir: &Path, layout: Layout) -> Run {
+        Run {
+            dir: dir.to_path_buf(),
+            layout,
+            meta: None,
+            episodes: Vec::new(),
+            episode_lines: Vec::new(),
+            episode_ids: Default::default(),
+            errors: Vec::new(),
+            metrics: Vec::new(),
+            metrics_errors: Vec::new(),
+            notices: Vec::new(),
+            lean: Vec::new(),
+            lean_pages: Vec::new(),
+        }
+    }
+}
+
+impl LeanReading {
+    /// Episodes whose text is read back through `store`; the page anchor of steps without a recorded page
+    /// from `classifier_of` the run (the layer that knows environments gives it), and again from the run's new
+    /// description whenever its `run.json` changes ([`LeanReading::described`]).
+    pub fn new(store: TextStore, classifier_of: fn(&Run) -> Option<PageClassifier>, run: &Run) -> LeanReading {
+        let (dir, layout) = (run.dir.clone(), run.layout);
+        let of_meta = move |meta: Option<&RunMeta>| {
+            let mut described = Run::empty(&dir, layout);
+            described.meta = meta.cloned();
+            classifier_of(&described)
+        };
+        LeanReading::with_classifier(store, std::sync::Arc::new(of_meta), classifier_of(run))
+    }
+}

@@ -1,0 +1,156 @@
+//! The interface every run source implements, and what it tells the registry about itself.
+//!
+//! Contract: a [`RunSource`] reads one run directory incrementally; each [`RunSource::poll`] returns what
+//! arrived since the last one as [`LiveEvent`]s, in order, and never fails (errors are events too). Every
+//! source keeps the reader's guarantees: a line or file still being written is held back (and the poll says
+//! data is [`SourcePoll::pending`], so the watcher looks again soon), a broken line or row is reported with its
+//! file and line and skipped, and a file truncated, replaced or rewritten voids what was read (a `Reset` event,
+//! then the run from the start). A source's file also gives the registry (`source/mod.rs`) one
+//! [`RegisteredLayout`]: how to tell its layout from the files present and how to open it.
+
+use std::path::{Path, PathBuf};
+
+use crate::run::dir::list_dir;
+use crate::run::error::{LineError, RunError};
+use crate::run::format::{Episode, MetricsRecord, RunMeta};
+use crate::run::layout::Layout;
+use crate::run::lean_reading::LeanReading;
+use crate::run::text_on_disk::LeanEpisode;
+
+/// What a layout's reader tells the registry: the layout, what it looks for (for the error when no layout
+/// matches), whether a directory holds it, and how to open a reader of it.
+pub struct RegisteredLayout {
+    pub layout: Layout,
+    /// The files it looks for, in words: `"{step}.jsonl files (verl rollout dump)"`.
+    pub looks_for: &'static str,
+    /// Whether the directory holds this layout's files.
+    pub found_in: fn(&mut Listing) -> Result<bool, RunError>,
+    /// A reader of the directory, positioned at the start.
+    pub open: fn(&Path, &SourceOptions) -> Box<dyn RunSource>,
+}
+
+/// A run directory being looked at for its layout: its listing is read once, and only if a layout asks.
+pub struct Listing {
+    dir: PathBuf,
+    names: Option<Vec<String>>,
+}
+
+impl Listing {
+    pub fn new(dir: &Path) -> Listing {
+        Listing { dir: dir.to_path_buf(), names: None }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file names in the directory, sorted.
+    pub fn names(&mut self) -> Result<&[String], RunError> {
+        if self.names.is_none() {
+            self.names = Some(list_dir(&self.dir)?);
+        }
+        Ok(self.names.as_deref().unwrap_or_default())
+    }
+}
+
+/// Options some layouts take.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceOptions {
+    /// TRL: rows per group (`num_generations`), overriding the groups inferred from consecutive equal prompts.
+    pub group_size: Option<usize>,
+}
+
+/// An incremental reader of one run directory.
+pub trait RunSource: Send + std::fmt::Debug {
+    fn layout(&self) -> Layout;
+
+    /// Everything that arrived since the last poll, as events in order. Errors reading a file are events
+    /// too ([`LiveEvent::Error`], reported once while they last): a poll never fails, reading goes on.
+    fn poll(&mut self) -> SourcePoll;
+
+    /// Whether a change to `path` (an entry of the run directory, or below it) may concern this source: the
+    /// watcher wakes for these and ignores the rest.
+    fn watches(&self, path: &Path) -> bool;
+
+    /// Directories the watcher should watch besides the run directory itself (e.g. TRL's `completions/`).
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by
+    /// `reading` as they are parsed; a source whose episodes keep their text in memory (built from other
+    /// files) goes on delivering them whole.
+    fn read_lean(&mut self, _reading: LeanReading) {}
+}
+
+/// The result of one [`RunSource::poll`].
+#[derive(Debug, Default)]
+pub struct SourcePoll {
+    pub events: Vec<LiveEvent>,
+    /// Some data was seen but is not complete yet (a torn line, a file still being written, a session whose
+    /// end has not arrived): poll again soon rather than at the next periodic re-scan.
+    pub pending: bool,
+    /// Complete data is still unread (a large file is read in parts): poll again at once.
+    pub more: bool,
+}
+
+/// Which of the run's record streams an event is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiveFile {
+    Episodes,
+    Metrics,
+}
+
+/// What a source found. Events of one stream arrive in order; a `Reset` comes before the records read from
+/// the new content.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LiveEvent {
+    /// The stream's files were truncated or replaced: everything read from it before is void.
+    Reset(LiveFile),
+    /// New episodes with the 1-based line (or row) of their first record in their file.
+    Episodes(Vec<(u64, Episode)>),
+    /// New episodes taken in lean by the reader ([`LeanReading`]); `pages`: the names of the page ids their
+    /// steps use, in id order.
+    LeanEpisodes { episodes: Vec<LeanRecord>, pages: Vec<String> },
+    /// New metrics records with their 1-based line numbers.
+    Metrics(Vec<(u64, MetricsRecord)>),
+    /// Lines or rows that could not be read (skipped; every good one is still delivered).
+    BrokenLines(LiveFile, Vec<LineError>),
+    /// `run.json` changed (or appeared, or was removed: `None`); for other layouts, the run's description
+    /// and its trainer's advantage settings, made up by the source. Boxed, as it is far larger than the rest.
+    Meta(Option<Box<RunMeta>>),
+    /// A file could not be read (e.g. a malformed `run.json`, permissions), or a quirk of the trainer's
+    /// output worth knowing was found. Reported once per distinct problem; reading goes on.
+    Error(String),
+    /// How far reading a large episodes file is (it arrives in parts): `read` of `total` bytes. Sent with
+    /// every part while reading is behind, and once more when it has caught up (`read == total`); the live
+    /// watcher also sends `0 of 0` when its first scan of the run is over, whatever the layout.
+    Progress { read: u64, total: u64 },
+}
+
+/// An episode taken in lean where it was read, with the 1-based line of its record and the file it names
+/// ([`Episode::source_file`]), kept for the error should its id have been met before.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeanRecord {
+    pub line: u64,
+    pub episode: LeanEpisode,
+    pub file: Option<String>,
+}
+
+/// Reports a lasting problem of one part of a source once: the same message again is not repeated until
+/// the part reads cleanly (or fails differently).
+#[derive(Clone, Debug, Default)]
+pub struct ErrorOnce {
+    last: Option<String>,
+}
+
+impl ErrorOnce {
+    /// The event to send for this outcome, if any.
+    pub fn report(&mut self, error: Option<String>) -> Option<LiveEvent> {
+        if error == self.last {
+            return None;
+        }
+        self.last = error.clone();
+        error.map(LiveEvent::Error)
+    }
+}
