@@ -19,7 +19,7 @@
 //!
 //! touches: its own new file here (`source/<trainer>.rs`: its [`RunSource`], which parses its files, and its
 //! `REGISTERED` entry: what it looks for and how to open it; step-file layouts keep their bookkeeping in a
-//! [`step_files::StepFiles`]), its line in [`LAYOUTS`] below (and its `mod` line), and its variant in
+//! `StepFiles`), its line in [`LAYOUTS`] below (and its `mod` line), and its variant in
 //! `run/layout.rs` (the name `--from` takes). Nothing else in `run/`, and nothing above it, changes.
 
 mod events;

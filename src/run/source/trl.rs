@@ -448,12 +448,21 @@ fn classify_columns(fields: &[parquet::schema::types::TypePtr]) -> Columns {
     Columns { prompt, completion, step, advantage, rewards }
 }
 
+/// Why a step file cannot be read as it is now (still being written, most often: its footer is missing).
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
+
 /// Read a whole step file: its episodes, broken rows and quirks, and the stamp of what was read. An error
 /// means the file is not (yet) a readable parquet file.
-fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Result<(Stamp, Parsed), String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    let stamp = Stamp::of(&file.metadata().map_err(|e| e.to_string())?);
-    let reader = SerializedFileReader::new(file).map_err(|e| e.to_string())?;
+fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Result<(Stamp, Parsed), ReadError> {
+    let file = File::open(path)?;
+    let stamp = Stamp::of(&file.metadata()?);
+    let reader = SerializedFileReader::new(file)?;
     let total = reader.metadata().file_metadata().num_rows().max(0) as u64;
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let columns = classify_columns(&fields);
@@ -468,7 +477,7 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
     }
     let mut rows = Vec::new();
     let mut broken = Vec::new();
-    let iter = reader.get_row_iter(None).map_err(|e| e.to_string())?;
+    let iter = reader.get_row_iter(None)?;
     for (i, row) in iter.enumerate() {
         let number = i as u64 + 1;
         let row = match row {
