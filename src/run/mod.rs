@@ -49,7 +49,7 @@ pub use writer::{write_atomic, RunWriter};
 /// (run/ without circles, 2026-11-25) to merge; new code uses those paths. Remove once those branches landed.
 #[doc(hidden)]
 pub mod lean {
-    pub use super::lean_reading::LeanReading;
-    pub use super::span::{line_checksum, LineSpan, ReadFrom};
-    pub use super::text_on_disk::*;
+    pub use crate::run::lean_reading::LeanReading;
+    pub use crate::run::span::{line_checksum, LineSpan, ReadFrom};
+    pub use crate::run::text_on_disk::*;
 }
