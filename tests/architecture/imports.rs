@@ -29,7 +29,6 @@ const CIRCLES_LEFT: &[&str] = &[
     "advantage/estimators/mod.rs advantage/estimators/proxmo.rs advantage/estimators/soft_page.rs",
     "cli/advantages.rs cli/estimate.rs cli/stream.rs",
     "env/mod.rs env/recorder.rs env/registry.rs sokoban/env.rs sokoban/features.rs sokoban/mod.rs webshop/port.rs",
-    "run/format.rs run/lean.rs run/lean_line.rs run/reader.rs run/source/gigscope.rs run/source/mod.rs run/source/trl.rs run/source/verl.rs",
     "train/autoplay.rs train/checkpoint.rs train/mod.rs train/output.rs train/request.rs train/rollout.rs train/trainer.rs train/truth.rs",
     "training/loader.rs training/mod.rs",
     "webshop/search/mod.rs webshop/search/score.rs",
