@@ -13,10 +13,10 @@ use super::settings::AdvantageSettings;
 use crate::run::truth::{TruthAgreement, TruthRow};
 use crate::run::Episode;
 
-/// Agreement of one estimate with the truth over `states` rows.
+/// Agreement of one estimate with the truth over `rows` step rows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Agreement {
-    pub states: usize,
+    pub rows: usize,
     /// Spearman's ρ; `None` with fewer than two rows or when either side is constant (ρ is undefined).
     pub spearman: Option<f64>,
     /// Share of rows whose signs (−, 0, +) agree; `None` without rows.
@@ -110,7 +110,7 @@ pub fn scale_fit(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
 pub fn agreement(estimate: &[f64], truth: &[f64]) -> Agreement {
     let fit = scale_fit(estimate, truth);
     Agreement {
-        states: estimate.len().min(truth.len()),
+        rows: estimate.len().min(truth.len()),
         spearman: spearman(estimate, truth),
         sign_agreement: sign_agreement(estimate, truth),
         scale: fit.map(|f| f.0),
@@ -152,7 +152,7 @@ pub fn agreements(
 fn truth_agreement(kind: EstimatorKind, a: Agreement, error: Option<String>) -> TruthAgreement {
     TruthAgreement {
         estimator: kind.name().to_string(),
-        states: a.states,
+        rows: a.rows,
         spearman: a.spearman,
         sign_agreement: a.sign_agreement,
         scale: a.scale,

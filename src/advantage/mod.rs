@@ -1,6 +1,7 @@
 //! The advantage engine (GiGPO and the estimators it is compared with), its settings and group statistics.
 
 pub mod agreement;
+pub mod aliasing;
 mod engine;
 pub mod estimators;
 pub mod explain;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod advantages;
+mod aliasing;
 pub mod api;
 mod convert;
 mod estimate;

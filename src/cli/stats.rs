@@ -1,10 +1,16 @@
-//! `gigscope stats RUN`: group statistics of a run under the given advantage settings.
+//! `gigscope stats RUN`: group statistics of a run under the given advantage settings, and the anchor aliasing
+//! of every iteration that has a truth file (`gigscope truth`).
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::advantage::{run_stats, RunStats};
+use std::collections::BTreeSet;
+
+use super::aliasing::{self, IterationAliasing};
+use crate::advantage::{run_stats, AdvantageSettings, RunStats};
+use crate::run::truth::{read_truth, truth_path, RunIdentity};
+use crate::run::Run;
 
 use super::advantages::{clip, SettingsFlags};
 use super::estimate::{estimate, FamilyFlags};
@@ -27,17 +33,53 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.source.open_anchored(&args.run)?;
-    let (_, table) = estimate(&run, &args.settings, &args.family)?;
+    let (settings, table) = estimate(&run, &args.settings, &args.family)?;
     let stats = run_stats(&run.episodes, &table);
+    let aliasing = truth_aliasing(&run, &settings);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&stats)?);
+        let out = StatsOut { stats: &stats, aliasing };
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        match readable(&mut io::stdout().lock(), &stats) {
+        let mut out = io::stdout().lock();
+        let written = readable(&mut out, &stats).and_then(|()| aliasing.iter().try_for_each(|a| aliasing::write(&mut out, a)));
+        match written {
             Err(err) if err.kind() != io::ErrorKind::BrokenPipe => return Err(err.into()),
             _ => {}
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `stats --json`: the statistics, and the aliasing of each iteration with a truth file (absent without one).
+#[derive(serde::Serialize)]
+struct StatsOut<'a> {
+    #[serde(flatten)]
+    stats: &'a RunStats,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    aliasing: Vec<IterationAliasing>,
+}
+
+/// The aliasing of every iteration of `run` whose truth file is there, under `settings`; a truth file that cannot
+/// be read (another run's, broken) is named on stderr and left out.
+fn truth_aliasing(run: &Run, settings: &AdvantageSettings) -> Vec<IterationAliasing> {
+    let identity = RunIdentity::of(&run.dir, run.meta.as_ref());
+    let iterations: BTreeSet<i64> = run.episodes.iter().map(|e| e.iteration).collect();
+    iterations
+        .into_iter()
+        .filter_map(|i| {
+            let path = truth_path(&run.dir, i);
+            if !path.is_file() {
+                return None;
+            }
+            match read_truth(&path, &identity, i) {
+                Ok(truth) => Some(aliasing::measure(&run.episodes, settings, &truth)),
+                Err(err) => {
+                    eprintln!("warning: {err}");
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 fn percent(share: f64) -> String {

@@ -1,5 +1,5 @@
-//! `gigscope truth`: Monte-Carlo ground truth at the anchor states of one iteration of a run gigscope trained,
-//! and every estimator's agreement with it (issue 12 §2). The continuations need the iteration's policy, so
+//! `gigscope truth`: Monte-Carlo ground truth at every step row's own state in one iteration of a run gigscope
+//! trained, every estimator's agreement with it (issue 12 §2), and the anchor aliasing it reveals (issue 26). The continuations need the iteration's policy, so
 //! they run in the training plugin ([`Training::truth`]); what can be checked without it (the run was trained
 //! by gigscope, the iteration exists and kept its weights) is checked first, so those errors need no libtorch.
 
@@ -12,8 +12,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::aliasing;
+use super::source::SourceFlags;
+use crate::advantage::AdvantageSettings;
 use crate::run::truth::{branchable, truth_path, TruthFile};
-use crate::run::Run;
 use crate::training::{Training, TruthGroups, TruthProgress, TruthRequest};
 
 /// `--groups`: `all`, or how many episode groups to sample.
@@ -64,7 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.rollouts
         );
     }
-    let run = Run::open_as(&args.run, None, &Default::default())?;
+    let run = SourceFlags::default().open_anchored(&args.run)?;
     branchable(&run, args.iteration)?;
     let out = args.out.clone().unwrap_or_else(|| truth_path(&args.run, args.iteration));
     let training = Training::load()?;
@@ -103,6 +105,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     file.write(&out)?;
     report(&file, &last, &out);
+    let settings = run
+        .meta
+        .as_ref()
+        .and_then(|m| m.advantage.as_ref())
+        .map_or_else(AdvantageSettings::default, |o| o.apply(AdvantageSettings::default()));
+    let figures = aliasing::measure(&run.episodes, &settings, &file);
+    match aliasing::write(&mut std::io::stdout().lock(), &figures) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => return Err(err.into()),
+        _ => {}
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -110,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn report(file: &TruthFile, progress: &TruthProgress, out: &std::path::Path) {
     let h = &file.header;
     println!(
-        "{}: iteration {}, {} of {} episode groups, {} states, {} step rows, K = {}, {} continuations -> {}",
+        "{}: iteration {}, {} of {} episode groups, {} distinct states, {} step rows, K = {}, {} continuations -> {}",
         h.run,
         h.iteration,
         h.groups.len(),
@@ -124,7 +136,7 @@ fn report(file: &TruthFile, progress: &TruthProgress, out: &std::path::Path) {
     for d in &file.divergences {
         eprintln!(
             "divergence: episode {} step {}: the environment did not reproduce the recorded observation \
-             (recorded {:?}, replayed {:?}); its states were rebuilt from another member or skipped",
+             (recorded {:?}, replayed {:?}); its rows from that step on have no truth",
             d.episode,
             d.step,
             clip(&d.recorded),
@@ -139,7 +151,7 @@ fn report(file: &TruthFile, progress: &TruthProgress, out: &std::path::Path) {
             None => println!(
                 "{:<10} {:>6} {:>9} {:>6} {:>9} {:>9}",
                 a.estimator,
-                a.states,
+                a.rows,
                 num(a.spearman, 3),
                 num(a.sign_agreement, 3),
                 num(a.scale, 3),

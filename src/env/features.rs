@@ -20,14 +20,19 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
-/// The bucket of one feature key (FNV-1a).
+/// The bucket of one feature key.
 pub fn bucket(key: &str) -> i64 {
+    (stable_hash(key) % BUCKETS as u64) as i64
+}
+
+/// FNV-1a of `text`: the same on every run and platform (feature buckets, state fingerprints).
+pub fn stable_hash(text: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.as_bytes() {
+    for b in text.as_bytes() {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    (h % BUCKETS as u64) as i64
+    h
 }
 
 /// The buckets of the first `limit` words of `text`.

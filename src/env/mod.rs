@@ -59,6 +59,15 @@ pub trait Environment: Send {
     /// How the episode was scored so far (final once it is over): success, score, and the environment's
     /// breakdown in `extra["reward_info"]` where it has one.
     fn outcome(&self) -> Outcome;
+    /// The full state of the episode as a fingerprint, where the environment declares one: two episodes of one
+    /// task with equal fingerprints behave alike from here on (the same observations, rewards and end for the
+    /// same actions), whatever their observations hide (WebShop's selected options) and however they got
+    /// there. It counts the steps taken, since the step limit ends an episode. Ground truth shares
+    /// continuations between rows of equal fingerprints and counts the true states an anchor merges; `None`:
+    /// every row is a state of its own.
+    fn state_fingerprint(&self) -> Option<String> {
+        None
+    }
     fn box_clone(&self) -> Box<dyn Environment>;
 }
 

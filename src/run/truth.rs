@@ -5,10 +5,11 @@
 //!
 //! - `header` (first line, exactly once): which run and iteration, K, the seed, the sample of episode groups and
 //!   the settings (γ, shaping, invalid penalty) the returns were computed under;
-//! - `row`: one step row of a sampled episode group: Q̂(s,a) of the action the row took from its state s, V̂(s),
-//!   A* = Q̂ − V̂, the standard errors of Q̂ and V̂ and the rollouts behind each (K);
-//! - `divergence`: a recorded observation the environment did not reproduce while replaying a member's
-//!   actions (episode, step, both texts); a state no member reproduced has no rows;
+//! - `row`: one step row of a sampled episode group: Q̂(s,a) of the action the row took from its own state s
+//!   (rebuilt from its episode's recorded actions), V̂(s), A* = Q̂ − V̂, the standard errors of Q̂ and V̂, the
+//!   rollouts behind each (K) and the environment's fingerprint of s, where it declares one;
+//! - `divergence`: a recorded observation the environment did not reproduce while replaying an episode's
+//!   actions (episode, step, both texts); that episode's rows from that step on have no truth;
 //! - `agreement`: one per estimator, how its advantages over the rows agree with A*.
 //!
 //! The file is written whole to a temporary file and renamed into place, so a reader never sees half of one.
@@ -50,6 +51,49 @@ pub fn truth_run_name(run_dir: &Path, meta: Option<&RunMeta>) -> String {
         let dir = run_dir.canonicalize().unwrap_or_else(|_| run_dir.to_path_buf());
         dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
     })
+}
+
+/// Which run a truth file belongs to: the name it is shown under ([`truth_run_name`]) and, where `run.json`
+/// records one, the run's creation time. The creation record survives a copy of the run directory (its name
+/// does not), so it decides where both the file and the run have one; otherwise the names must match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunIdentity {
+    pub name: String,
+    pub created: Option<String>,
+}
+
+impl RunIdentity {
+    /// The identity of the run in `run_dir`, whose `run.json` is `meta`.
+    pub fn of(run_dir: &Path, meta: Option<&RunMeta>) -> RunIdentity {
+        RunIdentity { name: truth_run_name(run_dir, meta), created: meta.and_then(|m| m.created.clone()) }
+    }
+
+    /// Whether `header` was written for this run.
+    pub fn owns(&self, header: &TruthHeader) -> bool {
+        match (&self.created, &header.run_created) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            _ => self.name == header.run,
+        }
+    }
+}
+
+/// A run known by its name alone (no creation record).
+impl From<&str> for RunIdentity {
+    fn from(name: &str) -> RunIdentity {
+        RunIdentity { name: name.to_owned(), created: None }
+    }
+}
+
+impl From<&String> for RunIdentity {
+    fn from(name: &String) -> RunIdentity {
+        RunIdentity::from(name.as_str())
+    }
+}
+
+impl From<&RunIdentity> for RunIdentity {
+    fn from(identity: &RunIdentity) -> RunIdentity {
+        identity.clone()
+    }
 }
 
 /// Why no ground truth can be measured on a run's iteration. Checked by the command line before the training
@@ -120,9 +164,10 @@ pub fn branchable_among(
 pub struct TruthHeader {
     /// [`TRUTH_FORMAT`].
     pub format: String,
-    /// The run's identity: `run.json`'s `name`, else the run directory's name.
+    /// The run's name: `run.json`'s `name`, else the run directory's name.
     pub run: String,
-    /// `run.json`'s `created`, when it has one (tells apart two runs of the same name).
+    /// `run.json`'s `created`, when it has one: the run's identity, which a copy of the run keeps
+    /// ([`RunIdentity`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_created: Option<String>,
     pub iteration: i64,
@@ -166,6 +211,11 @@ pub struct TruthRow {
     pub v_se: f64,
     /// Continuations behind each of Q̂ and V̂.
     pub k: usize,
+    /// The environment's fingerprint of the row's full state
+    /// ([`crate::env::Environment::state_fingerprint`]); rows with equal ones shared their continuations.
+    /// Absent where the environment declares none (each row was then its own state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 /// A recorded observation the environment did not reproduce.
@@ -182,8 +232,9 @@ pub struct TruthDivergence {
 pub struct TruthAgreement {
     /// The estimator's name as `--estimator` takes it.
     pub estimator: String,
-    /// Rows compared (rows where both the estimate and A* exist).
-    pub states: usize,
+    /// Rows compared (rows where both the estimate and A* exist); written as `states` before issue 26.
+    #[serde(alias = "states")]
+    pub rows: usize,
     /// Spearman rank correlation (average ranks for ties); `None` when either side is constant.
     pub spearman: Option<f64>,
     /// Share of rows where the estimate and A* have the same sign (both zero counts as agreeing).
@@ -249,10 +300,11 @@ impl TruthFile {
     }
 }
 
-/// Read the truth file at `path` and check that it is the truth of `iteration` of the run called `run`
-/// (see [`TruthHeader::run`]): a file of another run or iteration, a missing or repeated header, a row of
-/// another run or a broken line is an error naming the file and line.
-pub fn read_truth(path: &Path, run: &str, iteration: i64) -> Result<TruthFile, RunError> {
+/// Read the truth file at `path` and check that it is the truth of `iteration` of the run `run` (see
+/// [`RunIdentity`]; a bare name matches [`TruthHeader::run`]): a file of another run or iteration, a missing or
+/// repeated header, a row of another run than its header's or a broken line is an error naming the file and line.
+pub fn read_truth(path: &Path, run: impl Into<RunIdentity>, iteration: i64) -> Result<TruthFile, RunError> {
+    let run = run.into();
     let bad = |line: usize, message: String| RunError::BadTruth { path: path.to_path_buf(), line, message };
     let file = std::fs::File::open(path).map_err(RunError::io(path))?;
     let mut header: Option<TruthHeader> = None;
@@ -269,12 +321,12 @@ pub fn read_truth(path: &Path, run: &str, iteration: i64) -> Result<TruthFile, R
                 if h.format != TRUTH_FORMAT {
                     return Err(bad(number, format!("format {:?}, expected {TRUTH_FORMAT:?}", h.format)));
                 }
-                if h.run != run {
+                if !run.owns(&h) {
                     return Err(RunError::TruthMismatch {
                         path: path.to_path_buf(),
                         what: "run",
                         found: format!("{:?}", h.run),
-                        expected: format!("{run:?}"),
+                        expected: format!("{:?}", run.name),
                     });
                 }
                 if h.iteration != iteration {
@@ -289,8 +341,8 @@ pub fn read_truth(path: &Path, run: &str, iteration: i64) -> Result<TruthFile, R
             }
             (_, None) => return Err(bad(number, "the first line must be the header (kind \"header\")".into())),
             (TruthLine::Header(_), Some(_)) => return Err(bad(number, "a second header".into())),
-            (TruthLine::Row(row), Some(_)) if row.run != run => {
-                return Err(bad(number, format!("a row of run {:?}, not {run:?}", row.run)));
+            (TruthLine::Row(row), Some(h)) if row.run != h.run => {
+                return Err(bad(number, format!("a row of run {:?}, not {:?}", row.run, h.run)));
             }
             (TruthLine::Row(row), Some(_)) => rows.push(row),
             (TruthLine::Divergence(d), Some(_)) => divergences.push(d),
@@ -334,12 +386,13 @@ mod tests {
             q_se: 0.1,
             v_se: 0.05,
             k: 4,
+            state: Some("step 1 item".into()),
         };
         let divergence =
             TruthDivergence { episode: "it3-g0-e1".into(), step: 2, recorded: "a".into(), replayed: "b".into() };
         let agreement = TruthAgreement {
             estimator: "gigpo".into(),
-            states: 1,
+            rows: 1,
             spearman: None,
             sign_agreement: Some(1.0),
             scale: Some(0.5),

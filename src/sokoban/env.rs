@@ -107,6 +107,12 @@ impl Environment for SokobanEnv {
         outcome
     }
 
+    /// The board (boxes, player, walls and targets: what the observation shows) and the steps taken. The
+    /// score so far is left out: it does not change what follows.
+    fn state_fingerprint(&self) -> Option<String> {
+        Some(format!("step {}{}\n{}", self.steps, if self.done { " over" } else { "" }, self.observation))
+    }
+
     fn box_clone(&self) -> Box<dyn Environment> {
         Box::new(self.clone())
     }

@@ -1,19 +1,24 @@
-//! Monte-Carlo ground truth at anchor states (`gigscope truth`, issue 12 §2): for each anchor-state group of a
-//! recorded iteration, rebuild the state by replaying a member's recorded actions in a fresh environment on the
-//! same task, then roll out K continuations with that iteration's policy from the state itself (V̂) and after
-//! each distinct action the group's members took there (Q̂). Returns are the run's own (its γ, reward shaping and
-//! invalid-action penalty, through the advantage engine), so A* = Q̂ − V̂ is on the scale GiGPO's step
-//! advantage estimates.
+//! Monte-Carlo ground truth of every step row (`gigscope truth`, issue 12 §2, issue 26): each row's own state is
+//! rebuilt by replaying *its* episode's recorded actions in a fresh environment on the same task (every recorded
+//! observation checked), so it has its own hidden state (WebShop's selected options) and its own steps left;
+//! then K continuations are rolled out with that iteration's policy from the state (V̂) and K after the row's
+//! action (Q̂). Returns are the run's own (its γ, reward shaping and invalid-action penalty, through the
+//! advantage engine), so A* = Q̂ − V̂ is on the scale GiGPO's step advantage estimates, and a step that ends its
+//! episode has Q̂ equal to its own return (standard error 0 in a deterministic environment).
 //!
-//! The state of an anchor group is rebuilt from its first member (file order) whose replay reproduces every
-//! recorded observation up to the step; its history (the policy's input) is that member's. A member whose replay
-//! diverges is reported with the episode, step and both texts; a state no member reproduces has no rows.
+//! Rows whose environments report the same state fingerprint
+//! ([`crate::env::Environment::state_fingerprint`]) share one state and its continuations, so the cost grows
+//! with the number of distinct states, not rows; the policy's input there (its recent actions) is that of the
+//! first row (file order) that reached it. An environment without fingerprints makes every row a state of its
+//! own. Each row records its state's fingerprint, so readers count the true states an anchor group merges.
+//! An episode whose replay diverges is reported with the step and both texts; its rows from that step on have
+//! no truth.
 //!
 //! Work is parallel over episode groups (each worker has its own copy of the policy; libtorch's own threads are
 //! set to 1) and reproducible: each group's continuations draw from a generator seeded by the request's seed
 //! and the group's position in the iteration, so the file does not depend on the number of workers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -69,12 +74,12 @@ struct Plan<'a> {
     rollouts: usize,
 }
 
-/// One episode group to measure: its position in the iteration and its anchor groups (members as rows of
-/// `Plan::episodes`).
+/// One episode group to measure: its position in the iteration and its episodes (rows of `Plan::episodes`, in
+/// file order).
 struct GroupJob {
     position: usize,
     id: String,
-    states: Vec<Vec<RowRef>>,
+    episodes: Vec<usize>,
 }
 
 #[derive(Default)]
@@ -174,7 +179,7 @@ pub fn recorded_tasks(meta: &RunMeta) -> TaskSource {
         .unwrap_or_else(|| TaskSource::new(meta.env.as_deref().unwrap_or("webshop"), EnvOptions::default()))
 }
 
-/// The episode groups to measure, in file order, each with its anchor groups.
+/// The episode groups to measure, in file order, each with its episodes.
 fn plan_groups(
     request: &TruthRequest,
     run_name: &str,
@@ -200,15 +205,13 @@ fn plan_groups(
             })
             .collect::<Result<_, _>>()?,
     };
-    let mut states: BTreeMap<usize, Vec<Vec<RowRef>>> = chosen.iter().map(|&g| (g, Vec::new())).collect();
-    for anchor in &table.anchor_groups {
-        if let Some(list) = states.get_mut(&(anchor.episode_group as usize)) {
-            list.push(anchor.members.to_vec());
-        }
-    }
-    Ok(states
+    Ok(chosen
         .into_iter()
-        .map(|(position, states)| GroupJob { position, id: ids[position].to_owned(), states })
+        .map(|position| GroupJob {
+            position,
+            id: ids[position].to_owned(),
+            episodes: table.episode_groups[position].episodes.iter().map(|&e| e as usize).collect(),
+        })
         .collect())
 }
 
@@ -276,13 +279,21 @@ fn group_rng(seed: u64, position: usize) -> ChaCha8Rng {
     rng
 }
 
-/// One state to branch from: the replayed slot, the step it stands at, its members and the distinct actions
-/// they took (in order of first appearance).
+/// One state to branch from: the replayed slot, the step it stands at, its fingerprint, the rows that reached
+/// it and the distinct actions they took there (in order of first appearance).
 struct State {
     slot: Slot,
     step: usize,
+    fingerprint: Option<String>,
     members: Vec<RowRef>,
     actions: Vec<String>,
+}
+
+/// What makes two rows one state: the environment's fingerprint, or the row itself where it declares none.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum StateKey {
+    Fingerprint(String),
+    Row(usize, usize),
 }
 
 fn measure_group(
@@ -293,36 +304,36 @@ fn measure_group(
     stop: &AtomicBool,
 ) -> Result<GroupResult, TruthError> {
     let mut result = GroupResult::default();
-    // The first step at which an episode's replay diverged: replays of it to later steps diverge too.
-    let mut diverged: HashMap<usize, usize> = HashMap::new();
-    let mut states = Vec::new();
-    for members in &job.states {
-        let mut rebuilt = None;
-        for member in members {
-            let (episode, step) = (member.episode as usize, member.step as usize);
-            if diverged.get(&episode).is_some_and(|&at| at <= step) {
-                continue;
+    let mut states: Vec<State> = Vec::new();
+    let mut by_key: HashMap<StateKey, usize> = HashMap::new();
+    for &episode in &job.episodes {
+        let recorded = &plan.episodes[episode];
+        let task = recorded.task.as_ref().map(|t| t.id.as_str()).unwrap_or("");
+        let mut slot = Slot::new(plan.tasks.start_task(task)?);
+        for (t, step) in recorded.steps.iter().enumerate() {
+            let replayed = slot.env.observation();
+            if replayed != &*step.observation {
+                result.divergences.push(TruthDivergence {
+                    episode: recorded.id.clone(),
+                    step: t,
+                    recorded: step.observation.to_string(),
+                    replayed: replayed.to_owned(),
+                });
+                break;
             }
-            match replay(plan, episode, step)? {
-                Ok(slot) => {
-                    rebuilt = Some((slot, step));
-                    break;
-                }
-                Err(divergence) => {
-                    diverged.insert(episode, divergence.step);
-                    result.divergences.push(divergence);
-                }
+            let fingerprint = slot.env.state_fingerprint();
+            let key = fingerprint.clone().map_or(StateKey::Row(episode, t), StateKey::Fingerprint);
+            let index = *by_key.entry(key).or_insert_with(|| {
+                states.push(State { slot: slot.clone(), step: t, fingerprint, members: Vec::new(), actions: Vec::new() });
+                states.len() - 1
+            });
+            let state = &mut states[index];
+            state.members.push(RowRef { episode: episode as u32, step: t as u32 });
+            if !state.actions.contains(&step.action) {
+                state.actions.push(step.action.clone());
             }
+            slot.act(&step.action);
         }
-        let Some((slot, step)) = rebuilt else { continue };
-        let mut actions: Vec<String> = Vec::new();
-        for m in members {
-            let action = &plan.episodes[m.episode as usize].steps[m.step as usize].action;
-            if !actions.contains(action) {
-                actions.push(action.clone());
-            }
-        }
-        states.push(State { slot, step, members: members.clone(), actions });
     }
     if stop.load(Ordering::SeqCst) {
         return Err(TruthError::Cancelled);
@@ -367,34 +378,12 @@ fn measure_group(
                 q_se: q[a].1,
                 v_se,
                 k,
+                state: state.fingerprint.clone(),
             });
         }
         result.states += 1;
     }
     Ok(result)
-}
-
-/// A fresh environment on `episode`'s task with its first `step` recorded actions replayed, every recorded
-/// observation up to and including step `step` checked. `Ok(Err(..))`: the environment diverged.
-fn replay(plan: &Plan<'_>, episode: usize, step: usize) -> Result<Result<Slot, TruthDivergence>, TruthError> {
-    let recorded = &plan.episodes[episode];
-    let task = recorded.task.as_ref().map(|t| t.id.as_str()).unwrap_or("");
-    let mut slot = Slot::new(plan.tasks.start_task(task)?);
-    for (j, s) in recorded.steps[..=step].iter().enumerate() {
-        let replayed = slot.env.observation();
-        if replayed != &*s.observation {
-            return Ok(Err(TruthDivergence {
-                episode: recorded.id.clone(),
-                step: j,
-                recorded: s.observation.to_string(),
-                replayed: replayed.to_owned(),
-            }));
-        }
-        if j < step {
-            slot.act(&s.action);
-        }
-    }
-    Ok(Ok(slot))
 }
 
 /// The run's return R_t at step `t` of the episode `slot` played (its recorded prefix and its continuation),

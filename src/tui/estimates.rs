@@ -18,7 +18,7 @@ use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSett
 use crate::advantage::{compute, AdvantageSettings, RowRef};
 use crate::env::{fill_page_anchors, PageAnchor};
 use crate::run::text_on_disk::EpisodeText;
-use crate::run::truth::{branchable_among, read_truth, truth_path, truth_run_name, NoTruth, TruthFile, TruthRow};
+use crate::run::truth::{branchable_among, read_truth, truth_path, NoTruth, RunIdentity, TruthFile, TruthRow};
 use crate::run::{Episode, Run};
 
 /// Iterations of at least this many step rows have their batch columns computed as a job rather than on the
@@ -391,8 +391,7 @@ impl Estimates {
         }
         let truth = match modified {
             Some(_) => {
-                let name = truth_run_name(&run.dir, run.meta.as_ref());
-                match read_truth(&path, &name, iteration) {
+                match read_truth(&path, RunIdentity::of(&run.dir, run.meta.as_ref()), iteration) {
                     Ok(file) => Truth::Present { file: Arc::new(file), path: path.clone() },
                     Err(e) => Truth::Absent(e.to_string()),
                 }
@@ -428,11 +427,7 @@ fn same_absence(a: &Truth, b: &Truth) -> bool {
     }
 }
 
-/// The standard error of A* = Q̂ − V̂: the continuations behind Q̂ and V̂ are rolled out independently, so
-/// their variances add.
-pub fn a_star_se(row: &TruthRow) -> f64 {
-    row.q_se.hypot(row.v_se)
-}
+pub use crate::advantage::aliasing::a_star_se;
 
 /// A* ± its standard error, as a cell.
 pub fn a_star_text(row: &TruthRow) -> String {

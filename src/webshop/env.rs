@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::env::features::stable_hash;
 use crate::webshop::actions::{available_actions, dedup_clickables, parse_action};
 use crate::webshop::catalog::{Catalog, Product};
 use crate::webshop::goals::Goal;
@@ -163,6 +164,35 @@ impl WebShopEnv {
             View::Sub { .. } => PageType::ItemSub,
             View::Done => PageType::Done,
         }
+    }
+
+    /// The episode's full state as a fingerprint ([`crate::env::Environment::state_fingerprint`]): the steps
+    /// taken, the session (the goal's instruction, hashed), the page with what it hides (the search results
+    /// behind it, hashed, and their page number; the product; the options selected, in name order, since the
+    /// reward does not depend on the order they were clicked in; the sub-page), and whether the episode is over.
+    /// For example `step 3 item B07XYZ1234 [color=red, size=medium] results 5e0a…/1 goal 91c4…`.
+    pub fn state_fingerprint(&self) -> String {
+        let hash = |text: &str| format!("{:016x}", stable_hash(text));
+        let results = |r: &Results| {
+            let hits: Vec<String> = r.hits.iter().map(usize::to_string).collect();
+            format!("results {}/{}", hash(&hits.join(",")), r.page)
+        };
+        let item = |product: usize, options: &[(String, String)]| {
+            let mut chosen: Vec<String> = options.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            chosen.sort();
+            format!("{} [{}]", self.product(product).asin, chosen.join(", "))
+        };
+        let page = match &self.view {
+            View::Search => "search".to_owned(),
+            View::Results(r) => results(r),
+            View::Item { results: r, product, options } => format!("item {} {}", item(*product, options), results(r)),
+            View::Sub { results: r, product, options, sub } => {
+                format!("{} {} {}", sub.label().to_lowercase(), item(*product, options), results(r))
+            }
+            View::Done => "done".to_owned(),
+        };
+        let over = if self.done { " over" } else { "" };
+        format!("step {} {page} goal {}{over}", self.steps, hash(self.instruction()))
     }
 
     pub fn is_done(&self) -> bool {

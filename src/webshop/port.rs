@@ -68,6 +68,10 @@ impl Environment for WebShopEnv {
         outcome
     }
 
+    fn state_fingerprint(&self) -> Option<String> {
+        Some(WebShopEnv::state_fingerprint(self))
+    }
+
     fn box_clone(&self) -> Box<dyn Environment> {
         Box::new(self.clone())
     }

@@ -101,7 +101,7 @@ fn agreement_measures_equal_the_python_oracle() {
         assert!(close(got.sign_agreement, want["sign"].as_f64()), "{x:?} {y:?}: {got:?} vs {want}");
         assert!(close(got.scale, want["scale"].as_f64()), "{x:?} {y:?}: {got:?} vs {want}");
         assert!(close(got.rmse, want["rmse"].as_f64()), "{x:?} {y:?}: {got:?} vs {want}");
-        assert_eq!(got.states, x.len());
+        assert_eq!(got.rows, x.len());
     }
     // One golden case written out, so a reader sees the numbers without running Python.
     let golden = agreement(&cases[0].0, &cases[0].1);

@@ -114,7 +114,7 @@ fn truth_branches_every_anchor_state_of_an_iteration_reproducibly() {
     for estimator in ["gigpo", "grpo", "rloo", "step", "hgpo", "graphgpo", "proxmo", "soft-page", "q-minus-v"] {
         assert!(names.contains(estimator), "no agreement line for {estimator}: {names:?}");
     }
-    assert!(file.agreements.iter().all(|a| a.error.is_some() || a.states == file.rows.len()), "{:?}", file.agreements);
+    assert!(file.agreements.iter().all(|a| a.error.is_some() || a.rows == file.rows.len()), "{:?}", file.agreements);
 
     // The same seed gives the same file, whatever the number of workers.
     let again = home.path().join("again.jsonl");

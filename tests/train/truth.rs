@@ -2,31 +2,34 @@
 //! `Request::Truth`, as the C ABI passes it): the TUI's one-group request gives that group's rows exactly as the
 //! whole iteration's measurement does, progress arrives as JSON events, a raised cancel flag stops it, an
 //! unknown group is named, and a run trained on the toy shop (its `tasks` recorded in `run.json`) is branched
-//! in the same environment. tests/plugin/truth.rs covers the binary, the file and the error messages.
+//! in the same environment. On a WebShop run and a Sokoban run, every row is measured from its own state: a step
+//! that ends its episode has Q̂ equal to its own return with standard error 0, and rows of one fingerprint share
+//! V̂. tests/plugin/truth.rs covers the binary, the file and the error messages.
 #![cfg(feature = "train")]
 
 use std::sync::atomic::AtomicBool;
 
+use std::collections::HashMap;
+
+use gigscope::advantage::{self, AdvantageSettings};
 use gigscope::env::EnvOptions;
 use gigscope::run::truth::TruthFile;
+use gigscope::run::{Episode, Run};
 use gigscope::training::protocol::TOY_ENV;
 use gigscope::training::{
     DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
 };
 
 fn train_toy(run: &std::path::Path) {
+    train(run, TOY_ENV, TrainConfig { goals_per_iteration: 3, episodes_per_goal: 4, seed: 11, ..TrainConfig::default() });
+}
+
+/// Two iterations of `config` on `env` (default options), on the CPU, no evaluation.
+fn train(run: &std::path::Path, env: &str, config: TrainConfig) {
     let request = Request::Train(Box::new(TrainRequest {
         run: run.to_path_buf(),
-        tasks: TaskSource::new(TOY_ENV, EnvOptions::default()),
-        config: TrainConfig {
-            iterations: 2,
-            goals_per_iteration: 3,
-            episodes_per_goal: 4,
-            eval_every: 0,
-            device: DeviceChoice::Cpu,
-            seed: 11,
-            ..TrainConfig::default()
-        },
+        tasks: TaskSource::new(env, EnvOptions::default()),
+        config: TrainConfig { iterations: 2, eval_every: 0, device: DeviceChoice::Cpu, ..config },
         mode: RunMode::AsConfigured,
     }));
     let json = serde_json::to_vec(&request).unwrap();
@@ -76,4 +79,60 @@ fn one_group_is_measured_as_in_the_whole_iteration_and_cancel_stops() {
     let unknown = TruthRequest { groups: TruthGroups::Named { ids: vec!["nope".into()] }, ..all };
     let message = truth(&unknown, false).1.unwrap_err();
     assert!(message.contains("iteration 2 has no episode group \"nope\""), "{message}");
+}
+
+/// Every row of iteration 2 of `run` is measured from its own replayed state: a step that ends its episode (a
+/// purchase, a solved board or the step limit: every recorded episode's last step) has Q̂ equal to its own
+/// return as the advantage engine computes it under the run's settings, with standard error 0 (both
+/// environments are deterministic); rows of one fingerprint share V̂, and fingerprints count the steps taken.
+/// Returns the file and the iteration's episodes.
+fn own_states(run: &std::path::Path, env: &str) -> (TruthFile, Vec<Episode>) {
+    let request =
+        TruthRequest { run: run.to_path_buf(), iteration: 2, rollouts: 3, groups: TruthGroups::All, seed: 1, threads: 2 };
+    let file = truth(&request, false).1.unwrap();
+    assert_eq!(file.header.env, env);
+    assert!(file.divergences.is_empty(), "{:?}", file.divergences);
+    let opened = Run::open(run).unwrap();
+    let settings = opened.meta.clone().unwrap_or_default().advantage.unwrap_or_default().apply(AdvantageSettings::default());
+    let episodes: Vec<Episode> = opened.episodes.into_iter().filter(|e| e.iteration == 2).collect();
+    let table = advantage::compute(&episodes, &settings);
+    assert_eq!(file.rows.len(), table.row_count(), "one row per step row");
+    let mut endings = 0;
+    let mut v_of: HashMap<&str, f64> = HashMap::new();
+    for row in &file.rows {
+        let e = episodes.iter().position(|e| e.id == row.episode).unwrap();
+        let fingerprint = row.state.as_deref().expect("the environment declares fingerprints");
+        assert!(fingerprint.starts_with(&format!("step {} ", row.step)), "{fingerprint}");
+        assert_eq!(*v_of.entry(fingerprint).or_insert(row.v), row.v, "one state, one V̂: {fingerprint}");
+        if row.step + 1 == episodes[e].steps.len() {
+            endings += 1;
+            let own = table.episode_rows(e)[row.step].ret;
+            assert!((row.q - own).abs() < 1e-9 && row.q_se == 0.0, "{row:?}: own return {own}");
+        }
+    }
+    assert_eq!(endings, episodes.len(), "every episode's last step is measured");
+    assert!(v_of.len() < file.rows.len(), "rows that reach one state share it");
+    (file, episodes)
+}
+
+#[test]
+fn every_row_is_measured_from_its_own_state_webshop() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let config = TrainConfig { goals_per_iteration: 3, episodes_per_goal: 6, step_limit: 8, seed: 3, ..TrainConfig::default() };
+    train(&run, "webshop", config);
+    let (file, episodes) = own_states(&run, "webshop");
+    // Purchases are among the ending steps: their Q̂ is the purchase's recorded reward.
+    let bought = episodes.iter().filter(|e| e.steps.last().is_some_and(|s| s.action == "click[buy now]")).count();
+    assert!(bought > 0, "no purchase to check in {} episodes", episodes.len());
+    assert!(file.rows.iter().all(|r| r.state.as_deref().is_some_and(|s| s.contains(" goal "))));
+}
+
+#[test]
+fn every_row_is_measured_from_its_own_state_sokoban() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let config = TrainConfig { goals_per_iteration: 3, episodes_per_goal: 6, step_limit: 10, seed: 3, ..TrainConfig::default() };
+    train(&run, "sokoban", config);
+    own_states(&run, "sokoban");
 }

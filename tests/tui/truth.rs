@@ -38,6 +38,7 @@ fn row(episode: &str, step: usize, q: f64, v: f64, q_se: f64, v_se: f64) -> Trut
         q_se,
         v_se,
         k: 32,
+        state: None,
     }
 }
 
@@ -63,7 +64,7 @@ fn write_truth(dir: &Path, run: &str) {
     };
     let agreement = |estimator: &str, spearman: f64| TruthAgreement {
         estimator: estimator.into(),
-        states: 2,
+        rows: 2,
         spearman: Some(spearman),
         sign_agreement: Some(0.75),
         scale: Some(0.5),
@@ -117,7 +118,7 @@ fn the_truth_column_shows_the_values_of_a_truth_file_written_by_the_test() {
     assert!(other.contains("-3.750±0.412"), "{other}\n{screen}");
     assert!(screen.contains("Agreement with A* over iteration 0 (K = 32)"), "{screen}");
     assert!(
-        screen.contains("gigpo      Spearman +0.800 · sign 75% · scale-fit RMSE 0.250 (c = 0.500) · 2 states"),
+        screen.contains("gigpo      Spearman +0.800 · sign 75% · scale-fit RMSE 0.250 (c = 0.500) · 2 rows"),
         "{screen}"
     );
     assert!(screen.contains("hgpo       Spearman -0.200"), "{screen}");
@@ -204,7 +205,7 @@ fn a_measured_group_is_merged_into_the_iterations_truth_file() {
     let order: Vec<(&str, usize)> = merged.rows.iter().map(|r| (r.episode.as_str(), r.step)).collect();
     assert_eq!(order, [("it0-g0-t1", 0), ("it0-g0-t1", 1), ("it0-socks-t1", 0), ("it0-socks-t2", 0)]);
     assert_eq!(merged.agreements.len(), 9, "every estimator of the family");
-    assert!(merged.agreements.iter().all(|a| a.states == 4 || a.error.is_some()), "{:?}", merged.agreements);
+    assert!(merged.agreements.iter().all(|a| a.rows == 4 || a.error.is_some()), "{:?}", merged.agreements);
 
     // Measured again, a group's rows replace its old ones.
     let again = TruthFile {

@@ -2,7 +2,9 @@
 //! the engine's explanation of the selected member's advantage laid out (`crate::advantage::explain`): the
 //! headline A first, then the step and episode components, every term with its numbers. The panel scrolls
 //! (J/K) when it does not fit. When `gigscope truth` measured the iteration, each member's Monte-Carlo values
-//! (Q̂, V̂ and A* ± standard error, `crate::run::truth`) follow its estimates.
+//! (Q̂, V̂ and A* ± standard error, `crate::run::truth`) follow its estimates, with the true state each member
+//! was in (`s1`, `s2`, … by the environment's fingerprints): the header says how many true states the anchor
+//! merges, how far apart their V̂ lie, and how many members get wrong-sign credit (issue 26).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
@@ -13,7 +15,9 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use ratatui::layout::Layout;
 
 use super::{adv_span, block, clamp_add, hint, layout, term_text, trunc, Component, Hint, ListRegion};
+use crate::advantage::aliasing::is_wrong_sign;
 use crate::advantage::explain;
+use crate::advantage::RowRef;
 use crate::tui::action::Action;
 use crate::tui::estimates::{a_star_text, Truth};
 use crate::tui::state::{State, View};
@@ -181,9 +185,73 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
         }
     }
     out.extend(anchor.into_iter().map(|l| Line::styled(l, theme.dim())));
+    let iteration = state.domain.episodes[r.episode as usize].iteration;
+    let truth = super::estimators::truth(state, iteration);
+    let states = member_states(state, &truth, &ag.members);
+    if let Some(line) = states.describe() {
+        let style = if states.states > 1 || states.wrong_sign > 0 { theme.warn() } else { theme.dim() };
+        out.push(Line::styled(trunc(&line, width as usize), style));
+    }
     if let Some(job) = &state.jobs.truth {
         out.push(Line::styled(trunc(&job.describe(), width as usize), theme.warn()));
     }
+    out
+}
+
+/// The true states among an anchor group's measured members, by their truth rows' fingerprints.
+struct MemberStates {
+    /// Each member's state, numbered from 1 in order of first appearance; `None`: not measured, or measured
+    /// without a fingerprint.
+    number: Vec<Option<usize>>,
+    states: usize,
+    measured: usize,
+    /// max − min of V̂ over the states.
+    v_spread: f64,
+    /// Members whose A_S has the opposite sign to A* beyond 2 se.
+    wrong_sign: usize,
+}
+
+impl MemberStates {
+    fn describe(&self) -> Option<String> {
+        if self.states == 0 {
+            return None;
+        }
+        let merged = if self.states == 1 {
+            "one true state (no aliasing)".to_owned()
+        } else {
+            format!("{} true states: the anchor aliases · V̂ spread {:.3}", self.states, self.v_spread)
+        };
+        Some(format!(
+            "truth: {merged} among {} measured member(s) · {} wrong-sign (A_S vs A* beyond 2 se)",
+            self.measured, self.wrong_sign
+        ))
+    }
+}
+
+fn member_states(state: &State, truth: &Truth, members: &[RowRef]) -> MemberStates {
+    let t = &state.domain.derived.table;
+    let mut fingerprints: Vec<(&str, f64)> = Vec::new();
+    let mut out = MemberStates { number: Vec::new(), states: 0, measured: 0, v_spread: 0.0, wrong_sign: 0 };
+    for m in members {
+        let id = &state.domain.episodes[m.episode as usize].id;
+        let row = truth.row(id, m.step as usize);
+        out.measured += usize::from(row.is_some());
+        out.wrong_sign += usize::from(row.is_some_and(|tr| is_wrong_sign(t.row(*m).step_advantage, tr)));
+        let number = row.and_then(|tr| {
+            let fingerprint = tr.state.as_deref()?;
+            Some(match fingerprints.iter().position(|(f, _)| *f == fingerprint) {
+                Some(i) => i + 1,
+                None => {
+                    fingerprints.push((fingerprint, tr.v));
+                    fingerprints.len()
+                }
+            })
+        });
+        out.number.push(number);
+    }
+    out.states = fingerprints.len();
+    let (lo, hi) = fingerprints.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), f| (lo.min(f.1), hi.max(f.1)));
+    out.v_spread = if fingerprints.is_empty() { 0.0 } else { hi - lo };
     out
 }
 
@@ -209,6 +277,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let iteration = state.domain.episodes[r.episode as usize].iteration;
     let truth = super::estimators::truth(state, iteration);
     let with_truth = matches!(truth, Truth::Present { .. });
+    let states = member_states(state, &truth, &ag.members);
     let narrow = with_truth && area.width < 100;
     let id_w =
         ag.members.iter().map(|m| state.domain.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
@@ -236,11 +305,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         if with_truth {
             cells.extend(match truth.row(&ep.id, m.step as usize) {
                 Some(tr) => [
+                    Cell::from(states.number[i].map_or_else(|| "—".into(), |n| format!("s{n}"))),
                     Cell::from(format!("{:.3}", tr.q)),
                     Cell::from(format!("{:.3}", tr.v)),
                     Cell::from(Span::styled(a_star_text(tr), theme.signed(tr.a_star))),
                 ],
-                None => ["—", "—", "not measured"].map(|s| Cell::from(Span::styled(s, theme.dim()))),
+                None => ["—", "—", "—", "not measured"].map(|s| Cell::from(Span::styled(s, theme.dim()))),
             });
         }
         cells.push(Cell::from(this));
@@ -261,8 +331,8 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     ];
     let mut titles = vec!["traj", "episode", "step", "action", "R_t", "A_S"];
     if with_truth {
-        widths.extend([Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
-        titles.extend(["Q̂", "V̂", "A* ± se"]);
+        widths.extend([Constraint::Length(5), Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
+        titles.extend(["state", "Q̂", "V̂", "A* ± se"]);
     }
     widths.push(Constraint::Length(if narrow { 1 } else { 11 }));
     titles.push("");

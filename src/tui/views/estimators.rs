@@ -377,12 +377,12 @@ pub fn agreement_text(a: &TruthAgreement) -> String {
     }
     let num = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".to_string(), f);
     format!(
-        "{:<10} Spearman {} · sign {} · scale-fit RMSE {} (c = {}) · {} states",
+        "{:<10} Spearman {} · sign {} · scale-fit RMSE {} (c = {}) · {} rows",
         a.estimator,
         num(a.spearman, &|v| format!("{v:+.3}")),
         num(a.sign_agreement, &|v| format!("{:.0}%", v * 100.0)),
         num(a.rmse, &|v| format!("{v:.3}")),
         num(a.scale, &|v| format!("{v:.3}")),
-        a.states
+        a.rows
     )
 }
