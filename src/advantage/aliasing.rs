@@ -100,19 +100,26 @@ pub fn is_wrong_sign(step_advantage: f64, row: &TruthRow) -> bool {
     step_advantage * row.a_star < 0.0 && row.a_star.abs() > 2.0 * a_star_se(row)
 }
 
+/// One anchor group's distinct fingerprints (with their V̂) and its fingerprinted rows.
+#[derive(Default)]
+struct Seen<'a> {
+    states: Vec<(&'a str, f64)>,
+    rows: usize,
+}
+
 /// The aliasing of `table`'s anchor groups (computed over `episodes`) as the truth `rows` show it.
 pub fn aliasing(episodes: &[Episode], table: &AdvantageTable, rows: &[TruthRow]) -> Aliasing {
     let located = located(episodes, rows);
     // Each anchor group's distinct fingerprints with their V̂, and its fingerprinted rows.
-    let mut by_group: HashMap<u32, (Vec<(&str, f64)>, usize)> = HashMap::new();
+    let mut by_group: HashMap<u32, Seen<'_>> = HashMap::new();
     let mut wrong_sign = Vec::new();
     for &(e, t, row) in &located {
         let computed = table.episode_rows(e)[t];
         if let Some(state) = row.state.as_deref() {
-            let (states, count) = by_group.entry(computed.step_group).or_default();
-            *count += 1;
-            if !states.iter().any(|(s, _)| *s == state) {
-                states.push((state, row.v));
+            let seen = by_group.entry(computed.step_group).or_default();
+            seen.rows += 1;
+            if !seen.states.iter().any(|(s, _)| *s == state) {
+                seen.states.push((state, row.v));
             }
         }
         if is_wrong_sign(computed.step_advantage, row) {
@@ -129,8 +136,9 @@ pub fn aliasing(episodes: &[Episode], table: &AdvantageTable, rows: &[TruthRow])
     wrong_sign.sort_by(|a, b| b.step_advantage.abs().total_cmp(&a.step_advantage.abs()));
     let mut groups: Vec<AnchorStates> = by_group
         .into_iter()
-        .map(|(a, (states, rows))| {
-            let (lo, hi) = states.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| (lo.min(s.1), hi.max(s.1)));
+        .map(|(a, Seen { states, rows })| {
+            let (lo, hi) =
+                states.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| (lo.min(s.1), hi.max(s.1)));
             let episode_group = table.anchor_groups[a as usize].episode_group as usize;
             AnchorStates {
                 anchor_group: a,

@@ -89,7 +89,11 @@ pub fn write(out: &mut impl Write, figures: &IterationAliasing) -> io::Result<()
         )?;
     }
     writeln!(out, "what if GiGPO anchored by:")?;
-    writeln!(out, "  {:<20} {:>8} {:>8} {:>8} {:>10} {:>9} {:>6}", "anchor", "groups", "aliased", "rows", "wrong-sign", "spearman", "sign")?;
+    writeln!(
+        out,
+        "  {:<20} {:>8} {:>8} {:>8} {:>10} {:>9} {:>6}",
+        "anchor", "groups", "aliased", "rows", "wrong-sign", "spearman", "sign"
+    )?;
     for w in &figures.what_if {
         writeln!(
             out,

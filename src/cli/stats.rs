@@ -41,7 +41,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let mut out = io::stdout().lock();
-        let written = readable(&mut out, &stats).and_then(|()| aliasing.iter().try_for_each(|a| aliasing::write(&mut out, a)));
+        let written =
+            readable(&mut out, &stats).and_then(|()| aliasing.iter().try_for_each(|a| aliasing::write(&mut out, a)));
         match written {
             Err(err) if err.kind() != io::ErrorKind::BrokenPipe => return Err(err.into()),
             _ => {}

@@ -324,7 +324,13 @@ fn measure_group(
             let fingerprint = slot.env.state_fingerprint();
             let key = fingerprint.clone().map_or(StateKey::Row(episode, t), StateKey::Fingerprint);
             let index = *by_key.entry(key).or_insert_with(|| {
-                states.push(State { slot: slot.clone(), step: t, fingerprint, members: Vec::new(), actions: Vec::new() });
+                states.push(State {
+                    slot: slot.clone(),
+                    step: t,
+                    fingerprint,
+                    members: Vec::new(),
+                    actions: Vec::new(),
+                });
                 states.len() - 1
             });
             let state = &mut states[index];

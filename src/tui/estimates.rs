@@ -390,12 +390,10 @@ impl Estimates {
             }
         }
         let truth = match modified {
-            Some(_) => {
-                match read_truth(&path, RunIdentity::of(&run.dir, run.meta.as_ref()), iteration) {
-                    Ok(file) => Truth::Present { file: Arc::new(file), path: path.clone() },
-                    Err(e) => Truth::Absent(e.to_string()),
-                }
-            }
+            Some(_) => match read_truth(&path, RunIdentity::of(&run.dir, run.meta.as_ref()), iteration) {
+                Ok(file) => Truth::Present { file: Arc::new(file), path: path.clone() },
+                Err(e) => Truth::Absent(e.to_string()),
+            },
             None => match branchable_among(run, domain.episodes.iter().map(|e| e.iteration), iteration) {
                 Err(NoTruth::NoPolicy { why, .. }) => Truth::Absent(format!("no policy to branch with ({why})")),
                 Err(other) => Truth::Absent(other.to_string()),

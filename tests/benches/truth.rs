@@ -65,9 +65,9 @@ fn main() {
     );
     for a in &file.agreements {
         println!(
-            "  {:<10} states {:>4} spearman {:>7} sign {:>6} rmse {:>8}",
+            "  {:<10} rows {:>4} spearman {:>7} sign {:>6} rmse {:>8}",
             a.estimator,
-            a.states,
+            a.rows,
             a.spearman.map_or("-".into(), |v| format!("{v:.3}")),
             a.sign_agreement.map_or("-".into(), |v| format!("{v:.3}")),
             a.rmse.map_or("-".into(), |v| format!("{v:.4}")),

@@ -21,7 +21,11 @@ use gigscope::training::{
 };
 
 fn train_toy(run: &std::path::Path) {
-    train(run, TOY_ENV, TrainConfig { goals_per_iteration: 3, episodes_per_goal: 4, seed: 11, ..TrainConfig::default() });
+    train(
+        run,
+        TOY_ENV,
+        TrainConfig { goals_per_iteration: 3, episodes_per_goal: 4, seed: 11, ..TrainConfig::default() },
+    );
 }
 
 /// Two iterations of `config` on `env` (default options), on the CPU, no evaluation.
@@ -87,13 +91,20 @@ fn one_group_is_measured_as_in_the_whole_iteration_and_cancel_stops() {
 /// environments are deterministic); rows of one fingerprint share V̂, and fingerprints count the steps taken.
 /// Returns the file and the iteration's episodes.
 fn own_states(run: &std::path::Path, env: &str) -> (TruthFile, Vec<Episode>) {
-    let request =
-        TruthRequest { run: run.to_path_buf(), iteration: 2, rollouts: 3, groups: TruthGroups::All, seed: 1, threads: 2 };
+    let request = TruthRequest {
+        run: run.to_path_buf(),
+        iteration: 2,
+        rollouts: 3,
+        groups: TruthGroups::All,
+        seed: 1,
+        threads: 2,
+    };
     let file = truth(&request, false).1.unwrap();
     assert_eq!(file.header.env, env);
     assert!(file.divergences.is_empty(), "{:?}", file.divergences);
     let opened = Run::open(run).unwrap();
-    let settings = opened.meta.clone().unwrap_or_default().advantage.unwrap_or_default().apply(AdvantageSettings::default());
+    let settings =
+        opened.meta.clone().unwrap_or_default().advantage.unwrap_or_default().apply(AdvantageSettings::default());
     let episodes: Vec<Episode> = opened.episodes.into_iter().filter(|e| e.iteration == 2).collect();
     let table = advantage::compute(&episodes, &settings);
     assert_eq!(file.rows.len(), table.row_count(), "one row per step row");
@@ -119,7 +130,8 @@ fn own_states(run: &std::path::Path, env: &str) -> (TruthFile, Vec<Episode>) {
 fn every_row_is_measured_from_its_own_state_webshop() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let config = TrainConfig { goals_per_iteration: 3, episodes_per_goal: 6, step_limit: 8, seed: 3, ..TrainConfig::default() };
+    let config =
+        TrainConfig { goals_per_iteration: 3, episodes_per_goal: 6, step_limit: 8, seed: 3, ..TrainConfig::default() };
     train(&run, "webshop", config);
     let (file, episodes) = own_states(&run, "webshop");
     // Purchases are among the ending steps: their Q̂ is the purchase's recorded reward.
@@ -132,7 +144,8 @@ fn every_row_is_measured_from_its_own_state_webshop() {
 fn every_row_is_measured_from_its_own_state_sokoban() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let config = TrainConfig { goals_per_iteration: 3, episodes_per_goal: 6, step_limit: 10, seed: 3, ..TrainConfig::default() };
+    let config =
+        TrainConfig { goals_per_iteration: 3, episodes_per_goal: 6, step_limit: 10, seed: 3, ..TrainConfig::default() };
     train(&run, "sokoban", config);
     own_states(&run, "sokoban");
 }

@@ -210,7 +210,7 @@ impl Run {
             vec![
                 ("iteration", ints(agreements.iter().map(|(i, _)| *i))),
                 ("estimator", strings(agreements.iter().map(|(_, a)| a.estimator.as_str()))),
-                ("states", ints(agreements.iter().map(|(_, a)| a.states as i64))),
+                ("states", ints(agreements.iter().map(|(_, a)| a.rows as i64))),
                 ("spearman", opt_floats(agreements.iter().map(|(_, a)| a.spearman))),
                 ("sign_agreement", opt_floats(agreements.iter().map(|(_, a)| a.sign_agreement))),
                 ("scale", opt_floats(agreements.iter().map(|(_, a)| a.scale))),

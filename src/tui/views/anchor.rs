@@ -250,7 +250,8 @@ fn member_states(state: &State, truth: &Truth, members: &[RowRef]) -> MemberStat
         out.number.push(number);
     }
     out.states = fingerprints.len();
-    let (lo, hi) = fingerprints.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), f| (lo.min(f.1), hi.max(f.1)));
+    let (lo, hi) =
+        fingerprints.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), f| (lo.min(f.1), hi.max(f.1)));
     out.v_spread = if fingerprints.is_empty() { 0.0 } else { hi - lo };
     out
 }
