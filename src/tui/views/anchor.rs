@@ -304,14 +304,19 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from(adv_span(state, row.step_advantage)),
         ];
         if with_truth {
-            cells.extend(match truth.row(&ep.id, m.step as usize) {
+            let measured = truth.row(&ep.id, m.step as usize);
+            // The true state's number, where there is room for it (the header counts the states anyway).
+            if !narrow {
+                let number = measured.and(states.number[i]).map_or_else(|| "—".into(), |n| format!("s{n}"));
+                cells.push(Cell::from(number));
+            }
+            cells.extend(match measured {
                 Some(tr) => [
-                    Cell::from(states.number[i].map_or_else(|| "—".into(), |n| format!("s{n}"))),
                     Cell::from(format!("{:.3}", tr.q)),
                     Cell::from(format!("{:.3}", tr.v)),
                     Cell::from(Span::styled(a_star_text(tr), theme.signed(tr.a_star))),
                 ],
-                None => ["—", "—", "—", "not measured"].map(|s| Cell::from(Span::styled(s, theme.dim()))),
+                None => ["—", "—", "not measured"].map(|s| Cell::from(Span::styled(s, theme.dim()))),
             });
         }
         cells.push(Cell::from(this));
@@ -332,8 +337,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     ];
     let mut titles = vec!["traj", "episode", "step", "action", "R_t", "A_S"];
     if with_truth {
-        widths.extend([Constraint::Length(5), Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
-        titles.extend(["state", "Q̂", "V̂", "A* ± se"]);
+        if !narrow {
+            widths.push(Constraint::Length(5));
+            titles.push("state");
+        }
+        widths.extend([Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
+        titles.extend(["Q̂", "V̂", "A* ± se"]);
     }
     widths.push(Constraint::Length(if narrow { 1 } else { 11 }));
     titles.push("");
