@@ -8,9 +8,10 @@
 //! norm and pooling, which is what keeps the written formulas honest (RLOO's leave-one-out scale, the pool,
 //! the ε added to the standard deviation, TRL's normalisation).
 
-use super::engine::{mean_std, AdvantageTable, RowRef, STD_EPSILON};
+use super::engine::{mean_std, STD_EPSILON, SUCCESS_REWARD};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, Estimator, Norm, Pooling, ScaleRewards};
+use super::table::{AdvantageTable, EpisodeGroup, RowAdvantage, RowRef};
 use super::trl::{self, TRL_STD_EPSILON};
 
 /// Values listed in a filled-in mean before the rest is elided.
@@ -98,45 +99,6 @@ impl Explanation {
     }
 }
 
-/// The name an estimator has on the command line and in `run.json`.
-pub fn estimator_name(e: Estimator) -> &'static str {
-    match e {
-        Estimator::Gigpo => "gigpo",
-        Estimator::Grpo => "grpo",
-        Estimator::Rloo => "rloo",
-        Estimator::Step => "step",
-    }
-}
-
-pub fn norm_name(n: Norm) -> &'static str {
-    match n {
-        Norm::MeanNorm => "mean_norm",
-        Norm::MeanStdNorm => "mean_std_norm",
-    }
-}
-
-pub fn pooling_name(p: Pooling) -> &'static str {
-    match p {
-        Pooling::Steps => "steps",
-        Pooling::Trajectories => "trajectories",
-    }
-}
-
-pub fn scale_rewards_name(s: ScaleRewards) -> &'static str {
-    match s {
-        ScaleRewards::Group => "group",
-        ScaleRewards::Batch => "batch",
-        ScaleRewards::None => "none",
-    }
-}
-
-pub fn aggregation_name(a: Aggregation) -> &'static str {
-    match a {
-        Aggregation::SumThenNormalize => "sum_then_normalize",
-        Aggregation::NormalizeThenSum => "normalize_then_sum",
-    }
-}
-
 /// ε written as the engine's constant is: `1e-6`.
 pub fn epsilon_text(eps: f64) -> String {
     format!("{eps:e}")
@@ -193,419 +155,29 @@ pub fn explain<I: EngineInput + ?Sized>(
     if e + 1 >= table.row_offsets.len() || t >= table.episode_rows(e).len() {
         return None;
     }
-    let s = settings;
     let rows = table.episode_rows(e);
     let row = rows[t];
-    let penalty = if episodes.valid(e, t) { 0.0 } else { s.invalid_penalty };
+    let penalty = if episodes.valid(e, t) { 0.0 } else { settings.invalid_penalty };
+    let x = Subject { table, episodes, settings, at, e, t, rows, row, penalty };
     let mut notes = Vec::new();
 
-    // ---- R_t ----
-    let mut ret_terms = Vec::new();
-    let mut ret_sum = 0.0;
-    for (k, r) in rows[t..].iter().enumerate() {
-        ret_sum += s.gamma.powi(k as i32) * r.reward;
-        if r.reward != 0.0 {
-            ret_terms.push(if k == 0 {
-                num(r.reward)
-            } else {
-                format!("{:.2}^{k}·{}", s.gamma, paren(num(r.reward)))
-            });
-        }
-    }
-    let ret_recomputed = ret_sum - penalty;
-    let mut ret_filled = ret_terms.join(" + ");
-    if penalty != 0.0 {
-        ret_filled = format!("{} − {:.2}", if ret_filled.is_empty() { "0" } else { &ret_filled }, penalty);
-    }
-    let return_term = Term {
-        symbol: Symbol::Return,
-        label: "R_t".into(),
-        formula: format!("Σ_k γ^k·r_(t+k){}", if penalty != 0.0 { " − c" } else { "" }),
-        filled: ret_filled,
-        value: row.ret,
-        recomputed: ret_recomputed,
-        used: false,
-        note: (penalty != 0.0).then(|| format!("c = {:.2}: the step's action was invalid", penalty)),
-    };
-
-    // ---- The step component ----
-    let ag = table.anchor_group_of(at);
-    // A step the trainer counted several times (`copies`) is listed that many times, as the engine counts it.
-    let counted = |r: &super::engine::RowAdvantage, v: f64| std::iter::repeat_n(v, r.copies as usize);
-    let member_returns: Vec<f64> = ag
-        .members
-        .iter()
-        .flat_map(|&m| {
-            let member = table.row(m);
-            counted(&member, member.ret)
-        })
-        .collect();
-    let n_s = member_returns.len();
-    let (mean_s, std_s, _) = mean_std(member_returns.iter().copied());
-    let (f_s_formula, f_s_filled, f_s) = factor_text(s.norm, ag.std, STD_EPSILON);
-    let a_s_recomputed = if n_s <= 1 { 0.0 } else { (row.ret - mean_s) / f_s };
-    let step_terms = vec![
-        return_term,
-        Term {
-            symbol: Symbol::StepMean,
-            label: "mean_S".into(),
-            formula: "mean of the members' R_t".into(),
-            filled: listed_mean(&member_returns),
-            value: ag.mean,
-            recomputed: mean_s,
-            used: false,
-            note: None,
-        },
-        Term {
-            symbol: Symbol::StepStd,
-            label: "std_S".into(),
-            formula: "sample standard deviation (N−1) of the members' R_t".into(),
-            filled: String::new(),
-            value: ag.std,
-            recomputed: std_s,
-            used: false,
-            note: (n_s <= 1).then(|| "one member: std 0".to_string()),
-        },
-        Term {
-            symbol: Symbol::StepFactor,
-            label: "F_S".into(),
-            formula: f_s_formula,
-            filled: f_s_filled,
-            value: ag.factor,
-            recomputed: f_s,
-            used: false,
-            note: None,
-        },
-        Term {
-            symbol: Symbol::StepAdvantage,
-            label: "A_S".into(),
-            formula: "(R_t − mean_S) / F_S".into(),
-            filled: if n_s <= 1 {
-                String::new()
-            } else {
-                format!("({} − {}) / {}", num(row.ret), num(ag.mean), factor_value(s.norm, ag.factor))
-            },
-            value: row.step_advantage,
-            recomputed: a_s_recomputed,
-            used: false,
-            note: (n_s <= 1).then(|| "A_S = 0: a step group of one has no baseline to compare with".to_string()),
-        },
-    ];
-
-    // ---- The episode component ----
-    let g = table.episode_group_of[e] as usize;
-    let eg = &table.episode_groups[g];
-    let mut episode_terms = Vec::new();
-    let (sample, sample_label);
-    match s.scale_rewards {
-        None => {
-            let pool: Vec<f64> = match s.pooling {
-                Pooling::Steps => eg
-                    .episodes
-                    .iter()
-                    .flat_map(|&x| table.episode_rows(x as usize).into_iter().flat_map(|r| counted(&r, r.score)))
-                    .collect(),
-                Pooling::Trajectories => eg
-                    .episodes
-                    .iter()
-                    .filter_map(|&x| table.get_row(x as usize, 0))
-                    .flat_map(|r| counted(&r, r.score))
-                    .collect(),
-            };
-            let (mean_e, std_e, n_e) = mean_std(pool.iter().copied());
-            let total: f64 = rows.iter().map(|r| r.reward).sum();
-            sample = row.score;
-            sample_label = "s";
-            episode_terms.push(Term {
-                symbol: Symbol::Score,
-                label: "s".into(),
-                formula: format!("Σ_k r_k{} (the episode's whole reward)", if penalty != 0.0 { " − c" } else { "" }),
-                filled: if penalty != 0.0 { format!("{} − {:.2}", num(total), penalty) } else { String::new() },
-                value: row.score,
-                recomputed: total - penalty,
-                used: false,
-                note: None,
-            });
-            let pool_words = match s.pooling {
-                Pooling::Steps => format!(
-                    "every row's s in the group: {} rows of {} trajectories (pooling steps)",
-                    pool.len(),
-                    eg.episodes.len()
-                ),
-                Pooling::Trajectories => {
-                    format!("each trajectory's first-row s: {} trajectories (pooling trajectories)", pool.len())
-                }
-            };
-            episode_terms.push(Term {
-                symbol: Symbol::EpisodeMean,
-                label: "mean_E".into(),
-                formula: format!("mean of the pool, {pool_words}"),
-                filled: listed_mean(&pool),
-                value: eg.mean,
-                recomputed: mean_e,
-                used: false,
-                note: None,
-            });
-            episode_terms.push(Term {
-                symbol: Symbol::EpisodeStd,
-                label: "std_E".into(),
-                formula: "sample standard deviation (N−1) of the pool".into(),
-                filled: String::new(),
-                value: eg.std,
-                recomputed: std_e,
-                used: false,
-                note: None,
-            });
-            let single = n_e <= 1;
-            let (f_formula, f_filled, f_e) =
-                if single { ("1".to_string(), String::new(), 1.0) } else { factor_text(s.norm, eg.std, STD_EPSILON) };
-            episode_terms.push(Term {
-                symbol: Symbol::EpisodeFactor,
-                label: "F_E".into(),
-                formula: f_formula,
-                filled: f_filled,
-                value: eg.factor,
-                recomputed: f_e,
-                used: false,
-                note: single.then(|| "a pool of one sample: baseline 0 and F_E 1, A_E is the raw score".to_string()),
-            });
-            let baseline = if single { 0.0 } else { mean_e };
-            episode_terms.push(Term {
-                symbol: Symbol::EpisodeAdvantage,
-                label: "A_E".into(),
-                formula: if single { "s − 0".into() } else { "(s − mean_E) / F_E".into() },
-                filled: format!(
-                    "({} − {}) / {}",
-                    num(row.score),
-                    num(eg.baseline),
-                    if single { "1".to_string() } else { factor_value(s.norm, eg.factor) }
-                ),
-                value: row.episode_advantage,
-                recomputed: (row.score - baseline) / f_e,
-                used: false,
-                note: None,
-            });
-        }
+    let (step_terms, n_s) = x.step_terms();
+    let eg = table.episode_group_of(e);
+    let (episode_terms, sample) = match settings.scale_rewards {
+        None => x.episode_terms(eg),
         Some(scale) => {
-            let weights = |k: usize| s.reward_weights.and_then(|w| w.as_slice().get(k).copied()).unwrap_or(1.0);
-            let reward_of = |x: usize| -> f64 {
-                match episodes.recorded_rewards(x) {
-                    Some(r) => trl::weighted_nansum(&r, weights),
-                    None => table.episode_rows(x).iter().map(|r| r.reward).sum(),
-                }
-            };
-            let members: Vec<usize> = eg.episodes.iter().map(|&x| x as usize).collect();
-            let eps = epsilon_text(TRL_STD_EPSILON);
-            match s.aggregation {
-                Aggregation::SumThenNormalize => {
-                    let r = reward_of(e);
-                    let rs: Vec<f64> = members.iter().map(|&x| reward_of(x)).collect();
-                    let (mean_g, std_g, n_g) = trl::nan_mean_std(rs.iter().copied());
-                    sample = r;
-                    sample_label = "R";
-                    let names = episodes.reward_names(e);
-                    episode_terms.push(Term {
-                        symbol: Symbol::Score,
-                        label: "R".into(),
-                        formula: match &names {
-                            Some(n) if n.len() > 1 => {
-                                format!("Σ_k w_k·r_k over the reward functions ({})", n.join(", "))
-                            }
-                            Some(_) => "w·r, the reward function's weighted reward".into(),
-                            None => "Σ_k r_k, the episode's total reward".into(),
-                        },
-                        filled: String::new(),
-                        value: r,
-                        recomputed: r,
-                        used: false,
-                        note: r.is_nan().then(|| "every reward is null: the row is unscorable, A_E = 0".to_string()),
-                    });
-                    let scorable: Vec<f64> = rs.iter().copied().filter(|v| !v.is_nan()).collect();
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeMean,
-                        label: "mean_g".into(),
-                        formula: format!("mean of R over the group's {n_g} scorable episodes (TRL)"),
-                        filled: listed_mean(&scorable),
-                        value: eg.mean,
-                        recomputed: if mean_g.is_nan() { 0.0 } else { mean_g },
-                        used: false,
-                        note: None,
-                    });
-                    let batch_std = || {
-                        let batch: Vec<f64> = (0..episodes.episode_count())
-                            .filter(|&x| episodes.iteration(x) == episodes.iteration(members[0]))
-                            .map(reward_of)
-                            .collect();
-                        trl::nan_mean_std(batch.into_iter()).1
-                    };
-                    let (std_label, std_value, f_formula, f) = match scale {
-                        ScaleRewards::Group => ("std_g", std_g, format!("std_g + {eps}"), std_g + TRL_STD_EPSILON),
-                        ScaleRewards::Batch => {
-                            let b = batch_std();
-                            (
-                                "std_batch",
-                                b,
-                                format!("std of R over the iteration's batch + {eps}"),
-                                b + TRL_STD_EPSILON,
-                            )
-                        }
-                        ScaleRewards::None => ("std_g", std_g, "1 (scale_rewards none)".to_string(), 1.0),
-                    };
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeStd,
-                        label: std_label.into(),
-                        formula: "sample standard deviation (N−1), TRL's nanstd".into(),
-                        filled: String::new(),
-                        value: if std_value.is_nan() { 0.0 } else { std_value },
-                        recomputed: if std_value.is_nan() { 0.0 } else { std_value },
-                        used: false,
-                        note: std_value.is_nan().then(|| "fewer than two scorable values: undefined".to_string()),
-                    });
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeFactor,
-                        label: "F".into(),
-                        formula: f_formula,
-                        filled: String::new(),
-                        value: eg.factor,
-                        recomputed: if f.is_nan() { 1.0 } else { f },
-                        used: false,
-                        note: None,
-                    });
-                    let a = (r - mean_g) / f;
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeAdvantage,
-                        label: "A_E".into(),
-                        formula: format!("(R − mean_g) / F (TRL scale_rewards {})", scale_rewards_name(scale)),
-                        filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
-                        value: row.episode_advantage,
-                        recomputed: if a.is_nan() { 0.0 } else { a },
-                        used: false,
-                        note: a.is_nan().then(|| "undefined (NaN): TRL's nan_to_num makes it 0".to_string()),
-                    });
-                }
-                Aggregation::NormalizeThenSum => {
-                    // R′ = Σ_k w_k·z_k; recovered from the engine's A and the batch statistics.
-                    let r = row.episode_advantage * eg.factor + eg.baseline;
-                    sample = r;
-                    sample_label = "R′";
-                    episode_terms.push(Term {
-                        symbol: Symbol::Score,
-                        label: "R′".into(),
-                        formula: format!("Σ_k w_k·z_k, z_k = (r_k − mean_g r_k) / (std_g r_k + {eps})"),
-                        filled: String::new(),
-                        value: r,
-                        recomputed: r,
-                        used: false,
-                        note: None,
-                    });
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeMean,
-                        label: "mean_batch".into(),
-                        formula: "mean of R′ over the iteration's batch".into(),
-                        filled: String::new(),
-                        value: eg.baseline,
-                        recomputed: eg.baseline,
-                        used: false,
-                        note: None,
-                    });
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeFactor,
-                        label: "F".into(),
-                        formula: format!("std of R′ over the batch + {eps}"),
-                        filled: String::new(),
-                        value: eg.factor,
-                        recomputed: eg.factor,
-                        used: false,
-                        note: None,
-                    });
-                    episode_terms.push(Term {
-                        symbol: Symbol::EpisodeAdvantage,
-                        label: "A_E".into(),
-                        formula: "(R′ − mean_batch) / F (TRL normalize_then_sum)".into(),
-                        filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
-                        value: row.episode_advantage,
-                        recomputed: (r - eg.baseline) / eg.factor,
-                        used: false,
-                        note: None,
-                    });
-                }
-            }
+            let terms = x.trl_episode_terms(eg, scale);
             notes.push(format!(
-                "A_E is TRL GRPOTrainer's advantage (scale_rewards {}, {}, ε {eps}); the episode's rows share it",
-                scale_rewards_name(scale),
-                aggregation_name(s.aggregation)
+                "A_E is TRL GRPOTrainer's advantage (scale_rewards {}, {}, ε {}); the episode's rows share it",
+                scale.name(),
+                settings.aggregation.name(),
+                epsilon_text(TRL_STD_EPSILON)
             ));
-        }
-    }
-
-    // ---- A ----
-    let pool = eg.pool_size;
-    let a_e = row.episode_advantage;
-    let a_s = row.step_advantage;
-    let (formula, filled, recomputed, note, uses_step, uses_episode) = match s.estimator {
-        Estimator::Gigpo => (
-            "A_E + ω·A_S".to_string(),
-            format!("{} + {:.2}·({})", signed(a_e), s.omega, signed(a_s)),
-            a_e + s.omega * a_s,
-            None,
-            true,
-            true,
-        ),
-        Estimator::Grpo => (
-            "A_E".to_string(),
-            signed(a_e),
-            a_e,
-            Some("GRPO: the episode component alone (A_S is shown for comparison, not used)".to_string()),
-            false,
-            true,
-        ),
-        Estimator::Step => (
-            "A_S".to_string(),
-            signed(a_s),
-            a_s,
-            Some("the step component alone (A_E is shown for comparison, not used)".to_string()),
-            true,
-            false,
-        ),
-        Estimator::Rloo => {
-            let mean = eg.mean;
-            if pool <= 1 {
-                (
-                    "n/(n−1)·(s − mean_E)".to_string(),
-                    String::new(),
-                    0.0,
-                    Some("a pool of one sample leaves no other sample to compare with: A = 0".to_string()),
-                    false,
-                    false,
-                )
-            } else {
-                let others = (pool as f64 * mean - sample) / (pool - 1) as f64;
-                let scale = pool as f64 / (pool - 1) as f64;
-                let rloo = scale * (sample - mean);
-                let pooled = match (s.scale_rewards, s.pooling) {
-                    (Some(_), _) => "the group's scorable episodes".to_string(),
-                    (None, Pooling::Steps) => "every row of the group (pooling steps)".to_string(),
-                    (None, Pooling::Trajectories) => "each trajectory's first row (pooling trajectories)".to_string(),
-                };
-                let mean_label = if s.scale_rewards.is_some() { "mean_g" } else { "mean_E" };
-                (
-                    format!("n/(n−1)·({sample_label} − {mean_label})"),
-                    format!("{pool}/{}·({} − {})", pool - 1, num(sample), num(mean)),
-                    if rloo.is_nan() { 0.0 } else { rloo },
-                    Some(format!(
-                        "leave-one-out: {sample_label} minus the mean of the other {} samples of the pool, {pooled}: \
-                         {} − {} (n = {pool}); the norm ({}) and F are not used, nor A_S",
-                        pool - 1,
-                        num(sample),
-                        num(others),
-                        norm_name(s.norm)
-                    )),
-                    false,
-                    false,
-                )
-            }
+            terms
         }
     };
+    let (advantage, uses_step, uses_episode) = x.advantage_term(eg, &sample);
+    let pool = eg.pool_size;
     let mut sections = vec![
         Section {
             title: format!("step component: anchor group #{} of {} member(s)", row.step_group, n_s),
@@ -613,22 +185,487 @@ pub fn explain<I: EngineInput + ?Sized>(
         },
         Section { title: format!("episode component: group {}, pool of {pool}", eg.name), terms: episode_terms },
     ];
-    for section in &mut sections {
-        for term in &mut section.terms {
-            term.used = match term.symbol {
-                Symbol::Return | Symbol::StepMean | Symbol::StepStd | Symbol::StepFactor | Symbol::StepAdvantage => {
-                    uses_step
-                }
-                Symbol::Score | Symbol::EpisodeMean => uses_episode || s.estimator == Estimator::Rloo,
-                Symbol::EpisodeStd | Symbol::EpisodeFactor | Symbol::EpisodeAdvantage => uses_episode,
-                Symbol::Advantage => true,
-            };
+    mark_used(&mut sections, uses_step, uses_episode || settings.estimator == Estimator::Rloo, uses_episode);
+    notes.extend(shaping_notes(settings));
+    Some(Explanation { row: at, estimator: settings.estimator, advantage, sections, notes })
+}
+
+/// The row an explanation is about, with what every section reads.
+struct Subject<'a, I: ?Sized> {
+    table: &'a AdvantageTable,
+    episodes: &'a I,
+    settings: &'a AdvantageSettings,
+    at: RowRef,
+    /// The row's episode and step.
+    e: usize,
+    t: usize,
+    /// The episode's rows, and the row.
+    rows: Vec<RowAdvantage>,
+    row: RowAdvantage,
+    /// c·[step invalid].
+    penalty: f64,
+}
+
+/// The sample the episode component compares (s, or TRL's R or R′), which RLOO leaves out of its pool.
+struct Sample {
+    value: f64,
+    label: &'static str,
+}
+
+/// A row's value `v` once for each time the trainer counted the row (`copies`), as the engine counts it.
+fn counted(r: &RowAdvantage, v: f64) -> impl Iterator<Item = f64> {
+    std::iter::repeat_n(v, r.copies as usize)
+}
+
+impl<I: EngineInput + ?Sized> Subject<'_, I> {
+    /// R_t, the row's discounted return.
+    fn return_term(&self) -> Term {
+        let (s, penalty) = (self.settings, self.penalty);
+        let mut ret_terms = Vec::new();
+        let mut ret_sum = 0.0;
+        for (k, r) in self.rows[self.t..].iter().enumerate() {
+            ret_sum += s.gamma.powi(k as i32) * r.reward;
+            if r.reward != 0.0 {
+                ret_terms.push(if k == 0 {
+                    num(r.reward)
+                } else {
+                    format!("{:.2}^{k}·{}", s.gamma, paren(num(r.reward)))
+                });
+            }
+        }
+        let ret_recomputed = ret_sum - penalty;
+        let mut ret_filled = ret_terms.join(" + ");
+        if penalty != 0.0 {
+            ret_filled = format!("{} − {:.2}", if ret_filled.is_empty() { "0" } else { &ret_filled }, penalty);
+        }
+        Term {
+            symbol: Symbol::Return,
+            label: "R_t".into(),
+            formula: format!("Σ_k γ^k·r_(t+k){}", if penalty != 0.0 { " − c" } else { "" }),
+            filled: ret_filled,
+            value: self.row.ret,
+            recomputed: ret_recomputed,
+            used: false,
+            note: (penalty != 0.0).then(|| format!("c = {:.2}: the step's action was invalid", penalty)),
         }
     }
+
+    /// The step component: R_t, the anchor group's statistics and A_S; and the number of samples the group
+    /// counted.
+    fn step_terms(&self) -> (Vec<Term>, usize) {
+        let (s, row, table) = (self.settings, self.row, self.table);
+        let ag = table.anchor_group_of(self.at);
+        let member_returns: Vec<f64> = ag
+            .members
+            .iter()
+            .flat_map(|&m| {
+                let member = table.row(m);
+                counted(&member, member.ret)
+            })
+            .collect();
+        let n_s = member_returns.len();
+        let (mean_s, std_s, _) = mean_std(member_returns.iter().copied());
+        let (f_s_formula, f_s_filled, f_s) = factor_text(s.norm, ag.std, STD_EPSILON);
+        let a_s_recomputed = if n_s <= 1 { 0.0 } else { (row.ret - mean_s) / f_s };
+        let terms = vec![
+            self.return_term(),
+            Term {
+                symbol: Symbol::StepMean,
+                label: "mean_S".into(),
+                formula: "mean of the members' R_t".into(),
+                filled: listed_mean(&member_returns),
+                value: ag.mean,
+                recomputed: mean_s,
+                used: false,
+                note: None,
+            },
+            Term {
+                symbol: Symbol::StepStd,
+                label: "std_S".into(),
+                formula: "sample standard deviation (N−1) of the members' R_t".into(),
+                filled: String::new(),
+                value: ag.std,
+                recomputed: std_s,
+                used: false,
+                note: (n_s <= 1).then(|| "one member: std 0".to_string()),
+            },
+            Term {
+                symbol: Symbol::StepFactor,
+                label: "F_S".into(),
+                formula: f_s_formula,
+                filled: f_s_filled,
+                value: ag.factor,
+                recomputed: f_s,
+                used: false,
+                note: None,
+            },
+            Term {
+                symbol: Symbol::StepAdvantage,
+                label: "A_S".into(),
+                formula: "(R_t − mean_S) / F_S".into(),
+                filled: if n_s <= 1 {
+                    String::new()
+                } else {
+                    format!("({} − {}) / {}", num(row.ret), num(ag.mean), factor_value(s.norm, ag.factor))
+                },
+                value: row.step_advantage,
+                recomputed: a_s_recomputed,
+                used: false,
+                note: (n_s <= 1).then(|| "A_S = 0: a step group of one has no baseline to compare with".to_string()),
+            },
+        ];
+        (terms, n_s)
+    }
+
+    /// GiGPO's episode component: the row's score s, the pool's statistics and A_E.
+    fn episode_terms(&self, eg: &EpisodeGroup) -> (Vec<Term>, Sample) {
+        let (s, row, table, penalty) = (self.settings, self.row, self.table, self.penalty);
+        let pool: Vec<f64> = match s.pooling {
+            Pooling::Steps => eg
+                .episodes
+                .iter()
+                .flat_map(|&x| table.episode_rows(x as usize).into_iter().flat_map(|r| counted(&r, r.score)))
+                .collect(),
+            Pooling::Trajectories => eg
+                .episodes
+                .iter()
+                .filter_map(|&x| table.get_row(x as usize, 0))
+                .flat_map(|r| counted(&r, r.score))
+                .collect(),
+        };
+        let (mean_e, std_e, n_e) = mean_std(pool.iter().copied());
+        let total: f64 = self.rows.iter().map(|r| r.reward).sum();
+        let mut terms = vec![Term {
+            symbol: Symbol::Score,
+            label: "s".into(),
+            formula: format!("Σ_k r_k{} (the episode's whole reward)", if penalty != 0.0 { " − c" } else { "" }),
+            filled: if penalty != 0.0 { format!("{} − {:.2}", num(total), penalty) } else { String::new() },
+            value: row.score,
+            recomputed: total - penalty,
+            used: false,
+            note: None,
+        }];
+        let pool_words = match s.pooling {
+            Pooling::Steps => format!(
+                "every row's s in the group: {} rows of {} trajectories (pooling steps)",
+                pool.len(),
+                eg.episodes.len()
+            ),
+            Pooling::Trajectories => {
+                format!("each trajectory's first-row s: {} trajectories (pooling trajectories)", pool.len())
+            }
+        };
+        terms.push(Term {
+            symbol: Symbol::EpisodeMean,
+            label: "mean_E".into(),
+            formula: format!("mean of the pool, {pool_words}"),
+            filled: listed_mean(&pool),
+            value: eg.mean,
+            recomputed: mean_e,
+            used: false,
+            note: None,
+        });
+        terms.push(Term {
+            symbol: Symbol::EpisodeStd,
+            label: "std_E".into(),
+            formula: "sample standard deviation (N−1) of the pool".into(),
+            filled: String::new(),
+            value: eg.std,
+            recomputed: std_e,
+            used: false,
+            note: None,
+        });
+        let single = n_e <= 1;
+        let (f_formula, f_filled, f_e) =
+            if single { ("1".to_string(), String::new(), 1.0) } else { factor_text(s.norm, eg.std, STD_EPSILON) };
+        terms.push(Term {
+            symbol: Symbol::EpisodeFactor,
+            label: "F_E".into(),
+            formula: f_formula,
+            filled: f_filled,
+            value: eg.factor,
+            recomputed: f_e,
+            used: false,
+            note: single.then(|| "a pool of one sample: baseline 0 and F_E 1, A_E is the raw score".to_string()),
+        });
+        let baseline = if single { 0.0 } else { mean_e };
+        terms.push(Term {
+            symbol: Symbol::EpisodeAdvantage,
+            label: "A_E".into(),
+            formula: if single { "s − 0".into() } else { "(s − mean_E) / F_E".into() },
+            filled: format!(
+                "({} − {}) / {}",
+                num(row.score),
+                num(eg.baseline),
+                if single { "1".to_string() } else { factor_value(s.norm, eg.factor) }
+            ),
+            value: row.episode_advantage,
+            recomputed: (row.score - baseline) / f_e,
+            used: false,
+            note: None,
+        });
+        (terms, Sample { value: row.score, label: "s" })
+    }
+
+    /// TRL GRPOTrainer's episode component under `scale_rewards` `scale`, by the settings' aggregation.
+    fn trl_episode_terms(&self, eg: &EpisodeGroup, scale: ScaleRewards) -> (Vec<Term>, Sample) {
+        match self.settings.aggregation {
+            Aggregation::SumThenNormalize => self.sum_then_normalize_terms(eg, scale),
+            Aggregation::NormalizeThenSum => self.normalize_then_sum_terms(eg),
+        }
+    }
+
+    /// Episode `x`'s reward as TRL weighs it: the weighted sum of its recorded rewards, else its total reward.
+    fn trl_reward(&self, x: usize) -> f64 {
+        let s = self.settings;
+        let weights = |k: usize| s.reward_weights.and_then(|w| w.as_slice().get(k).copied()).unwrap_or(1.0);
+        match self.episodes.recorded_rewards(x) {
+            Some(r) => trl::weighted_nansum(&r, weights),
+            None => self.table.episode_rows(x).iter().map(|r| r.reward).sum(),
+        }
+    }
+
+    /// TRL's `sum_then_normalize`: the weighted reward R, its group's mean, the std `scale` asks for, F and A_E.
+    fn sum_then_normalize_terms(&self, eg: &EpisodeGroup, scale: ScaleRewards) -> (Vec<Term>, Sample) {
+        let (e, row, episodes) = (self.e, self.row, self.episodes);
+        let eps = epsilon_text(TRL_STD_EPSILON);
+        let members: Vec<usize> = eg.episodes.iter().map(|&x| x as usize).collect();
+        let r = self.trl_reward(e);
+        let rs: Vec<f64> = members.iter().map(|&x| self.trl_reward(x)).collect();
+        let (mean_g, std_g, n_g) = trl::nan_mean_std(rs.iter().copied());
+        let names = episodes.reward_names(e);
+        let mut terms = vec![Term {
+            symbol: Symbol::Score,
+            label: "R".into(),
+            formula: match &names {
+                Some(n) if n.len() > 1 => format!("Σ_k w_k·r_k over the reward functions ({})", n.join(", ")),
+                Some(_) => "w·r, the reward function's weighted reward".into(),
+                None => "Σ_k r_k, the episode's total reward".into(),
+            },
+            filled: String::new(),
+            value: r,
+            recomputed: r,
+            used: false,
+            note: r.is_nan().then(|| "every reward is null: the row is unscorable, A_E = 0".to_string()),
+        }];
+        let scorable: Vec<f64> = rs.iter().copied().filter(|v| !v.is_nan()).collect();
+        terms.push(Term {
+            symbol: Symbol::EpisodeMean,
+            label: "mean_g".into(),
+            formula: format!("mean of R over the group's {n_g} scorable episodes (TRL)"),
+            filled: listed_mean(&scorable),
+            value: eg.mean,
+            recomputed: if mean_g.is_nan() { 0.0 } else { mean_g },
+            used: false,
+            note: None,
+        });
+        let batch_std = || {
+            let batch: Vec<f64> = (0..episodes.episode_count())
+                .filter(|&x| episodes.iteration(x) == episodes.iteration(members[0]))
+                .map(|x| self.trl_reward(x))
+                .collect();
+            trl::nan_mean_std(batch.into_iter()).1
+        };
+        let (std_label, std_value, f_formula, f) = match scale {
+            ScaleRewards::Group => ("std_g", std_g, format!("std_g + {eps}"), std_g + TRL_STD_EPSILON),
+            ScaleRewards::Batch => {
+                let b = batch_std();
+                ("std_batch", b, format!("std of R over the iteration's batch + {eps}"), b + TRL_STD_EPSILON)
+            }
+            ScaleRewards::None => ("std_g", std_g, "1 (scale_rewards none)".to_string(), 1.0),
+        };
+        terms.push(Term {
+            symbol: Symbol::EpisodeStd,
+            label: std_label.into(),
+            formula: "sample standard deviation (N−1), TRL's nanstd".into(),
+            filled: String::new(),
+            value: if std_value.is_nan() { 0.0 } else { std_value },
+            recomputed: if std_value.is_nan() { 0.0 } else { std_value },
+            used: false,
+            note: std_value.is_nan().then(|| "fewer than two scorable values: undefined".to_string()),
+        });
+        terms.push(Term {
+            symbol: Symbol::EpisodeFactor,
+            label: "F".into(),
+            formula: f_formula,
+            filled: String::new(),
+            value: eg.factor,
+            recomputed: if f.is_nan() { 1.0 } else { f },
+            used: false,
+            note: None,
+        });
+        let a = (r - mean_g) / f;
+        terms.push(Term {
+            symbol: Symbol::EpisodeAdvantage,
+            label: "A_E".into(),
+            formula: format!("(R − mean_g) / F (TRL scale_rewards {})", scale.name()),
+            filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
+            value: row.episode_advantage,
+            recomputed: if a.is_nan() { 0.0 } else { a },
+            used: false,
+            note: a.is_nan().then(|| "undefined (NaN): TRL's nan_to_num makes it 0".to_string()),
+        });
+        (terms, Sample { value: r, label: "R" })
+    }
+
+    /// TRL's `normalize_then_sum` (GDPO): R′, the batch's mean and F, and A_E.
+    fn normalize_then_sum_terms(&self, eg: &EpisodeGroup) -> (Vec<Term>, Sample) {
+        let row = self.row;
+        let eps = epsilon_text(TRL_STD_EPSILON);
+        // R′ = Σ_k w_k·z_k; recovered from the engine's A and the batch statistics.
+        let r = row.episode_advantage * eg.factor + eg.baseline;
+        let terms = vec![
+            Term {
+                symbol: Symbol::Score,
+                label: "R′".into(),
+                formula: format!("Σ_k w_k·z_k, z_k = (r_k − mean_g r_k) / (std_g r_k + {eps})"),
+                filled: String::new(),
+                value: r,
+                recomputed: r,
+                used: false,
+                note: None,
+            },
+            Term {
+                symbol: Symbol::EpisodeMean,
+                label: "mean_batch".into(),
+                formula: "mean of R′ over the iteration's batch".into(),
+                filled: String::new(),
+                value: eg.baseline,
+                recomputed: eg.baseline,
+                used: false,
+                note: None,
+            },
+            Term {
+                symbol: Symbol::EpisodeFactor,
+                label: "F".into(),
+                formula: format!("std of R′ over the batch + {eps}"),
+                filled: String::new(),
+                value: eg.factor,
+                recomputed: eg.factor,
+                used: false,
+                note: None,
+            },
+            Term {
+                symbol: Symbol::EpisodeAdvantage,
+                label: "A_E".into(),
+                formula: "(R′ − mean_batch) / F (TRL normalize_then_sum)".into(),
+                filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
+                value: row.episode_advantage,
+                recomputed: (r - eg.baseline) / eg.factor,
+                used: false,
+                note: None,
+            },
+        ];
+        (terms, Sample { value: r, label: "R′" })
+    }
+
+    /// A, the headline: how the estimator combines the components; and whether it uses the step component and
+    /// the episode component.
+    fn advantage_term(&self, eg: &EpisodeGroup, sample: &Sample) -> (Term, bool, bool) {
+        let (s, row) = (self.settings, self.row);
+        let a_e = row.episode_advantage;
+        let a_s = row.step_advantage;
+        let (formula, filled, recomputed, note, uses_step, uses_episode) = match s.estimator {
+            Estimator::Gigpo => (
+                "A_E + ω·A_S".to_string(),
+                format!("{} + {:.2}·({})", signed(a_e), s.omega, signed(a_s)),
+                a_e + s.omega * a_s,
+                None,
+                true,
+                true,
+            ),
+            Estimator::Grpo => (
+                "A_E".to_string(),
+                signed(a_e),
+                a_e,
+                Some("GRPO: the episode component alone (A_S is shown for comparison, not used)".to_string()),
+                false,
+                true,
+            ),
+            Estimator::Step => (
+                "A_S".to_string(),
+                signed(a_s),
+                a_s,
+                Some("the step component alone (A_E is shown for comparison, not used)".to_string()),
+                true,
+                false,
+            ),
+            Estimator::Rloo => {
+                let (formula, filled, recomputed, note) = rloo_text(s, eg, sample);
+                (formula, filled, recomputed, Some(note), false, false)
+            }
+        };
+        let term = Term {
+            symbol: Symbol::Advantage,
+            label: "A".into(),
+            formula,
+            filled,
+            value: row.advantage,
+            recomputed,
+            used: true,
+            note,
+        };
+        (term, uses_step, uses_episode)
+    }
+}
+
+/// RLOO's headline: its definition, filled in, its value and the note that says what it leaves out.
+fn rloo_text(s: &AdvantageSettings, eg: &EpisodeGroup, sample: &Sample) -> (String, String, f64, String) {
+    let pool = eg.pool_size;
+    let mean = eg.mean;
+    if pool <= 1 {
+        return (
+            "n/(n−1)·(s − mean_E)".to_string(),
+            String::new(),
+            0.0,
+            "a pool of one sample leaves no other sample to compare with: A = 0".to_string(),
+        );
+    }
+    let Sample { value: sample, label: sample_label } = *sample;
+    let others = (pool as f64 * mean - sample) / (pool - 1) as f64;
+    let scale = pool as f64 / (pool - 1) as f64;
+    let rloo = scale * (sample - mean);
+    let pooled = match (s.scale_rewards, s.pooling) {
+        (Some(_), _) => "the group's scorable episodes".to_string(),
+        (None, Pooling::Steps) => "every row of the group (pooling steps)".to_string(),
+        (None, Pooling::Trajectories) => "each trajectory's first row (pooling trajectories)".to_string(),
+    };
+    let mean_label = if s.scale_rewards.is_some() { "mean_g" } else { "mean_E" };
+    (
+        format!("n/(n−1)·({sample_label} − {mean_label})"),
+        format!("{pool}/{}·({} − {})", pool - 1, num(sample), num(mean)),
+        if rloo.is_nan() { 0.0 } else { rloo },
+        format!(
+            "leave-one-out: {sample_label} minus the mean of the other {} samples of the pool, {pooled}: \
+             {} − {} (n = {pool}); the norm ({}) and F are not used, nor A_S",
+            pool - 1,
+            num(sample),
+            num(others),
+            s.norm.name()
+        ),
+    )
+}
+
+/// Mark the terms the estimator's A depends on: the step component's (`step`), the score and the pool's mean
+/// (`sample`: RLOO reads them too), the rest of the episode component's (`episode`).
+fn mark_used(sections: &mut [Section], step: bool, sample: bool, episode: bool) {
+    for term in sections.iter_mut().flat_map(|s| s.terms.iter_mut()) {
+        term.used = match term.symbol {
+            Symbol::Return | Symbol::StepMean | Symbol::StepStd | Symbol::StepFactor | Symbol::StepAdvantage => step,
+            Symbol::Score | Symbol::EpisodeMean => sample,
+            Symbol::EpisodeStd | Symbol::EpisodeFactor | Symbol::EpisodeAdvantage => episode,
+            Symbol::Advantage => true,
+        };
+    }
+}
+
+/// What the settings did to the rewards r before any of it: success shaping, the efficiency bonus.
+fn shaping_notes(s: &AdvantageSettings) -> Vec<String> {
+    let mut notes = Vec::new();
     if s.success_reward {
         notes.push(format!(
             "r: success shaping, {} on the last step of a successful episode, 0 elsewhere",
-            num(super::engine::SUCCESS_REWARD)
+            num(SUCCESS_REWARD)
         ));
     }
     if s.efficiency_alpha1 != 0.0 || s.efficiency_alpha2 != 0.0 {
@@ -637,17 +674,7 @@ pub fn explain<I: EngineInput + ?Sized>(
             s.efficiency_alpha1, s.efficiency_alpha2
         ));
     }
-    let advantage = Term {
-        symbol: Symbol::Advantage,
-        label: "A".into(),
-        formula,
-        filled,
-        value: row.advantage,
-        recomputed,
-        used: true,
-        note,
-    };
-    Some(Explanation { row: at, estimator: s.estimator, advantage, sections, notes })
+    notes
 }
 
 /// F under `norm` for a standard deviation `std`: its definition, the definition filled in, and its value.

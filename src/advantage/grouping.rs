@@ -2,9 +2,9 @@
 //!
 //! Grouping is the costly part of the engine (hashing every anchor string, or comparing them with difflib in
 //! similarity mode) and depends only on the anchor mode, so a viewer keeps the groupings it has made and
-//! switches between anchor modes with [`regroup`]. Similarity clustering can also run as a [`SimilarityJob`]
+//! switches between anchor modes with [`super::regroup`]. Similarity clustering can also run as a [`SimilarityJob`]
 //! that owns its inputs, on another thread: it needs only each episode group's distinct anchors in order of
-//! first appearance (identical strings always land in the same cluster, see the engine's `Clusterer`).
+//! first appearance (identical strings always land in the same cluster, see [`Clusterer`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,15 +13,13 @@ use rayon::prelude::*;
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::engine::{
-    group_episodes, in_parallel, recompute, AdvantageTable, EpisodeGroup, SimilarClusters, EMPTY_ANCHOR_GROUP,
-};
 use super::input::{EngineInput, KeyedAnchor};
-use super::settings::{AdvantageSettings, AnchorMode};
-use super::{AnchorGroup, Members, RowRef};
+use super::settings::AnchorMode;
+use super::table::{group_episodes, in_parallel, AdvantageTable, EpisodeGroup};
 use crate::run::text_on_disk::{EpisodeText, LeanEpisode, TextError, TextStore};
-use crate::run::Episode;
 use crate::run::LineSpan;
+use crate::run::{Episode, Step};
+use crate::text::difflib::{Candidate, Matcher, Reference};
 
 /// Which anchor-state group every row belongs to under one anchor mode.
 #[derive(Clone, Debug, PartialEq)]
@@ -107,49 +105,6 @@ pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> A
         KeyedAnchor::Page => AnchorMode::Page,
     };
     AnchorGrouping { mode, row_group, episode_group: numbered_groups(&counts) }
-}
-
-/// Put `table` (computed from `input`) into `grouping`'s anchor groups (made from the same episodes) and
-/// recompute it under `settings`, whose anchor mode should be `grouping.mode`: the result equals
-/// `compute(input, settings)` bit for bit.
-pub fn regroup<I: EngineInput + ?Sized>(
-    table: &mut AdvantageTable,
-    input: &I,
-    grouping: &AnchorGrouping,
-    settings: &AdvantageSettings,
-) {
-    assert_eq!(grouping.row_group.len(), table.row_count(), "regroup: the grouping was made from other episodes");
-    let groups = grouping.episode_group.len();
-    // Each anchor group's members, in one array (a counting sort by group; rows are in file order, so members
-    // are too), then handed to the groups.
-    let mut starts = vec![0usize; groups + 1];
-    for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
-        row.step_group = a;
-        starts[a as usize + 1] += 1;
-    }
-    for a in 0..groups {
-        starts[a + 1] += starts[a];
-    }
-    let mut next = starts.clone();
-    let mut members = vec![RowRef { episode: 0, step: 0 }; table.row_count()];
-    for (e, offsets) in table.row_offsets.windows(2).enumerate() {
-        for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
-            let at = &mut next[row.step_group as usize];
-            members[*at] = RowRef { episode: e as u32, step: t as u32 };
-            *at += 1;
-        }
-    }
-    table.anchor_groups = grouping
-        .episode_group
-        .iter()
-        .enumerate()
-        .map(|(a, &g)| AnchorGroup {
-            episode_group: g,
-            members: Members::from(&members[starts[a]..starts[a + 1]]),
-            ..EMPTY_ANCHOR_GROUP
-        })
-        .collect();
-    recompute(table, input, settings);
 }
 
 /// Similarity clustering at θ with everything it needs owned, to run on another thread: each episode group's
@@ -318,4 +273,74 @@ fn prefix_sums(counts: &[u32]) -> Vec<u32> {
 /// The episode group of each anchor group, given how many each episode group has.
 fn numbered_groups(counts: &[u32]) -> Vec<u32> {
     counts.iter().enumerate().flat_map(|(g, &n)| std::iter::repeat_n(g as u32, n as usize)).collect()
+}
+
+/// Assigns steps to anchor-state clusters by their text, numbered from 0 in order of opening (the estimators'
+/// exact groups of one episode group; the engine's own groupings are made by the functions above). Page mode
+/// sees only recorded pages (a step without one is keyed by its anchor).
+pub(super) struct Clusterer<'a> {
+    mode: AnchorMode,
+    /// Exact and page modes: key → cluster. Similarity mode: every distinct string seen → the cluster it
+    /// joined. Clustering is deterministic and clusters are only ever appended, so a repeated string joins
+    /// the same cluster again (the clusters before it still fail, and that one — or the one it opened, whose
+    /// first member is the string itself, ratio 1 — still matches): the memo cannot change the result, and
+    /// clustering a group's distinct strings in order of first appearance gives the same clusters.
+    by_key: HashMap<&'a str, u32>,
+    clusters: u32,
+    similar: SimilarClusters,
+}
+
+impl<'a> Clusterer<'a> {
+    pub(super) fn new(mode: AnchorMode) -> Self {
+        Clusterer { mode, by_key: HashMap::new(), clusters: 0, similar: SimilarClusters::default() }
+    }
+
+    pub(super) fn assign(&mut self, step: &'a Step) -> u32 {
+        let key = match self.mode {
+            AnchorMode::Page => step.page.as_deref().unwrap_or_else(|| step.anchor_key()),
+            AnchorMode::Exact | AnchorMode::Similarity(_) => step.anchor_key(),
+        };
+        if let Some(&c) = self.by_key.get(key) {
+            return c;
+        }
+        let c = match self.mode {
+            AnchorMode::Similarity(theta) => self.similar.assign(key, theta),
+            AnchorMode::Exact | AnchorMode::Page => {
+                self.clusters += 1;
+                self.clusters - 1
+            }
+        };
+        self.by_key.insert(key, c);
+        c
+    }
+}
+
+/// GiGPO's greedy similarity clustering of one episode group's anchors, fed in file order: a string joins the
+/// first cluster whose first member `b` has `SequenceMatcher(None, string, b).ratio() >= θ`, else opens one.
+#[derive(Default)]
+pub(super) struct SimilarClusters {
+    /// Each cluster's first member, prepared as difflib's `b`.
+    references: Vec<Reference>,
+    matcher: Matcher,
+    /// The string being placed, prepared as difflib's `a`.
+    candidate: Candidate,
+}
+
+impl SimilarClusters {
+    pub(super) fn reset(&mut self) {
+        self.references.clear();
+    }
+
+    /// The cluster `key` joins (or opens), numbered from 0 in order of opening.
+    pub(super) fn assign(&mut self, key: &str, theta: f64) -> u32 {
+        self.candidate.set(key);
+        let (matcher, candidate) = (&mut self.matcher, &self.candidate);
+        match self.references.iter().position(|r| matcher.similar(candidate, r, theta)) {
+            Some(c) => c as u32,
+            None => {
+                self.references.push(Reference::new(key));
+                (self.references.len() - 1) as u32
+            }
+        }
+    }
 }

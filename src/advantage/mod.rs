@@ -9,16 +9,15 @@ mod grouping;
 mod input;
 mod settings;
 pub mod stats;
+mod table;
 pub mod trl;
 
-pub use engine::{
-    compute, compute_grouped, mean_std, norm_factor, recompute, AdvantageTable, AnchorGroup, EpisodeGroup, Members,
-    RowAdvantage, RowRef, STD_EPSILON, SUCCESS_REWARD,
-};
-pub use grouping::{group_anchors, group_keyed, group_lean, regroup, AnchorGrouping, SimilarityJob};
+pub use engine::{compute, compute_grouped, mean_std, norm_factor, recompute, regroup, STD_EPSILON, SUCCESS_REWARD};
+pub use grouping::{group_anchors, group_keyed, group_lean, AnchorGrouping, SimilarityJob};
 pub use input::{EngineInput, KeyedAnchor};
 pub use settings::{
     AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,
     RewardWeights, ScaleRewards, SettingsError, DEFAULT_SIMILARITY, MAX_REWARD_WEIGHTS,
 };
 pub use stats::{run_stats, RunStats};
+pub use table::{AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowAdvantage, RowRef};

@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use super::engine::{AdvantageTable, AnchorGroup, RowRef};
 use super::input::EngineInput;
+use super::table::{AdvantageTable, AnchorGroup, RowRef};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunStats {

@@ -29,9 +29,9 @@
 
 use std::collections::BTreeMap;
 
-use super::engine::{rloo_scale, AdvantageTable, EpisodeTerms};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, ScaleRewards};
+use super::table::{rloo_scale, AdvantageTable, EpisodeTerms};
 use crate::run::Episode;
 
 /// Key of `Outcome::extra` holding the per-function rewards of a TRL sample: `{name: number or null}`.

@@ -9,13 +9,14 @@ use std::path::Path;
 
 use clap::Parser;
 
-use super::advantages::{out_rows, SettingsFlags};
-use super::estimate::{estimate, FamilyFlags};
+use super::advantages::out_rows;
+use super::estimate::estimate;
+use super::flags::{FamilyFlags, SettingsFlags};
 use super::source::SourceFlags;
 use crate::advantage::{run_stats, AdvantageTable, RunStats};
 use crate::run::Run;
 
-pub use super::advantages::{OutRow as AdvantageRow, COLUMNS as ADVANTAGE_COLUMNS};
+pub use super::rows::{OutRow as AdvantageRow, COLUMNS as ADVANTAGE_COLUMNS};
 
 /// The flags that choose how a run is read (`--from`, `--group-size`).
 #[derive(Parser, Debug)]

@@ -11,6 +11,8 @@ mod aliasing;
 pub mod api;
 mod convert;
 mod estimate;
+mod flags;
+mod rows;
 mod search;
 mod source;
 mod stats;

@@ -12,8 +12,9 @@ use crate::advantage::{run_stats, AdvantageSettings, RunStats};
 use crate::run::truth::{read_truth, truth_path, RunIdentity};
 use crate::run::Run;
 
-use super::advantages::{clip, SettingsFlags};
-use super::estimate::{estimate, FamilyFlags};
+use super::estimate::estimate;
+use super::flags::{FamilyFlags, SettingsFlags};
+use super::rows::clip;
 use super::source::SourceFlags;
 
 #[derive(clap::Args, Debug)]

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::advantages::{episode_rows, Format, OutRow, RowWriter};
+use super::rows::{episode_rows, Format, OutRow, RowWriter};
 use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
 use crate::run::text_on_disk::{LeanEpisode, LeanStep};
 use crate::run::LeanReading;

@@ -161,7 +161,7 @@ fn write_table(out: &mut impl Write, step: u32, tokens: &StepTokens) -> std::io:
     writeln!(out)?;
     for (i, id) in tokens.ids.iter().enumerate() {
         let text = tokens.token_text(i).map_or_else(|| "<unknown id>".to_string(), |t| format!("{t:?}"));
-        let text = super::advantages::clip(&text, 16);
+        let text = super::rows::clip(&text, 16);
         write!(out, "{i:>5} {id:>7} {text:<16} {:>1}", u8::from(tokens.mask[i]))?;
         for (key, value) in values(tokens, i) {
             let cell = match (key, value) {

@@ -13,8 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
 
-use super::advantages::SettingsFlags;
-use super::estimate::FamilyFlags;
+use super::flags::{FamilyFlags, SettingsFlags};
 use crate::env::{EnvOptions, ENVIRONMENTS};
 use crate::training::protocol::TOY_ENV;
 use crate::training::{

@@ -17,6 +17,18 @@ pub enum Estimator {
     Step,
 }
 
+impl Estimator {
+    /// The name on the command line and in `run.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Estimator::Gigpo => "gigpo",
+            Estimator::Grpo => "grpo",
+            Estimator::Rloo => "rloo",
+            Estimator::Step => "step",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Norm {
@@ -28,6 +40,16 @@ pub enum Norm {
     MeanStdNorm,
 }
 
+impl Norm {
+    /// The name on the command line and in `run.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Norm::MeanNorm => "mean_norm",
+            Norm::MeanStdNorm => "mean_std_norm",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Pooling {
@@ -35,6 +57,16 @@ pub enum Pooling {
     Steps,
     /// One sample per trajectory, its first row's score (the paper's equation).
     Trajectories,
+}
+
+impl Pooling {
+    /// The name on the command line and in `run.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pooling::Steps => "steps",
+            Pooling::Trajectories => "trajectories",
+        }
+    }
 }
 
 /// TRL GRPOTrainer's `scale_rewards`: what the group-relative reward r − mean(group) is divided by.
@@ -49,6 +81,17 @@ pub enum ScaleRewards {
     None,
 }
 
+impl ScaleRewards {
+    /// The name on the command line and in `run.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleRewards::Group => "group",
+            ScaleRewards::Batch => "batch",
+            ScaleRewards::None => "none",
+        }
+    }
+}
+
 /// TRL GRPOTrainer's `multi_objective_aggregation`: how several reward functions become one advantage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -60,6 +103,16 @@ pub enum Aggregation {
     /// Each reward normalised in its group, then weighted, summed and normalised over the batch (GDPO).
     #[value(name = "normalize_then_sum")]
     NormalizeThenSum,
+}
+
+impl Aggregation {
+    /// The name on the command line and in `run.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Aggregation::SumThenNormalize => "sum_then_normalize",
+            Aggregation::NormalizeThenSum => "normalize_then_sum",
+        }
+    }
 }
 
 /// The most reward functions `reward_weights` can weigh (settings stay `Copy`, so the weights live inline).
@@ -165,4 +218,29 @@ pub struct AdvantageOverrides {
     /// TRL: `sum_then_normalize` or `normalize_then_sum`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregation: Option<Aggregation>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    /// Each enum's `name` is the one `run.json` (serde) and the command line (clap) use.
+    fn same_names<T: ValueEnum + Serialize>(name: impl Fn(&T) -> &'static str) {
+        for v in T::value_variants() {
+            let serde = serde_json::to_value(v).expect("settings serialise");
+            assert_eq!(serde.as_str(), Some(name(v)), "run.json name");
+            let possible = v.to_possible_value().expect("every variant is a value");
+            assert_eq!(possible.get_name(), name(v), "command-line name");
+        }
+    }
+
+    #[test]
+    fn display_names_are_the_file_and_command_line_names() {
+        same_names::<Estimator>(|v| v.name());
+        same_names::<Norm>(|v| v.name());
+        same_names::<Pooling>(|v| v.name());
+        same_names::<ScaleRewards>(|v| v.name());
+        same_names::<Aggregation>(|v| v.name());
+    }
 }

@@ -8,13 +8,14 @@ use rand_chacha::ChaCha8Rng;
 use tch::Device;
 
 use super::checkpoint;
+use super::error::TrainError;
+use super::policy::initial_policy;
 use super::ppo::Adam;
 use super::rollout::{self, Chooser, Slot};
-use super::trainer::{initial_policy, TrainConfig};
-use super::TrainError;
+use super::tasks::open_tasks;
 use crate::env::Started;
 use crate::run::Episode;
-use crate::training::protocol::{AutoplayRequest, AutoplayResult};
+use crate::training::protocol::{AutoplayRequest, AutoplayResult, TrainConfig};
 
 /// Which policy played.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub fn play_group(
 /// [`play_group`] as the host asks for it: task `request.task` of the request's environment, and which policy
 /// played, in words.
 pub fn autoplay(request: &AutoplayRequest) -> Result<AutoplayResult, String> {
-    let tasks = super::request::open_tasks(&request.tasks).map_err(|e| e.to_string())?;
+    let tasks = open_tasks(&request.tasks).map_err(|e| e.to_string())?;
     let started = tasks.start(request.task).map_err(|e| e.to_string())?;
     let (episodes, source) =
         play_group(&request.run, started, &request.group, request.first, request.n, request.step_limit, request.seed)

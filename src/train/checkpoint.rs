@@ -14,10 +14,9 @@ use serde::{Deserialize, Serialize};
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
-use super::policy::{Policy, PolicyShape};
+use super::error::TrainError;
+use super::policy::{initial_policy, Policy, PolicyShape};
 use super::ppo::Adam;
-use super::trainer::initial_policy;
-use super::TrainError;
 
 pub const CHECKPOINT_FILE: &str = "checkpoint.ot";
 

@@ -12,50 +12,21 @@
 
 mod autoplay;
 pub mod checkpoint;
+mod error;
 mod output;
 pub mod policy;
 pub mod ppo;
 pub mod request;
 pub mod rollout;
 pub mod service;
+mod tasks;
 pub mod toy;
 mod trainer;
 pub mod truth;
 
-use std::path::PathBuf;
-
 pub use crate::env::{Environment, Split, Started, Tasks, Transition};
 pub use autoplay::{autoplay, play_group, PolicySource};
+pub use error::TrainError;
 pub use policy::PolicyShape;
 pub use ppo::PpoConfig;
 pub use trainer::{resolve_device, DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
-
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("advantage settings: {0}")]
-    Settings(#[from] crate::advantage::SettingsError),
-    #[error(transparent)]
-    Run(#[from] crate::run::RunError),
-    #[error(transparent)]
-    Torch(#[from] tch::TchError),
-    #[error("JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("{0} already holds episodes: pass --resume to continue its checkpoint, or use a new directory")]
-    RunNotEmpty(PathBuf),
-    #[error("no checkpoint at {0}")]
-    NoCheckpoint(PathBuf),
-    #[error("checkpoint {path}: {why}")]
-    BadCheckpoint { path: PathBuf, why: String },
-    #[error("{path} is {actual} bytes but the checkpoint recorded {expected}: it was replaced or truncated")]
-    RunChanged { path: PathBuf, expected: u64, actual: u64 },
-    #[error("CUDA was asked for but libtorch finds no GPU")]
-    NoCuda,
-    #[error("the environment has no training goals")]
-    NoGoals,
-    #[error(transparent)]
-    Env(#[from] crate::env::EnvError),
-    #[error(transparent)]
-    Estimator(#[from] crate::advantage::estimators::EstimatorError),
-}

@@ -5,13 +5,12 @@ use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::TrainerState;
-use super::trainer::TrainConfig;
-use super::TrainError;
+use super::error::TrainError;
 use crate::advantage::{AdvantageOverrides, AdvantageSettings};
 use crate::run::{
     read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
 };
-use crate::training::protocol::ESTIMATOR_KEY;
+use crate::training::protocol::{TrainConfig, ESTIMATOR_KEY};
 
 pub struct RunOutput {
     dir: PathBuf,

@@ -6,7 +6,7 @@
 //! of action and instruction bags (a learned "does this action say what the instruction asks" signal) and the
 //! action's dense features. About half a million parameters: a CPU update takes milliseconds.
 
-use tch::nn::{self, Module};
+use tch::nn::{self, Module, VarStore};
 use tch::{Device, Kind, Tensor};
 
 use crate::env::features::{Decision, ACTION_DENSE, BUCKETS, STATE_DENSE};
@@ -132,4 +132,20 @@ impl Batch {
             pair_slot: Tensor::from_slice(&pair_slot).to(device),
         }
     }
+}
+
+/// The policy's initial weights: a function of the seed and shape only, created on the CPU so that they do not
+/// depend on the device either.
+pub(super) fn initial_policy(seed: u64, shape: PolicyShape, device: Device) -> (VarStore, Policy) {
+    // torch's generator is process-wide: two trainers starting at once (parallel tests, a TUI burst next to a
+    // CLI one) would interleave their draws and neither would get the weights its seed promises.
+    static TORCH_GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let mut vs = VarStore::new(Device::Cpu);
+    let policy = {
+        let _seeded = TORCH_GENERATOR.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tch::manual_seed(seed as i64);
+        Policy::new(&vs.root(), shape)
+    };
+    vs.set_device(device);
+    (vs, policy)
 }

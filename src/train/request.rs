@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::checkpoint;
-use super::toy::ToyShop;
-use super::trainer::{Progress, TrainConfig, Trainer};
-use crate::env::{registry, EnvError, Split, Tasks};
-use crate::training::protocol::{IterationSummary, RunMode, TaskSource, TrainEvent, TrainRequest, TOY_ENV};
+use super::tasks::{open_tasks, record_tasks};
+use super::trainer::{Progress, Trainer};
+use crate::env::{Split, Tasks};
+use crate::training::protocol::{IterationSummary, RunMode, TrainConfig, TrainEvent, TrainRequest};
 
 /// Run `request` to its end, reporting every event to `emit` (the last one `Finished` or `Failed`).
 pub fn run(request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {
@@ -19,15 +19,6 @@ pub fn run(request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(Train
         Ok(tasks) => run_with(tasks, request, stop, emit),
         Err(e) => emit(TrainEvent::Failed { error: format!("cannot set up the environment: {e}") }),
     }
-}
-
-/// The task list a request names: the registry's environment (WebShop opens each catalog once per process,
-/// so bursts and policy play in one TUI session share it), or the trainer's toy shop.
-pub fn open_tasks(source: &TaskSource) -> Result<Arc<dyn Tasks>, EnvError> {
-    if source.env == TOY_ENV {
-        return Ok(Arc::new(ToyShop));
-    }
-    registry::open(&source.env, &source.options)
 }
 
 /// How a burst continues `run_dir`: its checkpoint when it has one, else a fresh policy numbered after the
@@ -58,7 +49,7 @@ fn run_with(tasks: Arc<dyn Tasks>, request: &TrainRequest, stop: &AtomicBool, em
     };
     let (train_goals, test_goals) = (tasks.split_len(Split::Train), tasks.split_len(Split::Test));
     let trainer = Trainer::new(tasks, config.clone(), &request.run);
-    let recorded = trainer.and_then(|t| super::truth::record_tasks(&request.run, &request.tasks).map(|()| t));
+    let recorded = trainer.and_then(|t| record_tasks(&request.run, &request.tasks).map(|()| t));
     let mut trainer = match recorded {
         Ok(t) => t,
         Err(e) => {

@@ -7,8 +7,8 @@ use rand::Rng;
 use serde_json::Map;
 use tch::Device;
 
+use super::error::TrainError;
 use super::policy::{Batch, Policy};
-use super::TrainError;
 use crate::env::features::{token_count, Decision, PolicyFeatures, StateView, Taken};
 use crate::env::{Environment, Started, Transition};
 use crate::run::{Episode, Outcome, Step, Task};

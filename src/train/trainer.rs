@@ -14,11 +14,11 @@ use tch::nn::VarStore;
 use tch::Device;
 
 use super::checkpoint::{self, TrainerState};
+use super::error::TrainError;
 use super::output::RunOutput;
-use super::policy::{Policy, PolicyShape};
+use super::policy::{initial_policy, Policy, PolicyShape};
 use super::ppo::{self, Adam, Sample, UpdateStats};
 use super::rollout::{self, Chooser, Slot};
-use super::TrainError;
 use crate::advantage::estimators::{self, EnvInputs, EstimatorError, Need};
 use crate::advantage::{self, AdvantageSettings, AdvantageTable};
 use crate::env::{Split, Tasks};
@@ -76,22 +76,6 @@ pub struct Trainer<T: Tasks> {
     state: TrainerState,
     clock: Instant,
     baseline: Option<EvalResult>,
-}
-
-/// The policy's initial weights: a function of the seed and shape only, created on the CPU so that they do not
-/// depend on the device either.
-pub(super) fn initial_policy(seed: u64, shape: PolicyShape, device: Device) -> (VarStore, Policy) {
-    // torch's generator is process-wide: two trainers starting at once (parallel tests, a TUI burst next to a
-    // CLI one) would interleave their draws and neither would get the weights its seed promises.
-    static TORCH_GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let mut vs = VarStore::new(Device::Cpu);
-    let policy = {
-        let _seeded = TORCH_GENERATOR.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tch::manual_seed(seed as i64);
-        Policy::new(&vs.root(), shape)
-    };
-    vs.set_device(device);
-    (vs, policy)
 }
 
 fn iteration_rng(seed: u64, iteration: u64) -> ChaCha8Rng {

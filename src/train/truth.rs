@@ -30,10 +30,10 @@ use rayon::prelude::*;
 use tch::Device;
 
 use super::checkpoint;
+use super::error::TrainError;
 use super::policy::Policy;
 use super::rollout::{self, Chooser, Slot};
-use super::trainer::TrainConfig;
-use super::TrainError;
+use super::tasks::{open_tasks, recorded_tasks};
 use crate::advantage::agreement;
 use crate::advantage::estimators::{EnvInputs, EstimatorSettings};
 use crate::advantage::{self, AdvantageSettings, RowRef};
@@ -42,7 +42,7 @@ use crate::run::truth::{
     branchable, truth_run_name, NoTruth, TruthDivergence, TruthFile, TruthHeader, TruthRow, TRUTH_FORMAT,
 };
 use crate::run::{read_meta, Episode, Run, RunError, RunMeta, RunWriter};
-use crate::training::protocol::{TaskSource, TruthGroups, TruthProgress, TruthRequest, TASKS_KEY};
+use crate::training::protocol::{TaskSource, TrainConfig, TruthGroups, TruthProgress, TruthRequest, TASKS_KEY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TruthError {
@@ -115,7 +115,7 @@ pub fn measure(
         .map_err(TrainError::from)?
         .unwrap_or_default();
     let source = recorded_tasks(&meta);
-    let tasks = super::request::open_tasks(&source)?;
+    let tasks = open_tasks(&source)?;
     let table = advantage::compute(&episodes, &settings);
     let jobs = plan_groups(request, &run_name, &table)?;
     let header = TruthHeader {
@@ -157,26 +157,6 @@ pub fn measure(
     let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
     let agreements = agreement::agreements(&episodes, &plan.settings, &EstimatorSettings::default(), &env, &rows);
     Ok(TruthFile { header, rows, divergences, agreements })
-}
-
-/// Record in `run_dir`'s `run.json` the task list a training run plays ([`TASKS_KEY`]), for
-/// [`recorded_tasks`]. The first burst's is kept: a run's groups are numbered in one task list.
-pub fn record_tasks(run_dir: &Path, tasks: &TaskSource) -> Result<(), TrainError> {
-    let mut meta = read_meta(run_dir)?.unwrap_or_default();
-    if !meta.extra.contains_key(TASKS_KEY) {
-        meta.extra.insert(TASKS_KEY.to_owned(), serde_json::to_value(tasks)?);
-        RunWriter::create(run_dir)?.write_meta(&meta)?;
-    }
-    Ok(())
-}
-
-/// The task list the run was trained on, as `run.json` records it (`tasks`: environment and options); a run that
-/// records none was trained on its `env` with default options (WebShop: the embedded demo catalog).
-pub fn recorded_tasks(meta: &RunMeta) -> TaskSource {
-    meta.extra
-        .get(TASKS_KEY)
-        .and_then(|v| serde_json::from_value::<TaskSource>(v.clone()).ok())
-        .unwrap_or_else(|| TaskSource::new(meta.env.as_deref().unwrap_or("webshop"), EnvOptions::default()))
 }
 
 /// The episode groups to measure, in file order, each with its episodes.

@@ -7,7 +7,7 @@
 //! so a plugin built while the TUI runs is found by the next burst.
 //!
 //! The C ABI (both sides are gigscope's own code of one build, which the handshake checks):
-//! - `const char *gigscope_train_handshake(void)`: [`super::HANDSHAKE`] of the build the plugin came from;
+//! - `const char *gigscope_train_handshake(void)`: [`HANDSHAKE`] of the build the plugin came from;
 //! - `int32_t gigscope_train_call(const uint8_t *request, size_t len, emit_fn emit, void *ctx,
 //!   const atomic_bool *cancel)`: runs one [`super::Request`] (JSON) on the calling thread; `emit(ctx, kind,
 //!   bytes, len)` receives events (`EMIT_EVENT`, JSON), the result (`EMIT_RESULT`, JSON) or the error
@@ -20,7 +20,20 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-use super::{Unavailable, HANDSHAKE};
+/// What the plugin and the host must agree on: the protocol, gigscope's version and the build (a hash of the
+/// sources, from `build.rs`), NUL-terminated for the C ABI. A plugin from another build is refused.
+pub const HANDSHAKE: &str = concat!(
+    "gigscope-train protocol 1; gigscope ",
+    env!("CARGO_PKG_VERSION"),
+    "; build ",
+    env!("GIGSCOPE_BUILD_ID"),
+    "\0"
+);
+
+/// Training cannot be loaded: what was looked for, what went wrong, how to get it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
 
 /// The environment variable naming the plugin file; it replaces the default places.
 pub const PLUGIN_ENV: &str = "GIGSCOPE_TRAIN_LIB";

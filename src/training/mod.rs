@@ -23,21 +23,7 @@ pub use protocol::{
 };
 
 use loader::{Plugin, Reply};
-
-/// What the plugin and the host must agree on: the protocol, gigscope's version and the build (a hash of the
-/// sources, from `build.rs`), NUL-terminated for the C ABI. A plugin from another build is refused.
-pub const HANDSHAKE: &str = concat!(
-    "gigscope-train protocol 1; gigscope ",
-    env!("CARGO_PKG_VERSION"),
-    "; build ",
-    env!("GIGSCOPE_BUILD_ID"),
-    "\0"
-);
-
-/// Training cannot be loaded: what was looked for, what went wrong, how to get it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(pub String);
+pub use loader::{Unavailable, HANDSHAKE};
 
 /// The training plugin, loaded.
 #[derive(Clone, Copy)]

@@ -24,8 +24,9 @@ use std::collections::VecDeque;
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::{exact_groups, step_norm, Ctx, EstimatorKind, EstimatorOutput};
-use crate::advantage::engine::SimilarClusters;
+use super::context::{exact_groups, step_norm, Ctx};
+use super::family::{EstimatorKind, EstimatorOutput};
+use crate::advantage::grouping::SimilarClusters;
 
 /// GraphGPO's hard-coded return scale.
 pub const GRAPH_RETURN_SCALE: f64 = 10.0;

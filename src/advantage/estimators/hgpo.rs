@@ -15,7 +15,8 @@ use std::borrow::Cow;
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::{exact_groups, Ctx, EstimatorKind, EstimatorOutput};
+use super::context::{exact_groups, Ctx};
+use super::family::{EstimatorKind, EstimatorOutput};
 use crate::advantage::engine::STD_EPSILON;
 use crate::advantage::settings::Norm;
 

@@ -17,8 +17,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use super::context::{Ctx, GroupView};
+use super::family::{EstimatorKind, EstimatorOutput};
 use super::tfidf::{self, PROXMO_MAX_FEATURES};
-use super::{Ctx, EstimatorKind, EstimatorOutput, GroupView};
 use crate::advantage::settings::Norm;
 
 /// ProxMO's hard-coded softmax temperature.

@@ -10,7 +10,8 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::{exact_groups, Ctx, EstimatorKind, EstimatorOutput};
+use super::context::{exact_groups, Ctx};
+use super::family::{EstimatorKind, EstimatorOutput};
 
 pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
     let with_episode = ctx.settings.q_minus_v_episode;

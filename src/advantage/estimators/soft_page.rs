@@ -22,8 +22,9 @@
 
 use std::borrow::Cow;
 
+use super::context::Ctx;
+use super::family::{EstimatorError, EstimatorKind, EstimatorOutput, Need};
 use super::proxmo::{finish, soft_baseline, TERMS};
-use super::{Ctx, EstimatorError, EstimatorKind, EstimatorOutput, Need};
 
 /// REMEMBERER's page patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -383,7 +383,7 @@ pub fn formula_lines(state: &State, width: usize) -> Vec<Line<'static>> {
     let mut push = |text: &str, style: Style| {
         crate::tui::ui::text::hanging("", text, width, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), style)));
     };
-    let estimator = explain::estimator_name(x.estimator);
+    let estimator = x.estimator.name();
     push(&format!("{} ({estimator})", term_text(&x.advantage)), theme.title());
     if let Some(note) = &x.advantage.note {
         push(&format!("↳ {note}"), theme.accent());

@@ -21,6 +21,7 @@
 //! (same hits, order and score bits; `tests/webshop/search_pruning.rs`).
 
 pub mod analysis;
+mod params;
 pub mod porter;
 pub mod reference;
 mod score;
@@ -39,13 +40,7 @@ use self::analysis::{Analyzer, WebshopTokenizer, TOKENIZER_NAME};
 use self::score::{Handover, TermBounds, TopK};
 use super::catalog::{Catalog, Product};
 
-/// Lucene BM25 parameters of pyserini's `LuceneSearcher` (WebShop leaves the defaults).
-pub const K1: f32 = 0.9;
-pub const B: f32 = 0.4;
-/// WebShop asks the engine for the top 50 hits.
-pub const TOP_K: usize = 50;
-/// Results shown per page.
-pub const PAGE_SIZE: usize = 10;
+pub use params::{B, K1, PAGE_SIZE, TOP_K};
 
 /// Bumped whenever the analysis or the index layout changes, so old cached indexes are not reused.
 const INDEX_FORMAT: &str = "gigscope-webshop-search-v2";

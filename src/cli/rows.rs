@@ -1,0 +1,262 @@
+//! The rows `gigscope advantages` prints, one per step, and the writer of its three formats (jsonl, csv,
+//! table), shared by the whole read and the streamed one.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::advantage::{AdvantageTable, EngineInput};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Jsonl,
+    Csv,
+    Table,
+}
+
+/// One output record: exactly the keys of the `--format jsonl` contract, in this order ([`COLUMNS`]).
+#[derive(Serialize)]
+pub struct OutRow<'a> {
+    pub episode: &'a str,
+    pub group: &'a str,
+    pub iteration: i64,
+    pub step: usize,
+    pub reward: f64,
+    #[serde(rename = "return")]
+    pub ret: f64,
+    pub episode_advantage: f64,
+    pub step_advantage: f64,
+    pub advantage: f64,
+    pub step_group: u32,
+    pub step_group_size: usize,
+}
+
+/// The output's columns (the `--format csv` header, the keys of `--format jsonl`), in order.
+pub const COLUMNS: [&str; 11] = [
+    "episode",
+    "group",
+    "iteration",
+    "step",
+    "reward",
+    "return",
+    "episode_advantage",
+    "step_advantage",
+    "advantage",
+    "step_group",
+    "step_group_size",
+];
+
+/// The output rows of episode `e` of `input`, whose table is `table`.
+pub(super) fn episode_rows<'a, I: EngineInput + ?Sized>(
+    input: &'a I,
+    table: &'a AdvantageTable,
+    e: usize,
+) -> impl Iterator<Item = OutRow<'a>> {
+    table.episode_rows(e).into_iter().enumerate().map(move |(t, row)| OutRow {
+        episode: input.episode_id(e),
+        group: input.group(e),
+        iteration: input.iteration(e),
+        step: t,
+        reward: row.reward,
+        ret: row.ret,
+        episode_advantage: row.episode_advantage,
+        step_advantage: row.step_advantage,
+        advantage: row.advantage,
+        step_group: row.step_group,
+        step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
+    })
+}
+
+/// Writes output rows in one of the formats, header first.
+pub(super) struct RowWriter<W: Write> {
+    out: W,
+    format: Format,
+}
+
+impl<W: Write> RowWriter<W> {
+    pub(super) fn new(mut out: W, format: Format) -> io::Result<Self> {
+        match format {
+            Format::Jsonl => {}
+            Format::Csv => writeln!(out, "{}", COLUMNS.join(","))?,
+            Format::Table => writeln!(
+                out,
+                "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                "episode", "group", "iter", "step", "reward", "return", "A_E", "A_S", "A", "sgroup", "size"
+            )?,
+        }
+        Ok(RowWriter { out, format })
+    }
+
+    pub(super) fn row(&mut self, r: &OutRow<'_>) -> io::Result<()> {
+        let out = &mut self.out;
+        match self.format {
+            Format::Jsonl => {
+                serde_json::to_writer(&mut *out, r)?;
+                out.write_all(b"\n")
+            }
+            Format::Csv => writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{}",
+                csv_field(r.episode),
+                csv_field(r.group),
+                r.iteration,
+                r.step,
+                number(r.reward),
+                number(r.ret),
+                number(r.episode_advantage),
+                number(r.step_advantage),
+                number(r.advantage),
+                r.step_group,
+                r.step_group_size
+            ),
+            Format::Table => writeln!(
+                out,
+                "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                clip(r.episode, 16),
+                clip(r.group, 12),
+                r.iteration,
+                r.step,
+                Fixed4(r.reward),
+                Fixed4(r.ret),
+                Fixed4(r.episode_advantage),
+                Fixed4(r.step_advantage),
+                Fixed4(r.advantage),
+                r.step_group,
+                r.step_group_size
+            ),
+        }
+    }
+
+    pub(super) fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// `x` with four decimals, exactly as `{:.4}` prints it (width and alignment from the caller's format spec).
+///
+/// `{:.4}` formats the exact binary value (Grisu, falling back to Dragon's bignum arithmetic often at four
+/// decimals), which costs more than the rest of writing a table row. Here x·10⁴ is rounded instead: for
+/// |x| < 10⁵ the product's rounding error is below 10⁻⁶, so whenever its fraction is further than that from one
+/// half, rounding it decides the same digits; the rare product nearer a tie (and huge or non-finite values) goes
+/// to `{:.4}` itself.
+struct Fixed4(f64);
+
+impl std::fmt::Display for Fixed4 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scaled = self.0.abs() * 1e4;
+        // NaN and infinities fail the first test.
+        let decided = scaled < 1e9 && (scaled.fract() - 0.5).abs() >= 1e-6;
+        if !decided {
+            return f.pad(&format!("{:.4}", self.0));
+        }
+        // `{:.4}` signs by the sign bit: -0.00001 and -0.0 print as -0.0000.
+        let units = scaled.round() as u64;
+        let mut buf = [0u8; 20];
+        let mut at = buf.len();
+        let mut rest = units;
+        for place in 0.. {
+            if place == 4 {
+                at -= 1;
+                buf[at] = b'.';
+            }
+            at -= 1;
+            buf[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 && place >= 4 {
+                break;
+            }
+        }
+        if self.0.is_sign_negative() {
+            at -= 1;
+            buf[at] = b'-';
+        }
+        // Only ASCII digits, '.' and '-' were written.
+        f.pad(std::str::from_utf8(&buf[at..]).unwrap_or_default())
+    }
+}
+
+/// Shortest round-trip form, the same digits as the JSON output.
+fn number(x: f64) -> String {
+    serde_json::to_string(&x).unwrap_or_else(|_| x.to_string())
+}
+
+/// RFC 4180 quoting when the field needs it.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// At most `width` characters, marking a cut with `…`.
+pub(crate) fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Fixed4;
+
+    fn same_as_std(x: f64) {
+        assert_eq!(format!("{:>9}", Fixed4(x)), format!("{x:>9.4}"), "{x:e}");
+    }
+
+    #[test]
+    fn fixed4_prints_what_std_prints_at_ties_signs_and_edges() {
+        for x in [
+            0.0,
+            -0.0,
+            0.00005,
+            0.00015,
+            0.00025,
+            -0.00005,
+            -0.00001,
+            1.00005,
+            2.5e-5,
+            0.12345,
+            9999.99995,
+            99999.99995,
+            1e5,
+            -1e9,
+            1e300,
+            5e-324,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.1 + 0.2,
+        ] {
+            same_as_std(x);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fixed4_prints_what_std_prints(x in any::<f64>()) {
+            same_as_std(x);
+        }
+
+        #[test]
+        fn fixed4_prints_what_std_prints_near_advantage_ties(k in -2_000_000_000i64..2_000_000_000, d in -3i32..=3) {
+            // k/20000 sits on a four-decimal tie; a few ulps either side test the fallback's border.
+            let mut x = k as f64 / 20000.0;
+            for _ in 0..d.abs() {
+                x = if d > 0 { x.next_up() } else { x.next_down() };
+            }
+            same_as_std(x);
+        }
+
+        #[test]
+        fn fixed4_prints_what_std_prints_for_advantage_sized_values(x in -50.0f64..50.0) {
+            same_as_std(x);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The task list a training run plays: opened from what a request names ([`open_tasks`]), recorded in the
+//! run's `run.json` ([`record_tasks`]) and read back from it ([`recorded_tasks`]) so that ground truth replays
+//! the same tasks.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::error::TrainError;
+use super::toy::ToyShop;
+use crate::env::{registry, EnvError, EnvOptions, Tasks};
+use crate::run::{read_meta, RunMeta, RunWriter};
+use crate::training::protocol::{TaskSource, TASKS_KEY, TOY_ENV};
+
+/// The task list a request names: the registry's environment (WebShop opens each catalog once per process,
+/// so bursts and policy play in one TUI session share it), or the trainer's toy shop.
+pub fn open_tasks(source: &TaskSource) -> Result<Arc<dyn Tasks>, EnvError> {
+    if source.env == TOY_ENV {
+        return Ok(Arc::new(ToyShop));
+    }
+    registry::open(&source.env, &source.options)
+}
+
+/// Record in `run_dir`'s `run.json` the task list a training run plays ([`TASKS_KEY`]), for
+/// [`recorded_tasks`]. The first burst's is kept: a run's groups are numbered in one task list.
+pub fn record_tasks(run_dir: &Path, tasks: &TaskSource) -> Result<(), TrainError> {
+    let mut meta = read_meta(run_dir)?.unwrap_or_default();
+    if !meta.extra.contains_key(TASKS_KEY) {
+        meta.extra.insert(TASKS_KEY.to_owned(), serde_json::to_value(tasks)?);
+        RunWriter::create(run_dir)?.write_meta(&meta)?;
+    }
+    Ok(())
+}
+
+/// The task list the run was trained on, as `run.json` records it (`tasks`: environment and options); a run that
+/// records none was trained on its `env` with default options (WebShop: the embedded demo catalog).
+pub fn recorded_tasks(meta: &RunMeta) -> TaskSource {
+    meta.extra
+        .get(TASKS_KEY)
+        .and_then(|v| serde_json::from_value::<TaskSource>(v.clone()).ok())
+        .unwrap_or_else(|| TaskSource::new(meta.env.as_deref().unwrap_or("webshop"), EnvOptions::default()))
+}
