@@ -28,7 +28,7 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
     group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowRef,
-    RowRule, StoredRow, EMPTY_ROW, INVALID_ROW,
+    RowRule, StoredRow, EMPTY_ANCHOR_GROUP, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
 

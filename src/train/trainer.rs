@@ -16,7 +16,7 @@ use tch::Device;
 use super::checkpoint::{self, TrainerState};
 use super::error::TrainError;
 use super::output::RunOutput;
-use super::policy::{initial_policy, Policy, PolicyShape};
+use super::policy::{initial_policy, Policy};
 use super::ppo::{self, Adam, Sample, UpdateStats};
 use super::rollout::{self, Chooser, Slot};
 use crate::advantage::estimators::{self, EnvInputs, EstimatorError, Need};

@@ -37,12 +37,12 @@ use super::tasks::{open_tasks, recorded_tasks};
 use crate::advantage::agreement;
 use crate::advantage::estimators::{EnvInputs, EstimatorSettings};
 use crate::advantage::{self, AdvantageSettings, RowRef};
-use crate::env::{EnvError, EnvOptions, Tasks};
+use crate::env::{EnvError, Tasks};
 use crate::run::truth::{
     branchable, truth_run_name, NoTruth, TruthDivergence, TruthFile, TruthHeader, TruthRow, TRUTH_FORMAT,
 };
-use crate::run::{read_meta, Episode, Run, RunError, RunMeta, RunWriter};
-use crate::training::protocol::{TaskSource, TrainConfig, TruthGroups, TruthProgress, TruthRequest, TASKS_KEY};
+use crate::run::{Episode, Run, RunError};
+use crate::training::protocol::{TrainConfig, TruthGroups, TruthProgress, TruthRequest};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TruthError {
