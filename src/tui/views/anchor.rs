@@ -16,7 +16,6 @@ use ratatui::layout::Layout;
 
 use super::{adv_span, block, clamp_add, hint, layout, term_text, trunc, Component, Hint, ListRegion};
 use crate::advantage::aliasing::is_wrong_sign;
-use crate::advantage::explain;
 use crate::advantage::RowRef;
 use crate::tui::action::Action;
 use crate::tui::estimates::{a_star_text, Truth};
