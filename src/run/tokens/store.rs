@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::record::{record_len, Channel, StepTokens};
+use crate::run::span::read_at;
 use crate::run::{JsonlTail, LineError};
 
 /// The token store's directory inside a run directory.
@@ -218,7 +219,7 @@ impl TokenStore {
         };
         let file = File::open(&chunk).map_err(|err| refuse(err.to_string()))?;
         let mut bytes = vec![0u8; entry.length as usize];
-        read_exact_at(&file, &mut bytes, entry.offset).map_err(|err| {
+        read_at(&file, &mut bytes, entry.offset).map_err(|err| {
             let len = file.metadata().map(|m| m.len()).unwrap_or(0);
             if err.kind() == std::io::ErrorKind::UnexpectedEof {
                 refuse(format!(
@@ -244,20 +245,6 @@ fn named(mut error: LineError) -> LineError {
 /// A name with no directory part, not hidden: a chunk the index names is always inside `tokens/`.
 fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\', '\0'])
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(not(unix))]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = file;
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
 }
 
 /// Appends step records to a run's token store: a chunk's bytes first, whole, then their index lines with
