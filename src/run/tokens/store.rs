@@ -121,12 +121,15 @@ impl TokenStore {
                 changed = true;
             }
             changed |= !batch.records.is_empty() || !batch.errors.is_empty();
+            let known = self.errors.len();
             self.errors.extend(batch.errors.into_iter().map(named));
             for (line, record) in batch.records {
                 if let Err(reason) = self.add(line, record) {
                     self.errors.push(named(LineError::new(line, reason)));
                 }
             }
+            // Lines that are not records and records refused, in line order.
+            self.errors[known..].sort_by_key(|e| e.line);
             if !batch.more {
                 return Ok(changed);
             }
