@@ -30,6 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // a directory that looks like a complete run.
     let parent = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = args.out.file_name().context("--out needs a directory name")?.to_string_lossy();
+    remove_abandoned_staging(parent, &name);
     let staging = parent.join(format!(".{name}.converting{}", std::process::id()));
     let result = write_copy(&staging, &run);
     if let Err(err) = result.and_then(|()| std::fs::rename(&staging, &args.out).map_err(Into::into)) {
@@ -45,6 +46,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.run.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Staging directories `.NAME.converting<pid>` left by a conversion that was killed (its process is gone) are
+/// removed; one whose process still runs is another conversion at work and is left alone.
+fn remove_abandoned_staging(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.converting");
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !process_alive(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // Signal 0 checks that the process exists without sending anything; EPERM means it exists.
+        let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+        // SAFETY: kill with signal 0 has no effect on the target.
+        let status = unsafe { libc::kill(pid, 0) };
+        status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 fn write_copy(dir: &Path, run: &crate::run::Run) -> anyhow::Result<()> {

@@ -76,6 +76,9 @@ where
     T: Into<OsString> + Clone,
 {
     let cli = Cli::parse_from(args);
+    if cli.command.as_ref().is_some_and(Command::prints_to_stdout) {
+        end_quietly_on_closed_stdout();
+    }
     let result = match cli.command {
         Some(Command::Tui(args)) => tui::run(args),
         Some(Command::Advantages(args)) => advantages::run(args),
@@ -99,8 +102,51 @@ where
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_message(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+impl Command {
+    /// The one-shot commands whose output is read by another program (`| head`, `| jq`); the TUI and the
+    /// commands that train keep Rust's default, an error on a closed pipe.
+    fn prints_to_stdout(&self) -> bool {
+        matches!(
+            self,
+            Command::Advantages(_)
+                | Command::Stats(_)
+                | Command::Convert(_)
+                | Command::Validate(_)
+                | Command::Search(_)
+                | Command::Webshop(_)
+        )
+    }
+}
+
+/// A reader that closes standard output early (`gigscope advantages RUN | head -1`) ends the process quietly,
+/// as `cat` or `grep` end, instead of `println!` panicking on the broken pipe.
+fn end_quietly_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default at start-up, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// An error and its causes on one line, each cause once: a cause whose text its parent already quotes (an
+/// I/O error wrapped as "path: reason") is not repeated.
+fn error_message(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
 }

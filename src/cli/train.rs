@@ -4,6 +4,7 @@
 //! The flags live here, in the binary, which never links libtorch: they become a [`TrainRequest`] that the
 //! training plugin runs in this process ([`Training`], loaded now; a clear error if it cannot be).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -182,22 +183,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stop = handle.stop_flag();
     ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
 
-    let bar = ProgressBar::new(args.iterations);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed_precise} {msg}")
-            .context("progress bar template")?
-            .progress_chars("=> "),
-    );
+    let progress = Progress::new(args.iterations)?;
     let mut last_eval = String::new();
     while let Some(event) = handle.next_event() {
         match event {
             TrainEvent::Started { device, train_goals, test_goals, .. } => {
-                bar.suspend(|| eprintln!("{train_goals} training goals, {test_goals} test goals"));
-                bar.set_prefix(format!("train on {device}"));
+                progress.line(format!("{train_goals} training goals, {test_goals} test goals, on {device}"));
+                progress.started(&device);
             }
             TrainEvent::Evaluated { policy, baseline } => {
                 last_eval = format!("eval {:.2} (rule {:.2})", policy.success, baseline.success);
-                bar.println(format!(
+                progress.line(format!(
                     "before training: greedy success {:.3} score {:.3}; rule baseline success {:.3} score {:.3}",
                     policy.success, policy.score, baseline.success, baseline.score
                 ));
@@ -206,18 +202,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if let Some(e) = &r.eval {
                     last_eval = format!("eval {:.2}", e.success);
                 }
-                bar.set_message(format!(
-                    "it {} success {:.2} score {:.2} {last_eval} {:.0} steps/s{}",
+                progress.iteration(
                     r.iteration,
-                    r.success,
-                    r.score,
-                    r.env_steps_per_s,
-                    if handle.cancelled() { " (stopping)" } else { "" }
-                ));
-                bar.inc(1);
+                    format!(
+                        "success {:.2} score {:.2} {last_eval} {:.0} steps/s{}",
+                        r.success,
+                        r.score,
+                        r.env_steps_per_s,
+                        if handle.cancelled() { " (stopping)" } else { "" }
+                    ),
+                );
             }
             TrainEvent::Finished { last_iteration, .. } => {
-                bar.finish();
+                progress.finish();
                 if handle.cancelled() {
                     eprintln!("stopped after iteration {last_iteration}; resume with --resume");
                 }
@@ -225,10 +222,61 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             TrainEvent::Failed { error } => {
-                bar.finish_and_clear();
+                progress.finish();
                 anyhow::bail!("{error}");
             }
         }
     }
     anyhow::bail!("the training run ended without a result")
+}
+
+/// How training reports its progress: a bar on a terminal; elsewhere (a pipe, `nohup`, a log file) one line per
+/// iteration and per evaluation, as a log reads.
+enum Progress {
+    Bar(ProgressBar),
+    Log { iterations: u64 },
+}
+
+impl Progress {
+    fn new(iterations: u64) -> anyhow::Result<Self> {
+        if !std::io::stderr().is_terminal() {
+            return Ok(Progress::Log { iterations });
+        }
+        let bar = ProgressBar::new(iterations);
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed_precise} {msg}")
+                .context("progress bar template")?
+                .progress_chars("=> "),
+        );
+        Ok(Progress::Bar(bar))
+    }
+
+    fn started(&self, device: &str) {
+        if let Progress::Bar(bar) = self {
+            bar.set_prefix(format!("train on {device}"));
+        }
+    }
+
+    fn line(&self, text: String) {
+        match self {
+            Progress::Bar(bar) => bar.suspend(|| eprintln!("{text}")),
+            Progress::Log { .. } => eprintln!("{text}"),
+        }
+    }
+
+    fn iteration(&self, iteration: u64, text: String) {
+        match self {
+            Progress::Bar(bar) => {
+                bar.set_message(format!("it {iteration} {text}"));
+                bar.inc(1);
+            }
+            Progress::Log { iterations } => eprintln!("iteration {iteration} ({iterations} this run): {text}"),
+        }
+    }
+
+    fn finish(&self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish();
+        }
+    }
 }

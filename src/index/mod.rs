@@ -223,9 +223,9 @@ impl TrajectoryIndex {
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let (schema, fields) = schema::build();
         let index = match open_or_create(&dir, schema.clone()) {
-            Ok(index) => index,
+            Ok(index) if is_intact(&index) => index,
             // The cache can always be rebuilt from the run: a damaged or foreign index is replaced.
-            Err(_) => {
+            Ok(_) | Err(_) => {
                 fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
                 fs::create_dir_all(&dir).map_err(io_err(&dir))?;
                 open_or_create(&dir, schema).map_err(|source| IndexError::Tantivy { path: dir.clone(), source })?
@@ -558,6 +558,17 @@ impl SearchShared {
 fn open_or_create(dir: &Path, schema: Schema) -> tantivy::Result<Index> {
     let directory = MmapDirectory::open(dir)?;
     Index::open_or_create(directory, schema)
+}
+
+/// Whether every file of the index's segments is there with the checksum its footer records, and a reader opens
+/// on them. A cache damaged on disk (a file truncated, deleted, or with flipped bytes) would otherwise fail every
+/// search, or answer wrongly, until the user found the cache; checked at each open, it is rebuilt instead.
+fn is_intact(index: &Index) -> bool {
+    let checksums_match = matches!(index.validate_checksum(), Ok(damaged) if damaged.is_empty());
+    checksums_match
+        && index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().is_ok_and(|r: IndexReader| {
+            r.searcher().segment_readers().iter().all(|segment| segment.num_docs() <= segment.max_doc())
+        })
 }
 
 /// Delete all but the most recently modified settings variants of a run's index (`keep` is the one just

@@ -43,7 +43,7 @@ pub use lean_reading::{ClassifierOf, LeanReading};
 pub use source::SourceOptions;
 pub use span::{line_checksum, LineSpan, ReadFrom};
 pub use text_on_disk::anchor_hash;
-pub use writer::{write_atomic, RunWriter};
+pub use writer::{torn_tail_file, write_atomic, RunWriter};
 
 /// The former path of [`text_on_disk`], [`LeanReading`] and the line span, for work begun before the rename
 /// (run/ without circles, 2026-11-25) to merge; new code uses those paths. Remove once those branches landed.

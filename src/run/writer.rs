@@ -1,7 +1,16 @@
 //! Writing run directories: whole lines appended with one write each, `run.json` replaced atomically.
+//!
+//! A JSON Lines file this writer appends to only ever ends in a complete line:
+//! - opening a file whose last line is unfinished (a writer killed mid-append, a disk that filled) first cuts
+//!   that torn tail off and keeps its bytes in a side file, `<file>.torn` (appended to, never overwritten), so
+//!   the next record starts a line of its own instead of being glued to the torn one;
+//! - an append that fails part-way (a full disk) is cut back to the file's length before it, so a failed
+//!   write leaves the file as it was and the error names the file.
+//!
+//! One writer appends to a run at a time: the cut assumes nobody else is mid-append when the file is opened.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -59,7 +68,9 @@ struct Appender {
 
 impl Appender {
     fn open(path: PathBuf) -> Result<Self, RunError> {
-        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(RunError::io(&path))?;
+        let mut file =
+            OpenOptions::new().create(true).read(true).append(true).open(&path).map_err(RunError::io(&path))?;
+        cut_torn_tail(&path, &mut file)?;
         Ok(Appender { path, file })
     }
 
@@ -69,9 +80,68 @@ impl Appender {
         let mut line =
             serde_json::to_vec(record).map_err(|source| RunError::Encode { path: self.path.clone(), source })?;
         line.push(b'\n');
-        self.file.write_all(&line).map_err(RunError::io(&self.path))?;
-        self.file.flush().map_err(RunError::io(&self.path))
+        let before = self.file.metadata().map_err(RunError::io(&self.path))?.len();
+        if let Err(err) = self.file.write_all(&line).and_then(|()| self.file.flush()) {
+            // Whatever part of the line reached the file is taken back, so that the file still ends in a
+            // whole line; if even that fails, the next open cuts the torn tail.
+            let _ = self.file.set_len(before);
+            return Err(RunError::io(&self.path)(err));
+        }
+        Ok(())
     }
+}
+
+/// The side file that keeps the bytes of a torn last line cut from `path`.
+pub fn torn_tail_file(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".torn");
+    path.with_file_name(name)
+}
+
+/// If `file` (at `path`) does not end in a newline, move the bytes after its last newline to
+/// [`torn_tail_file`] (appended, with a newline of their own) and cut them from `file`.
+fn cut_torn_tail(path: &Path, file: &mut File) -> Result<(), RunError> {
+    let len = file.metadata().map_err(RunError::io(path))?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    // Read backwards in blocks until a newline is found: a torn tail is one partial record, so this reads
+    // about one line, not the file.
+    let mut end = len;
+    let mut tail: Vec<u8> = Vec::new();
+    let cut_at = loop {
+        let start = end.saturating_sub(64 * 1024);
+        let mut block = vec![0; (end - start) as usize];
+        if let Err(err) = file.seek(SeekFrom::Start(start)).and_then(|_| file.read_exact(&mut block)) {
+            return Err(RunError::io(path)(err));
+        }
+        if end == len && block.last() == Some(&b'\n') {
+            return Ok(());
+        }
+        match block.iter().rposition(|&b| b == b'\n') {
+            Some(i) => {
+                tail.splice(0..0, block[i + 1..].iter().copied());
+                break start + i as u64 + 1;
+            }
+            None if start == 0 => {
+                tail.splice(0..0, block);
+                break 0;
+            }
+            None => {
+                tail.splice(0..0, block);
+                end = start;
+            }
+        }
+    };
+    let side = torn_tail_file(path);
+    tail.push(b'\n');
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&side)
+        .and_then(|mut f| f.write_all(&tail).and_then(|()| f.sync_all()))
+        .map_err(RunError::io(&side))?;
+    file.set_len(cut_at).map_err(RunError::io(path))
 }
 
 /// Write `bytes` to a temporary file beside `path`, sync it, and rename it over `path`.

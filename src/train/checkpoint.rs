@@ -7,7 +7,6 @@
 //! the old checkpoint or the new one, never a mix.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -55,10 +54,16 @@ pub fn save(path: &Path, adam: &Adam, state: &TrainerState) -> Result<(), TrainE
     }
     named.push(("adam_step".to_string(), Tensor::from_slice(&[adam.step])));
     named.push(("state".to_string(), Tensor::from_slice(&json)));
-    let tmp = path.with_extension("ot.tmp");
-    Tensor::save_multi(&named, &tmp)?;
-    File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    write_tensors(path, &named)
+}
+
+/// Write `named` to `path` atomically. libtorch serialises into memory only: writing the file itself, it
+/// throws from a destructor when the disk fills, which aborts the process; here a failed write is an error
+/// that names the file, and the temporary file is removed ([`crate::run::write_atomic`]).
+fn write_tensors(path: &Path, named: &[(String, Tensor)]) -> Result<(), TrainError> {
+    let mut bytes = Vec::new();
+    Tensor::save_multi_to_stream(named, &mut bytes)?;
+    crate::run::write_atomic(path, &bytes)?;
     Ok(())
 }
 
@@ -116,11 +121,7 @@ pub fn save_weights(path: &Path, vs: &VarStore, shape: PolicyShape) -> Result<()
         vs.variables().into_iter().map(|(name, var)| (name, var.to_device(Device::Cpu))).collect();
     named.sort_by(|a, b| a.0.cmp(&b.0));
     named.push((SHAPE_KEY.to_string(), Tensor::from_slice(&[shape.embed, shape.hidden])));
-    let tmp = path.with_extension("ot.tmp");
-    Tensor::save_multi(&named, &tmp)?;
-    File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))?;
-    Ok(())
+    write_tensors(path, &named)
 }
 
 /// The policy whose weights [`save_weights`] wrote to `path`, on `device`.

@@ -14,9 +14,15 @@ pub enum TrainError {
     Torch(#[from] tch::TchError),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
-    #[error("{0} already holds episodes: pass --resume to continue its checkpoint, or use a new directory")]
+    #[error(
+        "{0} already holds episodes: pass --resume to continue its checkpoint, --append to train a fresh policy \
+         beside them (a run stopped before its first checkpoint has none), or use a new directory"
+    )]
     RunNotEmpty(PathBuf),
-    #[error("no checkpoint at {0}")]
+    #[error(
+        "no checkpoint at {0} (one is written at the end of each iteration): --append trains a fresh policy \
+         beside the run's episodes"
+    )]
     NoCheckpoint(PathBuf),
     #[error("checkpoint {path}: {why}")]
     BadCheckpoint { path: PathBuf, why: String },

@@ -531,3 +531,64 @@ fn steps_without_a_page_are_indexed_under_their_environments_page_anchor() {
         assert_eq!(plain.search(&query, 10).unwrap().total, 0, "without the page anchor nothing has a page");
     }
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn a_damaged_index_is_rebuilt_on_open() {
+    let mut episodes = worked_example();
+    episodes.extend(second_group());
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    let dir = index.dir().to_path_buf();
+    let every_step = index.search("*", 100).unwrap().total;
+    assert_eq!(every_step, steps_of(&episodes));
+    drop(index);
+    let pristine = tempfile::tempdir().unwrap();
+    copy_dir(&dir, pristine.path());
+    let segment_files: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".json") && !name.starts_with('.'))
+        .collect();
+    assert!(segment_files.len() >= 5, "{segment_files:?}");
+
+    type Damage = fn(&Path);
+    let damages: [(&str, Damage); 4] = [
+        ("truncated", |p| {
+            let len = fs::metadata(p).unwrap().len();
+            fs::OpenOptions::new().write(true).open(p).unwrap().set_len(len / 2).unwrap();
+        }),
+        ("deleted", |p| fs::remove_file(p).unwrap()),
+        ("a byte flipped in its body", |p| {
+            let mut bytes = fs::read(p).unwrap();
+            let middle = bytes.len().saturating_sub(16) / 2;
+            bytes[middle] ^= 0x5a;
+            fs::write(p, bytes).unwrap();
+        }),
+        ("a byte flipped in its footer", |p| {
+            let mut bytes = fs::read(p).unwrap();
+            let last = bytes.len() - 3;
+            bytes[last] ^= 0x5a;
+            fs::write(p, bytes).unwrap();
+        }),
+    ];
+    for file in &segment_files {
+        for (what, damage) in &damages {
+            fs::remove_dir_all(&dir).unwrap();
+            copy_dir(pristine.path(), &dir);
+            damage(&dir.join(file));
+            let mut index = fx.open();
+            index.update(&episodes[..], &compute(&episodes, &fx.settings)).unwrap();
+            let found = index.search("*", 100).map(|r| r.total);
+            assert_eq!(found.ok(), Some(every_step), "{file} {what}: every step is found again");
+            assert_eq!(positions(&index, "id:t1").len(), 3, "{file} {what}");
+        }
+    }
+}

@@ -258,6 +258,9 @@ fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
     let out = gigscope(&first, &[], home.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("training goals"), "{}", text(&out.stderr));
+    // Not on a terminal, progress is written as log lines: one per iteration.
+    let iteration_lines = text(&out.stderr).lines().filter(|l| l.starts_with("iteration 1 (1 this run): success")).count();
+    assert_eq!(iteration_lines, 1, "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("1 iterations in"), "{}", text(&out.stdout));
     let written = episode_lines(&run);
     assert_eq!(written.len(), 2 * 2);

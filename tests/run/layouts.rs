@@ -88,3 +88,44 @@ fn page_anchors_are_refused_on_a_run_of_another_environment() {
     // A WebShop run groups by page as before.
     assert!(gigscope(&["advantages", "--anchor", "page", path(&fixture("tui/basic"))]).status.success());
 }
+
+#[test]
+fn convert_removes_staging_left_by_a_killed_conversion_and_keeps_a_running_ones() {
+    let src = fixture("tui/basic");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A pid above Linux's largest (2^22) names no process: a conversion killed long ago.
+    let abandoned = tmp.path().join(".copy.converting4999999");
+    let running = tmp.path().join(format!(".copy.converting{}", std::process::id()));
+    for dir in [&abandoned, &running] {
+        std::fs::create_dir_all(dir).expect("staging");
+        std::fs::write(dir.join("episodes.jsonl"), "").expect("write");
+    }
+    let out = gigscope(&["convert", path(&src), "--out", path(&tmp.path().join("copy"))]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!abandoned.exists(), "the killed conversion's staging is removed");
+    assert!(running.exists(), "a running conversion's staging is left alone");
+}
+
+#[test]
+fn a_closed_standard_output_ends_a_command_quietly() {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    // The reading end is closed before the command starts: its first write finds no reader.
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills two new descriptors; the write end is owned by the Stdio below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fds[0] is a descriptor pipe just opened, closed once here.
+    unsafe { libc::close(fds[0]) };
+    // SAFETY: fds[1] is open and owned by nothing else.
+    let stdout = unsafe { std::process::Stdio::from_raw_fd(fds[1]) };
+    let out = Command::new(BIN)
+        .args(["advantages", "--format", "jsonl", path(&fixture("tui/basic"))])
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "ended as `cat` ends on a closed pipe: {err}");
+}

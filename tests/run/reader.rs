@@ -197,3 +197,31 @@ proptest! {
         prop_assert_eq!(tail.lines(), lines.len() as u64);
     }
 }
+
+#[test]
+fn a_writer_reopening_a_run_cuts_a_torn_tail_into_a_side_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(EPISODES_FILE);
+    let mut writer = RunWriter::create(dir.path()).unwrap();
+    writer.append_episode(&episode("a", "g", &[1.0])).unwrap();
+    drop(writer);
+    // A writer killed mid-append leaves half a record without its newline.
+    let whole = serde_json::to_string(&episode("b", "g", &[1.0])).unwrap();
+    let torn = &whole[..whole.len() / 2];
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(torn.as_bytes()).unwrap();
+
+    let mut writer = RunWriter::create(dir.path()).unwrap();
+    writer.append_episode(&episode("c", "g", &[1.0])).unwrap();
+    drop(writer);
+    let run = Run::open(dir.path()).unwrap();
+    assert_eq!(run.episodes.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+    assert!(run.errors.is_empty(), "no record glued to the torn one: {:?}", run.errors);
+    let side = gigscope::run::torn_tail_file(&path);
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), format!("{torn}\n"), "the torn bytes are kept");
+
+    // A file that is nothing but a torn line is cut to empty; the side file keeps both tails in order.
+    std::fs::write(&path, "{\"id\":").unwrap();
+    RunWriter::create(dir.path()).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"");
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), format!("{torn}\n{{\"id\":\n"));
+}

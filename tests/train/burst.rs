@@ -279,3 +279,20 @@ fn every_burst_is_recorded_and_the_first_training_record_is_kept() {
     let bursts = meta["bursts"].as_array().expect("bursts");
     assert_eq!(bursts.iter().map(|b| b["iterations"].as_u64()).collect::<Vec<_>>(), [Some(1), Some(2)]);
 }
+
+#[test]
+fn a_full_disk_while_saving_a_checkpoint_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trainer = Trainer::new(ToyShop, tiny(1), dir.path()).unwrap();
+    trainer.run(&AtomicBool::new(false), |_| {}).unwrap();
+    let path = checkpoint::path_in(dir.path());
+    let before = std::fs::read(&path).unwrap();
+    // The temporary file the save writes first is /dev/full: every write to it fails with ENOSPC, as on a
+    // full disk (libtorch writing the file itself aborted the process here).
+    let tmp = dir.path().join(format!(".checkpoint.ot.tmp{}", std::process::id()));
+    std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+    let err = trainer.save_checkpoint().unwrap_err().to_string();
+    assert!(err.contains("checkpoint.ot") && err.contains("No space left"), "{err}");
+    assert!(std::fs::symlink_metadata(&tmp).is_err(), "the temporary file is removed");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the previous checkpoint is kept");
+}
