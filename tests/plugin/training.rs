@@ -259,7 +259,8 @@ fn gigscope_train_writes_a_run_through_the_plugin_and_resumes_it() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("training goals"), "{}", text(&out.stderr));
     // Not on a terminal, progress is written as log lines: one per iteration.
-    let iteration_lines = text(&out.stderr).lines().filter(|l| l.starts_with("iteration 1 (1 this run): success")).count();
+    let iteration_lines =
+        text(&out.stderr).lines().filter(|l| l.starts_with("iteration 1 (1 this run): success")).count();
     assert_eq!(iteration_lines, 1, "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("1 iterations in"), "{}", text(&out.stdout));
     let written = episode_lines(&run);
