@@ -136,7 +136,7 @@ impl Batch {
 
 /// The policy's initial weights: a function of the seed and shape only, created on the CPU so that they do not
 /// depend on the device either.
-pub(super) fn initial_policy(seed: u64, shape: PolicyShape, device: Device) -> (VarStore, Policy) {
+pub fn initial_policy(seed: u64, shape: PolicyShape, device: Device) -> (VarStore, Policy) {
     // torch's generator is process-wide: two trainers starting at once (parallel tests, a TUI burst next to a
     // CLI one) would interleave their draws and neither would get the weights its seed promises.
     static TORCH_GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -210,15 +210,14 @@ fn a_checkpoint_round_trips() {
 
 #[test]
 fn the_update_lowers_the_loss_on_a_fixed_batch() {
-    use gigscope::train::policy::Policy;
     use gigscope::train::ppo::{self, Adam, Sample};
     use gigscope::train::rollout::{self, Chooser, Slot};
     use gigscope::train::{Split, Tasks};
     use rand::SeedableRng;
 
-    tch::manual_seed(3);
-    let vs = tch::nn::VarStore::new(tch::Device::Cpu);
-    let policy = Policy::new(&vs.root(), Default::default());
+    // The initial weights as a trainer makes them: seeding torch's process-wide generator under the trainers' lock,
+    // so a trainer starting in a parallel test cannot interleave its draws with these.
+    let (vs, policy) = gigscope::train::policy::initial_policy(3, Default::default(), tch::Device::Cpu);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     let mut slots: Vec<Slot> = (0..6).map(|g| Slot::new(ToyShop.start_in(Split::Train, g).unwrap())).collect();
     rollout::play(&mut slots, &mut Chooser::Sample(&policy, &mut rng), 15, tch::Device::Cpu).unwrap();
