@@ -35,7 +35,6 @@ several processes, each would hold a slice).
 import json
 import math
 import os
-import secrets
 import sys
 
 import numpy as np
@@ -45,10 +44,9 @@ from .verl import (
     EPISODES_FILE,
     FORMAT,
     METRICS_FILE,
-    RUN_META_FILE,
     TokenStoreWriter,
     _append_bytes,
-    _fsync_dir,
+    _write_run_meta,
     _now,
     _to_numpy,
 )
@@ -167,23 +165,7 @@ class GRPORunWriter:
             },
         }
         data = json.dumps(meta, ensure_ascii=False, allow_nan=False, indent=2).encode("utf-8") + b"\n"
-        path = os.path.join(self.run_dir, RUN_META_FILE)
-        tmp = os.path.join(self.run_dir, f".run.json.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        os.close(os.open(os.path.join(self.run_dir, EPISODES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
-        _fsync_dir(self.run_dir)
+        _write_run_meta(self.run_dir, data)
 
     # -- hooks --------------------------------------------------------------------------------------------
 

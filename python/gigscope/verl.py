@@ -546,24 +546,7 @@ class RunExporter:
         meta["source"] = {"trainer": "verl-agent", "exporter": "gigscope.verl", "version": EXPORTER_VERSION}
         meta["trainer_config"] = self.trainer_config
         data = json.dumps(meta, ensure_ascii=False, allow_nan=False, indent=2).encode("utf-8") + b"\n"
-        # Created with the user's umask (mkstemp's files are private: 0600), so a teammate can open the run.
-        tmp = os.path.join(self.run_dir, f".run.json.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        # An empty episodes file makes the directory a run gigscope opens before the first step is written.
-        os.close(os.open(os.path.join(self.run_dir, EPISODES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
-        _fsync_dir(self.run_dir)
+        _write_run_meta(self.run_dir, data)
         self._meta_written = True
 
     # -- episodes -----------------------------------------------------------------------------------------
@@ -1075,6 +1058,29 @@ def _truncate_if(fd, start, length):
             os.ftruncate(fd, start)
     except OSError:
         pass
+
+
+def _write_run_meta(run_dir, data):
+    """Replace `run_dir`'s run.json with `data` atomically (temporary file, fsync, rename) and create an empty
+    episodes file, so the directory is a run gigscope opens before the first step is written. Files are created
+    with the user's umask (mkstemp's are private, 0600), so a teammate can open the run."""
+    path = os.path.join(run_dir, RUN_META_FILE)
+    tmp = os.path.join(run_dir, f".run.json.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(os.open(os.path.join(run_dir, EPISODES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
+    _fsync_dir(run_dir)
 
 
 def _fsync_dir(path):
