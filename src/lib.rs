@@ -6,11 +6,13 @@
 pub mod advantage;
 pub mod cli;
 pub mod env;
+pub mod env_registry;
 pub mod index;
 pub mod live;
 pub mod run;
 pub mod sokoban;
 pub mod text;
+pub mod toy_shop;
 #[cfg(feature = "train")]
 pub mod train;
 pub mod training;

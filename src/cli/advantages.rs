@@ -89,7 +89,7 @@ fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, LeanRead
     let settings = args.settings.resolve(&described)?;
     let reading = || {
         let store = TextStore::new(&args.run.join(crate::run::EPISODES_FILE));
-        LeanReading::new(store, crate::env::page_classifier, &described)
+        LeanReading::new(store, crate::env_registry::page_classifier, &described)
     };
     Ok(settings.scale_rewards.is_none().then(|| (settings, reading())))
 }

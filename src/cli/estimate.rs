@@ -41,7 +41,7 @@ pub fn estimate(
     let mut table = compute(&run.episodes, &settings);
     if let Some((kind, family)) = chosen_family(run, flags, family)? {
         family.validate(kind)?;
-        let page_anchor = crate::env::page_anchor(run);
+        let page_anchor = crate::env_registry::page_anchor(run);
         let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
         let output = estimators::compute_with_table(kind, &run.episodes, &table, &settings, &family, &env)
             .with_context(|| format!("--estimator {} on {}", kind.name(), run.dir.display()))?;

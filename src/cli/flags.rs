@@ -110,7 +110,7 @@ impl SettingsFlags {
 /// record none, has nothing to group by.
 fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
     let pages_recorded = run.episodes.iter().any(|e| e.steps.iter().any(|s| s.page.is_some()));
-    let no_page_anchor = crate::env::page_anchor(run).is_none();
+    let no_page_anchor = crate::env_registry::page_anchor(run).is_none();
     if settings.anchor == crate::advantage::AnchorMode::Page && no_page_anchor && !pages_recorded {
         let env = run.meta.as_ref().and_then(|m| m.env.as_deref()).unwrap_or("not recorded");
         bail!(

@@ -44,7 +44,7 @@ impl SourceFlags {
     /// its own way (the Python API, as warnings).
     pub fn read_anchored(&self, dir: &Path) -> anyhow::Result<Run> {
         let mut run = Run::open_as(dir, self.from, &self.options())?;
-        let page_anchor = crate::env::page_anchor(&run);
+        let page_anchor = crate::env_registry::page_anchor(&run);
         crate::env::fill_page_anchors(&mut run.episodes, page_anchor);
         Ok(run)
     }

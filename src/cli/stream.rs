@@ -320,8 +320,11 @@ mod tests {
     /// The output and what was skipped, with the first pass keeping about `kept_bytes` of episodes.
     fn streamed(dir: &Path, settings: &AdvantageSettings, kept_bytes: usize) -> (String, Skipped) {
         let described = Run::empty(dir, crate::run::Layout::Gigscope);
-        let reading =
-            LeanReading::new(TextStore::new(&dir.join(EPISODES_FILE)), crate::env::page_classifier, &described);
+        let reading = LeanReading::new(
+            TextStore::new(&dir.join(EPISODES_FILE)),
+            crate::env_registry::page_classifier,
+            &described,
+        );
         let mut out = Vec::new();
         let skipped = advantages(dir, settings, reading, kept_bytes, &mut out, Format::Jsonl).expect("streams");
         (String::from_utf8(out).expect("utf-8"), skipped)
@@ -359,8 +362,11 @@ mod tests {
 
     fn lean_bytes_of_all(dir: &Path) -> usize {
         let described = Run::empty(dir, crate::run::Layout::Gigscope);
-        let mut reading =
-            LeanReading::new(TextStore::new(&dir.join(EPISODES_FILE)), crate::env::page_classifier, &described);
+        let mut reading = LeanReading::new(
+            TextStore::new(&dir.join(EPISODES_FILE)),
+            crate::env_registry::page_classifier,
+            &described,
+        );
         let mut total = 0;
         JsonlTail::<Episode>::new(dir.join(EPISODES_FILE))
             .poll_lines(|text, span| {

@@ -15,19 +15,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 
 use super::flags::{FamilyFlags, SettingsFlags};
-use crate::env::{EnvOptions, ENVIRONMENTS};
-use crate::training::protocol::TOY_ENV;
+use crate::env::EnvOptions;
+use crate::env_registry::ENVIRONMENTS;
 use crate::training::{
     DeviceChoice, FamilyEstimator, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
     Training,
 };
 use crate::webshop::goals::GoalSource;
 
-/// `--env`: the registry's environments, and the trainer's toy shop.
+/// `--env`: the registry's environments.
 fn env_names() -> PossibleValuesParser {
-    let registered = ENVIRONMENTS.iter().map(|r| PossibleValue::new(r.name).help(r.about));
-    let toy = PossibleValue::new(TOY_ENV).help("a six-product shop with WebShop's pages, for smoke tests");
-    PossibleValuesParser::new(registered.chain([toy]))
+    PossibleValuesParser::new(ENVIRONMENTS.iter().map(|r| PossibleValue::new(r.name).help(r.about)))
 }
 
 #[derive(clap::Args, Debug)]
@@ -159,9 +157,7 @@ impl Args {
     /// The environment and its options, checked against the registry before the plugin is loaded.
     fn tasks(&self) -> anyhow::Result<TaskSource> {
         let options = self.env_options()?;
-        if self.env != TOY_ENV {
-            crate::env::registry::check(&self.env, &options)?;
-        }
+        crate::env_registry::check(&self.env, &options)?;
         Ok(TaskSource::new(&self.env, options))
     }
 

@@ -1,6 +1,6 @@
 //! Recording an episode played by hand (or replayed) in the run format, through the port.
 
-use super::{Environment, Transition};
+use super::episode::{Environment, Transition};
 use crate::run::{Episode, Step, Task};
 
 /// Records an episode step by step: each step carries the observation, anchor, available actions and

@@ -258,7 +258,7 @@ impl TrajectoryIndex {
     }
 
     /// Index each step that records no `page` under the one `page_anchor` derives from its observation (the
-    /// run's environment's, [`crate::env::page_anchor`]), as the engine's page anchors see it: `page:item` then
+    /// run's environment's, [`crate::env_registry::page_anchor`]), as the engine's page anchors see it: `page:item` then
     /// finds the same steps in a run recorded elsewhere as in one gigscope recorded.
     pub fn with_page_anchor(self, page_anchor: Option<PageAnchor>) -> Self {
         TrajectoryIndex { page_anchor, ..self }

@@ -472,9 +472,8 @@ fn trailing_group<T>(part: &mut Vec<T>, group: impl Fn(&T) -> &str) -> Vec<T> {
     part.split_off(start)
 }
 
-/// The most episodes a viewer takes in at once ([`next_part`]): a few milliseconds of the UI thread's work (turning
-/// them lean, computing their groups) on the project's 2-core VM, so that keys are answered within a frame
-/// while a large run arrives.
+/// The most episodes a viewer takes in at once ([`next_part`]): a small slice of the UI thread's work (turning
+/// them lean, computing their groups), so that keys are answered within a frame while a large run arrives.
 pub const EPISODES_PER_MERGE: usize = 250;
 
 /// The next events of `backlog` for a viewer to merge at once: everything up to and including the first

@@ -200,16 +200,6 @@ impl Run {
         Run::open_as(dir, Some(Layout::Gigscope), &SourceOptions::default())
     }
 
-    /// Whether this is a WebShop run (so WebShop's page types, page anchors and live play apply): its recorded
-    /// `env`, else a gigscope run that records none (gigscope's own trainer and play write WebShop runs), never
-    /// another trainer's layout that does not say so.
-    pub fn is_webshop(&self) -> bool {
-        match self.meta.as_ref().and_then(|m| m.env.as_deref()) {
-            Some(env) => env.eq_ignore_ascii_case("webshop"),
-            None => self.layout == Layout::Gigscope,
-        }
-    }
-
     /// A run with nothing read yet.
     pub fn empty(dir: &Path, layout: Layout) -> Run {
         Run {

@@ -143,7 +143,7 @@ impl LeanExtras {
     }
 }
 
-/// A page anchor of an observation, as an environment gives it (`env::page_anchor`).
+/// A page anchor of an observation, as an environment gives it (`env_registry::page_anchor`).
 pub type PageClassifier = fn(&str) -> &'static str;
 
 impl LeanEpisode {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use self::env::SokobanEnv;
 use self::features::SokobanFeatures;
 use self::level::{Level, LevelConfig};
-use crate::env::{EnvError, EnvOptions, Registered, Split, Started, TaskInfo, Tasks};
+use crate::env::{Capabilities, EnvError, EnvOptions, Registered, Split, Started, TaskInfo, Tasks};
 
 /// The registry's line for Sokoban.
 pub const REGISTERED: Registered = Registered {
@@ -28,7 +28,8 @@ pub const REGISTERED: Registered = Registered {
         ("max_steps", "step limit of an episode; every level is solvable within it (default 15)"),
     ],
     open,
-    page_anchor: None,
+    capabilities: Capabilities::NONE,
+    stand_in: false,
 };
 
 const NAME: &str = "sokoban";

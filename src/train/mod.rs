@@ -20,7 +20,6 @@ pub mod request;
 pub mod rollout;
 pub mod service;
 mod tasks;
-pub mod toy;
 mod trainer;
 pub mod truth;
 

@@ -6,18 +6,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::error::TrainError;
-use super::toy::ToyShop;
-use crate::env::{registry, EnvError, EnvOptions, Tasks};
+use crate::env::{EnvError, EnvOptions, Tasks};
+use crate::env_registry;
 use crate::run::{read_meta, RunMeta, RunWriter};
-use crate::training::protocol::{TaskSource, TASKS_KEY, TOY_ENV};
+use crate::training::protocol::{TaskSource, TASKS_KEY};
 
 /// The task list a request names: the registry's environment (WebShop opens each catalog once per process,
-/// so bursts and policy play in one TUI session share it), or the trainer's toy shop.
+/// so bursts and policy play in one TUI session share it).
 pub fn open_tasks(source: &TaskSource) -> Result<Arc<dyn Tasks>, EnvError> {
-    if source.env == TOY_ENV {
-        return Ok(Arc::new(ToyShop));
-    }
-    registry::open(&source.env, &source.options)
+    env_registry::open(&source.env, &source.options)
 }
 
 /// Record in `run_dir`'s `run.json` the task list a training run plays ([`TASKS_KEY`]), for
@@ -32,10 +29,12 @@ pub fn record_tasks(run_dir: &Path, tasks: &TaskSource) -> Result<(), TrainError
 }
 
 /// The task list the run was trained on, as `run.json` records it (`tasks`: environment and options); a run that
-/// records none was trained on its `env` with default options (WebShop: the embedded demo catalog).
+/// records none was trained on its `env` with default options (WebShop: the embedded demo catalog), and one
+/// that records no `env` on [`env_registry::UNRECORDED_ENV`].
 pub fn recorded_tasks(meta: &RunMeta) -> TaskSource {
+    let env = meta.env.as_deref().unwrap_or(env_registry::UNRECORDED_ENV);
     meta.extra
         .get(TASKS_KEY)
         .and_then(|v| serde_json::from_value::<TaskSource>(v.clone()).ok())
-        .unwrap_or_else(|| TaskSource::new(meta.env.as_deref().unwrap_or("webshop"), EnvOptions::default()))
+        .unwrap_or_else(|| TaskSource::new(env, EnvOptions::default()))
 }

@@ -153,7 +153,7 @@ pub fn measure(
     }
     let position: HashMap<&str, usize> = plan.episodes.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
     rows.sort_by_key(|r| (position.get(r.episode.as_str()).copied(), r.step));
-    let page_anchor = crate::env::page_anchor(&run);
+    let page_anchor = crate::env_registry::page_anchor(&run);
     let env = EnvInputs { page_of: page_anchor.as_ref().map(crate::env::PageAnchor::as_fn) };
     let agreements = agreement::agreements(&episodes, &plan.settings, &EstimatorSettings::default(), &env, &rows);
     Ok(TruthFile { header, rows, divergences, agreements })

@@ -148,7 +148,7 @@ pub struct EvalResult {
 }
 
 /// Which tasks a training run (or the policy's play) takes: an environment of the registry
-/// ([`crate::env::registry`]) set up with its options, or the trainer's toy shop ([`TOY_ENV`]).
+/// ([`crate::env_registry`]) set up with its options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskSource {
     pub env: String,
@@ -159,10 +159,6 @@ pub struct TaskSource {
 /// Key of `run.json` where a training run records its [`TaskSource`], so that the policy can be put back in the
 /// same environment later (`gigscope truth`).
 pub const TASKS_KEY: &str = "tasks";
-
-/// The trainer's own six-product shop with WebShop's pages, for smoke tests (not in the registry: it lives
-/// with the trainer).
-pub const TOY_ENV: &str = "toy";
 
 impl TaskSource {
     pub fn new(env: &str, options: EnvOptions) -> TaskSource {

@@ -392,7 +392,7 @@ impl Domain {
     fn take_episodes(&mut self) -> std::ops::Range<usize> {
         let start = self.episodes.len();
         // Steps that record no page anchor get the environment's (WebShop's page type of the observation).
-        let page_anchor = crate::env::page_anchor(&self.run);
+        let page_anchor = crate::env_registry::page_anchor(&self.run);
         let classify = page_anchor.as_ref().map(|p| p.as_fn() as &dyn Fn(&str) -> &'static str);
         let (pages, text) = (&mut self.pages, &self.text);
         let mut parsed = Vec::new();
@@ -573,9 +573,9 @@ impl Domain {
         self.episodes[e].text.read()
     }
 
-    /// Whether the run is a WebShop run ([`crate::run::Run::is_webshop`]).
-    pub fn is_webshop(&self) -> bool {
-        self.run.is_webshop()
+    /// What the run's environment can do ([`crate::env_registry::capabilities`]).
+    pub fn capabilities(&self) -> crate::env::Capabilities {
+        crate::env_registry::capabilities(&self.run)
     }
 
     pub fn settings_modified(&self) -> bool {

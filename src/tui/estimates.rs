@@ -324,7 +324,7 @@ fn batch_request(domain: &Domain, iteration: i64) -> (BatchRequest, usize) {
     members.sort_unstable();
     let rows = members.iter().map(|&e| lean[e as usize].steps.len()).sum();
     let texts = members.iter().map(|&e| lean[e as usize].text.clone()).collect();
-    let page_anchor = crate::env::page_anchor(&domain.run);
+    let page_anchor = crate::env_registry::page_anchor(&domain.run);
     let request = BatchRequest { key: batch_key(domain, iteration), members, texts, page_anchor };
     (request, rows)
 }
@@ -335,7 +335,7 @@ struct Env {
 }
 
 fn env_inputs(run: &Run) -> Env {
-    Env { page_anchor: crate::env::page_anchor(run) }
+    Env { page_anchor: crate::env_registry::page_anchor(run) }
 }
 
 impl Env {

@@ -86,7 +86,7 @@ fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
         .filter(|&e| domain.episodes[e].iteration == iteration)
         .map(|e| domain.episode(e).map(|ep| Episode::clone(&ep)).map_err(TruthJobError::ReadBack))
         .collect::<Result<Vec<_>, _>>()?;
-    crate::env::fill_page_anchors(&mut episodes, crate::env::page_anchor(run));
+    crate::env::fill_page_anchors(&mut episodes, crate::env_registry::page_anchor(run));
     Ok(TruthJobRequest {
         run_dir: run.dir.clone(),
         run_name,

@@ -372,11 +372,11 @@ fn on_help(state: &mut State, scroll: u16, a: Action) -> Effects {
 }
 
 fn open_play(state: &mut State) -> Effects {
-    let Some(registered) = crate::env::registry::of_run(&state.domain.run) else {
+    let Some(registered) = crate::env_registry::of_run(&state.domain.run) else {
         let env = state.domain.run.meta.as_ref().and_then(|m| m.env.clone()).unwrap_or_else(|| "not recorded".into());
         state.ui.message = Some(format!(
             "live play needs an environment gigscope has ({}), and this run's is not one (env: {env}, {})",
-            crate::env::registry::names(),
+            crate::env_registry::names(),
             state.domain.run.layout.name()
         ));
         return Effects::redraw();
@@ -485,8 +485,9 @@ fn on_settings(state: &mut State, field: Field, a: Action) -> Effects {
         Action::Bottom => Field::all().last().unwrap_or(field),
         Action::Left | Action::Right => {
             let mut settings = field.adjust(state.domain.settings, a == Action::Right);
-            // Page anchors are WebShop's page types: another environment's run skips them.
-            if settings.anchor == crate::advantage::AnchorMode::Page && !state.domain.is_webshop() {
+            // Page anchors are an environment's (WebShop's page types): a run of one without them skips them.
+            if settings.anchor == crate::advantage::AnchorMode::Page && !state.domain.capabilities().has_page_anchors()
+            {
                 settings = field.adjust(settings, a == Action::Right);
             }
             state.domain.settings = settings;

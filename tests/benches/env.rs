@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use gigscope::env::{registry, EnvOptions};
+use gigscope::env::EnvOptions;
+use gigscope::env_registry as registry;
 use gigscope::webshop::actions::SEARCH_ACTION;
 use gigscope::webshop::catalog::Catalog;
 use gigscope::webshop::env::WebShopEnv;

@@ -509,7 +509,7 @@ fn main() {
     );
     let env = source.clone();
     let (env_job, tasks) =
-        keys_while(&mut state, &mut terminal, move || gigscope::env::registry::open(&env.env, &env.options).unwrap());
+        keys_while(&mut state, &mut terminal, move || gigscope::env_registry::open(&env.env, &env.options).unwrap());
     jobs.push(("opening the demo catalog's environment", Ok(env_job)));
     update(&mut state, Msg::EnvReady(Ok(tasks)));
     update(&mut state, Msg::Action(Action::Back));

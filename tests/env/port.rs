@@ -1,10 +1,13 @@
 //! The environment port (`gigscope::env`): the registry names every environment and refuses unknown names and
 //! options with what it knows; a run finds its environment from its `env`; WebShop's tasks start again from the
-//! `task.id` an episode records (what ground truth replays in) and clones are independent episodes.
+//! `task.id` an episode records (what ground truth replays in) and clones are independent episodes; every
+//! registered environment opens and does what its capabilities say.
 
+use std::collections::HashSet;
 use std::path::Path;
 
-use gigscope::env::{registry, template_name, EnvOptions, Split, Tasks};
+use gigscope::env::{template_name, EnvOptions, Split, Tasks};
+use gigscope::env_registry as registry;
 use gigscope::run::Run;
 
 #[test]
@@ -64,4 +67,58 @@ fn webshop_tasks_start_again_from_the_recorded_task_id() {
     }
     assert!(tasks.start_task("goal-999999").is_err());
     assert!(tasks.start_task("seed-3").is_err());
+}
+
+/// The registry's invariants, over whatever it registers: each name once, each opens with its default options
+/// under its own name and starts its splits' tasks again from their ids, and its capabilities match what it
+/// does along a short walk: a page anchor gives the `page` it records when it plays, paged observations are
+/// ` [SEP] ` pages, and it declares typed actions exactly when it offers an action template.
+#[test]
+fn every_registered_environment_opens_and_does_what_its_capabilities_say() {
+    let mut seen = HashSet::new();
+    for registered in registry::ENVIRONMENTS {
+        let name = registered.name;
+        assert!(seen.insert(name), "{name} is registered twice");
+        assert_eq!(registry::find(name).map(|r| r.name).ok(), Some(name));
+        assert_eq!(registry::names().split(", ").any(|n| n == name), !registered.stand_in);
+        let tasks = registry::open(name, &EnvOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(tasks.env_name(), name);
+        let capabilities = registered.capabilities;
+        let mut offered_template = false;
+        for split in [Split::Train, Split::Test] {
+            let started = tasks.start_in(split, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(tasks.index_of(&started.task_id), Some(tasks.split(split).start), "{name}");
+            let mut env = started.env;
+            for _ in 0..8 {
+                let actions = env.available_actions();
+                let Some(last) = actions.len().checked_sub(1) else { break };
+                let observation = env.observation().to_owned();
+                if let Some(page_anchor) = capabilities.page_anchor {
+                    assert_eq!(Some(page_anchor(&observation)), env.page(), "{name}: {observation}");
+                }
+                if capabilities.paged_observations {
+                    assert!(observation.contains(" [SEP] "), "{name}: {observation}");
+                }
+                let action = match actions.iter().find_map(|a| template_name(a)) {
+                    Some(template) => {
+                        offered_template = true;
+                        format!("{template}[{}]", started.instruction)
+                    }
+                    None => actions[last.min(2)].clone(),
+                };
+                env.step(&action);
+            }
+        }
+        assert_eq!(capabilities.typed_action.is_some(), offered_template, "{name}");
+    }
+}
+
+#[test]
+fn a_run_has_the_capabilities_of_its_environment() {
+    let webshop = Run::open(Path::new("sample_runs/webshop-gigpo")).unwrap();
+    assert!(registry::capabilities(&webshop).has_page_anchors());
+    assert!(registry::page_anchor(&webshop).is_some());
+    let sokoban = Run::open(Path::new("sample_runs/sokoban-gigpo")).unwrap();
+    assert!(!registry::capabilities(&sokoban).has_page_anchors());
+    assert!(registry::page_anchor(&sokoban).is_none());
 }

@@ -5,7 +5,8 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use gigscope::env::{registry, EnvOptions, Split, Tasks};
+use gigscope::env::{EnvOptions, Split, Tasks};
+use gigscope::env_registry as registry;
 use gigscope::sokoban::features::parse_grid;
 use gigscope::sokoban::level::{Level, LevelConfig};
 use proptest::prelude::*;

@@ -508,7 +508,7 @@ fn lean_episodes_read_back_from_disk_index_like_episodes_in_memory() {
 fn steps_without_a_page_are_indexed_under_their_environments_page_anchor() {
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/webshop-gigpo");
     let run = gigscope::run::Run::open(&sample).unwrap();
-    let page_anchor = gigscope::env::page_anchor(&run);
+    let page_anchor = gigscope::env_registry::page_anchor(&run);
     assert!(page_anchor.is_some(), "the sample is a WebShop run");
     let recorded = run.episodes.clone();
     let mut bare = recorded.clone();

@@ -9,7 +9,7 @@ use gigscope::advantage::estimators::{EstimatorKind, EstimatorSettings};
 use gigscope::advantage::AdvantageOverrides;
 use gigscope::env::EnvOptions;
 use gigscope::run::Run;
-use gigscope::train::toy::ToyShop;
+use gigscope::toy_shop::ToyShop;
 use gigscope::train::{DeviceChoice, TrainConfig, TrainError, Trainer};
 use gigscope::training::FamilyEstimator;
 
@@ -129,7 +129,7 @@ fn trained_with_graphgpo_under_its_own_settings() {
 
 #[test]
 fn an_estimator_the_environment_cannot_feed_is_refused_before_training() {
-    let sokoban = gigscope::env::registry::open("sokoban", &EnvOptions::default()).unwrap();
+    let sokoban = gigscope::env_registry::open("sokoban", &EnvOptions::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let estimator = FamilyEstimator { kind: EstimatorKind::SoftPage, settings: EstimatorSettings::default() };
     let error = Trainer::new(sokoban, tiny(AdvantageOverrides::default(), Some(estimator)), dir.path()).err().unwrap();

@@ -5,8 +5,8 @@
 use std::sync::atomic::AtomicBool;
 
 use gigscope::run::Episode;
+use gigscope::toy_shop::ToyShop;
 use gigscope::train::checkpoint;
-use gigscope::train::toy::ToyShop;
 use gigscope::train::{DeviceChoice, PpoConfig, TrainConfig, Trainer};
 
 fn tiny(iterations: u64) -> TrainConfig {
@@ -248,7 +248,7 @@ fn the_update_lowers_the_loss_on_a_fixed_batch() {
 fn episodes_a_policy_plays_carry_the_reward_breakdown_as_hand_played_ones_do() {
     use gigscope::train::rollout::{self, Chooser, Slot};
     use gigscope::train::{Split, Tasks};
-    use gigscope::webshop::port::WebShopTasks;
+    use gigscope::webshop::tasks::WebShopTasks;
     let tasks = WebShopTasks::open(None, None).unwrap();
     let mut slots = vec![Slot::new(tasks.start_in(Split::Train, 0).unwrap())];
     // The rule baseline always buys, so the episode ends with WebShop's reward.

@@ -15,7 +15,7 @@ use gigscope::advantage::{self, AdvantageSettings};
 use gigscope::env::EnvOptions;
 use gigscope::run::truth::TruthFile;
 use gigscope::run::{Episode, Run};
-use gigscope::training::protocol::TOY_ENV;
+use gigscope::toy_shop::NAME as TOY_ENV;
 use gigscope::training::{
     DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
 };

@@ -13,7 +13,7 @@ use gigscope::tui::play::TasksHandle;
 use gigscope::tui::state::{Popup, Prompt};
 use gigscope::tui::update::{AutoplayRequest, InputKey};
 use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State, View};
-use gigscope::webshop::port::WebShopTasks;
+use gigscope::webshop::tasks::WebShopTasks;
 
 fn shop() -> TasksHandle {
     static SHOP: OnceLock<TasksHandle> = OnceLock::new();

@@ -154,7 +154,7 @@ fn no_color_marks_selection_without_colour() {
 fn with_shop(size: (u16, u16)) -> State {
     let mut s = state(size, true);
     keys(&mut s, &[Action::Play]);
-    let shop = gigscope::webshop::port::WebShopTasks::open(None, None).unwrap();
+    let shop = gigscope::webshop::tasks::WebShopTasks::open(None, None).unwrap();
     update(&mut s, Msg::EnvReady(Ok(std::sync::Arc::new(shop))));
     s
 }

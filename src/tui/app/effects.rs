@@ -55,7 +55,7 @@ impl Searcher {
                 return Ok(());
             }
             let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings)?
-                .with_page_anchor(crate::env::page_anchor(&state.domain.run));
+                .with_page_anchor(crate::env_registry::page_anchor(&state.domain.run));
             self.handle = Some((settings, index.searcher()));
             self.index = Some(index);
         }
@@ -138,7 +138,7 @@ impl Effector {
             Err(e) => return Some(Msg::EnvReady(Err(e))),
         };
         self.runner.spawn(JobKind::OpenEnv, move |_| {
-            Outcome::Env(crate::env::registry::open(&source.env, &source.options).map_err(JobError::from))
+            Outcome::Env(crate::env_registry::open(&source.env, &source.options).map_err(JobError::from))
         });
         None
     }
@@ -363,8 +363,8 @@ fn follow_burst(ctx: &JobContext, handle: &BurstHandle) -> BurstUpdate {
 /// The run's environment as the app names it to its jobs (opening it, the policy's play, a burst), with
 /// `catalog` for the environments that take one (`--catalog`).
 pub fn task_source(run: &crate::run::Run, catalog: Option<&Path>) -> Result<TaskSource, JobError> {
-    let registered = crate::env::registry::of_run(run)
-        .ok_or_else(|| JobError::UnknownEnvironment { known: crate::env::registry::names() })?;
+    let registered = crate::env_registry::of_run(run)
+        .ok_or_else(|| JobError::UnknownEnvironment { known: crate::env_registry::names() })?;
     let mut options = crate::env::EnvOptions::default();
     // `--catalog` is the option of the environments that take one (WebShop's catalog directory).
     let takes_catalog = registered.options.iter().any(|(key, _)| *key == "catalog");

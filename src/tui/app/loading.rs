@@ -56,7 +56,7 @@ pub fn start(
     let gigscope = tails.layout() == Layout::Gigscope;
     let cache = cache.filter(|_| gigscope).map(|root| state.domain.keep_load_cache(root));
     // The watcher takes the episodes in lean as it parses them (see `LeanReading`).
-    let lean = LeanReading::new(state.domain.text.clone(), crate::env::page_classifier, &state.domain.run);
+    let lean = LeanReading::new(state.domain.text.clone(), crate::env_registry::page_classifier, &state.domain.run);
     tails.read_lean(lean.clone());
     state.domain.live.first_read = true;
     Ok((state, Opening { dir: dir.to_path_buf(), tails, cache, lean }))

@@ -38,8 +38,11 @@ pub(super) fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     if let Some(text) = &state.ui.input {
         let label = match state.ui.prompt {
-            Prompt::Search => "/",
-            Prompt::PlayQuery => "search[",
+            Prompt::Search => "/".to_owned(),
+            Prompt::PlayQuery => {
+                let session = state.ui.play.as_ref().and_then(|p| p.session.as_ref());
+                format!("{}[", session.and_then(|s| s.selected_template()).unwrap_or_default())
+            }
         };
         let line = Line::from(vec![
             Span::styled(label, theme.accent()),
@@ -271,7 +274,10 @@ pub(super) fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
     if state.ui.input.is_some() {
         let text = match state.ui.prompt {
             Prompt::Search => search_prompt_hint(),
-            Prompt::PlayQuery => "type a WebShop search query · Enter searches · Esc cancels".to_string(),
+            Prompt::PlayQuery => {
+                let typed = state.domain.capabilities().typed_action.unwrap_or("type the argument · Enter plays it");
+                format!("{typed} · Esc cancels")
+            }
         };
         Paragraph::new(Span::styled(text, theme.dim())).render(area, buf);
         return;

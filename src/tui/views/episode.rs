@@ -245,7 +245,7 @@ pub const FOLD_TAIL: usize = 30;
 /// The lines of the observation pane from `skip` on, at most `take` of them, and the total line count. Only
 /// the visible lines are built, so a long observation costs one cheap scan, not a full layout.
 ///
-/// With `pages` (a WebShop run), the text between `[SEP]` markers shows one page element per item; any
+/// With `pages` (a run of an environment with paged observations, such as WebShop), the text between `[SEP]` markers shows one page element per item; any
 /// other text (ALFWorld, Sokoban, a chat prompt with its history) shows its own lines, wrapped. With `fold`, a plain text longer than
 /// [`FOLD_HEAD`] + [`FOLD_TAIL`] lines shows its start and its end, the middle folded into one line: long
 /// prompts repeat the whole history, and what the policy saw last is at the end.
@@ -301,7 +301,8 @@ fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
 pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: &mut Buffer) {
     let inner = layout::inner(area);
     let (w, h) = (inner.width as usize, inner.height as usize);
-    let (pages, fold) = (state.domain.is_webshop() || obs.contains("[SEP]"), !state.ui.episode.unfolded);
+    let paged = state.domain.capabilities().paged_observations;
+    let (pages, fold) = (paged || obs.contains("[SEP]"), !state.ui.episode.unfolded);
     let (_, total) = observation_lines(obs, w, 0, 0, pages, fold);
     let skip = state.ui.episode.obs_scroll.min(total.saturating_sub(h));
     let (lines, _) = observation_lines(obs, w, skip, h, pages, fold);

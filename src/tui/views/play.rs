@@ -316,7 +316,10 @@ pub fn areas(body: Rect) -> PlayAreas {
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let Some(play) = &state.ui.play else {
-        let text = "Opening the environment (WebShop: catalog, search index, built once then cached, and goals) …";
+        let text = match state.domain.capabilities().opening {
+            Some(opening) => format!("Opening the environment ({opening}) …"),
+            None => "Opening the environment …".to_owned(),
+        };
         Paragraph::new(text).block(block(state, "Play")).render(area, buf);
         return;
     };

@@ -1,5 +1,5 @@
-//! WebShop behind the environment port ([`crate::env`]): the in-process env as an [`Environment`], a shop's
-//! goals as [`Tasks`], and its registry entry.
+//! WebShop as an environment of the port ([`crate::env`]): a shop's goals as the port's task list
+//! ([`WebShopTasks`]), the in-process env as an [`Environment`], and its registry entry ([`REGISTERED`]).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,9 @@ use super::env::WebShopEnv;
 use super::goals::{self, GoalOptions, GoalSource};
 use super::policy_features::WebShopFeatures;
 use super::shop::Shop;
-use crate::env::{EnvError, EnvOptions, Environment, Registered, Split, Started, TaskInfo, Tasks, Transition};
+use crate::env::{
+    Capabilities, EnvError, EnvOptions, Environment, Registered, Split, Started, TaskInfo, Tasks, Transition,
+};
 use crate::run::{Outcome, REWARD_INFO_KEY};
 
 /// The registry's line for WebShop.
@@ -21,10 +23,17 @@ pub const REGISTERED: Registered = Registered {
         ("goal_source", "human | synthetic (default: human goals where the catalog has them)"),
     ],
     open,
-    page_anchor: Some(super::page::page_anchor),
+    capabilities: Capabilities {
+        page_anchor: Some(super::page::page_anchor),
+        paged_observations: true,
+        typed_action: Some("type a WebShop search query · Enter searches"),
+        opening: Some("WebShop: catalog, search index, built once then cached, and goals"),
+    },
+    stand_in: false,
 };
 
-const NAME: &str = "webshop";
+/// Its registry name.
+pub const NAME: &str = "webshop";
 
 impl Environment for WebShopEnv {
     fn observation(&self) -> &str {

@@ -1,13 +1,35 @@
 //! A tiny shop with WebShop's page structure (search → results → item → options → buy): small enough that
-//! tests and benchmarks of the trainer run in seconds without a catalog or a search index.
+//! tests and benchmarks of the trainer run in seconds without a catalog or a search index. An environment of
+//! the port like the others, registered as a stand-in (`--env toy`); its policy sees it as it sees WebShop
+//! (WebShop's [`WebShopFeatures`]). It records its page type on every step as it plays, and has no page anchor
+//! for observations recorded elsewhere.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use crate::env::features::words;
-use crate::env::{EnvError, Environment, Split, Started, TaskInfo, Tasks, Transition};
+use crate::env::{
+    Capabilities, EnvError, EnvOptions, Environment, Registered, Split, Started, TaskInfo, Tasks, Transition,
+};
 use crate::run::Outcome;
 use crate::webshop::policy_features::{click_argument, search_argument, WebShopFeatures};
+
+/// The registry's line for the toy shop.
+pub const REGISTERED: Registered = Registered {
+    name: NAME,
+    about: "a six-product shop with WebShop's pages, for smoke tests",
+    options: &[],
+    open,
+    capabilities: Capabilities { paged_observations: true, ..Capabilities::NONE },
+    stand_in: true,
+};
+
+/// Its registry name.
+pub const NAME: &str = "toy";
+
+fn open(_options: &EnvOptions) -> Result<Arc<dyn Tasks>, EnvError> {
+    Ok(Arc::new(ToyShop))
+}
 
 struct Product {
     asin: &'static str,
@@ -222,7 +244,7 @@ pub struct ToyShop;
 
 impl Tasks for ToyShop {
     fn env_name(&self) -> &str {
-        "toy-shop"
+        NAME
     }
 
     fn len(&self) -> usize {
