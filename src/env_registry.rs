@@ -10,8 +10,9 @@
 //!   [`Registered`] entry declaring its name, options, opener and [`Capabilities`];
 //! - `src/lib.rs`: `pub mod <name>;` (the module declaration Rust needs);
 //! - this file: its line in [`ENVIRONMENTS`];
-//! - its tests (`tests/<name>.rs`); `tests/env_port.rs` already holds every registered environment to the
-//!   registry's invariants (it opens, its capabilities match what it does).
+//! - its tests (`tests/env/<name>.rs` and its `mod` line in `tests/env/main.rs`); `tests/env/port.rs` already
+//!   holds every registered environment to the registry's invariants (it opens, its capabilities match what it
+//!   does).
 //!
 //! The TUI, the CLI (`--env` lists [`ENVIRONMENTS`]), the trainer and the training plugin do not change.
 
