@@ -17,6 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("plain data: the run format and text", &["text", "run"]),
     ("the environment port and the advantage engine", &["env", "advantage"]),
     (ENVIRONMENTS, &["webshop", "sokoban"]),
+    ("the registry of environments", &["env_registry"]),
     ("trainer, index, live watcher, plugin host", &["train", "index", "live", "training"]),
     ("front ends", &["tui", "cli"]),
 ];
@@ -24,11 +25,10 @@ const LAYERS: &[(&str, &[&str])] = &[
 const ENVIRONMENTS: &str = "environments";
 
 /// Import circles still in the code, one a line: the files of each (relative to `src/`, sorted, space-separated).
-const CIRCLES_LEFT: &[&str] =
-    &["env/mod.rs env/recorder.rs env/registry.rs sokoban/env.rs sokoban/features.rs sokoban/mod.rs webshop/port.rs"];
+const CIRCLES_LEFT: &[&str] = &[];
 
 /// Imports from a layer to a layer above it still in the code, one a line: `from -> to`.
-const UPWARD_LEFT: &[&str] = &["env/registry.rs -> sokoban/mod.rs", "env/registry.rs -> webshop/port.rs"];
+const UPWARD_LEFT: &[&str] = &[];
 
 fn crate_graph() -> Graph {
     Graph::of_crate(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
