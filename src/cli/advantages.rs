@@ -77,12 +77,10 @@ fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, LeanRead
     if layout != crate::run::Layout::Gigscope {
         return Ok(None);
     }
-    // The run's description (a broken run.json is an error here as in the whole read), without its episodes.
-    if !args.run.join(crate::run::EPISODES_FILE).is_file() {
-        return Err(crate::run::RunError::NoEpisodes(args.run.clone()).into());
-    }
+    // The run's description (a damaged run.json is read as absent, as in the whole read), without its episodes.
+    crate::run::check_episodes_file(&args.run)?;
     let mut described = Run::empty(&args.run, layout);
-    described.meta = crate::run::read_meta(&args.run)?;
+    described.meta = super::source::meta_or_warn(&args.run);
     if chosen_family(&described, &args.settings, &args.family)?.is_some() {
         return Ok(None);
     }

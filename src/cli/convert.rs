@@ -1,5 +1,6 @@
 //! `gigscope convert SRC --out DIR`: any run gigscope reads, written as gigscope-run/1 (to share it, to index
-//! it, or to open it with tools that only read gigscope's own layout).
+//! it, or to open it with tools that only read gigscope's own layout). A run with a file that could not be
+//! read (or one still being written) is not converted: the copy would pass for the whole run.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,6 +27,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("{}: already exists (convert writes a new directory and never overwrites one)", args.out.display());
     }
     let run = args.source.open(&args.run)?;
+    if !run.skipped.is_empty() {
+        // A copy without them would look like the whole run: nothing is written.
+        let files: Vec<String> = run.skipped.iter().map(|s| s.file.clone()).collect();
+        bail!(
+            "{}: {} file(s) could not be read ({}); nothing written to {} (see `gigscope validate`)",
+            args.run.display(),
+            files.len(),
+            files.join(", "),
+            args.out.display()
+        );
+    }
     // Written beside the target and renamed into place at the end, so an interrupted conversion never leaves
     // a directory that looks like a complete run.
     let parent = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -50,6 +50,15 @@ impl SourceFlags {
     }
 }
 
+/// `run.json` of the run in `dir` for a command that reads it alone: a damaged one is said on stderr and read
+/// as absent (it is optional), as the whole read does.
+pub fn meta_or_warn(dir: &Path) -> Option<crate::run::RunMeta> {
+    crate::run::read_meta(dir).unwrap_or_else(|err| {
+        eprintln!("warning: {err}; the run is read without it (run.json is optional)");
+        None
+    })
+}
+
 /// The broken lines (counted) and the reader's notices of `run`, on stderr.
 fn report(dir: &Path, run: &Run) {
     if !run.errors.is_empty() {

@@ -69,6 +69,20 @@ pub struct CachedHead {
     pub episodes: usize,
 }
 
+impl CachedHead {
+    /// What taking the cache means, for the viewer to say: how many episodes, and the first line of
+    /// `episodes.jsonl` read from the file (the one after the last line the cache holds).
+    pub fn taken(&self) -> String {
+        format!(
+            "{} episodes taken from the load cache (lines 1 to {} of {EPISODES_FILE}), reading on from line {} \
+             ({NO_CACHE_VAR}=1 reads the files)",
+            self.episodes,
+            self.position.lines,
+            self.position.lines + 1
+        )
+    }
+}
+
 /// The episodes of a cache file not decoded yet: the file's bytes, where the next starts in its body, and how
 /// many are left.
 #[derive(Debug)]

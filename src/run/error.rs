@@ -14,6 +14,8 @@ pub enum RunError {
     NotADirectory(PathBuf),
     #[error("{0}: no episodes file (a run directory holds episodes.jsonl)")]
     NoEpisodes(PathBuf),
+    #[error("{path}: is {kind}, not the run's episodes file")]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("{path}: line {line}, column {column}: {message}")]
     BadMeta { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{dir}: no run found; looked for {looked_for}")]

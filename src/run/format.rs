@@ -48,6 +48,27 @@ pub struct RunMeta {
     pub extra: Map<String, Value>,
 }
 
+impl RunMeta {
+    /// The group sizes its trainer recorded: gigscope's trainer keeps each burst's configuration (`train`, the
+    /// first; `bursts`, every one) with its `episodes_per_goal`. Sorted, each once; empty when none is recorded.
+    pub fn group_sizes(&self) -> Vec<usize> {
+        let burst = |record: &Value| record.get("episodes_per_goal").and_then(Value::as_u64);
+        let bursts = self.extra.get("bursts").and_then(Value::as_array).into_iter().flatten();
+        let mut sizes: Vec<usize> = self
+            .extra
+            .get("train")
+            .into_iter()
+            .chain(bursts)
+            .filter_map(burst)
+            .filter_map(|n| usize::try_from(n).ok())
+            .filter(|&n| n > 0)
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+}
+
 /// One finished episode: one line of `episodes.jsonl`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Episode {

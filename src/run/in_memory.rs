@@ -9,12 +9,11 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::dir::read_meta;
 use super::error::{LineError, RunError};
 use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE};
 use super::layout::Layout;
 use super::lean_reading::LeanReading;
-use super::source::{open_source, resolve_layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourceOptions};
+use super::source::{open_source, resolve_layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourceOptions, TornTail};
 use super::text_on_disk::{LeanEpisode, PageClassifier, TextStore};
 
 /// A whole run, read once or followed live (see [`super::source`]).
@@ -36,10 +35,29 @@ pub struct Run {
     pub metrics_errors: Vec<LineError>,
     /// Problems reading a file, and quirks of the trainer's output the source noticed, in order.
     pub notices: Vec<String>,
+    /// The files (or parts of files) whose records are missing from the run as it is now, with the reason,
+    /// in the order met ([`LiveEvent::Skipped`]); each is also a notice.
+    pub skipped: Vec<SkippedFile>,
+    /// The episodes file's unfinished last line, once it has stopped growing ([`LiveEvent::TornTail`]).
+    pub torn_tail: Option<TornTail>,
     /// Episodes the reader took in lean ([`LeanReading`]), for a viewer to take from here, and
     /// the names of the page ids their steps use.
     pub lean: Vec<LeanEpisode>,
     pub lean_pages: Vec<String>,
+}
+
+/// A file, or a part of one, whose records could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// Relative to the run directory.
+    pub file: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for SkippedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.reason)
+    }
 }
 
 /// What applying events changed, for the consumer to decide what to recompute and redraw.
@@ -142,6 +160,22 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             run.notices.push(message.clone());
             applied.errors.push(message);
         }
+        LiveEvent::Skipped { file, reason } => {
+            run.skipped.retain(|s| s.file != file);
+            if let Some(reason) = reason {
+                let skipped = SkippedFile { file, reason };
+                run.notices.push(skipped.to_string());
+                applied.errors.push(skipped.to_string());
+                run.skipped.push(skipped);
+            }
+        }
+        LiveEvent::TornTail(tail) => {
+            if let Some(tail) = &tail {
+                run.notices.push(tail.to_string());
+                applied.errors.push(tail.to_string());
+            }
+            run.torn_tail = tail;
+        }
         LiveEvent::Progress { read, total } => applied.progress = Some((read, total)),
     }
     applied
@@ -163,7 +197,7 @@ fn admit(run: &mut Run, id: &str, line: u64, file: Option<&str>, applied: &mut A
 }
 
 /// Poll `source` until nothing complete is left unread (a large file arrives in several parts), applying
-/// every event to `run`.
+/// every event to `run`. The source may be polled again later (a watcher goes on from here).
 pub fn read_all(source: &mut dyn RunSource, run: &mut Run) {
     loop {
         let poll = source.poll();
@@ -176,21 +210,27 @@ pub fn read_all(source: &mut dyn RunSource, run: &mut Run) {
     }
 }
 
+/// [`read_all`] for a reader that reads once: then what a writer may still be at is delivered as far as it
+/// is complete, and what is left unread is said ([`RunSource::finish`]).
+pub fn read_once(source: &mut dyn RunSource, run: &mut Run) {
+    read_all(source, run);
+    for event in source.finish() {
+        apply(run, event);
+    }
+}
+
 impl Run {
     /// Read the run in `dir` once, in whatever layout it is (`from` forces one). A directory holding none
-    /// of the layouts' files is an error naming what was looked for.
+    /// of the layouts' files, or a gigscope run without its episodes file, is an error naming what was looked
+    /// for; a damaged `run.json` (optional) is not: the run reads without it, and [`Run::skipped`] says so.
     pub fn open_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Result<Run, RunError> {
         let layout = resolve_layout(dir, from, false)?;
         if layout == Layout::Gigscope {
-            if !dir.join(EPISODES_FILE).is_file() {
-                return Err(RunError::NoEpisodes(dir.to_path_buf()));
-            }
-            // A one-shot reader has no later poll to report a broken run.json in: it is an error.
-            read_meta(dir)?;
+            check_episodes_file(dir)?;
         }
         let mut source = open_source(dir, layout, options)?;
         let mut run = Run::empty(dir, layout);
-        read_all(source.as_mut(), &mut run);
+        read_once(source.as_mut(), &mut run);
         Ok(run)
     }
 
@@ -213,9 +253,28 @@ impl Run {
             metrics: Vec::new(),
             metrics_errors: Vec::new(),
             notices: Vec::new(),
+            skipped: Vec::new(),
+            torn_tail: None,
             lean: Vec::new(),
             lean_pages: Vec::new(),
         }
+    }
+}
+
+/// The episodes file of the gigscope run in `dir` is there and is a file (through any symbolic links): a
+/// directory, a symbolic link that leads nowhere or round in a loop is said as what it is, not as missing.
+pub fn check_episodes_file(dir: &Path) -> Result<(), RunError> {
+    let path = dir.join(EPISODES_FILE);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) => {
+            Err(RunError::NotAFile { kind: if meta.is_dir() { "a directory" } else { "a special file" }, path })
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => match std::fs::symlink_metadata(&path) {
+            Ok(_) => Err(RunError::NotAFile { kind: "a symbolic link to nothing", path }),
+            Err(_) => Err(RunError::NoEpisodes(dir.to_path_buf())),
+        },
+        Err(err) => Err(RunError::io(path)(err)),
     }
 }
 
@@ -231,5 +290,69 @@ impl LeanReading {
             classifier_of(&described)
         };
         LeanReading::with_classifier(store, std::sync::Arc::new(of_meta), classifier_of(run))
+    }
+}
+
+/// A group cut short by a writer that stopped (killed, a full disk) part-way through it: fewer episodes than its
+/// trainer plays per group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialGroup {
+    pub group: String,
+    pub iteration: i64,
+    pub episodes: usize,
+    /// The group size the trainer recorded (the smallest of those recorded above `episodes`).
+    pub expected: usize,
+}
+
+impl std::fmt::Display for PartialGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "group {} (iteration {}) has {} of the {} episodes its trainer plays per group (run.json): partial \
+             (its writer stopped part-way), not a smaller complete group",
+            self.group, self.iteration, self.episodes, self.expected
+        )
+    }
+}
+
+/// The partial groups among `episodes` (each episode's group and iteration) of a run whose trainer recorded
+/// the sizes of its groups (`group_sizes`: [`RunMeta::group_sizes`]): the groups of an iteration >= 1 whose
+/// size is none of those recorded and below the largest. Iteration 0 (episodes played by hand, groups of any
+/// size) is left out, and a run that records no sizes has none: a smaller group is only taken for a cut one
+/// where the trainer said how large its groups are.
+pub fn partial_groups<'a>(
+    episodes: impl IntoIterator<Item = (&'a str, i64)>,
+    group_sizes: &[usize],
+) -> Vec<PartialGroup> {
+    let Some(&largest) = group_sizes.iter().max() else { return Vec::new() };
+    // Each group's iteration and size, in order of first appearance.
+    let mut groups: Vec<(&str, i64, usize)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (group, iteration) in episodes {
+        match index.get(group) {
+            Some(&g) => groups[g].2 += 1,
+            None => {
+                index.insert(group, groups.len());
+                groups.push((group, iteration, 1));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|&(_, iteration, size)| iteration != 0 && size < largest && !group_sizes.contains(&size))
+        .map(|(group, iteration, episodes)| PartialGroup {
+            group: group.to_string(),
+            iteration,
+            episodes,
+            expected: group_sizes.iter().copied().filter(|&s| s > episodes).min().unwrap_or(largest),
+        })
+        .collect()
+}
+
+impl Run {
+    /// The run's partial groups ([`partial_groups`], under the group sizes its `run.json` records).
+    pub fn partial_groups(&self) -> Vec<PartialGroup> {
+        let sizes = self.meta.as_ref().map(RunMeta::group_sizes).unwrap_or_default();
+        partial_groups(self.episodes.iter().map(|e| (e.group.as_str(), e.iteration)), &sizes)
     }
 }

@@ -35,7 +35,9 @@ mod writer;
 pub use dir::{check_run_dir, read_meta};
 pub use error::{LineError, RunError};
 pub use format::*;
-pub use in_memory::{apply, read_all, Applied, Run};
+pub use in_memory::{
+    apply, check_episodes_file, partial_groups, read_all, read_once, Applied, PartialGroup, Run, SkippedFile,
+};
 pub(crate) use jsonl::parse_json;
 pub use jsonl::{JsonlTail, TailBatch, TailPosition};
 pub use layout::Layout;

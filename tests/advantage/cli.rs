@@ -177,7 +177,9 @@ fn validate_lists_every_broken_line_and_fails() {
     std::fs::write(dir.path().join("episodes.jsonl"), bytes).expect("write");
     let out = gigscope(&["validate", path(dir.path())]);
     assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
+    // The problems on standard error (the report, on standard output, counts them).
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("broken lines     4"));
     let lines: Vec<u64> = text.lines().filter_map(|l| l.split(':').nth(1).and_then(|n| n.parse().ok())).collect();
     assert_eq!(lines, [2, 3, 4, 5], "{text}");
     assert!(text.contains("reward"), "the missing field is named: {text}");

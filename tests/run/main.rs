@@ -6,6 +6,7 @@ mod support;
 mod layouts;
 mod live;
 mod load_cache;
+mod problems;
 mod reader;
 mod tokens;
 mod trl;

@@ -132,9 +132,13 @@ fn errors_name_the_path() {
     let err = Run::open(dir.path()).unwrap_err();
     assert!(err.to_string().contains("episodes.jsonl"), "{err}");
     std::fs::write(dir.path().join(EPISODES_FILE), "").unwrap();
+    // A damaged run.json (optional) does not stop the read: it is skipped, named with its line.
     std::fs::write(dir.path().join("run.json"), "{\"name\": 3}").unwrap();
-    let err = Run::open(dir.path()).unwrap_err();
-    assert!(err.to_string().contains("run.json") && err.to_string().contains("line 1"), "{err}");
+    let run = Run::open(dir.path()).unwrap();
+    assert!(run.meta.is_none());
+    assert_eq!(run.skipped.len(), 1, "{:?}", run.skipped);
+    let said = run.skipped[0].to_string();
+    assert!(said.starts_with("run.json: ") && said.contains("line 1"), "{said}");
 }
 
 #[test]

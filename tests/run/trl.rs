@@ -318,8 +318,16 @@ fn episodes_of(events: &[LiveEvent]) -> Vec<String> {
         .collect()
 }
 
+/// Notices and skipped files, as the run says them.
 fn errors_of(events: &[LiveEvent]) -> Vec<String> {
-    events.iter().filter_map(|e| if let LiveEvent::Error(m) = e { Some(m.clone()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LiveEvent::Error(m) => Some(m.clone()),
+            LiveEvent::Skipped { file, reason: Some(reason) } => Some(format!("{file}: {reason}")),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]

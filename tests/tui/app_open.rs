@@ -79,3 +79,36 @@ fn a_run_parsed_on_several_threads_opens_the_same_as_read_whole() {
     assert!(apps.domain.pages.names().count() >= 3, "{:?}", apps.domain.pages);
     assert_same_run(&apps, &read_whole(dir));
 }
+
+/// A run whose last group was cut short and whose writer stopped mid-line: either way of opening it notes the
+/// partial group and the torn tail (the overview shows the reader's notes), rather than a smaller group alone.
+#[test]
+fn a_partial_group_and_a_torn_tail_are_reader_notes_either_way() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut text = String::new();
+    for (group, size) in [("i1-a", 4), ("i1-b", 4), ("i1-c", 2)] {
+        for k in 0..size {
+            let mut episode = gigscope::run::Episode::new(
+                format!("{group}-{k}"),
+                group,
+                vec![gigscope::run::Step::new("o", "a", k as f64)],
+            );
+            episode.iteration = 1;
+            text.push_str(&serde_json::to_string(&episode).unwrap());
+            text.push('\n');
+        }
+    }
+    text.push_str(r#"{"id":"i1-c-2","gro"#);
+    let episodes = dir.join(gigscope::run::EPISODES_FILE);
+    std::fs::write(&episodes, text).unwrap();
+    std::fs::write(dir.join("run.json"), r#"{"train": {"episodes_per_goal": 4}}"#).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options().write(true).open(&episodes).unwrap().set_modified(old).unwrap();
+    for state in [open_the_apps_way(dir), read_whole(dir)] {
+        let notes = &state.domain.run.notices;
+        assert!(notes.iter().any(|n| n.contains("group i1-c (iteration 1) has 2 of the 4 episodes")), "{notes:?}");
+        assert!(notes.iter().any(|n| n.contains("line 11 is unfinished")), "{notes:?}");
+        assert!(state.domain.run.torn_tail.is_some());
+    }
+}

@@ -77,6 +77,13 @@ pub trait RunSource: Send + std::fmt::Debug {
         Vec::new()
     }
 
+    /// The reader will not poll again (a one-shot read: `validate`, `advantages`, `convert`): deliver what can
+    /// be delivered now although a writer may still be at it (the complete lines of a step file still being
+    /// written), and say what is left unread ([`LiveEvent::Skipped`]). A watcher never calls this.
+    fn finish(&mut self) -> Vec<LiveEvent> {
+        Vec::new()
+    }
+
     /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by
     /// `reading` as they are parsed; a source whose episodes keep their text in memory (built from other
     /// files) goes on delivering them whole.
@@ -122,10 +129,38 @@ pub enum LiveEvent {
     /// A file could not be read (e.g. a malformed `run.json`, permissions), or a quirk of the trainer's
     /// output worth knowing was found. Reported once per distinct problem; reading goes on.
     Error(String),
+    /// A file, or a part of one, whose records could not be read: they are missing from the run (`reason`), or
+    /// no longer are (`None`: the file reads again). Counted apart from notices: a one-shot command that met
+    /// one says how many and fails. `file` is relative to the run directory.
+    Skipped { file: String, reason: Option<String> },
+    /// The episodes file ends in an unfinished line that has stopped growing (a writer killed mid-line, a full
+    /// disk), or no longer does (`None`).
+    TornTail(Option<TornTail>),
     /// How far reading a large episodes file is (it arrives in parts): `read` of `total` bytes. Sent with
     /// every part while reading is behind, and once more when it has caught up (`read == total`); the live
     /// watcher also sends `0 of 0` when its first scan of the run is over, whatever the layout.
     Progress { read: u64, total: u64 },
+}
+
+/// An unfinished last line that has stopped growing: where it starts and how long it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// The file, relative to the run directory.
+    pub file: String,
+    /// The 1-based line it would be.
+    pub line: u64,
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for TornTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: line {} is unfinished ({} bytes, no newline) and has stopped growing: a writer stopped mid-line \
+             (killed, or the disk filled); not read (the next writer moves it to {}.torn)",
+            self.file, self.line, self.bytes, self.file
+        )
+    }
 }
 
 /// An episode taken in lean where it was read, with the 1-based line of its record and the file it names

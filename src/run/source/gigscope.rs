@@ -1,8 +1,9 @@
 //! gigscope-run/1: `episodes.jsonl` and `metrics.jsonl` tailed line by line, `run.json` compared by content.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use super::events::{ErrorOnce, LeanRecord, LiveEvent, LiveFile, RunSource, SourcePoll};
+use super::events::{LeanRecord, LiveEvent, LiveFile, RunSource, SourcePoll, TornTail};
 use super::events::{Listing, RegisteredLayout};
 use crate::run::dir::read_meta;
 use crate::run::error::RunError;
@@ -22,7 +23,8 @@ pub const REGISTERED: RegisteredLayout = RegisteredLayout {
 
 fn is_gigscope_run(listing: &mut Listing) -> Result<bool, RunError> {
     let dir = listing.dir();
-    Ok(dir.join(EPISODES_FILE).exists() || dir.join(RUN_META_FILE).exists())
+    // Present in any form (a directory, a symbolic link that leads nowhere): opening it then says what it is.
+    Ok(dir.join(EPISODES_FILE).symlink_metadata().is_ok() || dir.join(RUN_META_FILE).symlink_metadata().is_ok())
 }
 
 /// Where the readers of a gigscope run directory stand.
@@ -35,8 +37,12 @@ pub struct GigscopeSource {
     /// rather than mtime, whose resolution can hide a quick rewrite.
     meta_bytes: Option<Vec<u8>>,
     meta_read: bool,
-    /// Lasting problems of episodes, metrics and run.json, each reported once.
-    errors: [ErrorOnce; 3],
+    /// Episodes, metrics and run.json that cannot be read, each reported once while it lasts.
+    skipped: [SkipOnce; 3],
+    /// An unfinished last line of `episodes.jsonl` (its offset and length) and when it was first seen so, to
+    /// report it once it has stopped growing; whether it was reported.
+    tail: Option<(u64, u64, Instant)>,
+    tail_reported: bool,
     /// The last poll stopped at the read budget (or there was none yet): the next one reports progress even
     /// if it catches up, so a reader that waits for the first read to end always hears of it.
     behind: bool,
@@ -59,7 +65,9 @@ impl GigscopeSource {
             metrics: JsonlTail::new(dir.join(METRICS_FILE)),
             meta_bytes: None,
             meta_read: false,
-            errors: Default::default(),
+            skipped: [EPISODES_FILE, METRICS_FILE, RUN_META_FILE].map(SkipOnce::new),
+            tail: None,
+            tail_reported: false,
             behind: true,
             lean: Vec::new(),
         }
@@ -83,16 +91,57 @@ impl GigscopeSource {
         // reports the new content, rather than the change being missed.
         self.meta_bytes = bytes;
         self.meta_read = true;
+        // A damaged run.json is skipped (it is optional): the run reads without its description.
         match read_meta(&self.dir) {
             Ok(meta) => {
-                events.extend(self.errors[2].report(None));
+                events.extend(self.skipped[2].report(None));
                 self.lean.iter_mut().for_each(|lean| lean.described(meta.as_ref()));
                 events.push(LiveEvent::Meta(meta.map(Box::new)));
             }
-            Err(err) => events.extend(self.errors[2].report(Some(err.to_string()))),
+            Err(err) => {
+                let reason = format!("{err}; the run is read without it (run.json is optional)");
+                events.extend(self.skipped[2].report(Some(reason)));
+            }
+        }
+    }
+
+    /// The unfinished last line of `episodes.jsonl` after a poll that caught up, reported once it has stopped
+    /// growing: not modified for [`TAIL_SETTLES_AFTER`], or unchanged for that long between polls; and said
+    /// gone when its newline arrives (or the file is cut).
+    fn poll_tail(&mut self, file_len: u64, events: &mut Vec<LiveEvent>) {
+        let offset = self.episodes.offset();
+        let now = Instant::now();
+        if file_len <= offset {
+            self.tail = None;
+            if std::mem::take(&mut self.tail_reported) {
+                events.push(LiveEvent::TornTail(None));
+            }
+            return;
+        }
+        let len = file_len - offset;
+        match self.tail {
+            Some((at, known, _)) if at == offset && known == len => {}
+            _ => {
+                self.tail = Some((offset, len, now));
+                if std::mem::take(&mut self.tail_reported) {
+                    events.push(LiveEvent::TornTail(None));
+                }
+            }
+        }
+        let Some((_, _, since)) = self.tail else { return };
+        let path = self.dir.join(EPISODES_FILE);
+        let age = std::fs::metadata(&path).and_then(|m| m.modified()).ok().and_then(|m| m.elapsed().ok());
+        let settled = now.duration_since(since) >= TAIL_SETTLES_AFTER || age.is_some_and(|a| a >= TAIL_SETTLES_AFTER);
+        if settled && !self.tail_reported {
+            self.tail_reported = true;
+            let line = self.episodes.lines() + 1;
+            events.push(LiveEvent::TornTail(Some(TornTail { file: EPISODES_FILE.to_string(), line, bytes: len })));
         }
     }
 }
+
+/// An unfinished last line that has not changed for this long is not being written: it is reported.
+pub const TAIL_SETTLES_AFTER: Duration = Duration::from_secs(2);
 
 /// Whether a batch stopped with more to read, and how far reading is.
 fn progress<T>(batch: &Result<TailBatch<T>, RunError>) -> (bool, LiveEvent) {
@@ -102,17 +151,40 @@ fn progress<T>(batch: &Result<TailBatch<T>, RunError>) -> (bool, LiveEvent) {
     }
 }
 
+/// A file of the run that cannot be read, said once while it lasts ([`LiveEvent::Skipped`]), and said again
+/// readable when it is.
+#[derive(Debug)]
+struct SkipOnce {
+    file: &'static str,
+    last: Option<String>,
+}
+
+impl SkipOnce {
+    fn new(file: &'static str) -> SkipOnce {
+        SkipOnce { file, last: None }
+    }
+
+    /// The event to send for this outcome (`None`: the file was read), if any.
+    fn report(&mut self, error: Option<String>) -> Option<LiveEvent> {
+        if error == self.last {
+            return None;
+        }
+        self.last = error.clone();
+        Some(LiveEvent::Skipped { file: self.file.to_string(), reason: error })
+    }
+}
+
 /// The events of one tail's batch, in order.
 fn batch_events<T>(
     batch: Result<TailBatch<T>, RunError>,
     file: LiveFile,
     wrap: impl FnOnce(Vec<(u64, T)>) -> LiveEvent,
-    errors: &mut ErrorOnce,
+    skipped: &mut SkipOnce,
     events: &mut Vec<LiveEvent>,
 ) {
     match batch {
         Ok(batch) => {
-            events.extend(errors.report(None));
+            events.extend(skipped.report(None));
             if batch.reset {
                 events.push(LiveEvent::Reset(file));
             }
@@ -123,7 +195,7 @@ fn batch_events<T>(
                 events.push(LiveEvent::BrokenLines(file, batch.errors));
             }
         }
-        Err(err) => events.extend(errors.report(Some(err.to_string()))),
+        Err(err) => events.extend(skipped.report(Some(err.to_string()))),
     }
 }
 
@@ -135,7 +207,7 @@ impl RunSource for GigscopeSource {
     fn poll(&mut self) -> SourcePoll {
         let mut events = Vec::new();
         self.poll_meta(&mut events);
-        let [episode_errors, metric_errors, _] = &mut self.errors;
+        let [episode_errors, metric_errors, _] = &mut self.skipped;
         let (more, progress) = match self.lean.split_first_mut() {
             Some((first, others)) => {
                 let mut parsers: Vec<_> = std::iter::once(&mut *first)
@@ -182,13 +254,29 @@ impl RunSource for GigscopeSource {
         // Metrics are read once the episodes have caught up (they are small, and come after them in time).
         if !more {
             batch_events(self.metrics.poll(), LiveFile::Metrics, LiveEvent::Metrics, metric_errors, &mut events);
+            // A torn last line is picked up when its newline arrives, which the writer's next event announces;
+            // one that has stopped growing is reported (the periodic re-scan sees it settle).
+            if let LiveEvent::Progress { total, .. } = progress {
+                self.poll_tail(total, &mut events);
+            }
         }
         if more || self.behind {
             events.push(progress);
         }
         self.behind = more;
-        // A torn last line is picked up when its newline arrives, which the writer's next event announces.
         SourcePoll { events, pending: false, more }
+    }
+
+    fn finish(&mut self) -> Vec<LiveEvent> {
+        // No later poll will see the unfinished last line settle or end: it is not read, and said so now.
+        let Some((_, bytes, _)) = self.tail.filter(|_| !self.tail_reported) else { return Vec::new() };
+        let line = self.episodes.lines() + 1;
+        let reason = format!(
+            "line {line} is unfinished ({bytes} bytes, no newline yet) and was modified less than {}s ago: a writer \
+             is probably still at it; not read",
+            TAIL_SETTLES_AFTER.as_secs()
+        );
+        vec![LiveEvent::Skipped { file: EPISODES_FILE.to_string(), reason: Some(reason) }]
     }
 
     fn read_lean(&mut self, reading: LeanReading) {

@@ -36,6 +36,7 @@ use super::layout::Layout;
 
 pub use events::{
     ErrorOnce, LeanRecord, Listing, LiveEvent, LiveFile, RegisteredLayout, RunSource, SourceOptions, SourcePoll,
+    TornTail,
 };
 pub use gigscope::{GigscopeSource, EPISODES_PART_BYTES};
 pub use trl::TrlSource;

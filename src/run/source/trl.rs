@@ -52,9 +52,11 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use parquet::basic::Type as PhysicalType;
+use parquet::basic::{ConvertedType, Type as PhysicalType};
+use parquet::column::reader::get_typed_column_reader;
+use parquet::data_type::ByteArrayType;
 use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::record::Field;
+use parquet::record::{Field, Row};
 use serde_json::{json, Map, Value};
 
 use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
@@ -103,6 +105,8 @@ struct Parsed {
 struct Unreadable {
     stamp: Stamp,
     since: Instant,
+    /// Why, as the reader said it.
+    error: String,
     reported: bool,
 }
 
@@ -185,13 +189,17 @@ impl TrlSource {
         }
     }
 
-    /// Look at one step file: read it if it is new or changed. Whether it is still pending.
+    /// Look at one step file: read it if it is new or changed. Whether it is still pending. A file that stays
+    /// unreadable is skipped ([`LiveEvent::Skipped`]), and said readable again when it is.
     fn refresh(&mut self, step: u64, path: &Path, rel: &str, events: &mut Vec<LiveEvent>) -> bool {
         let group_size = self.group_size;
         let Some(file) = self.files.get_mut(&step) else { return false };
+        let was_skipped = file.unreadable.as_ref().is_some_and(|u| u.reported);
         let (pending, report) = refresh_file(file, path, rel, step, group_size);
-        if let Some(message) = report {
-            self.book.say(message, events);
+        if let Some(reason) = report {
+            events.push(LiveEvent::Skipped { file: rel.to_string(), reason: Some(reason) });
+        } else if was_skipped && file.unreadable.is_none() {
+            events.push(LiveEvent::Skipped { file: rel.to_string(), reason: None });
         }
         pending
     }
@@ -269,7 +277,7 @@ fn refresh_file(
                 return (false, None);
             }
             Err(error) => {
-                file.unreadable = Some(Unreadable { stamp, since: now, reported: false });
+                file.unreadable = Some(Unreadable { stamp, since: now, error: error.to_string(), reported: false });
                 Some(error)
             }
         },
@@ -294,7 +302,7 @@ fn refresh_file(
         },
     };
     let message = format!(
-        "{rel}: cannot be read ({error}); it has not changed for {}s, so it is not being written: skipped until it \
+        "cannot be read ({error}); it has not changed for {}s, so it is not being written: skipped until it \
          changes{kept}",
         STALE_AFTER.as_secs()
     );
@@ -392,6 +400,24 @@ impl RunSource for TrlSource {
         SourcePoll { events, pending, more: false }
     }
 
+    fn finish(&mut self) -> Vec<LiveEvent> {
+        // A file that cannot be read yet and changed lately is being written: no later poll reads it, so it is
+        // skipped, and said so now rather than after it settles.
+        let (_, prefix) = self.completions_dir();
+        let mut events = Vec::new();
+        for file in self.files.values().filter(|f| f.content.is_none()) {
+            let Some(unreadable) = file.unreadable.as_ref().filter(|u| !u.reported) else { continue };
+            let reason = format!(
+                "cannot be read yet ({}): it changed less than {}s ago, so it is probably still being written (a \
+                 parquet file's footer comes last); skipped",
+                unreadable.error,
+                STALE_AFTER.as_secs()
+            );
+            events.push(LiveEvent::Skipped { file: format!("{prefix}{}", file.name), reason: Some(reason) });
+        }
+        events
+    }
+
     fn watches(&self, path: &Path) -> bool {
         path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == COMPLETIONS_DIR || file_step(n).is_some())
     }
@@ -476,19 +502,12 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
         notices.push(format!("{rel}: no numeric `advantage` column; its rows have no trainer advantage to compare"));
     }
     let mut rows = Vec::new();
-    let mut broken = Vec::new();
-    let iter = reader.get_row_iter(None)?;
-    for (i, row) in iter.enumerate() {
-        let number = i as u64 + 1;
-        let row = match row {
-            Ok(row) => row,
-            Err(err) => {
-                // The row reader cannot go on after a bad page: the rest of the file is lost.
-                let reason = format!("rows {number} to {} could not be read: {err}", total.max(number));
-                broken.push(LineError { file: Some(rel.to_string()), line: number, reason });
-                break;
-            }
-        };
+    let known: Vec<usize> = [columns.prompt, columns.completion, columns.step, columns.advantage]
+        .into_iter()
+        .flatten()
+        .chain(columns.rewards.iter().map(|(i, _)| *i))
+        .collect();
+    let broken = read_rows(&reader, total, rel, |number, row| {
         let values: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
         let at = |i: Option<usize>| i.and_then(|i| values.get(i).copied());
         let mut data = RowData {
@@ -500,18 +519,13 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
             step: at(columns.step).and_then(integer_of),
             columns: Map::new(),
         };
-        let known: Vec<usize> = [columns.prompt, columns.completion, columns.step, columns.advantage]
-            .into_iter()
-            .flatten()
-            .chain(columns.rewards.iter().map(|(i, _)| *i))
-            .collect();
         for (i, (name, field)) in row.get_column_iter().enumerate() {
             if !known.contains(&i) {
                 data.columns.insert(name.clone(), to_json(field));
             }
         }
         rows.push(data);
-    }
+    })?;
     if let Some(other) = rows.iter().find_map(|r| r.step.filter(|&s| s != step as i64)) {
         notices.push(format!("{rel}: its step column says {other}, its name {step}; the name is used"));
     }
@@ -528,6 +542,158 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
     let episodes =
         rows.into_iter().zip(group_of).map(|(r, g)| (r.row, episode(r, g, step, rel, &reward_names))).collect();
     Ok((stamp, Parsed { episodes, broken, notices, reward_names, fingerprint }))
+}
+
+/// Hand every row of the file to `row` with its 1-based number, in order; the rows that could not be read.
+///
+/// A text cell that is not UTF-8 stops parquet's row reader for the rest of the file. The rows from there on
+/// are then read again without the (top-level) text columns holding such cells, those columns are read on
+/// their own, and only the rows with a bad cell are broken, each named by its row and column. A bad cell inside
+/// a nested column (chat messages), or any other error, still loses the rest of the file, said with its rows.
+fn read_rows(
+    reader: &SerializedFileReader<File>,
+    total: u64,
+    rel: &str,
+    mut row: impl FnMut(u64, Row),
+) -> Result<Vec<LineError>, ReadError> {
+    let broken = |number: u64, why: String| {
+        let reason = format!("rows {number} to {} could not be read: {why}", total.max(number));
+        vec![LineError { file: Some(rel.to_string()), line: number, reason }]
+    };
+    for (i, read) in reader.get_row_iter(None)?.enumerate() {
+        let number = i as u64 + 1;
+        match read {
+            Ok(read) => row(number, read),
+            Err(err) => {
+                if err.to_string().contains("BYTE_ARRAY as String") {
+                    if let Some(bad) = bad_text_cells(reader)? {
+                        return read_rows_around(reader, number, &bad, rel, row);
+                    }
+                }
+                return Ok(broken(number, row_error_reason(number, &err)));
+            }
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// A top-level text column's cells, one per row: the text (`None` for null), or where its bytes stop being
+/// UTF-8.
+type TextCells = Vec<Option<Result<String, usize>>>;
+
+/// The top-level text columns that hold a cell that is not UTF-8, by field index, with every cell; `None` when
+/// such a cell is inside a nested column (which cannot be read on its own here).
+fn bad_text_cells(reader: &SerializedFileReader<File>) -> Result<Option<BTreeMap<usize, TextCells>>, ReadError> {
+    let schema = reader.metadata().file_metadata().schema_descr_ptr();
+    let fields = schema.root_schema().get_fields();
+    let mut bad = BTreeMap::new();
+    for (leaf, column) in schema.columns().iter().enumerate() {
+        let text = matches!(column.converted_type(), ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON);
+        if column.physical_type() != PhysicalType::BYTE_ARRAY || !text {
+            continue;
+        }
+        let (max_def, nested) = (column.max_def_level(), column.max_rep_level() > 0 || column.path().parts().len() > 1);
+        let mut cells: TextCells = Vec::new();
+        for group in 0..reader.num_row_groups() {
+            let group = reader.get_row_group(group)?;
+            let mut values = get_typed_column_reader::<ByteArrayType>(group.get_column_reader(leaf)?);
+            let (mut defs, mut reps, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+            loop {
+                defs.clear();
+                reps.clear();
+                batch.clear();
+                let (records, _, levels) = values.read_records(1024, Some(&mut defs), Some(&mut reps), &mut batch)?;
+                if records == 0 && levels == 0 {
+                    break;
+                }
+                if nested {
+                    if batch.iter().any(|v: &parquet::data_type::ByteArray| std::str::from_utf8(v.data()).is_err()) {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                let mut next = batch.iter();
+                for k in 0..levels {
+                    let present = max_def == 0 || defs.get(k) == Some(&max_def);
+                    let cell = present
+                        .then(|| next.next())
+                        .flatten()
+                        .map(|v| String::from_utf8(v.data().to_vec()).map_err(|e| e.utf8_error().valid_up_to()));
+                    cells.push(cell);
+                }
+            }
+        }
+        if cells.iter().any(|c| matches!(c, Some(Err(_)))) {
+            let name = column.path().parts().first().cloned().unwrap_or_default();
+            if let Some(field) = fields.iter().position(|f| f.name() == name) {
+                bad.insert(field, cells);
+            }
+        }
+    }
+    Ok((!bad.is_empty()).then_some(bad))
+}
+
+/// The rows from `from` on, read without the text columns of `bad` and given those columns' cells back; the
+/// rows with a cell that is not UTF-8 are broken, each named.
+fn read_rows_around(
+    reader: &SerializedFileReader<File>,
+    from: u64,
+    bad: &BTreeMap<usize, TextCells>,
+    rel: &str,
+    mut row: impl FnMut(u64, Row),
+) -> Result<Vec<LineError>, ReadError> {
+    let root = reader.metadata().file_metadata().schema_descr().root_schema().clone();
+    let fields = root.get_fields();
+    let kept: Vec<_> =
+        fields.iter().enumerate().filter(|(i, _)| !bad.contains_key(i)).map(|(_, f)| f.clone()).collect();
+    let projection = parquet::schema::types::Type::group_type_builder(root.name()).with_fields(kept).build()?;
+    let mut broken = Vec::new();
+    for (i, read) in reader.get_row_iter(Some(projection))?.enumerate() {
+        let number = i as u64 + 1;
+        let read = match read {
+            Ok(read) if number >= from => read,
+            Ok(_) => continue,
+            Err(err) => {
+                let reason = format!("rows {number} and after could not be read: {}", row_error_reason(number, &err));
+                broken.push(LineError { file: Some(rel.to_string()), line: number, reason });
+                break;
+            }
+        };
+        let cell = |field: usize| bad.get(&field).and_then(|cells| cells.get(i));
+        let bad_cells: Vec<String> = bad
+            .keys()
+            .filter_map(|&f| match cell(f) {
+                Some(Some(Err(at))) => Some(format!("`{}` (at byte {at})", fields[f].name())),
+                _ => None,
+            })
+            .collect();
+        if !bad_cells.is_empty() {
+            let reason = format!("text not valid UTF-8 in column {}: row skipped", bad_cells.join(", "));
+            broken.push(LineError { file: Some(rel.to_string()), line: number, reason });
+            continue;
+        }
+        let mut others = read.into_columns().into_iter();
+        let whole = (0..fields.len())
+            .filter_map(|f| match cell(f) {
+                Some(Some(Ok(text))) => Some((fields[f].name().to_string(), Field::Str(text.clone()))),
+                Some(_) => Some((fields[f].name().to_string(), Field::Null)),
+                None if bad.contains_key(&f) => Some((fields[f].name().to_string(), Field::Null)),
+                None => others.next(),
+            })
+            .collect();
+        row(number, Row::new(whole));
+    }
+    Ok(broken)
+}
+
+/// Why a row could not be read, in words: a text cell that is not UTF-8 is said so, without the bytes the
+/// parquet reader quotes.
+fn row_error_reason(row: u64, err: &parquet::errors::ParquetError) -> String {
+    let text = err.to_string();
+    if text.contains("BYTE_ARRAY as String") {
+        return format!("row {row} holds a text cell that is not valid UTF-8, and the parquet row reader cannot go on");
+    }
+    text
 }
 
 fn episode(r: RowData, group: usize, step: u64, rel: &str, reward_names: &[String]) -> Episode {

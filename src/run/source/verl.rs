@@ -196,10 +196,11 @@ impl VerlSource {
         current
     }
 
-    /// Read one complete step file into events.
-    fn deliver(&mut self, key: &Key, stamp: Stamp, events: &mut Vec<LiveEvent>) -> Delivery {
+    /// Read one complete step file into events; with `still_written`, a file a writer is still at (a one-shot
+    /// read's last look): its complete lines only, an unfinished last line skipped and said so.
+    fn deliver(&mut self, key: &Key, stamp: Stamp, still_written: bool, events: &mut Vec<LiveEvent>) -> Delivery {
         let (number, name) = key;
-        let bytes = match read_whole(&self.dir.join(name), stamp) {
+        let mut bytes = match read_whole(&self.dir.join(name), stamp) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Delivery::Changed,
             Err(err) => {
@@ -207,11 +208,27 @@ impl VerlSource {
                 return Delivery::Failed;
             }
         };
-        let (rows, errors, unterminated) = parse_rows(name, &bytes);
+        if still_written {
+            let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            if complete < bytes.len() {
+                let line = bytes[..complete].iter().filter(|&&b| b == b'\n').count() + 1;
+                let reason = format!(
+                    "line {line} is unfinished ({} bytes, no newline yet) and the file changed less than {}s ago: \
+                     verl is probably still writing it; its complete rows are read, that line is not",
+                    bytes.len() - complete,
+                    SETTLE.as_secs()
+                );
+                events.push(LiveEvent::Skipped { file: name.clone(), reason: Some(reason) });
+                bytes.truncate(complete);
+            }
+        }
+        let (rows, mut errors, unterminated) = parse_rows(name, &bytes);
         if let Some(line) = unterminated {
             self.book.say(format!("{name}: line {line} has no newline at its end; read as it is"), events);
         }
-        let built = build(name, *number, rows);
+        let mut built = build(name, *number, rows);
+        errors.append(&mut built.duplicates);
+        errors.sort_by_key(|e| e.line);
         if built.rows_without_uid > 0 {
             if built.rows_with_uid == 0 {
                 if !self.legacy_noticed {
@@ -362,13 +379,28 @@ impl RunSource for VerlSource {
         // Remember what is there now.
         self.seen = current;
         for (key, stamp) in deliver {
-            match self.deliver(&key, stamp, &mut events) {
+            match self.deliver(&key, stamp, false, &mut events) {
                 Delivery::Done => self.book.record(key, stamp),
                 Delivery::Changed => pending = true,
                 Delivery::Failed => {}
             }
         }
         SourcePoll { events, pending, more: false }
+    }
+
+    fn finish(&mut self) -> Vec<LiveEvent> {
+        // Step files still being written (changed lately, last line unfinished): no later poll reads them, so
+        // their complete rows are read now, in step order, and their unfinished lines said skipped.
+        let mut events = Vec::new();
+        let waiting: Vec<Key> = self.seen.keys().filter(|k| self.book.delivered(k).is_none()).cloned().collect();
+        for key in waiting {
+            let Ok(meta) = std::fs::metadata(self.dir.join(&key.1)) else { continue };
+            let stamp = Stamp::of(&meta);
+            if let Delivery::Done = self.deliver(&key, stamp, true, &mut events) {
+                self.book.record(key, stamp);
+            }
+        }
+        events
     }
 
     fn watches(&self, path: &Path) -> bool {
@@ -522,6 +554,8 @@ struct Draft {
 /// The episodes of one step file and what is worth a notice.
 struct Built {
     episodes: Vec<(u64, Episode)>,
+    /// Rows that repeat a v1 row of the file (same uid): skipped, not taken for another step.
+    duplicates: Vec<LineError>,
     notices: Vec<String>,
     rows_with_uid: usize,
     rows_without_uid: usize,
@@ -533,6 +567,9 @@ fn build(name: &str, step: u64, rows: Vec<Row>) -> Built {
     let mut drafts: Vec<Draft> = Vec::new();
     let mut sessions: HashMap<String, usize> = HashMap::new();
     let mut by_input: HashMap<String, String> = HashMap::new();
+    // Each v1 uid's line: verl writes each output of a session once.
+    let mut uid_lines: HashMap<String, u64> = HashMap::new();
+    let mut duplicates = Vec::new();
     let (mut rows_with_uid, mut rows_without_uid) = (0, 0);
     for row in rows {
         let uid = match row.columns.get("uid") {
@@ -555,6 +592,15 @@ fn build(name: &str, step: u64, rows: Vec<Row>) -> Built {
         rows_with_uid += 1;
         match split_uid(&uid) {
             Some((prompt, session, index)) => {
+                if let Some(first) = uid_lines.get(&uid) {
+                    let reason = format!(
+                        "duplicate row: uid {uid:?} was already on line {first} (verl writes each output once); \
+                         skipped, not read as another step"
+                    );
+                    duplicates.push(LineError { file: Some(name.to_string()), line: row.line, reason });
+                    continue;
+                }
+                uid_lines.insert(uid.clone(), row.line);
                 let key = format!("{prompt}_{session}");
                 if let Some(&at) = sessions.get(&key) {
                     drafts[at].rows.push((index, row));
@@ -596,7 +642,7 @@ fn build(name: &str, step: u64, rows: Vec<Row>) -> Built {
     if let Some(sizes) = unequal_groups(&episodes) {
         notices.push(format!("{name}: groups of unequal size: {sizes}"));
     }
-    Built { episodes, notices, rows_with_uid, rows_without_uid }
+    Built { episodes, duplicates, notices, rows_with_uid, rows_without_uid }
 }
 
 /// "3 groups of 4 episodes, 1 of 2 (s2-…)" when the groups' sizes differ.

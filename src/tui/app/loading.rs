@@ -38,7 +38,22 @@ pub fn open_as(
     let mut state = State::new(run, config, size);
     state.domain.read_all(&mut tails);
     state.rebuild();
+    note_partial_groups(&mut state);
     Ok((state, tails))
+}
+
+/// The run's partial groups (cut short by a writer that stopped: [`crate::run::partial_groups`]) as reader
+/// notes, once the run has been read, so that the overview does not show them as smaller complete groups.
+fn note_partial_groups(state: &mut State) {
+    let run = &mut state.domain.run;
+    let sizes = run.meta.as_ref().map(crate::run::RunMeta::group_sizes).unwrap_or_default();
+    let episodes = state.domain.episodes.iter().map(|e| (e.group.as_str(), e.iteration));
+    for group in crate::run::partial_groups(episodes, &sizes) {
+        let note = group.to_string();
+        if !run.notices.contains(&note) {
+            run.notices.push(note);
+        }
+    }
 }
 
 /// The state to show first (nothing read yet) and how the run is to be read, for the app's way of opening a
@@ -167,11 +182,7 @@ impl Loading {
         match reading {
             Reading::Cached(head) => {
                 // Said, so that a run that opens at once is not taken for a stale one.
-                state.ui.message = Some(format!(
-                    "{} episodes taken from the load cache, reading on from line {} (GIGSCOPE_NO_CACHE=1 reads \
-                     the files)",
-                    head.episodes, head.position.lines
-                ));
+                state.ui.message = Some(head.taken());
                 state.domain.adopt_load_cache(*head);
                 // Settings recorded in run.json, on no episodes yet: instant.
                 state.rebuild();
@@ -223,7 +234,11 @@ impl Loading {
         } else if !self.backlog.is_empty() {
             let part = live::next_part(&mut self.backlog);
             let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
-            (if part.is_empty() { Effects::none() } else { update(state, Msg::Live(part, Instant::now())) }, caught_up)
+            let fx = if part.is_empty() { Effects::none() } else { update(state, Msg::Live(part, Instant::now())) };
+            if caught_up {
+                note_partial_groups(state);
+            }
+            (fx, caught_up)
         } else {
             // Nothing to merge: the next part of the load cache being copied, if any.
             state.domain.copy_load_cache();
