@@ -46,12 +46,3 @@ pub use source::SourceOptions;
 pub use span::{line_checksum, LineSpan, ReadFrom};
 pub use text_on_disk::anchor_hash;
 pub use writer::{torn_tail_file, write_atomic, RunWriter};
-
-/// The former path of [`text_on_disk`], [`LeanReading`] and the line span, for work begun before the rename
-/// (run/ without circles, 2026-11-25) to merge; new code uses those paths. Remove once those branches landed.
-#[doc(hidden)]
-pub mod lean {
-    pub use crate::run::lean_reading::LeanReading;
-    pub use crate::run::span::{line_checksum, LineSpan, ReadFrom};
-    pub use crate::run::text_on_disk::*;
-}

@@ -264,6 +264,9 @@ pub enum TextError {
     Changed { path: PathBuf, line: u64 },
     #[error("{path}: line {line}: {message}")]
     Parse { path: PathBuf, line: u64, message: String },
+    /// Asked of a viewer for an episode it did not read back for the frame being drawn.
+    #[error("not read back yet")]
+    NotReadBack,
 }
 
 /// Episodes kept in the cache of a [`TextStore`]: the views show a few episodes at a time.

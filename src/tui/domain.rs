@@ -3,7 +3,7 @@
 //! knows about the screen, the keys or the selection: [`super::state::State`] holds a [`Domain`] beside the UI
 //! state and keeps its selection valid when the domain changes.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 
@@ -290,6 +290,10 @@ pub struct Domain {
     pub grouping_job: Option<AnchorMode>,
     /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
     pub episodes_version: u64,
+    /// The full records of the episodes the view about to be drawn shows, read back by [`Domain::show`] (from
+    /// `update`, never while drawing), and the [`Domain::episodes_version`] they were read at.
+    shown: HashMap<usize, Result<Arc<Episode>, TextError>>,
+    shown_version: u64,
     /// The run's load cache, when the viewer keeps one ([`Domain::keep_load_cache`]).
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
@@ -348,6 +352,8 @@ impl Domain {
             groupings: Vec::new(),
             grouping_job: None,
             episodes_version: 0,
+            shown: HashMap::new(),
+            shown_version: 0,
             load_cache: None,
             cached: Default::default(),
             expected_episodes: 0,
@@ -568,9 +574,36 @@ impl Domain {
 
     /// The full record of episode `e`, text and all: read back from the run's file (or kept in memory for
     /// layouts converted from other files). An error when the file no longer holds it (truncated, replaced or
-    /// rewritten since it was read: the watcher is about to read the run again).
-    pub fn episode(&self, e: usize) -> Result<Arc<Episode>, TextError> {
+    /// rewritten since it was read: the watcher is about to read the run again). This reads the file: drawing
+    /// uses [`Domain::episode`] instead.
+    pub fn read_episode(&self, e: usize) -> Result<Arc<Episode>, TextError> {
         self.episodes[e].text.read()
+    }
+
+    /// Read back the full records of `episodes` (those the view about to be drawn shows), keeping the ones read
+    /// for an earlier frame and forgetting the rest, so that drawing reads them from memory
+    /// ([`Domain::episode`]). Called by `update` after every message.
+    pub fn show(&mut self, episodes: impl IntoIterator<Item = usize>) {
+        if self.shown_version != self.episodes_version {
+            self.shown.clear();
+            self.shown_version = self.episodes_version;
+        }
+        let mut kept = HashMap::new();
+        for e in episodes.into_iter().filter(|&e| e < self.episodes.len()) {
+            let record = match self.shown.remove(&e) {
+                Some(record) => record,
+                None => self.read_episode(e),
+            };
+            kept.insert(e, record);
+        }
+        self.shown = kept;
+    }
+
+    /// Episode `e`'s full record as [`Domain::show`] read it back for this frame: no I/O, for drawing.
+    /// [`TextError::NotReadBack`] for an episode the view did not name.
+    pub fn episode(&self, e: usize) -> Result<&Arc<Episode>, &TextError> {
+        static NOT_READ_BACK: TextError = TextError::NotReadBack;
+        self.shown.get(&e).map_or(Err(&NOT_READ_BACK), Result::as_ref)
     }
 
     /// What the run's environment can do ([`crate::env_registry::capabilities`]).

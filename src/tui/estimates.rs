@@ -66,7 +66,7 @@ pub fn group_rows(domain: &Domain, group: u32) -> Vec<RowRef> {
 /// The episode `e` of the run, read back from the run's file. One that can no longer be read (the file
 /// changed; the watcher reads the run again) stands in without steps.
 pub fn episode(domain: &Domain, e: u32) -> Arc<Episode> {
-    domain.episode(e as usize).unwrap_or_else(|_| {
+    domain.read_episode(e as usize).unwrap_or_else(|_| {
         let lean = &domain.episodes[e as usize];
         Arc::new(Episode::new(lean.id.as_str(), lean.group.as_str(), Vec::new()))
     })

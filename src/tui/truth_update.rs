@@ -84,7 +84,7 @@ fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
     // The iteration's episodes, read back from the run's file for the agreements.
     let mut episodes = (0..domain.episodes.len())
         .filter(|&e| domain.episodes[e].iteration == iteration)
-        .map(|e| domain.episode(e).map(|ep| Episode::clone(&ep)).map_err(TruthJobError::ReadBack))
+        .map(|e| domain.read_episode(e).map(|ep| Episode::clone(&ep)).map_err(TruthJobError::ReadBack))
         .collect::<Result<Vec<_>, _>>()?;
     crate::env::fill_page_anchors(&mut episodes, crate::env_registry::page_anchor(run));
     Ok(TruthJobRequest {

@@ -18,7 +18,16 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
     let mut fx = handle(state, msg);
     // What the view about to be drawn shows is computed now (drawing only reads it), or asked of a job.
     fx.extend(refresh_estimates(state));
+    read_shown_text(state);
     fx
+}
+
+/// Read back the full records of the episodes the view about to be drawn shows
+/// ([`views::Component::shown_episodes`]), so that drawing does no I/O. `update` calls it after every message;
+/// the main loop calls it again before a frame that a message did not cause (a run read anew).
+pub fn read_shown_text(state: &mut State) {
+    let shown = component(state.ui.view).shown_episodes(state);
+    state.domain.show(shown);
 }
 
 /// What the view about to be drawn shows and takes long enough to keep: the estimators view's columns of the

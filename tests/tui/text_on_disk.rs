@@ -35,7 +35,7 @@ fn the_episode_view_shows_text_read_back_from_the_file() {
     assert!(s.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::OnDisk { .. })));
     episode_view(&mut s);
     let e = s.episode_index().unwrap();
-    let full = s.domain.episode(e).unwrap();
+    let full = s.domain.read_episode(e).unwrap();
     // The record read back is the file's line, field for field.
     let line = std::fs::read_to_string(dir.join(EPISODES_FILE)).unwrap().lines().nth(e).unwrap().to_string();
     assert_eq!(*full, serde_json::from_str::<gigscope::run::Episode>(&line).unwrap());
@@ -62,8 +62,14 @@ fn a_replaced_file_is_never_read_as_other_text_and_the_reset_reads_it_again() {
     let staged = dir.join("episodes.jsonl.tmp");
     std::fs::write(&staged, &replaced).unwrap();
     std::fs::rename(&staged, &path).unwrap();
-    let err = s.domain.episode(e).unwrap_err().to_string();
+    // The episode on screen was read back before the change and stays as it was read; the next one cannot be
+    // read back.
+    assert!(render(&s).contains(&format!("episode {id}")));
+    let next = s.group_episodes()[1] as usize;
+    let err = s.domain.read_episode(next).unwrap_err().to_string();
     assert!(err.contains("no longer the line that was read"), "{err}");
+    keys(&mut s, &[Action::NextItem]);
+    assert_eq!(s.episode_index(), Some(next));
     let screen = render(&s);
     assert!(screen.contains("cannot show this episode"), "{screen}");
 
@@ -72,15 +78,15 @@ fn a_replaced_file_is_never_read_as_other_text_and_the_reset_reads_it_again() {
     assert!(events.iter().any(|ev| matches!(ev, LiveEvent::Reset(_))));
     update(&mut s, Msg::Live(events, Instant::now()));
     let e = s.domain.episodes.iter().position(|x| x.id == id).unwrap();
-    let full = s.domain.episode(e).unwrap();
+    let full = s.domain.read_episode(e).unwrap();
     assert!(full.steps.iter().any(|step| step.action.starts_with("click[x")), "{:?}", full.steps);
 
     // Truncated: the lines that are gone cannot be read back either.
     let first_line = replaced.lines().next().unwrap().len() + 1;
     OpenOptions::new().write(true).open(&path).unwrap().set_len(first_line as u64).unwrap();
     let last = s.domain.episodes.len() - 1;
-    assert!(s.domain.episode(last).is_err());
-    assert_eq!(s.domain.episode(0).unwrap().id, s.domain.episodes[0].id);
+    assert!(s.domain.read_episode(last).is_err());
+    assert_eq!(s.domain.read_episode(0).unwrap().id, s.domain.episodes[0].id);
 }
 
 #[test]
@@ -102,6 +108,54 @@ fn a_broken_line_is_reported_and_the_lines_after_it_read_back() {
     assert_eq!(s.domain.episodes.len(), lines.len());
     for (e, line) in lines.iter().enumerate() {
         let expected: gigscope::run::Episode = serde_json::from_str(line).unwrap();
-        assert_eq!(*s.domain.episode(e).unwrap(), expected, "episode {e}");
+        assert_eq!(*s.domain.read_episode(e).unwrap(), expected, "episode {e}");
+    }
+}
+
+/// Drawing does no I/O: each view names the episodes it draws, `update` reads them back, and the frame reads
+/// them from memory. Walked through every group, trajectory, step, anchor-group member and search hit of the
+/// fixture, no view draws an episode it did not name (it would show "not read back yet").
+#[test]
+fn every_view_draws_only_episodes_read_back_before_the_frame() {
+    use gigscope::index::{Hit, SearchResults};
+    let (_tmp, dir) = copy_fixture("basic");
+    let mut s = state(&dir);
+    let check = |s: &State, what: &str| {
+        let screen = render(s);
+        assert!(!screen.contains("not read back yet"), "{what}:\n{screen}");
+    };
+    keys(&mut s, &[Action::Open]);
+    for group in 0..s.current_groups().len() {
+        check(&s, &format!("groups view, group {group}"));
+        keys(&mut s, &[Action::Open]);
+        for traj in 0..s.group_episodes().len() {
+            let steps = s.domain.episodes[s.episode_index().unwrap()].steps.len();
+            for step in 0..steps {
+                check(&s, &format!("episode view, group {group} traj {traj} step {step}"));
+                keys(&mut s, &[Action::Anchor]);
+                check(&s, &format!("anchor view, group {group} traj {traj} step {step}"));
+                keys(&mut s, &[Action::Down]);
+                check(&s, &format!("anchor view, second member, group {group} traj {traj} step {step}"));
+                keys(&mut s, &[Action::Back, Action::Down]);
+            }
+            keys(&mut s, &[Action::Compare]);
+            check(&s, &format!("compare view, group {group} traj {traj}"));
+            keys(&mut s, &[Action::Back, Action::NextItem]);
+        }
+        keys(&mut s, &[Action::Back, Action::NextItem]);
+    }
+    // A search with more hits than the screen has rows, walked from the first to the last.
+    let hits: Vec<Hit> = (0..s.domain.episodes.len())
+        .flat_map(|episode| (0..s.domain.episodes[episode].steps.len()).map(move |step| (episode, step)))
+        .map(|(episode, step)| Hit { episode, episode_id: String::new(), step, score: 1.0 })
+        .collect();
+    update(&mut s, Msg::Resize(120, 12));
+    assert!(hits.len() > 2 * 12, "the fixture has {} steps", hits.len());
+    let result = Ok(SearchResults { total: hits.len(), hits: hits.clone() });
+    update(&mut s, Msg::SearchDone { query: "action:*".into(), result, partial: None });
+    assert_eq!(s.ui.view, View::Search);
+    for hit in 0..hits.len() {
+        check(&s, &format!("search view, hit {hit}"));
+        keys(&mut s, &[Action::Down]);
     }
 }

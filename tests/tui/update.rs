@@ -198,7 +198,7 @@ fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode
     assert_eq!(s.domain.live.broken_lines, 2);
     assert_eq!(s.domain.run.errors.last().map(|b| b.line), Some(14));
     // The file is replaced by one holding the selected episode after another one.
-    let kept = gigscope::run::Episode::clone(&s.domain.episode(s.episode_index().unwrap()).unwrap());
+    let kept = gigscope::run::Episode::clone(&s.domain.read_episode(s.episode_index().unwrap()).unwrap());
     let events = vec![
         LiveEvent::Reset(LiveFile::Episodes),
         LiveEvent::Episodes(vec![(1, episode("other", "g", 0)), (2, kept.clone())]),

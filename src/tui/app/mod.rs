@@ -27,7 +27,7 @@ use super::msg::{Effects, Msg};
 use super::runner::{JobNews, Runner};
 use super::state::State;
 use super::theme::color_enabled;
-use super::update::update;
+use super::update::{read_shown_text, update};
 use crate::live::WatchOptions;
 use crate::run::{Layout, SourceOptions};
 
@@ -180,6 +180,7 @@ impl App {
 
     fn draw_if_changed(&mut self) -> Result<(), AppError> {
         if std::mem::take(&mut self.redraw) {
+            read_shown_text(&mut self.state);
             draw(&mut self.guard.terminal, &self.state)?;
         }
         Ok(())

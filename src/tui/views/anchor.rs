@@ -72,6 +72,16 @@ impl Component for Anchor {
         true
     }
 
+    /// The selected step's episode and every member's (one episode group's, so at most its size).
+    fn shown_episodes(&self, state: &State) -> Vec<usize> {
+        let Some(r) = state.row_ref() else { return Vec::new() };
+        let members = state.domain.derived.table.anchor_group_of(r).members.iter().map(|m| m.episode as usize);
+        let mut shown: Vec<usize> = std::iter::once(r.episode as usize).chain(members).collect();
+        shown.sort_unstable();
+        shown.dedup();
+        shown
+    }
+
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
         render(state, area, buf);
     }

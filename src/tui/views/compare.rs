@@ -44,7 +44,7 @@ impl Component for Compare {
     fn highlight(&self, state: &State) -> Option<String> {
         let (ea, eb) = (state.episode_index()?, state.other_index()?);
         let (a, b) = (state.domain.episode(ea).ok()?, state.domain.episode(eb).ok()?);
-        let d = divergence(&a, &b);
+        let d = divergence(a, b);
         let t = &state.domain.derived.table;
         let at = |e: usize| t.episode_rows(e).get(d).map_or("—".to_string(), |r| adv(r.advantage));
         Some(format!("at the first divergent step {d}: A {} for trajectory A, {} for B", at(ea), at(eb)))
@@ -60,6 +60,10 @@ impl Component for Compare {
 
     fn selects_step(&self) -> bool {
         true
+    }
+
+    fn shown_episodes(&self, state: &State) -> Vec<usize> {
+        state.episode_index().into_iter().chain(state.other_index()).collect()
     }
 
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
@@ -111,9 +115,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let read = |e: usize| state.domain.episode(e);
     let (a, b) = match (read(ea), read(eb)) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(err), _) | (_, Err(err)) => return super::unreadable(state, &err, area, buf),
+        (Err(err), _) | (_, Err(err)) => return super::unreadable(state, err, area, buf),
     };
-    let (a, b) = (&*a, &*b);
+    let (a, b): (&Episode, &Episode) = (a, b);
     let t = &state.domain.derived.table;
     let d = divergence(a, b);
     let [head, table] = ratatui::layout::Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);

@@ -59,14 +59,18 @@ impl Component for EpisodeView {
         true
     }
 
+    fn shown_episodes(&self, state: &State) -> Vec<usize> {
+        state.episode_index().into_iter().collect()
+    }
+
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
         let Some(e) = state.episode_index() else { return };
         let ep = match state.domain.episode(e) {
             Ok(ep) => ep,
-            Err(err) => return super::unreadable(state, &err, area, buf),
+            Err(err) => return super::unreadable(state, err, area, buf),
         };
         let a = areas(state, area);
-        header(state, &ep, a.header, buf);
+        header(state, ep, a.header, buf);
         steps(state, e, a.steps, buf);
         if let Some(step) = ep.steps.get(state.ui.sel.step) {
             detail(state, e, step, a.detail, buf);

@@ -59,6 +59,17 @@ impl Component for Groups {
         true
     }
 
+    /// The selected group's first episode, whose task the header shows.
+    fn shown_episodes(&self, state: &State) -> Vec<usize> {
+        let groups = &state.domain.derived.table.episode_groups;
+        groups
+            .get(state.ui.sel.group as usize)
+            .and_then(|g| g.episodes.first())
+            .map(|&e| e as usize)
+            .into_iter()
+            .collect()
+    }
+
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
         let a = areas(state, area);
         if a.narrow {

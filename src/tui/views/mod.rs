@@ -73,6 +73,13 @@ pub trait Component: Sync {
         true
     }
 
+    /// The episodes whose full records (text and all) the view draws: read back from the run's file before it
+    /// is drawn ([`crate::tui::domain::Domain::show`]), since drawing reads them from memory only
+    /// ([`crate::tui::domain::Domain::episode`]).
+    fn shown_episodes(&self, _state: &State) -> Vec<usize> {
+        Vec::new()
+    }
+
     fn render(&self, state: &State, body: Rect, buf: &mut Buffer);
 
     /// The clickable list in `body`.

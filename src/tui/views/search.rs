@@ -34,6 +34,17 @@ impl Component for Search {
         ]
     }
 
+    /// The hits a window of the terminal's height around the selected one can show.
+    fn shown_episodes(&self, state: &State) -> Vec<usize> {
+        let Some(search) = &state.ui.search else { return Vec::new() };
+        let rows = usize::from(state.ui.size.1);
+        let start = search.current.saturating_sub(rows);
+        let mut shown: Vec<usize> = search.hits.iter().skip(start).take(2 * rows + 1).map(|h| h.episode).collect();
+        shown.sort_unstable();
+        shown.dedup();
+        shown
+    }
+
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
         render(state, area, buf);
     }
@@ -107,9 +118,13 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     });
     let rows = search.hits.iter().enumerate().skip(start).take(body.height as usize).filter_map(|(i, h)| {
         let ep = state.domain.episodes.get(h.episode)?;
-        let full = state.domain.episode(h.episode).ok()?;
-        let step = full.steps.get(h.step)?;
+        let lean_step = ep.steps.get(h.step)?;
         let row = t.get_row(h.episode, h.step)?;
+        // The action is text kept on disk; a hit whose episode cannot be read back still shows, saying so.
+        let action = match state.domain.episode(h.episode) {
+            Ok(full) => full.steps.get(h.step).map_or_else(String::new, |step| step.action.clone()),
+            Err(err) => format!("(cannot read it back: {err})"),
+        };
         let mut cells = vec![
             Cell::from((i + 1).to_string()),
             Cell::from(trunc(&ep.id, 14)),
@@ -117,9 +132,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from(h.step.to_string()),
         ];
         if pages {
-            cells.push(Cell::from(trunc(step.page.as_deref().unwrap_or("—"), 8)));
+            let page = state.domain.pages.name(lean_step.page).filter(|page| !page.is_empty());
+            cells.push(Cell::from(trunc(page.unwrap_or("—"), 8)));
         }
-        cells.extend([Cell::from(step.action.clone()), Cell::from(format!("{:.2}", row.reward))]);
+        cells.extend([Cell::from(action), Cell::from(format!("{:.2}", row.reward))]);
         for c in &extra {
             let v = (c.value)(&row);
             cells.push(if c.signed {
