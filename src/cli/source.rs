@@ -71,4 +71,7 @@ fn report(dir: &Path, run: &Run) {
     for notice in &run.notices {
         eprintln!("warning: {notice}");
     }
+    for group in run.partial_groups() {
+        eprintln!("warning: {}: {group}", dir.display());
+    }
 }

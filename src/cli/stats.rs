@@ -37,13 +37,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (settings, table) = estimate(&run, &args.settings, &args.family)?;
     let stats = run_stats(&run.episodes, &table);
     let aliasing = truth_aliasing(&run, &settings);
+    // Groups cut short by a writer that stopped are counted as what they are, not as smaller groups.
+    let partial_groups: Vec<PartialGroupOut> = run
+        .partial_groups()
+        .into_iter()
+        .map(|p| PartialGroupOut { group: p.group, iteration: p.iteration, episodes: p.episodes, expected: p.expected })
+        .collect();
     if args.json {
-        let out = StatsOut { stats: &stats, aliasing };
+        let out = StatsOut { stats: &stats, partial_groups, aliasing };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let mut out = io::stdout().lock();
-        let written =
-            readable(&mut out, &stats).and_then(|()| aliasing.iter().try_for_each(|a| aliasing::write(&mut out, a)));
+        let written = readable(&mut out, &stats)
+            .and_then(|()| partial_groups.iter().try_for_each(|p| writeln!(out, "partial group   {p}")))
+            .and_then(|()| aliasing.iter().try_for_each(|a| aliasing::write(&mut out, a)));
         match written {
             Err(err) if err.kind() != io::ErrorKind::BrokenPipe => return Err(err.into()),
             _ => {}
@@ -57,8 +64,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct StatsOut<'a> {
     #[serde(flatten)]
     stats: &'a RunStats,
+    /// Groups cut short by a writer that stopped ([`crate::run::partial_groups`]); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    partial_groups: Vec<PartialGroupOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     aliasing: Vec<IterationAliasing>,
+}
+
+/// A partial group as `stats` prints it.
+#[derive(serde::Serialize)]
+struct PartialGroupOut {
+    group: String,
+    iteration: i64,
+    episodes: usize,
+    expected: usize,
+}
+
+impl std::fmt::Display for PartialGroupOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { group, iteration, episodes, expected } = self;
+        write!(f, "{group} (iteration {iteration}): {episodes} of {expected} episodes, its writer stopped part-way")
+    }
 }
 
 /// The aliasing of every iteration of `run` whose truth file is there, under `settings`; a truth file that cannot

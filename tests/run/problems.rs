@@ -110,6 +110,16 @@ fn a_group_cut_short_by_a_stopped_writer_is_partial_not_a_smaller_group() {
     assert!(problems.contains("group d (iteration 2) has 2 of the 4 episodes"), "{problems}");
     assert!(!problems.contains("group p"), "{problems}");
     assert!(stdout(&out).contains("partial groups   1"), "{}", stdout(&out));
+    // stats counts it as partial too, in text and JSON.
+    let out = gigscope(&["stats", path(dir.path())]);
+    assert!(stdout(&out).contains("partial group   d (iteration 2): 2 of 4 episodes"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("group d (iteration 2) has 2 of the 4"), "{}", stderr(&out));
+    let out = gigscope(&["stats", "--json", path(dir.path())]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["partial_groups"],
+        serde_json::json!([{"group": "d", "iteration": 2, "episodes": 2, "expected": 4}])
+    );
     // Without a recorded group size a smaller group is not taken for a cut one.
     fs::remove_file(dir.path().join("run.json")).unwrap();
     assert_eq!(gigscope(&["validate", path(dir.path())]).status.code(), Some(0));
