@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use super::estimate::{chosen_family, estimate};
 use super::flags::{FamilyFlags, SettingsFlags};
-use super::rows::{episode_rows, Format, OutRow, RowWriter};
+use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
 use super::source::SourceFlags;
 use crate::advantage::{AdvantageSettings, AdvantageTable};
 use crate::run::text_on_disk::TextStore;
@@ -107,7 +107,11 @@ pub(super) fn out_rows<'a>(episodes: &'a [Episode], table: &'a AdvantageTable) -
 }
 
 fn write_rows(out: impl Write, episodes: &[Episode], table: &AdvantageTable, format: Format) -> io::Result<()> {
-    let mut writer = RowWriter::new(out, format)?;
+    let mut widths = TableWidths::default();
+    for episode in episodes {
+        widths.fit(&episode.id, &episode.group);
+    }
+    let mut writer = RowWriter::new(out, format, widths)?;
     for row in out_rows(episodes, table) {
         writer.row(&row)?;
     }

@@ -67,24 +67,61 @@ pub(super) fn episode_rows<'a, I: EngineInput + ?Sized>(
     })
 }
 
+/// The widths of the table's text columns: as wide as the longest episode id and group name, so that no id is
+/// cut (a cut id can read the same as its group's other rollouts: `s1-0ebb4354-023…` four times).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TableWidths {
+    episode: usize,
+    group: usize,
+}
+
+impl Default for TableWidths {
+    /// The headers' widths.
+    fn default() -> Self {
+        TableWidths { episode: "episode".len(), group: "group".len() }
+    }
+}
+
+impl TableWidths {
+    /// Widened to hold episode id `id` of group `group`.
+    pub(super) fn fit(&mut self, id: &str, group: &str) {
+        self.episode = self.episode.max(id.chars().count());
+        self.group = self.group.max(group.chars().count());
+    }
+}
+
 /// Writes output rows in one of the formats, header first.
 pub(super) struct RowWriter<W: Write> {
     out: W,
     format: Format,
+    widths: TableWidths,
 }
 
 impl<W: Write> RowWriter<W> {
-    pub(super) fn new(mut out: W, format: Format) -> io::Result<Self> {
+    /// A writer of `format`; `widths` (the table's only) must fit every row's episode id and group.
+    pub(super) fn new(mut out: W, format: Format, widths: TableWidths) -> io::Result<Self> {
         match format {
             Format::Jsonl => {}
             Format::Csv => writeln!(out, "{}", COLUMNS.join(","))?,
             Format::Table => writeln!(
                 out,
-                "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
-                "episode", "group", "iter", "step", "reward", "return", "A_E", "A_S", "A", "sgroup", "size"
+                "{:<ew$} {:<gw$} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                "episode",
+                "group",
+                "iter",
+                "step",
+                "reward",
+                "return",
+                "A_E",
+                "A_S",
+                "A",
+                "sgroup",
+                "size",
+                ew = widths.episode,
+                gw = widths.group,
             )?,
         }
-        Ok(RowWriter { out, format })
+        Ok(RowWriter { out, format, widths })
     }
 
     pub(super) fn row(&mut self, r: &OutRow<'_>) -> io::Result<()> {
@@ -111,9 +148,9 @@ impl<W: Write> RowWriter<W> {
             ),
             Format::Table => writeln!(
                 out,
-                "{:<16} {:<12} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
-                clip(r.episode, 16),
-                clip(r.group, 12),
+                "{:<ew$} {:<gw$} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                r.episode,
+                r.group,
                 r.iteration,
                 r.step,
                 Fixed4(r.reward),
@@ -122,7 +159,9 @@ impl<W: Write> RowWriter<W> {
                 Fixed4(r.step_advantage),
                 Fixed4(r.advantage),
                 r.step_group,
-                r.step_group_size
+                r.step_group_size,
+                ew = self.widths.episode,
+                gw = self.widths.group,
             ),
         }
     }

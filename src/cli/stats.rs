@@ -14,7 +14,6 @@ use crate::run::Run;
 
 use super::estimate::estimate;
 use super::flags::{FamilyFlags, SettingsFlags};
-use super::rows::clip;
 use super::source::SourceFlags;
 
 #[derive(clap::Args, Debug)]
@@ -139,16 +138,18 @@ fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
         let bar = "#".repeat((40 * c.count).div_ceil(largest));
         writeln!(out, "  {:>4} {:>8}  {bar}", c.size, c.count)?;
     }
+    // As wide as the longest group name: a cut name can read the same as another group's.
+    let gw = s.groups.iter().map(|g| g.name.chars().count()).max().unwrap_or(0).max(24);
     writeln!(
         out,
-        "\n{:<24} {:>5} {:>6} {:>8} {:>10} {:>10} {:>7} {:>6}  flags",
+        "\n{:<gw$} {:>5} {:>6} {:>8} {:>10} {:>10} {:>7} {:>6}  flags",
         "group", "eps", "steps", "success", "mean", "std", "sgroups", "single"
     )?;
     for g in &s.groups {
         writeln!(
             out,
-            "{:<24} {:>5} {:>6} {:>8} {:>10.4} {:>10.4} {:>7} {:>6}  {}",
-            clip(&g.name, 24),
+            "{:<gw$} {:>5} {:>6} {:>8} {:>10.4} {:>10.4} {:>7} {:>6}  {}",
+            g.name,
             g.episodes,
             g.steps,
             percent(g.success_rate),

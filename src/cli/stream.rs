@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::rows::{episode_rows, Format, OutRow, RowWriter};
+use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
 use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
 use crate::run::text_on_disk::{LeanEpisode, LeanStep};
 use crate::run::LeanReading;
@@ -31,6 +31,9 @@ use crate::run::{parse_json, Episode, JsonlTail, EPISODES_FILE};
 #[derive(Deserialize)]
 struct Head {
     group: String,
+    /// Only for the table's width: a missing or non-string id is the second pass's broken line.
+    #[serde(default)]
+    id: Option<serde_json::Value>,
 }
 
 /// The rows of one episode, computed and waiting for their turn in file order.
@@ -109,11 +112,13 @@ pub fn advantages(
     let mut kept: HashMap<u64, Option<LeanEpisode>> = HashMap::new();
     let mut kept_so_far = 0;
     let mut heads = JsonlTail::<Head>::new(path.clone());
+    let mut widths = TableWidths::default();
     let first = heads.poll_lines(|text, span| {
         let group = if kept_so_far < kept_bytes {
             match reading.parse(text, span) {
                 Ok((episode, _)) => {
                     kept_so_far += lean_bytes(&episode);
+                    widths.fit(&episode.id, &episode.group);
                     let group = episode.group.clone();
                     kept.insert(span.line, Some(episode));
                     group
@@ -126,7 +131,9 @@ pub fn advantages(
                 }
             }
         } else {
-            parse_json::<Head>(text)?.group
+            let head = parse_json::<Head>(text)?;
+            widths.fit(head.id.as_ref().and_then(serde_json::Value::as_str).unwrap_or_default(), &head.group);
+            head.group
         };
         let next = group_index.len() as u32;
         let g = *group_index.entry(group).or_insert(next);
@@ -143,7 +150,7 @@ pub fn advantages(
     // Pass 2: episodes, group by group as each completes; rows out in file order.
     let mut streaming = Streaming {
         out: Ordered {
-            writer: RowWriter::new(out, format)?,
+            writer: RowWriter::new(out, format, widths)?,
             pending: line_group.iter().map(|&(line, _)| line).collect(),
             group_of: line_group.iter().copied().collect(),
             done: HashMap::new(),

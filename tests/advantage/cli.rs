@@ -320,3 +320,28 @@ fn the_estimator_run_json_records_is_the_default() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("run.json") && err.contains("`estimator`"), "{err}");
 }
+
+/// The table's episode column against the jsonl's ids, row by row.
+fn table_ids_are_whole(dir: &Path) {
+    let table = stdout(&gigscope(&["advantages", path(dir), "--format", "table"]));
+    let rows = jsonl(&gigscope(&["advantages", path(dir), "--format", "jsonl"]));
+    let shown: Vec<&str> = table.lines().skip(1).map(|l| l.split_whitespace().next().unwrap_or("")).collect();
+    let ids: Vec<&str> = rows.iter().map(|r| r["episode"].as_str().expect("episode id")).collect();
+    assert_eq!(shown, ids, "{table}");
+    // The columns stay aligned: every row's last column ends where the header's does.
+    let width = table.lines().next().map(str::len);
+    assert!(table.lines().all(|l| Some(l.len()) == width), "{table}");
+}
+
+#[test]
+fn the_table_never_cuts_an_episode_id() {
+    // A verl dump (read whole): four rollouts of a group share the first 16 characters of their ids.
+    let verl = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verl/v1");
+    table_ids_are_whole(&verl);
+    // A gigscope run (streamed) whose ids differ only in their tail.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(worked_example().join("episodes.jsonl")).expect("read");
+    let long = text.replace("\"id\":\"t", "\"id\":\"s1-0ebb4354-0230-4f1e-9c1d-rollout-");
+    std::fs::write(dir.path().join("episodes.jsonl"), long).expect("write");
+    table_ids_are_whole(dir.path());
+}
