@@ -110,7 +110,8 @@ class Run:
     ) -> "pyarrow.Table":
         """Every step's advantages: the rows and columns of ``gigscope advantages --format jsonl`` (episode,
         group, iteration, step, reward, return, episode_advantage, step_advantage, advantage, step_group,
-        step_group_size). Keywords are the command's flags; the estimator family's (``hgpo_history``,
+        step_group_size, stored_advantage, delta; reward and return null for an unscored TRL completion).
+        Keywords are the command's flags; the estimator family's (``hgpo_history``,
         ``graph_gamma``, ``psc_alpha``, ...) are taken too. A keyword no flag has is a ``TypeError``."""
         settings = dict(locals())
         del settings["self"], settings["family"]

@@ -62,9 +62,10 @@ def cli_rows(run_dir, *flags):
 
 
 def same_value(api, cli):
-    # JSON has no NaN: serde_json writes null where the engine has NaN.
+    # JSON has no NaN: serde_json writes null where the engine has NaN; null where there is no number (an
+    # unscored completion's reward, a run without stored advantages) is null (None) in the table too.
     if cli is None:
-        return isinstance(api, float) and math.isnan(api)
+        return api is None or (isinstance(api, float) and math.isnan(api))
     return type(api) is type(cli) and api == cli
 
 

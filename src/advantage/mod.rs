@@ -7,6 +7,7 @@ pub mod estimators;
 pub mod explain;
 mod grouping;
 mod input;
+pub mod reconcile;
 mod settings;
 pub mod stats;
 mod table;

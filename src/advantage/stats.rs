@@ -43,8 +43,8 @@ pub struct GroupSummary {
     pub name: String,
     pub episodes: usize,
     pub steps: usize,
-    /// Share of its episodes with `outcome.success`.
-    pub success_rate: f64,
+    /// Share of its episodes with `outcome.success`; `None` where the run records no success ([`records_success`]).
+    pub success_rate: Option<f64>,
     /// Mean and sample std of the episode-baseline pool (row scores), and its size.
     pub mean: f64,
     pub std: f64,
@@ -63,7 +63,17 @@ pub struct StoredComparison {
     pub length_mismatches: Vec<String>,
     /// The largest |stored − recomputed| and where; `None` when no row could be compared.
     pub largest: Option<StoredDifference>,
+    /// Rows whose |stored − recomputed| exceeds [`MISMATCH_TOLERANCE`].
+    pub mismatched_rows: usize,
+    /// The [`LISTED_MISMATCHES`] largest of them, largest first (file order among equals).
+    pub mismatches: Vec<StoredDifference>,
 }
+
+/// A stored advantage further than this from the recomputed one is a mismatch: the trainers gigscope reads
+/// agree to float32 rounding (about 1e-5 at most), so a difference past 1e-4 is other settings or other data.
+pub const MISMATCH_TOLERANCE: f64 = 1e-4;
+/// How many mismatching rows [`StoredComparison::mismatches`] lists.
+pub const LISTED_MISMATCHES: usize = 20;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StoredDifference {
@@ -87,6 +97,7 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
             singletons_per_group[anchor.episode_group as usize] += 1;
         }
     }
+    let success_recorded = records_success(episodes);
     let groups: Vec<GroupSummary> = table
         .episode_groups
         .iter()
@@ -98,7 +109,7 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
                 name: group.name.clone(),
                 episodes: group.episodes.len(),
                 steps: members().map(|e| episodes.step_count(e)).sum(),
-                success_rate: share(successes, group.episodes.len()),
+                success_rate: success_recorded.then(|| share(successes, group.episodes.len())),
                 mean: group.mean,
                 std: group.std,
                 pool_size: group.pool_size,
@@ -130,6 +141,12 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
     }
 }
 
+/// Whether the episodes of `input` record success. TRL's completions (episodes with per-function rewards) do
+/// not: TRL has no such notion, and its readers write `false`, so a success rate of them would read "0%".
+pub fn records_success<I: EngineInput + ?Sized>(input: &I) -> bool {
+    (0..input.episode_count()).any(|e| input.recorded_rewards(e).is_none())
+}
+
 /// Count `anchor_groups` into `sizes` (step-group size → number of step groups of that size): a histogram kept
 /// up to date as anchor groups are appended.
 pub fn count_step_group_sizes(sizes: &mut BTreeMap<usize, usize>, anchor_groups: &[AnchorGroup]) {
@@ -157,7 +174,13 @@ pub fn compare_stored_over<I: EngineInput + ?Sized>(
     table: &AdvantageTable,
     range: Range<usize>,
 ) -> Option<StoredComparison> {
-    let mut comparison = StoredComparison { rows: 0, length_mismatches: Vec::new(), largest: None };
+    let mut comparison = StoredComparison {
+        rows: 0,
+        length_mismatches: Vec::new(),
+        largest: None,
+        mismatched_rows: 0,
+        mismatches: Vec::new(),
+    };
     let mut any = false;
     for e in range {
         let Some(stored) = episodes.recorded_advantages(e) else { continue };
@@ -169,14 +192,26 @@ pub fn compare_stored_over<I: EngineInput + ?Sized>(
         for (t, (&stored, row)) in stored.iter().zip(table.episode_rows(e)).enumerate() {
             comparison.rows += 1;
             let abs_diff = (stored - row.advantage).abs();
+            let difference = || StoredDifference {
+                abs_diff,
+                episode_id: episodes.episode_id(e).to_string(),
+                at: RowRef { episode: e as u32, step: t as u32 },
+                stored,
+                recomputed: row.advantage,
+            };
             if comparison.largest.as_ref().is_none_or(|l| abs_diff > l.abs_diff) {
-                comparison.largest = Some(StoredDifference {
-                    abs_diff,
-                    episode_id: episodes.episode_id(e).to_string(),
-                    at: RowRef { episode: e as u32, step: t as u32 },
-                    stored,
-                    recomputed: row.advantage,
-                });
+                comparison.largest = Some(difference());
+            }
+            // A stored NaN is a mismatch, listed as the largest.
+            let size = |d: f64| if d.is_nan() { f64::INFINITY } else { d };
+            if size(abs_diff) > MISMATCH_TOLERANCE {
+                comparison.mismatched_rows += 1;
+                let listed = &mut comparison.mismatches;
+                let at = listed.partition_point(|l| size(l.abs_diff) >= size(abs_diff));
+                if at < LISTED_MISMATCHES {
+                    listed.insert(at, difference());
+                    listed.truncate(LISTED_MISMATCHES);
+                }
             }
         }
     }

@@ -50,6 +50,18 @@ pub fn reward_names(episode: &Episode) -> Option<Vec<String>> {
     episode.reward_functions().map(|(names, _)| names)
 }
 
+/// Whether per-function rewards `rewards` leave their completion unscored: every reward function returned None
+/// (TRL's NaN). TRL (and so the engine) leaves such a row out of its group's mean and standard deviation and
+/// gives it advantage 0; its reward and return are no number, and the views say "unscored" instead of 0.
+pub fn is_unscored(rewards: &[f64]) -> bool {
+    !rewards.is_empty() && rewards.iter().all(|r| r.is_nan())
+}
+
+/// Whether episode `e` of `input` is an unscored completion ([`is_unscored`]).
+pub fn unscored<I: EngineInput + ?Sized>(input: &I, e: usize) -> bool {
+    input.recorded_rewards(e).is_some_and(|r| is_unscored(&r))
+}
+
 /// Weight of reward function `k`: the given one, else 1.0 (also past the end of a list that is too short;
 /// the CLI refuses a list whose length differs from the number of reward functions).
 fn weight(settings: &AdvantageSettings, k: usize) -> f64 {
@@ -59,7 +71,7 @@ fn weight(settings: &AdvantageSettings, k: usize) -> f64 {
 /// Σ w_k·r_k over the non-NaN terms (torch's `nansum`: 0 when there is none); NaN when every r_k is NaN
 /// (TRL's unscorable row).
 pub fn weighted_nansum(rewards: &[f64], weights: impl Fn(usize) -> f64) -> f64 {
-    if rewards.iter().all(|r| r.is_nan()) {
+    if is_unscored(rewards) || rewards.is_empty() {
         return f64::NAN;
     }
     rewards.iter().enumerate().map(|(k, &r)| r * weights(k)).filter(|x| !x.is_nan()).sum()

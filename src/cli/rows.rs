@@ -15,24 +15,31 @@ pub enum Format {
 }
 
 /// One output record: exactly the keys of the `--format jsonl` contract, in this order ([`COLUMNS`]).
+///
+/// `reward` and `return` are `None` (null, an empty CSV field, `unscored` in the table) for an unscored TRL
+/// completion: every reward function returned None ([`crate::advantage::trl::is_unscored`]); its advantages
+/// are 0, as TRL gives it. `stored_advantage` is the trainer's own advantage of the step where the run
+/// recorded one, and `delta` is stored − recomputed `advantage`.
 #[derive(Serialize)]
 pub struct OutRow<'a> {
     pub episode: &'a str,
     pub group: &'a str,
     pub iteration: i64,
     pub step: usize,
-    pub reward: f64,
+    pub reward: Option<f64>,
     #[serde(rename = "return")]
-    pub ret: f64,
+    pub ret: Option<f64>,
     pub episode_advantage: f64,
     pub step_advantage: f64,
     pub advantage: f64,
     pub step_group: u32,
     pub step_group_size: usize,
+    pub stored_advantage: Option<f64>,
+    pub delta: Option<f64>,
 }
 
 /// The output's columns (the `--format csv` header, the keys of `--format jsonl`), in order.
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 13] = [
     "episode",
     "group",
     "iteration",
@@ -44,6 +51,8 @@ pub const COLUMNS: [&str; 11] = [
     "advantage",
     "step_group",
     "step_group_size",
+    "stored_advantage",
+    "delta",
 ];
 
 /// The output rows of episode `e` of `input`, whose table is `table`.
@@ -52,18 +61,25 @@ pub(super) fn episode_rows<'a, I: EngineInput + ?Sized>(
     table: &'a AdvantageTable,
     e: usize,
 ) -> impl Iterator<Item = OutRow<'a>> {
-    table.episode_rows(e).into_iter().enumerate().map(move |(t, row)| OutRow {
-        episode: input.episode_id(e),
-        group: input.group(e),
-        iteration: input.iteration(e),
-        step: t,
-        reward: row.reward,
-        ret: row.ret,
-        episode_advantage: row.episode_advantage,
-        step_advantage: row.step_advantage,
-        advantage: row.advantage,
-        step_group: row.step_group,
-        step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
+    let scored = !crate::advantage::trl::unscored(input, e);
+    let stored = input.recorded_advantages(e);
+    table.episode_rows(e).into_iter().enumerate().map(move |(t, row)| {
+        let stored_advantage = stored.and_then(|a| a.get(t)).copied();
+        OutRow {
+            episode: input.episode_id(e),
+            group: input.group(e),
+            iteration: input.iteration(e),
+            step: t,
+            reward: scored.then_some(row.reward),
+            ret: scored.then_some(row.ret),
+            episode_advantage: row.episode_advantage,
+            step_advantage: row.step_advantage,
+            advantage: row.advantage,
+            step_group: row.step_group,
+            step_group_size: table.anchor_groups[row.step_group as usize].members.len(),
+            stored_advantage,
+            delta: stored_advantage.map(|s| s - row.advantage),
+        }
     })
 }
 
@@ -105,7 +121,7 @@ impl<W: Write> RowWriter<W> {
             Format::Csv => writeln!(out, "{}", COLUMNS.join(","))?,
             Format::Table => writeln!(
                 out,
-                "{:<ew$} {:<gw$} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                "{:<ew$} {:<gw$} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5} {:>9} {:>9}",
                 "episode",
                 "group",
                 "iter",
@@ -117,6 +133,8 @@ impl<W: Write> RowWriter<W> {
                 "A",
                 "sgroup",
                 "size",
+                "stored",
+                "delta",
                 ew = widths.episode,
                 gw = widths.group,
             )?,
@@ -133,33 +151,37 @@ impl<W: Write> RowWriter<W> {
             }
             Format::Csv => writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 csv_field(r.episode),
                 csv_field(r.group),
                 r.iteration,
                 r.step,
-                number(r.reward),
-                number(r.ret),
+                optional(r.reward),
+                optional(r.ret),
                 number(r.episode_advantage),
                 number(r.step_advantage),
                 number(r.advantage),
                 r.step_group,
-                r.step_group_size
+                r.step_group_size,
+                optional(r.stored_advantage),
+                optional(r.delta)
             ),
             Format::Table => writeln!(
                 out,
-                "{:<ew$} {:<gw$} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5}",
+                "{:<ew$} {:<gw$} {:>4} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>5} {:>9} {:>9}",
                 r.episode,
                 r.group,
                 r.iteration,
                 r.step,
-                Fixed4(r.reward),
-                Fixed4(r.ret),
+                Cell(r.reward.map(Fixed4), "unscored"),
+                Cell(r.ret.map(Fixed4), "unscored"),
                 Fixed4(r.episode_advantage),
                 Fixed4(r.step_advantage),
                 Fixed4(r.advantage),
                 r.step_group,
                 r.step_group_size,
+                Cell(r.stored_advantage.map(Fixed4), "—"),
+                Cell(r.delta.map(Fixed4), "—"),
                 ew = self.widths.episode,
                 gw = self.widths.group,
             ),
@@ -212,6 +234,23 @@ impl std::fmt::Display for Fixed4 {
         // Only ASCII digits, '.' and '-' were written.
         f.pad(std::str::from_utf8(&buf[at..]).unwrap_or_default())
     }
+}
+
+/// A table cell that may hold no number: the number, else what stands for its absence (padded alike).
+struct Cell(Option<Fixed4>, &'static str);
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(x) => std::fmt::Display::fmt(x, f),
+            None => f.pad(self.1),
+        }
+    }
+}
+
+/// [`number`], or an empty CSV field for no number.
+fn optional(x: Option<f64>) -> String {
+    x.map(number).unwrap_or_default()
 }
 
 /// Shortest round-trip form, the same digits as the JSON output.

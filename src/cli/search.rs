@@ -17,7 +17,8 @@ pub struct Args {
     pub source: SourceFlags,
     /// Query, e.g. `action:"buy now" AND success:false AND adv:<0`. Text fields: instruction, observation,
     /// action, thought; exact fields: id, group, page; numbers: success, valid, reward, return, adv, adv_e,
-    /// adv_s, iteration, step, step_group_size, episode (ranges `[a TO b]`, comparisons `<`, `<=`, `>`, `>=`).
+    /// adv_s, stored_adv, delta, iteration, step, step_group_size, episode, and a TRL run's `rewards.NAME` of
+    /// each reward function (ranges `[a TO b]`, comparisons `<`, `<=`, `>`, `>=`).
     pub query: String,
     /// Show at most this many hits (best first, then file order).
     #[arg(long, default_value_t = 20)]

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use std::collections::BTreeSet;
 
 use super::aliasing::{self, IterationAliasing};
+use crate::advantage::reconcile::{reproducing_trl_settings, trl_flags};
+use crate::advantage::stats::MISMATCH_TOLERANCE;
 use crate::advantage::{run_stats, AdvantageSettings, RunStats};
 use crate::run::truth::{read_truth, truth_path, RunIdentity};
 use crate::run::Run;
@@ -42,12 +44,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|p| PartialGroupOut { group: p.group, iteration: p.iteration, episodes: p.episodes, expected: p.expected })
         .collect();
+    // Stored advantages that disagree: the TRL settings that would reproduce them, when a search finds them.
+    let mismatched = stats.stored.as_ref().is_some_and(|s| s.mismatched_rows > 0);
+    let reproducing = mismatched
+        .then(|| reproducing_trl_settings(&run.episodes, &settings))
+        .flatten()
+        .map(|found| Reproducing { flags: trl_flags(&found) });
     if args.json {
-        let out = StatsOut { stats: &stats, partial_groups, aliasing };
+        let out = StatsOut { stats: &stats, reproducing: reproducing.as_ref(), partial_groups, aliasing };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let mut out = io::stdout().lock();
         let written = readable(&mut out, &stats)
+            .and_then(|()| match &reproducing {
+                Some(r) => writeln!(
+                    out,
+                    "  the stored advantages match `{}`: pass these flags (or set them in the TUI's settings, s) to \
+                     recompute as the run was trained",
+                    r.flags
+                ),
+                None => Ok(()),
+            })
             .and_then(|()| partial_groups.iter().try_for_each(|p| writeln!(out, "partial group   {p}")))
             .and_then(|()| aliasing.iter().try_for_each(|a| aliasing::write(&mut out, a)));
         match written {
@@ -63,11 +80,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct StatsOut<'a> {
     #[serde(flatten)]
     stats: &'a RunStats,
+    /// The TRL settings that reproduce the stored advantages where the recomputation disagrees (absent else).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reproducing: Option<&'a Reproducing>,
     /// Groups cut short by a writer that stopped ([`crate::run::partial_groups`]); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     partial_groups: Vec<PartialGroupOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     aliasing: Vec<IterationAliasing>,
+}
+
+/// Settings found to reproduce the stored advantages, as the flags that select them.
+#[derive(serde::Serialize)]
+struct Reproducing {
+    flags: String,
 }
 
 /// A partial group as `stats` prints it.
@@ -152,7 +178,7 @@ fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
             g.name,
             g.episodes,
             g.steps,
-            percent(g.success_rate),
+            g.success_rate.map_or("—".into(), percent),
             g.mean,
             g.std,
             g.step_groups,
@@ -168,6 +194,25 @@ fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
                 "  largest |stored - recomputed| = {} at episode {} step {} (stored {}, recomputed {})",
                 l.abs_diff, l.episode_id, l.at.step, l.stored, l.recomputed
             )?;
+        }
+        if stored.mismatched_rows > 0 {
+            writeln!(
+                out,
+                "  {} row(s) differ by more than {MISMATCH_TOLERANCE}{}:",
+                stored.mismatched_rows,
+                if stored.mismatched_rows > stored.mismatches.len() { ", the largest" } else { "" }
+            )?;
+            for m in &stored.mismatches {
+                writeln!(
+                    out,
+                    "    episode {} step {}: stored {:+.4}, recomputed {:+.4}, delta {:+.4}",
+                    m.episode_id,
+                    m.at.step,
+                    m.stored,
+                    m.recomputed,
+                    m.stored - m.recomputed
+                )?;
+            }
         }
         if !stored.length_mismatches.is_empty() {
             writeln!(

@@ -46,7 +46,10 @@ struct OwnedRow {
     episode: String,
     group: String,
     iteration: i64,
-    numbers: [f64; 5],
+    reward: Option<f64>,
+    ret: Option<f64>,
+    numbers: [f64; 3],
+    stored_advantage: Option<f64>,
     step: usize,
     step_group: u32,
     step_group_size: usize,
@@ -58,7 +61,10 @@ impl OwnedRow {
             episode: r.episode.to_owned(),
             group: r.group.to_owned(),
             iteration: r.iteration,
-            numbers: [r.reward, r.ret, r.episode_advantage, r.step_advantage, r.advantage],
+            reward: r.reward,
+            ret: r.ret,
+            numbers: [r.episode_advantage, r.step_advantage, r.advantage],
+            stored_advantage: r.stored_advantage,
             step: r.step,
             step_group: r.step_group,
             step_group_size: r.step_group_size,
@@ -66,19 +72,21 @@ impl OwnedRow {
     }
 
     fn out(&self) -> OutRow<'_> {
-        let [reward, ret, episode_advantage, step_advantage, advantage] = self.numbers;
+        let [episode_advantage, step_advantage, advantage] = self.numbers;
         OutRow {
             episode: &self.episode,
             group: &self.group,
             iteration: self.iteration,
             step: self.step,
-            reward,
-            ret,
+            reward: self.reward,
+            ret: self.ret,
             episode_advantage,
             step_advantage,
             advantage,
             step_group: self.step_group,
             step_group_size: self.step_group_size,
+            stored_advantage: self.stored_advantage,
+            delta: self.stored_advantage.map(|s| s - advantage),
         }
     }
 }

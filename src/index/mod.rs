@@ -45,7 +45,7 @@ use tantivy::directory::MmapDirectory;
 use tantivy::merge_policy::LogMergePolicy;
 use tantivy::query::{Occur, Query, QueryParser, QueryParserError};
 use tantivy::query_grammar::{self, UserInputAst, UserInputBound, UserInputLeaf};
-use tantivy::schema::{Schema, Value};
+use tantivy::schema::{OwnedValue, Schema, Value};
 use tantivy::{
     DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term,
 };
@@ -57,7 +57,7 @@ use crate::run::Episode;
 
 pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
-use schema::{Fields, COLUMN_ONLY_FIELDS};
+use schema::{Fields, COLUMN_ONLY_FIELDS, REWARDS_FIELD};
 pub use schema::{NUMERIC_FIELDS, STRING_FIELDS, TEXT_FIELDS};
 pub use source::{Fetched, IndexSource};
 
@@ -418,6 +418,14 @@ impl TrajectoryIndex {
         let f = &self.fields;
         let rows = table.episode_rows(e);
         let success = episode.success();
+        let (names, values) = episode.reward_functions().unwrap_or_default();
+        let unscored = crate::advantage::trl::is_unscored(&values);
+        let rewards: std::collections::BTreeMap<String, OwnedValue> = names
+            .into_iter()
+            .zip(values)
+            .filter(|(_, v)| !v.is_nan())
+            .map(|(name, v)| (name, OwnedValue::F64(v)))
+            .collect();
         for (t, (step, row)) in episode.steps.iter().zip(&rows).enumerate() {
             let mut doc = TantivyDocument::default();
             doc.add_text(f.instruction, episode.instruction());
@@ -433,8 +441,18 @@ impl TrajectoryIndex {
             }
             doc.add_bool(f.success, success);
             doc.add_bool(f.valid, step.valid);
-            doc.add_f64(f.reward, step.reward);
-            doc.add_f64(f.ret, row.ret);
+            // An unscored TRL completion has no reward: `reward:0` does not find it.
+            if !unscored {
+                doc.add_f64(f.reward, step.reward);
+                doc.add_f64(f.ret, row.ret);
+            }
+            if let Some(&stored) = episode.advantages.as_ref().and_then(|a| a.get(t)) {
+                doc.add_f64(f.stored_adv, stored);
+                doc.add_f64(f.delta, stored - row.advantage);
+            }
+            if !rewards.is_empty() {
+                doc.add_object(f.rewards, rewards.clone());
+            }
             doc.add_f64(f.adv, row.advantage);
             doc.add_f64(f.adv_e, row.episode_advantage);
             doc.add_f64(f.adv_s, row.step_advantage);
@@ -598,10 +616,15 @@ fn rewrite(ast: UserInputAst) -> UserInputAst {
     negations_match_all(ast)
 }
 
+/// A number kept as a column alone: the computed ones, and a reward function's (`rewards.NAME`).
+fn is_column_only(field: &str) -> bool {
+    COLUMN_ONLY_FIELDS.contains(&field) || field.strip_prefix(REWARDS_FIELD).is_some_and(|rest| rest.starts_with('.'))
+}
+
 fn exact_values_as_ranges(leaf: UserInputLeaf) -> UserInputLeaf {
     match leaf {
         UserInputLeaf::Literal(literal)
-            if literal.field_name.as_deref().is_some_and(|f| COLUMN_ONLY_FIELDS.contains(&f)) && !literal.prefix =>
+            if literal.field_name.as_deref().is_some_and(is_column_only) && !literal.prefix =>
         {
             UserInputLeaf::Range {
                 field: literal.field_name,
@@ -640,13 +663,15 @@ fn explain(error: &QueryParserError) -> String {
     match error {
         QueryParserError::SyntaxError(_) => format!("syntax error; {SYNTAX_HELP}"),
         QueryParserError::FieldDoesNotExist(field) => format!(
-            "unknown field `{field}`; fields are {}, {}, {}",
+            "unknown field `{field}`; fields are {}, {}, {}, and a TRL run's {REWARDS_FIELD}.NAME of each reward \
+             function",
             TEXT_FIELDS.join(", "),
             STRING_FIELDS.join(", "),
             NUMERIC_FIELDS.join(", ")
         ),
         QueryParserError::ExpectedFloat(_) => {
-            "expected a number (reward, return, adv, adv_e, adv_s), e.g. adv:<-1".to_string()
+            "expected a number (reward, return, adv, adv_e, adv_s, stored_adv, delta, rewards.NAME), e.g. adv:<-1"
+                .to_string()
         }
         QueryParserError::ExpectedInt(_) => {
             "expected a whole number (iteration, step, step_group_size, episode), e.g. step:>=3".to_string()

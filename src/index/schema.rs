@@ -1,12 +1,12 @@
 //! The index schema: one document per step, carrying its episode's instruction, outcome and ids so that a
 //! single query can mix step text, episode facts and advantages.
 
-use tantivy::schema::{Field, NumericOptions, Schema, FAST, INDEXED, STORED, STRING, TEXT};
+use tantivy::schema::{Field, JsonObjectOptions, NumericOptions, Schema, FAST, INDEXED, STORED, STRING, TEXT};
 
 /// Field names as users type them in queries.
 pub const TEXT_FIELDS: [&str; 4] = ["instruction", "observation", "action", "thought"];
 pub const STRING_FIELDS: [&str; 3] = ["id", "group", "page"];
-pub const NUMERIC_FIELDS: [&str; 11] = [
+pub const NUMERIC_FIELDS: [&str; 13] = [
     "success",
     "valid",
     "reward",
@@ -14,6 +14,8 @@ pub const NUMERIC_FIELDS: [&str; 11] = [
     "adv",
     "adv_e",
     "adv_s",
+    "stored_adv",
+    "delta",
     "iteration",
     "step",
     "step_group_size",
@@ -38,6 +40,11 @@ pub(crate) struct Fields {
     pub adv: Field,
     pub adv_e: Field,
     pub adv_s: Field,
+    /// The trainer's own advantage of the step, and it minus the recomputed one (steps that record one).
+    pub stored_adv: Field,
+    pub delta: Field,
+    /// A TRL completion's reward per function, `rewards.NAME` (functions that returned None left out).
+    pub rewards: Field,
     pub iteration: Field,
     /// 0-based, as in `gigscope advantages`.
     pub step: Field,
@@ -55,7 +62,10 @@ fn numeric() -> NumericOptions {
 /// one term per step and field into the term dictionary, a large part of the build's cost. They are fast
 /// fields only: ranges and comparisons scan the column, and an exact value (`adv_e:4`) is searched as the
 /// range `[4 TO 4]` (see `TrajectoryIndex::parse`).
-pub const COLUMN_ONLY_FIELDS: [&str; 4] = ["return", "adv", "adv_e", "adv_s"];
+pub const COLUMN_ONLY_FIELDS: [&str; 6] = ["return", "adv", "adv_e", "adv_s", "stored_adv", "delta"];
+
+/// The object field of the per-function rewards: `rewards.NAME` in a query. A column too (see above).
+pub const REWARDS_FIELD: &str = "rewards";
 
 fn column_only() -> NumericOptions {
     NumericOptions::from(FAST)
@@ -78,6 +88,9 @@ pub(crate) fn build() -> (Schema, Fields) {
         adv: b.add_f64_field("adv", column_only()),
         adv_e: b.add_f64_field("adv_e", column_only()),
         adv_s: b.add_f64_field("adv_s", column_only()),
+        stored_adv: b.add_f64_field("stored_adv", column_only()),
+        delta: b.add_f64_field("delta", column_only()),
+        rewards: b.add_json_field(REWARDS_FIELD, JsonObjectOptions::from(FAST)),
         iteration: b.add_i64_field("iteration", numeric()),
         step: b.add_u64_field("step", numeric()),
         step_group_size: b.add_u64_field("step_group_size", numeric()),

@@ -167,8 +167,27 @@ impl Field {
             Field::SuccessReward => format!("success reward {}", if s.success_reward { "on" } else { "off" }),
             Field::EfficiencyAlpha1 => format!("α₁{:.2}", s.efficiency_alpha1),
             Field::EfficiencyAlpha2 => format!("α₂{:.2}", s.efficiency_alpha2),
-            Field::ScaleRewards => s.scale_rewards.map_or("GiGPO A_E".into(), |x| format!("TRL {}", name(x))),
+            Field::ScaleRewards => s.scale_rewards.map_or("GiGPO A_E".into(), |x| format!("scale={}", name(x))),
             Field::Estimator | Field::Norm | Field::Pooling | Field::Aggregation => self.value(s),
+        }
+    }
+
+    /// Whether the field changes any number under `s`'s estimator: γ, the anchors and θ shape only the step
+    /// component A_S (estimators gigpo and step), ω only gigpo's sum, the norm GiGPO's divisors (not A_E under
+    /// TRL's scaling, nor rloo's), TRL's options only TRL's A_E.
+    pub fn applies(self, s: &AdvantageSettings) -> bool {
+        let step_component = matches!(s.estimator, Estimator::Gigpo | Estimator::Step);
+        let episode_component = s.estimator != Estimator::Step;
+        let gigpo_a_e = episode_component && s.scale_rewards.is_none();
+        match self {
+            Field::Estimator => true,
+            Field::Gamma | Field::Anchor | Field::Similarity => step_component,
+            Field::Omega => s.estimator == Estimator::Gigpo,
+            Field::Norm => step_component || (gigpo_a_e && s.estimator != Estimator::Rloo),
+            Field::Pooling => gigpo_a_e,
+            Field::InvalidPenalty | Field::SuccessReward | Field::EfficiencyAlpha1 | Field::EfficiencyAlpha2 => true,
+            Field::ScaleRewards => episode_component,
+            Field::Aggregation => episode_component && s.scale_rewards.is_some(),
         }
     }
 

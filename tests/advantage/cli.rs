@@ -62,7 +62,9 @@ fn advantages_jsonl_has_exactly_the_contract_keys_in_file_order() {
             "step_advantage",
             "advantage",
             "step_group",
-            "step_group_size"
+            "step_group_size",
+            "stored_advantage",
+            "delta"
         ]
     );
     let order: Vec<(String, u64)> = rows
@@ -130,7 +132,7 @@ fn estimators_and_anchor_modes_from_flags() {
 fn csv_and_table_formats() {
     let csv = stdout(&gigscope(&["advantages", path(&worked_example()), "--format", "csv"]));
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "episode,group,iteration,step,reward,return,episode_advantage,step_advantage,advantage,step_group,step_group_size");
+    assert_eq!(lines[0], "episode,group,iteration,step,reward,return,episode_advantage,step_advantage,advantage,step_group,step_group_size,stored_advantage,delta");
     assert_eq!(lines.len(), 6);
     assert!(lines[1].starts_with("t1,g,3,0,0.0,"), "{}", lines[1]);
     let table = stdout(&gigscope(&["advantages", path(&worked_example()), "--format", "table"]));
@@ -329,8 +331,8 @@ fn table_ids_are_whole(dir: &Path) {
     let ids: Vec<&str> = rows.iter().map(|r| r["episode"].as_str().expect("episode id")).collect();
     assert_eq!(shown, ids, "{table}");
     // The columns stay aligned: every row's last column ends where the header's does.
-    let width = table.lines().next().map(str::len);
-    assert!(table.lines().all(|l| Some(l.len()) == width), "{table}");
+    let width = table.lines().next().map(|l| l.chars().count());
+    assert!(table.lines().all(|l| Some(l.chars().count()) == width), "{table}");
 }
 
 #[test]
@@ -344,4 +346,92 @@ fn the_table_never_cuts_an_episode_id() {
     let long = text.replace("\"id\":\"t", "\"id\":\"s1-0ebb4354-0230-4f1e-9c1d-rollout-");
     std::fs::write(dir.path().join("episodes.jsonl"), long).expect("write");
     table_ids_are_whole(dir.path());
+}
+
+fn trl_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trl").join(name)
+}
+
+#[test]
+fn unscored_completions_have_no_reward_or_return_and_advantage_0() {
+    // s1-r1 and s1-r3: both reward functions returned None.
+    let dir = trl_fixture("default");
+    let rows = jsonl(&gigscope(&["advantages", path(&dir), "--format", "jsonl"]));
+    let row = |id: &str| rows.iter().find(|r| r["episode"] == id).expect("row").clone();
+    for id in ["s1-r1", "s1-r3"] {
+        let r = row(id);
+        assert_eq!((&r["reward"], &r["return"]), (&Value::Null, &Value::Null), "{id}");
+        assert_eq!(r["advantage"], 0.0, "{id}: TRL gives an unscored row advantage 0");
+    }
+    assert_eq!(row("s1-r2")["reward"], 0.5);
+    let csv = stdout(&gigscope(&["advantages", path(&dir), "--format", "csv"]));
+    assert!(csv.lines().any(|l| l.starts_with("s1-r1,s1-g1,1,0,,,0.0,")), "{csv}");
+    let table = stdout(&gigscope(&["advantages", path(&dir), "--format", "table"]));
+    let line = table.lines().find(|l| l.starts_with("s1-r1 ")).expect("s1-r1's row");
+    assert_eq!(line.matches("unscored").count(), 2, "{line}");
+    assert!(!table.lines().any(|l| l.starts_with("s1-r2 ") && l.contains("unscored")), "{table}");
+}
+
+#[test]
+fn stored_advantage_and_delta_columns() {
+    let rows = jsonl(&gigscope(&["advantages", path(&worked_example()), "--format", "jsonl"]));
+    for r in &rows {
+        let (stored, advantage) =
+            (r["stored_advantage"].as_f64().expect("stored"), r["advantage"].as_f64().expect("A"));
+        assert_eq!(r["delta"].as_f64(), Some(stored - advantage), "{r:?}");
+    }
+    // The fixture's trainer advantages are off by 0.5 on t2's last step.
+    assert_eq!(rows[4]["delta"].as_f64().map(f64::abs), Some(0.5));
+    // A run that records none: null, empty, "—".
+    let verl = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verl/v1");
+    let rows = jsonl(&gigscope(&["advantages", path(&verl), "--format", "jsonl"]));
+    assert!(rows.iter().all(|r| r["stored_advantage"].is_null() && r["delta"].is_null()));
+    let table = stdout(&gigscope(&["advantages", path(&verl), "--format", "table"]));
+    assert!(table.lines().next().unwrap_or("").ends_with("   stored     delta"), "{table}");
+    assert!(table.lines().skip(1).all(|l| l.ends_with("        —         —")), "{table}");
+}
+
+#[test]
+fn stats_lists_the_mismatching_steps_and_the_settings_that_reproduce_them() {
+    // Trained with scale_rewards=batch and reward_weights [2, 0.5], which TRL's log does not record.
+    let dir = trl_fixture("batch_weights");
+    let stats: Value = serde_json::from_str(&stdout(&gigscope(&["stats", path(&dir), "--json"]))).expect("JSON");
+    let stored = &stats["stored"];
+    let mismatched = stored["mismatched_rows"].as_u64().expect("count");
+    assert!(mismatched > 1, "{stored}");
+    let listed: Vec<f64> =
+        stored["mismatches"].as_array().expect("list").iter().map(|m| m["abs_diff"].as_f64().unwrap_or(0.0)).collect();
+    assert_eq!(listed.len() as u64, mismatched.min(20));
+    assert!(listed.windows(2).all(|w| w[0] >= w[1]), "largest first: {listed:?}");
+    assert_eq!(listed[0], stored["largest"]["abs_diff"].as_f64().unwrap_or(-1.0));
+    let flags = stats["reproducing"]["flags"].as_str().expect("settings found").to_string();
+    assert!(flags.starts_with("--scale-rewards batch --reward-weights "), "{flags}");
+    // The flags offered do reproduce every stored advantage.
+    let mut args = vec!["advantages", path(&dir), "--format", "jsonl"];
+    args.extend(flags.split(' '));
+    for r in jsonl(&gigscope(&args)) {
+        assert!(r["delta"].as_f64().is_some_and(|d| d.abs() <= 1e-4), "{r:?}");
+    }
+    let text = stdout(&gigscope(&["stats", path(&dir)]));
+    assert!(text.contains(&format!("{mismatched} row(s) differ by more than 0.0001")), "{text}");
+    assert!(text.contains(&format!("the stored advantages match `{flags}`")), "{text}");
+    // With those settings nothing differs and nothing is offered.
+    let mut args = vec!["stats", path(&dir), "--json"];
+    args.extend(flags.split(' '));
+    let stats: Value = serde_json::from_str(&stdout(&gigscope(&args))).expect("JSON");
+    assert_eq!(stats["stored"]["mismatched_rows"], 0);
+    assert!(stats.get("reproducing").is_none());
+}
+
+#[test]
+fn stats_shows_no_success_rate_for_trl_completions() {
+    let dir = trl_fixture("default");
+    let stats: Value = serde_json::from_str(&stdout(&gigscope(&["stats", path(&dir), "--json"]))).expect("JSON");
+    assert!(stats["groups"].as_array().expect("groups").iter().all(|g| g["success_rate"].is_null()));
+    let text = stdout(&gigscope(&["stats", path(&dir)]));
+    let row = text.lines().find(|l| l.starts_with("s1-g1 ")).expect("group row");
+    assert!(row.contains(" — ") && !row.contains('%'), "{row}");
+    // A run that records success keeps its rate.
+    let text = stdout(&gigscope(&["stats", path(&worked_example())]));
+    assert!(text.lines().any(|l| l.starts_with("g ") && l.contains('%')), "{text}");
 }

@@ -66,3 +66,72 @@ fn a_bad_query_fails_with_a_reason() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown field `colour`") && stderr.contains("instruction"), "{stderr}");
 }
+
+/// The ids `gigscope search DIR QUERY --json` finds, sorted.
+fn found(cache: &Path, dir: &Path, query: &str) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
+        .args(["search", dir.to_str().unwrap(), query, "--json", "--limit", "1000"])
+        .env("GIGSCOPE_CACHE", cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ids: Vec<String> =
+        json["hits"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect();
+    ids.sort();
+    ids
+}
+
+/// `gigscope advantages DIR --format jsonl`'s rows.
+fn advantage_rows(dir: &Path) -> Vec<serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
+        .args(["advantages", dir.to_str().unwrap(), "--format", "jsonl"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn ids_where(rows: &[serde_json::Value], keep: impl Fn(&serde_json::Value) -> bool) -> Vec<String> {
+    let mut ids: Vec<String> =
+        rows.iter().filter(|r| keep(r)).map(|r| r["episode"].as_str().unwrap().to_string()).collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn a_trl_runs_reward_functions_and_stored_advantages_are_search_fields() {
+    let cache = tempfile::tempdir().unwrap();
+    let trl = |name: &str| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trl").join(name);
+    // Each reward function's value, as TRL logged it (pandas.json: one list of rows per file, in file order).
+    let dir = trl("default");
+    let pandas: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("pandas.json")).unwrap()).unwrap();
+    let mut logged: Vec<(String, Option<f64>)> = Vec::new();
+    for (file, rows) in pandas.as_object().unwrap() {
+        let step: u64 = file.trim_start_matches("completions_").trim_end_matches(".parquet").parse().unwrap();
+        for (r, row) in rows.as_array().unwrap().iter().enumerate() {
+            logged.push((format!("s{step}-r{}", r + 1), row["rewards"]["length_reward"].as_f64()));
+        }
+    }
+    let mut over_one: Vec<String> =
+        logged.iter().filter(|(_, v)| v.is_some_and(|v| v > 1.0)).map(|(id, _)| id.clone()).collect();
+    over_one.sort();
+    assert!(!over_one.is_empty());
+    assert_eq!(found(cache.path(), &dir, "rewards.length_reward:>1"), over_one);
+    let mut exactly: Vec<String> = logged.iter().filter(|(_, v)| *v == Some(1.5)).map(|(id, _)| id.clone()).collect();
+    exactly.sort();
+    assert_eq!(found(cache.path(), &dir, "rewards.length_reward:1.5"), exactly);
+    // An unscored completion has no reward: `reward:<0.1` does not find s1-r1 (both functions returned None).
+    let low = found(cache.path(), &dir, "reward:<0.1");
+    assert!(!low.contains(&"s1-r1".to_string()), "{low:?}");
+    // The trainer's stored advantage and its difference from the recomputed one (run read with TRL's defaults,
+    // trained with others).
+    let dir = trl("batch_weights");
+    let rows = advantage_rows(&dir);
+    let delta = ids_where(&rows, |r| r["delta"].as_f64().is_some_and(|d| d > 0.1));
+    assert!(!delta.is_empty());
+    assert_eq!(found(cache.path(), &dir, "delta:>0.1"), delta);
+    let stored = ids_where(&rows, |r| r["stored_advantage"].as_f64().is_some_and(|a| a < -1.0));
+    assert!(!stored.is_empty());
+    assert_eq!(found(cache.path(), &dir, "stored_adv:<-1"), stored);
+}

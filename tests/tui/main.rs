@@ -9,6 +9,7 @@ mod e2e;
 mod e2e_layouts;
 mod estimators;
 mod explain;
+mod other_trainers;
 mod play;
 mod settings_recompute;
 mod snapshots;

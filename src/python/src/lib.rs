@@ -130,13 +130,15 @@ impl Run {
                     strings(rows.iter().map(|r| r.group)),
                     ints(rows.iter().map(|r| r.iteration)),
                     ints(rows.iter().map(|r| r.step as i64)),
-                    floats(rows.iter().map(|r| r.reward)),
-                    floats(rows.iter().map(|r| r.ret)),
+                    opt_floats(rows.iter().map(|r| r.reward)),
+                    opt_floats(rows.iter().map(|r| r.ret)),
                     floats(rows.iter().map(|r| r.episode_advantage)),
                     floats(rows.iter().map(|r| r.step_advantage)),
                     floats(rows.iter().map(|r| r.advantage)),
                     ints(rows.iter().map(|r| i64::from(r.step_group))),
                     ints(rows.iter().map(|r| r.step_group_size as i64)),
+                    opt_floats(rows.iter().map(|r| r.stored_advantage)),
+                    opt_floats(rows.iter().map(|r| r.delta)),
                 ];
                 anyhow::Ok(columns)
             })
@@ -155,7 +157,7 @@ impl Run {
                 ("group", strings(g.iter().map(|g| g.name.as_str()))),
                 ("episodes", ints(g.iter().map(|g| g.episodes as i64))),
                 ("steps", ints(g.iter().map(|g| g.steps as i64))),
-                ("success_rate", floats(g.iter().map(|g| g.success_rate))),
+                ("success_rate", opt_floats(g.iter().map(|g| g.success_rate))),
                 ("mean", floats(g.iter().map(|g| g.mean))),
                 ("std", floats(g.iter().map(|g| g.std))),
                 ("pool_size", ints(g.iter().map(|g| g.pool_size as i64))),

@@ -123,12 +123,20 @@ pub(super) fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
     Paragraph::new(Line::from(spans)).style(theme.dim()).render(area, buf);
 }
 
-/// The settings the status bar names: the ones that shape every number, then any other that differs from the
-/// run's recorded settings (each changed one is marked `*` on its own).
+/// The settings the status bar names: the ones that shape every number under the run's estimator (a TRL run's
+/// `grpo scale=group`, not GiGPO's γ and ω), then any other that differs from the run's recorded settings (each
+/// changed one is marked `*` on its own).
 pub(crate) fn status_fields(state: &State) -> Vec<Field> {
-    let mut shown = vec![Field::Estimator, Field::Gamma, Field::Omega, Field::Norm, Field::Anchor];
-    if state.domain.settings.scale_rewards.is_some() {
+    let s = &state.domain.settings;
+    let mut shown: Vec<Field> = [Field::Estimator, Field::Gamma, Field::Omega, Field::Norm, Field::Anchor]
+        .into_iter()
+        .filter(|f| f.applies(s))
+        .collect();
+    if s.scale_rewards.is_some() {
         shown.push(Field::ScaleRewards);
+        if s.aggregation != crate::advantage::Aggregation::default() {
+            shown.push(Field::Aggregation);
+        }
     }
     for f in crate::tui::settings_fields::changed(&state.domain.settings, &state.domain.recorded) {
         // A changed θ shows in the anchor label.

@@ -141,22 +141,27 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
     let Some(e) = state.episode_index() else { return vec![] };
     let Ok(ep) = state.domain.episode(e) else { return vec![] };
+    // A TRL completion records no success, and none of its numbers when every reward function returned None.
+    let per_function = ep.reward_functions().is_some();
+    let unscored = crate::advantage::trl::unscored(&state.domain.episodes, e);
     let outcome = match &ep.outcome {
+        _ if unscored => "unscored (every reward function returned None)".into(),
+        Some(o) if per_function => format!("score {:.3}", o.score),
         Some(o) => format!("{} score {:.3}", if o.success { "✓ success" } else { "✗ failure" }, o.score),
         None => "no outcome".into(),
     };
+    let ret = if unscored { "—".into() } else { format!("{:.3}", ep.total_reward()) };
     let mut out = Vec::new();
     let l1 = format!(
-        "episode {} · traj {}/{} · iteration {} · {} steps · return {:.3} · {outcome}",
+        "episode {} · traj {}/{} · iteration {} · {} steps · return {ret} · {outcome}",
         ep.id,
         state.ui.sel.traj + 1,
         state.group_episodes().len(),
         ep.iteration,
         ep.steps.len(),
-        ep.total_reward()
     );
     hanging("", &l1, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.title())));
-    let task = format!("task: {}", ep.instruction());
+    let task = format!("task: {}", super::task_text(&ep));
     hanging("", &task, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.dim())));
     out.truncate(3);
     out
@@ -175,6 +180,8 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.ui.sel.step, ep.steps.len(), body.height as usize);
     // The page column is WebShop's: runs of other environments record none and get the room for actions.
     let pages = ep.steps.iter().any(|s| s.page.is_some());
+    let scored = !crate::advantage::trl::unscored(&state.domain.episodes, e);
+    let number = move |x: f64, decimals: usize| if scored { format!("{x:.decimals$}") } else { "—".into() };
     let rows = ep.steps.iter().zip(rows_adv).enumerate().skip(start).take(body.height as usize).map(|(i, (s, r))| {
         let size = t.anchor_groups[r.step_group as usize].members.len();
         let action = if s.valid { s.action.clone() } else { format!("⚠ {}", s.action) };
@@ -184,8 +191,8 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
         }
         cells.extend([
             Cell::from(action),
-            Cell::from(format!("{:.2}", r.reward)),
-            Cell::from(format!("{:.3}", r.ret)),
+            Cell::from(number(r.reward, 2)),
+            Cell::from(number(r.ret, 3)),
             Cell::from(adv_span(state, r.episode_advantage)),
             Cell::from(adv_span(state, r.step_advantage)),
             Cell::from(adv_span(state, r.advantage)),
@@ -223,7 +230,9 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
 
 fn detail(state: &State, e: usize, step: &Step, area: Rect, buf: &mut Buffer) {
     let actions = step.available_actions.as_deref().unwrap_or(&[]);
-    let info_h = (actions.len().min(8) as u16 + 5).min(area.height / 2);
+    // A TRL completion's line of reward functions may wrap once.
+    let rewards_h = if state.domain.episodes.get(e).is_some_and(|ep| ep.rewards().is_some()) { 2 } else { 0 };
+    let info_h = (actions.len().min(8) as u16 + 5 + rewards_h).min(area.height / 2);
     let [obs_area, info_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(info_h)]).areas(area);
     observation(state, step, obs_area, buf);
     info(state, e, step, actions, info_area, buf);
@@ -348,6 +357,9 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     }
     facts.push(format!("valid {}", if step.valid { "yes" } else { "no" }));
     lines.push(Line::from(facts.join(" · ")));
+    if let Some(line) = reward_functions_line(state, e) {
+        lines.push(Line::from(line));
+    }
     let row = state.domain.derived.table.get_row(e, state.ui.sel.step);
     let recorded = state.domain.episodes[e].advantages().and_then(|a| a.get(state.ui.sel.step)).copied();
     if let (Some(r), Some(rec)) = (row, recorded) {
@@ -359,6 +371,27 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     }
     let title = format!("Actions ({}) · chosen highlighted", actions.len());
     Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, title)).render(area, buf);
+}
+
+/// Each reward function's value for a TRL completion (`None` where it returned None), with the weights when
+/// they are not TRL's default of 1 each.
+fn reward_functions_line(state: &State, e: usize) -> Option<String> {
+    let episode = state.domain.episodes.get(e)?;
+    let (names, values) = (episode.reward_names()?, episode.rewards()?);
+    let weights = state.domain.settings.reward_weights;
+    let terms: Vec<String> = names
+        .iter()
+        .zip(values)
+        .enumerate()
+        .map(|(k, (name, v))| {
+            let value = if v.is_nan() { "None".to_string() } else { format!("{v:.3}") };
+            match weights.and_then(|w| w.as_slice().get(k).copied()) {
+                Some(w) => format!("{name} {value} ×{w}"),
+                None => format!("{name} {value}"),
+            }
+        })
+        .collect();
+    Some(format!("rewards: {}", terms.join(" · ")))
 }
 
 #[cfg(test)]

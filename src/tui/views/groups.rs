@@ -210,7 +210,7 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let Some(g) = state.domain.derived.table.episode_groups.get(state.ui.sel.group as usize) else { return vec![] };
     let first = g.episodes.first().map(|&e| state.domain.episode(e as usize));
     let instruction = match &first {
-        Some(Ok(episode)) => episode.instruction().to_string(),
+        Some(Ok(episode)) => super::task_text(episode),
         Some(Err(err)) => format!("(cannot read it back: {err})"),
         None => String::new(),
     };

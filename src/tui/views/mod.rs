@@ -261,3 +261,18 @@ pub fn unreadable(state: &State, err: &crate::run::text_on_disk::TextError, area
         .wrap(Wrap { trim: false })
         .render(area, buf);
 }
+
+/// What an episode's `task:` line shows: its instruction, else (a verl-agent export records none) its first
+/// observation; of a chat-templated prompt (verl's dumps, verl-agent's prompts) the user's turn, and of
+/// verl-agent's prompt the sentence after "Your task is to:". Line breaks show as `⏎`.
+pub fn task_text(episode: &crate::run::Episode) -> String {
+    let recorded = episode.instruction();
+    let text =
+        if recorded.trim().is_empty() { episode.steps.first().map_or("", |s| &*s.observation) } else { recorded };
+    let turn = crate::text::chat::user_turn(text).unwrap_or_else(|| text.to_string());
+    let task = match turn.split_once("Your task is to:") {
+        Some((_, rest)) => rest.split(". Your ").next().unwrap_or(rest).trim().to_string(),
+        None => turn,
+    };
+    task.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ⏎ ")
+}

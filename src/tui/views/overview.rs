@@ -7,6 +7,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::{block, clamp_add, go, hint, layout, Component, Hint, ListRegion};
+use crate::advantage::stats::records_success;
 use crate::tui::action::Action;
 use crate::tui::state::{State, View};
 
@@ -37,12 +38,16 @@ impl Component for Overview {
 
     fn highlight(&self, state: &State) -> Option<String> {
         let it = state.domain.derived.iterations.get(state.ui.sel.iteration)?;
+        let succeeded = if records_success(&state.domain.episodes) {
+            format!(", {:.0}% succeeded", 100.0 * it.stats.success_rate)
+        } else {
+            String::new()
+        };
         Some(format!(
-            "{}: {} episodes in {} groups, {:.0}% succeeded, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
+            "{}: {} episodes in {} groups{succeeded}, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
             if it.is_play() { "played groups".to_string() } else { format!("iteration {}", it.iteration) },
             it.stats.episodes,
             it.stats.groups.len(),
-            100.0 * it.stats.success_rate,
             it.stats.mean_return,
             100.0 * it.stats.zero_variance_share
         ))
@@ -105,12 +110,14 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     let its = &state.domain.derived.iterations;
     let body = layout::table_body(area);
     let start = layout::window_start(state.ui.sel.iteration, its.len(), body.height as usize);
+    // TRL's completions record no success: "—", not "0%".
+    let success = records_success(&state.domain.episodes);
     let rows = its.iter().enumerate().skip(start).take(body.height as usize).map(|(i, it)| {
         let row = Row::new(vec![
             it.label(),
             it.stats.episodes.to_string(),
             it.stats.groups.len().to_string(),
-            pct(it.stats.success_rate),
+            if success { pct(it.stats.success_rate) } else { "—".into() },
             format!("{:.3}", it.stats.mean_return),
             format!("{:.1}", it.stats.mean_len),
             it.stats.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
@@ -155,11 +162,15 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
 
 fn charts(state: &State, area: Rect, buf: &mut Buffer) {
     let its = &state.domain.derived.iterations;
-    let [top, bottom] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
     // Played groups are no training iteration: the charts leave them out.
     let training: Vec<_> = its.iter().filter(|i| !i.is_play()).collect();
-    let success: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.stats.success_rate)).collect();
     let returns: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.stats.mean_return)).collect();
+    if !records_success(&state.domain.episodes) {
+        // A run without success (TRL's completions) gets the return chart alone.
+        return line_chart(state, "mean return by iteration", &returns, None, area, buf);
+    }
+    let [top, bottom] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
+    let success: Vec<(f64, f64)> = training.iter().map(|i| (i.iteration as f64, i.stats.success_rate)).collect();
     line_chart(state, "success rate by iteration", &success, Some((0.0, 1.0)), top, buf);
     line_chart(state, "mean return by iteration", &returns, None, bottom, buf);
 }

@@ -135,7 +135,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             let page = state.domain.pages.name(lean_step.page).filter(|page| !page.is_empty());
             cells.push(Cell::from(trunc(page.unwrap_or("—"), 8)));
         }
-        cells.extend([Cell::from(action), Cell::from(format!("{:.2}", row.reward))]);
+        let reward = if crate::advantage::trl::unscored(&state.domain.episodes, h.episode) {
+            "—".to_string()
+        } else {
+            format!("{:.2}", row.reward)
+        };
+        cells.extend([Cell::from(action), Cell::from(reward)]);
         for c in &extra {
             let v = (c.value)(&row);
             cells.push(if c.signed {

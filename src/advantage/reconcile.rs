@@ -1,0 +1,103 @@
+//! The TRL settings that reproduce a run's stored advantages, where the stored ones disagree with the
+//! recomputation: TRL's log records neither `scale_rewards`, nor the reward weights, nor the aggregation, so a
+//! run trained with others reads with TRL's defaults and its stored advantages differ.
+//!
+//! A small search: `scale_rewards` (group, batch, none) × aggregation (sum_then_normalize, normalize_then_sum,
+//! whose result `scale_rewards` does not change) × weight vectors (the settings' own, then every vector of
+//! [`WEIGHTS`] per reward function, for up to [`MAX_SEARCHED_FUNCTIONS`] functions; a vector of zeros is no
+//! candidate). Each candidate is tried on the first iteration that has stored advantages (a TRL batch: the
+//! settings act within one), in that order, and the first that reproduces them to
+//! [`super::stats::MISMATCH_TOLERANCE`] is checked on the whole run. The search changes only these three
+//! settings; none is found when other settings (groups of another size, another estimator) or the data differ.
+//! Under scaling, weight vectors in proportion give the same advantages (up to TRL's ε): the first found wins.
+
+use super::engine::compute;
+use super::settings::{AdvantageSettings, Aggregation, RewardWeights, ScaleRewards};
+use super::stats::compare_stored;
+use crate::run::Episode;
+
+/// Weight vectors are searched for runs of at most this many reward functions (11³ vectors).
+pub const MAX_SEARCHED_FUNCTIONS: usize = 3;
+/// The values each weight takes in the search.
+pub const WEIGHTS: [f64; 11] = [0.0, 0.1, 0.2, 0.25, 0.3, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0];
+
+/// TRL settings that reproduce every stored advantage of `episodes`, differing from `settings` only in
+/// `scale_rewards`, `reward_weights` and `aggregation`; `None` when the stored advantages already match under
+/// `settings`, when the run has none or is no TRL run (`settings` without `scale_rewards`), or when no
+/// candidate reproduces them.
+pub fn reproducing_trl_settings(episodes: &[Episode], settings: &AdvantageSettings) -> Option<AdvantageSettings> {
+    settings.scale_rewards?;
+    if reproduces(episodes, settings)? {
+        return None;
+    }
+    let first = episodes.iter().filter(|e| e.advantages.is_some()).map(|e| e.iteration).min()?;
+    let probe: Vec<Episode> = episodes.iter().filter(|e| e.iteration == first).cloned().collect();
+    let functions = episodes.iter().filter_map(|e| e.reward_functions()).map(|(n, _)| n.len()).max().unwrap_or(1);
+    candidates(settings, functions).filter(|c| c != settings).find(|c| {
+        reproduces(&probe, c) == Some(true) && (probe.len() == episodes.len() || reproduces(episodes, c) == Some(true))
+    })
+}
+
+/// Whether `settings` reproduce the stored advantages of `episodes` (`None`: no row to compare).
+fn reproduces(episodes: &[Episode], settings: &AdvantageSettings) -> Option<bool> {
+    let comparison = compare_stored(episodes, &compute(episodes, settings))?;
+    (comparison.rows > 0).then_some(comparison.mismatched_rows == 0 && comparison.length_mismatches.is_empty())
+}
+
+/// The candidates in search order: the settings' own scale, aggregation and weights first.
+fn candidates(settings: &AdvantageSettings, functions: usize) -> impl Iterator<Item = AdvantageSettings> {
+    let own_scale = settings.scale_rewards.unwrap_or(ScaleRewards::Group);
+    let scales: Vec<ScaleRewards> = std::iter::once(own_scale)
+        .chain([ScaleRewards::Group, ScaleRewards::Batch, ScaleRewards::None].into_iter().filter(|s| *s != own_scale))
+        .collect();
+    let mut weights: Vec<Option<RewardWeights>> = vec![settings.reward_weights];
+    if functions <= MAX_SEARCHED_FUNCTIONS {
+        let mut vector = vec![0usize; functions];
+        loop {
+            let values: Vec<f64> = vector.iter().map(|&i| WEIGHTS[i]).collect();
+            if values.iter().any(|&w| w != 0.0) {
+                weights.extend(RewardWeights::new(&values).ok().map(Some));
+            }
+            // The next vector, counting in base WEIGHTS.len().
+            let Some(k) = vector.iter().rposition(|&i| i + 1 < WEIGHTS.len()) else { break };
+            vector[k] += 1;
+            vector[k + 1..].iter_mut().for_each(|i| *i = 0);
+        }
+    }
+    let base = *settings;
+    let aggregations = [settings.aggregation, other(settings.aggregation)];
+    aggregations.into_iter().flat_map(move |aggregation| {
+        // Under normalize_then_sum the scale changes nothing: one candidate per weight vector.
+        let scales = if aggregation == Aggregation::NormalizeThenSum { vec![own_scale] } else { scales.clone() };
+        let weights = weights.clone();
+        scales.into_iter().flat_map(move |scale| {
+            weights.clone().into_iter().map(move |reward_weights| AdvantageSettings {
+                scale_rewards: Some(scale),
+                reward_weights,
+                aggregation,
+                ..base
+            })
+        })
+    })
+}
+
+fn other(aggregation: Aggregation) -> Aggregation {
+    match aggregation {
+        Aggregation::SumThenNormalize => Aggregation::NormalizeThenSum,
+        Aggregation::NormalizeThenSum => Aggregation::SumThenNormalize,
+    }
+}
+
+/// The command-line flags that select `settings`' TRL options, as `gigscope advantages` and `stats` take them.
+pub fn trl_flags(settings: &AdvantageSettings) -> String {
+    let mut flags = Vec::new();
+    if let Some(scale) = settings.scale_rewards {
+        flags.push(format!("--scale-rewards {}", scale.name()));
+    }
+    if let Some(w) = settings.reward_weights {
+        let list: Vec<String> = w.as_slice().iter().map(|x| x.to_string()).collect();
+        flags.push(format!("--reward-weights {}", list.join(",")));
+    }
+    flags.push(format!("--aggregation {}", settings.aggregation.name()));
+    flags.join(" ")
+}
