@@ -161,7 +161,7 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
         ep.steps.len(),
     );
     hanging("", &l1, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.title())));
-    let task = format!("task: {}", super::task_text(&ep));
+    let task = format!("task: {}", super::task_text(ep));
     hanging("", &task, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.dim())));
     out.truncate(3);
     out
