@@ -1,8 +1,8 @@
 //! Build set-up of the gigscope library and binary.
 //!
 //! 1. The build id (`GIGSCOPE_BUILD_ID`): a hash of the trainer's, plugin's and protocol's sources, so that the
-//!    training plugin (`src/train/plugin`, built in its own cargo invocation) and the binary that loads it can
-//!    tell whether they come from the same sources (`crate::training::HANDSHAKE`).
+//!    training plugin (`src/trainer/plugin`, built in its own cargo invocation) and the binary that loads it can
+//!    tell whether they come from the same sources (`crate::plugin_host::HANDSHAKE`).
 //! 2. With the `train` feature (tch/libtorch; the plugin and `cargo test --all-features` turn it on) the test
 //!    and bench binaries that link the trainer need two things torch-sys leaves out:
 //!    - an rpath to torch's library directory, or they fail to start with `libtorch_cpu.so: cannot open shared
@@ -47,15 +47,15 @@ fn main() {
     }
 }
 
-/// FNV-1a over the files of the trainer and the plugin (`src/train`) and of the protocol and loader
-/// (`src/training`): paths and contents, in path order. Those are what the two sides must share. The plugin also
+/// FNV-1a over the files of the trainer and the plugin (`src/trainer`) and of the protocol and loader
+/// (`src/plugin_host`): paths and contents, in path order. Those are what the two sides must share. The plugin also
 /// holds its own copy of the engine and the WebShop environment; a change there does not make a built plugin
 /// refuse to load (in a checkout edited by several people at once that would turn every unrelated edit into a
 /// refused plugin), so rebuild it after such changes: `./scripts/dev run` always does.
 fn build_id() {
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src/train", "src/training"] {
+    for dir in ["src/trainer", "src/plugin_host"] {
         collect(&root.join(dir), &mut files);
     }
     files.sort();

@@ -9,12 +9,12 @@ pub mod env;
 pub mod env_registry;
 pub mod index;
 pub mod live;
+pub mod plugin_host;
 pub mod run;
 pub mod sokoban;
 pub mod text;
 pub mod toy_shop;
 #[cfg(feature = "train")]
-pub mod train;
-pub mod training;
+pub mod trainer;
 pub mod tui;
 pub mod webshop;

@@ -6,8 +6,8 @@ use anyhow::Context;
 use super::flags::{FamilyFlags, SettingsFlags};
 use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, AdvantageTable};
+use crate::plugin_host::protocol::{FamilyEstimator, ESTIMATOR_KEY};
 use crate::run::{Run, RUN_META_FILE};
-use crate::training::protocol::{FamilyEstimator, ESTIMATOR_KEY};
 
 /// The family estimator whose advantages are asked for, with its settings: `--estimator` when it names one of
 /// the family (the engine's four name none), else the one `run.json` records the run was trained with (key

@@ -17,7 +17,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser};
 use super::flags::{FamilyFlags, SettingsFlags};
 use crate::env::EnvOptions;
 use crate::env_registry::ENVIRONMENTS;
-use crate::training::{
+use crate::plugin_host::{
     DeviceChoice, FamilyEstimator, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
     Training,
 };

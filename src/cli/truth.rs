@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::aliasing;
 use super::source::SourceFlags;
 use crate::advantage::AdvantageSettings;
+use crate::plugin_host::{Training, TruthGroups, TruthProgress, TruthRequest};
 use crate::run::truth::{branchable, truth_path, TruthFile};
-use crate::training::{Training, TruthGroups, TruthProgress, TruthRequest};
 
 /// `--groups`: `all`, or how many episode groups to sample.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The training-burst dialog's side of the state: the form (what to start) and the status of the burst that
 //! runs (fed by [`BurstUpdate`]s translated from the trainer's [`TrainEvent`]s). Nothing here needs libtorch:
-//! the form becomes a [`TrainRequest`] for [`crate::training`], which runs it in the training plugin and says
+//! the form becomes a [`TrainRequest`] for [`crate::plugin_host`], which runs it in the training plugin and says
 //! clearly when the plugin cannot be loaded.
 
 use std::path::Path;
@@ -9,7 +9,7 @@ use clap::ValueEnum;
 
 use crate::advantage::estimators::{EstimatorKind, EstimatorSettings};
 use crate::advantage::AdvantageOverrides;
-use crate::training::{
+use crate::plugin_host::{
     DeviceChoice, FamilyEstimator, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
 };
 

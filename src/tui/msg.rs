@@ -15,8 +15,8 @@ use crate::advantage::AnchorGrouping;
 use crate::env::EnvError;
 use crate::index::{IndexError, SearchResults};
 use crate::live::LiveEvent;
+use crate::plugin_host::Unavailable;
 use crate::run::{Episode, RunError};
-use crate::training::Unavailable;
 
 /// Everything that can happen to the TUI.
 #[derive(Debug)]

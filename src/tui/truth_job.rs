@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::advantage::agreement::agreements;
 use crate::advantage::estimators::{EnvInputs, EstimatorSettings};
 use crate::advantage::AdvantageSettings;
+use crate::plugin_host::{Training, TruthProgress, Unavailable};
 use crate::run::text_on_disk::TextError;
 use crate::run::truth::{read_truth, truth_path, NoTruth, TruthFile};
 use crate::run::{Episode, RunError};
-use crate::training::{Training, TruthProgress, Unavailable};
 
 /// K when the iteration has no truth file yet (`gigscope truth`'s default); a file's own K otherwise, so that
 /// its rows stay comparable.

@@ -10,8 +10,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use gigscope::env::EnvOptions;
-use gigscope::training::{DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest};
-use gigscope::training::{TruthGroups, TruthProgress, TruthRequest};
+use gigscope::plugin_host::{DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest};
+use gigscope::plugin_host::{TruthGroups, TruthProgress, TruthRequest};
 
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -41,7 +41,7 @@ fn main() {
     }));
     let clock = Instant::now();
     let stop = AtomicBool::new(false);
-    gigscope::train::service::serve(&serde_json::to_vec(&train).expect("request"), &stop, &mut |_| {})
+    gigscope::trainer::service::serve(&serde_json::to_vec(&train).expect("request"), &stop, &mut |_| {})
         .expect("training");
     let train_s = clock.elapsed().as_secs_f64();
 
@@ -49,7 +49,7 @@ fn main() {
         TruthRequest { run, iteration: iterations as i64, rollouts: k, groups: TruthGroups::All, seed: 0, threads };
     let clock = Instant::now();
     let mut last = TruthProgress::default();
-    let file = gigscope::train::truth::measure(&request, &stop, &mut |p| last = p.clone()).expect("truth");
+    let file = gigscope::trainer::truth::measure(&request, &stop, &mut |p| last = p.clone()).expect("truth");
     let truth_s = clock.elapsed().as_secs_f64();
     println!(
         "truth, {} catalog, iteration {} of a 16 x 8 run ({} step rows, {} episode groups, K = {k}, {} worker \

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gigscope::live::{LiveEvent, WatchOptions, Watcher};
+use gigscope::plugin_host::{AutoplayRequest, TrainConfig, TrainEvent, Training};
 use gigscope::run::{Episode, Outcome, Step, Task};
-use gigscope::training::{AutoplayRequest, TrainConfig, TrainEvent, Training};
 use gigscope::tui::app::{self, Reading};
 use gigscope::tui::burst_dialog::BurstUpdate;
 use gigscope::tui::play::DEFAULT_GROUP_SIZE;

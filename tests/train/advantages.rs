@@ -8,10 +8,10 @@ use std::sync::atomic::AtomicBool;
 use gigscope::advantage::estimators::{EstimatorKind, EstimatorSettings};
 use gigscope::advantage::AdvantageOverrides;
 use gigscope::env::EnvOptions;
+use gigscope::plugin_host::FamilyEstimator;
 use gigscope::run::Run;
 use gigscope::toy_shop::ToyShop;
-use gigscope::train::{DeviceChoice, TrainConfig, TrainError, Trainer};
-use gigscope::training::FamilyEstimator;
+use gigscope::trainer::{DeviceChoice, TrainConfig, TrainError, Trainer};
 
 fn tiny(advantage: AdvantageOverrides, estimator: Option<FamilyEstimator>) -> TrainConfig {
     TrainConfig {

@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 
 use gigscope::run::Episode;
 use gigscope::toy_shop::ToyShop;
-use gigscope::train::checkpoint;
-use gigscope::train::{DeviceChoice, PpoConfig, TrainConfig, Trainer};
+use gigscope::trainer::checkpoint;
+use gigscope::trainer::{DeviceChoice, PpoConfig, TrainConfig, Trainer};
 
 fn tiny(iterations: u64) -> TrainConfig {
     TrainConfig {
@@ -210,14 +210,14 @@ fn a_checkpoint_round_trips() {
 
 #[test]
 fn the_update_lowers_the_loss_on_a_fixed_batch() {
-    use gigscope::train::ppo::{self, Adam, Sample};
-    use gigscope::train::rollout::{self, Chooser, Slot};
-    use gigscope::train::{Split, Tasks};
+    use gigscope::trainer::ppo::{self, Adam, Sample};
+    use gigscope::trainer::rollout::{self, Chooser, Slot};
+    use gigscope::trainer::{Split, Tasks};
     use rand::SeedableRng;
 
     // The initial weights as a trainer makes them: seeding torch's process-wide generator under the trainers' lock,
     // so a trainer starting in a parallel test cannot interleave its draws with these.
-    let (vs, policy) = gigscope::train::policy::initial_policy(3, Default::default(), tch::Device::Cpu);
+    let (vs, policy) = gigscope::trainer::policy::initial_policy(3, Default::default(), tch::Device::Cpu);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     let mut slots: Vec<Slot> = (0..6).map(|g| Slot::new(ToyShop.start_in(Split::Train, g).unwrap())).collect();
     rollout::play(&mut slots, &mut Chooser::Sample(&policy, &mut rng), 15, tch::Device::Cpu).unwrap();
@@ -246,8 +246,8 @@ fn the_update_lowers_the_loss_on_a_fixed_batch() {
 
 #[test]
 fn episodes_a_policy_plays_carry_the_reward_breakdown_as_hand_played_ones_do() {
-    use gigscope::train::rollout::{self, Chooser, Slot};
-    use gigscope::train::{Split, Tasks};
+    use gigscope::trainer::rollout::{self, Chooser, Slot};
+    use gigscope::trainer::{Split, Tasks};
     use gigscope::webshop::tasks::WebShopTasks;
     let tasks = WebShopTasks::open(None, None).unwrap();
     let mut slots = vec![Slot::new(tasks.start_in(Split::Train, 0).unwrap())];

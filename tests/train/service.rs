@@ -1,18 +1,18 @@
 //! The plugin's side of the training protocol, in process: JSON requests in, events and results out, as the
-//! plugin's C ABI passes them (`gigscope::train::service::serve`). The binary's side, through the real plugin,
+//! plugin's C ABI passes them (`gigscope::trainer::service::serve`). The binary's side, through the real plugin,
 //! is tests/plugin/training.rs.
 #![cfg(feature = "train")]
 
 use std::sync::atomic::AtomicBool;
 
-use gigscope::training::{
+use gigscope::plugin_host::{
     AutoplayRequest, AutoplayResult, DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
 };
 
 fn serve(request: &Request) -> (Vec<TrainEvent>, Result<Vec<u8>, String>) {
     let mut events = Vec::new();
     let json = serde_json::to_vec(request).unwrap();
-    let result = gigscope::train::service::serve(&json, &AtomicBool::new(false), &mut |e| {
+    let result = gigscope::trainer::service::serve(&json, &AtomicBool::new(false), &mut |e| {
         events.push(serde_json::from_slice(e).expect("events are JSON"))
     });
     (events, result)
@@ -112,6 +112,6 @@ fn the_policy_plays_a_group_and_says_which_policy_it_was() {
 
 #[test]
 fn a_request_it_cannot_read_is_an_error_not_a_panic() {
-    let result = gigscope::train::service::serve(b"{\"call\":\"dance\"}", &AtomicBool::new(false), &mut |_| {});
+    let result = gigscope::trainer::service::serve(b"{\"call\":\"dance\"}", &AtomicBool::new(false), &mut |_| {});
     assert!(result.unwrap_err().contains("cannot read the request"));
 }

@@ -1,4 +1,4 @@
-//! Ground truth through the plugin's protocol, in process (`gigscope::train::service::serve` with
+//! Ground truth through the plugin's protocol, in process (`gigscope::trainer::service::serve` with
 //! `Request::Truth`, as the C ABI passes it): the TUI's one-group request gives that group's rows exactly as the
 //! whole iteration's measurement does, progress arrives as JSON events, a raised cancel flag stops it, an
 //! unknown group is named, and a run trained on the toy shop (its `tasks` recorded in `run.json`) is branched
@@ -13,12 +13,12 @@ use std::collections::HashMap;
 
 use gigscope::advantage::{self, AdvantageSettings};
 use gigscope::env::EnvOptions;
+use gigscope::plugin_host::{
+    DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
+};
 use gigscope::run::truth::TruthFile;
 use gigscope::run::{Episode, Run};
 use gigscope::toy_shop::NAME as TOY_ENV;
-use gigscope::training::{
-    DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
-};
 
 fn train_toy(run: &std::path::Path) {
     train(
@@ -37,13 +37,13 @@ fn train(run: &std::path::Path, env: &str, config: TrainConfig) {
         mode: RunMode::AsConfigured,
     }));
     let json = serde_json::to_vec(&request).unwrap();
-    gigscope::train::service::serve(&json, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    gigscope::trainer::service::serve(&json, &AtomicBool::new(false), &mut |_| {}).unwrap();
 }
 
 fn truth(request: &TruthRequest, stop: bool) -> (Vec<TruthProgress>, Result<TruthFile, String>) {
     let mut events = Vec::new();
     let json = serde_json::to_vec(&Request::Truth(request.clone())).unwrap();
-    let result = gigscope::train::service::serve(&json, &AtomicBool::new(stop), &mut |e| {
+    let result = gigscope::trainer::service::serve(&json, &AtomicBool::new(stop), &mut |e| {
         events.push(serde_json::from_slice(e).expect("progress events are JSON"))
     });
     (events, result.map(|bytes| serde_json::from_slice(&bytes).expect("the result is a truth file")))

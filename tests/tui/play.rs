@@ -279,7 +279,7 @@ fn the_burst_dialog_offers_every_estimator_that_trains() {
     assert_eq!(form.adjust(BurstField::Estimator, true).estimator, EstimatorKind::QMinusV, "the last stays");
     assert_eq!(form.value(BurstField::Estimator), "q-minus-v");
     // A successor trains as the family estimator of the burst; an engine estimator as the engine's.
-    let tasks = gigscope::training::TaskSource::new("sokoban", gigscope::env::EnvOptions::default());
+    let tasks = gigscope::plugin_host::TaskSource::new("sokoban", gigscope::env::EnvOptions::default());
     let burst = form.train_request(std::path::Path::new("run"), tasks.clone()).config;
     assert_eq!(burst.estimator.map(|f| f.kind), Some(EstimatorKind::QMinusV));
     assert_eq!(burst.advantage.estimator, None);

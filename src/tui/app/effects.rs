@@ -12,8 +12,8 @@ use ratatui::DefaultTerminal;
 use super::terminal::draw;
 use crate::advantage::AdvantageSettings;
 use crate::index::{IndexError, IndexSearcher, TrajectoryIndex};
+use crate::plugin_host::{self, BurstHandle, TaskSource, TrainEvent, Training};
 use crate::run::{Episode, RunWriter};
-use crate::training::{self, BurstHandle, TaskSource, TrainEvent, Training};
 use crate::tui::burst_dialog::{BurstRequest, BurstUpdate};
 use crate::tui::msg::{AutoplayRequest, Effect, Effects, JobError, Msg};
 use crate::tui::play::TasksHandle;
@@ -265,14 +265,14 @@ impl Effector {
 
     /// The run's policy plays a group, in the training plugin (loaded on first use), as a job.
     fn autoplay(&mut self, run: &crate::run::Run, request: &AutoplayRequest) -> Result<(), JobError> {
-        let request = training::AutoplayRequest {
+        let request = plugin_host::AutoplayRequest {
             run: run.dir.clone(),
             tasks: self.task_source(run)?,
             task: request.goal,
             group: request.group.clone(),
             first: request.first,
             n: request.n,
-            step_limit: training::TrainConfig::default().step_limit,
+            step_limit: plugin_host::TrainConfig::default().step_limit,
             seed: request.seed,
         };
         self.runner.spawn(JobKind::Autoplay, move |_| {

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use super::checkpoint::TrainerState;
 use super::error::TrainError;
 use crate::advantage::{AdvantageOverrides, AdvantageSettings};
+use crate::plugin_host::protocol::{TrainConfig, ESTIMATOR_KEY};
 use crate::run::{
     read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
 };
-use crate::training::protocol::{TrainConfig, ESTIMATOR_KEY};
 
 pub struct RunOutput {
     dir: PathBuf,

@@ -1,5 +1,5 @@
 //! Training, behind one interface for the TUI and the CLI: start a run (progress as events, cancel), let the
-//! run's policy play a group. Always compiled, and free of tch: the trainer itself (`crate::train`, feature
+//! run's policy play a group. Always compiled, and free of tch: the trainer itself (`crate::trainer`, feature
 //! `train`) lives in a separately built plugin, `libgigscope_train.so`, which this module loads the first time
 //! training is asked for. So `gigscope --help`, `advantages`, `stats`, `search`, `webshop` and the TUI never
 //! load libtorch; a burst loads it into the TUI's own process and trains there, on a background thread.

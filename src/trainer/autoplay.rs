@@ -14,8 +14,8 @@ use super::ppo::Adam;
 use super::rollout::{self, Chooser, Slot};
 use super::tasks::open_tasks;
 use crate::env::Started;
+use crate::plugin_host::protocol::{AutoplayRequest, AutoplayResult, TrainConfig};
 use crate::run::Episode;
-use crate::training::protocol::{AutoplayRequest, AutoplayResult, TrainConfig};
 
 /// Which policy played.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::policy::{Batch, Policy};
 use crate::env::features::Decision;
-pub use crate::training::protocol::PpoConfig;
+pub use crate::plugin_host::protocol::PpoConfig;
 
 /// One training sample: a decision, the action taken, its log-probability when it was taken, and the
 /// advantage the estimator gave that step.

@@ -1,5 +1,5 @@
-//! gigscope's training plugin: `gigscope::train` (tch/libtorch) behind the C ABI that
-//! `gigscope::training::loader` documents and calls. gigscope loads this library the first time training is
+//! gigscope's training plugin: `gigscope::trainer` (tch/libtorch) behind the C ABI that
+//! `gigscope::plugin_host::loader` documents and calls. gigscope loads this library the first time training is
 //! asked for, so only then is libtorch loaded.
 //!
 //! Nothing may unwind out of these functions: panics are caught and returned as errors, with the panic message
@@ -11,8 +11,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::AtomicBool;
 use std::sync::Once;
 
-use gigscope::training::loader::{EmitFn, EMIT_ERROR, EMIT_EVENT, EMIT_RESULT};
-use gigscope::training::HANDSHAKE;
+use gigscope::plugin_host::loader::{EmitFn, EMIT_ERROR, EMIT_EVENT, EMIT_RESULT};
+use gigscope::plugin_host::HANDSHAKE;
 
 /// The protocol, gigscope version and build this plugin speaks, NUL-terminated.
 #[no_mangle]
@@ -20,7 +20,7 @@ pub extern "C" fn gigscope_train_handshake() -> *const c_char {
     HANDSHAKE.as_ptr().cast()
 }
 
-/// Run one request (JSON) on the calling thread; see `gigscope::training::loader`.
+/// Run one request (JSON) on the calling thread; see `gigscope::plugin_host::loader`.
 ///
 /// # Safety
 /// `request` points to `len` readable bytes, `emit` may be called with `ctx` on this thread until the call
@@ -38,7 +38,7 @@ pub unsafe extern "C" fn gigscope_train_call(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let request = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(request, len) } };
         let stop = unsafe { &*cancel };
-        gigscope::train::service::serve(request, stop, &mut |json| send(EMIT_EVENT, json))
+        gigscope::trainer::service::serve(request, stop, &mut |json| send(EMIT_EVENT, json))
     }));
     match outcome {
         Ok(Ok(result)) => {

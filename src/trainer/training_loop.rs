@@ -22,9 +22,9 @@ use super::rollout::{self, Chooser, Slot};
 use crate::advantage::estimators::{self, EnvInputs, EstimatorError, Need};
 use crate::advantage::{self, AdvantageSettings, AdvantageTable};
 use crate::env::{Split, Tasks};
+use crate::plugin_host::protocol::FamilyEstimator;
+pub use crate::plugin_host::protocol::{DeviceChoice, EvalResult, TrainConfig};
 use crate::run::{Episode, MetricsRecord};
-use crate::training::protocol::FamilyEstimator;
-pub use crate::training::protocol::{DeviceChoice, EvalResult, TrainConfig};
 
 /// libtorch's device for `choice`.
 pub fn resolve_device(choice: DeviceChoice) -> Result<Device, TrainError> {

@@ -38,11 +38,11 @@ use crate::advantage::agreement;
 use crate::advantage::estimators::{EnvInputs, EstimatorSettings};
 use crate::advantage::{self, AdvantageSettings, RowRef};
 use crate::env::{EnvError, Tasks};
+use crate::plugin_host::protocol::{TrainConfig, TruthGroups, TruthProgress, TruthRequest};
 use crate::run::truth::{
     branchable, truth_run_name, NoTruth, TruthDivergence, TruthFile, TruthHeader, TruthRow, TRUTH_FORMAT,
 };
 use crate::run::{Episode, Run, RunError};
-use crate::training::protocol::{TrainConfig, TruthGroups, TruthProgress, TruthRequest};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TruthError {

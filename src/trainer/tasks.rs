@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::error::TrainError;
 use crate::env::{EnvError, EnvOptions, Tasks};
 use crate::env_registry;
+use crate::plugin_host::protocol::{TaskSource, TASKS_KEY};
 use crate::run::{read_meta, RunMeta, RunWriter};
-use crate::training::protocol::{TaskSource, TASKS_KEY};
 
 /// The task list a request names: the registry's environment (WebShop opens each catalog once per process,
 /// so bursts and policy play in one TUI session share it).

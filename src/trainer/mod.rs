@@ -2,8 +2,8 @@
 //! process, writing a run directory the TUI can watch live.
 //!
 //! Compiled only with the `train` feature (tch/libtorch), which the `gigscope` binary never has: the training
-//! plugin (`src/train/plugin`, `libgigscope_train.so`) links this module, and the binary reaches it through
-//! [`crate::training`], which loads the plugin when training is first asked for. [`service::serve`] is the
+//! plugin (`src/trainer/plugin`, `libgigscope_train.so`) links this module, and the binary reaches it through
+//! [`crate::plugin_host`], which loads the plugin when training is first asked for. [`service::serve`] is the
 //! plugin's entry point.
 //!
 //! The advantages that train the policy come from [`crate::advantage::compute`] (or, for a successor estimator,
@@ -20,7 +20,7 @@ pub mod request;
 pub mod rollout;
 pub mod service;
 mod tasks;
-mod trainer;
+mod training_loop;
 pub mod truth;
 
 pub use crate::env::{Environment, Split, Started, Tasks, Transition};
@@ -28,4 +28,4 @@ pub use autoplay::{autoplay, play_group, PolicySource};
 pub use error::TrainError;
 pub use policy::PolicyShape;
 pub use ppo::PpoConfig;
-pub use trainer::{resolve_device, DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};
+pub use training_loop::{resolve_device, DeviceChoice, EvalResult, IterationReport, Progress, TrainConfig, Trainer};

@@ -1,16 +1,16 @@
-//! The plugin's side of [`crate::training`]: one request in (JSON), events and a result out. The plugin crate
-//! (`src/train/plugin`) only wraps this in its C ABI.
+//! The plugin's side of [`crate::plugin_host`]: one request in (JSON), events and a result out. The plugin crate
+//! (`src/trainer/plugin`) only wraps this in its C ABI.
 
 use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 
-use crate::training::protocol::Request;
+use crate::plugin_host::protocol::Request;
 
 /// Answer one request, sending each event to `on_event` as JSON: a training run reports its
-/// [`TrainEvent`](crate::training::TrainEvent)s and has no result (`null`); policy play returns its
-/// [`AutoplayResult`](crate::training::AutoplayResult); ground truth reports
-/// [`TruthProgress`](crate::training::TruthProgress) and returns its [`TruthFile`](crate::run::truth::TruthFile).
+/// [`TrainEvent`](crate::plugin_host::TrainEvent)s and has no result (`null`); policy play returns its
+/// [`AutoplayResult`](crate::plugin_host::AutoplayResult); ground truth reports
+/// [`TruthProgress`](crate::plugin_host::TruthProgress) and returns its [`TruthFile`](crate::run::truth::TruthFile).
 /// `Err`: the request was not understood, or policy play or ground truth failed (a failed training run says so
 /// in its last event).
 pub fn serve(request: &[u8], stop: &AtomicBool, on_event: &mut dyn FnMut(&[u8])) -> Result<Vec<u8>, String> {

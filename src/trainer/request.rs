@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use super::checkpoint;
 use super::tasks::{open_tasks, record_tasks};
-use super::trainer::{Progress, Trainer};
+use super::training_loop::{Progress, Trainer};
 use crate::env::{Split, Tasks};
-use crate::training::protocol::{IterationSummary, RunMode, TrainConfig, TrainEvent, TrainRequest};
+use crate::plugin_host::protocol::{IterationSummary, RunMode, TrainConfig, TrainEvent, TrainRequest};
 
 /// Run `request` to its end, reporting every event to `emit` (the last one `Finished` or `Failed`).
 pub fn run(request: &TrainRequest, stop: &AtomicBool, emit: &mut dyn FnMut(TrainEvent)) {

@@ -10,7 +10,7 @@ use tch::nn::{self, Module, VarStore};
 use tch::{Device, Kind, Tensor};
 
 use crate::env::features::{Decision, ACTION_DENSE, BUCKETS, STATE_DENSE};
-pub use crate::training::protocol::PolicyShape;
+pub use crate::plugin_host::protocol::PolicyShape;
 
 /// Logit given to padding slots: far below any real logit, finite so that 0·logit stays 0 in the entropy.
 const PAD_LOGIT: f64 = -1e9;
