@@ -59,8 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .and_then(|()| match &reproducing {
                 Some(r) => writeln!(
                     out,
-                    "  the stored advantages match `{}`: pass these flags (or set them in the TUI's settings, s) to \
-                     recompute as the run was trained",
+                    "  the stored advantages match `{}`: pass these flags to recompute as the run was trained",
                     r.flags
                 ),
                 None => Ok(()),
