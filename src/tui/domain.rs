@@ -291,9 +291,8 @@ pub struct Domain {
     /// Bumped whenever the episodes change, so a grouping made for older episodes is recognised.
     pub episodes_version: u64,
     /// The full records of the episodes the view about to be drawn shows, read back by [`Domain::show`] (from
-    /// `update`, never while drawing), and the [`Domain::episodes_version`] they were read at.
+    /// `update`, never while drawing).
     shown: HashMap<usize, Result<Arc<Episode>, TextError>>,
-    shown_version: u64,
     /// The run's load cache, when the viewer keeps one ([`Domain::keep_load_cache`]).
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
@@ -353,7 +352,6 @@ impl Domain {
             grouping_job: None,
             episodes_version: 0,
             shown: HashMap::new(),
-            shown_version: 0,
             load_cache: None,
             cached: Default::default(),
             expected_episodes: 0,
@@ -584,15 +582,17 @@ impl Domain {
     /// for an earlier frame and forgetting the rest, so that drawing reads them from memory
     /// ([`Domain::episode`]). Called by `update` after every message.
     pub fn show(&mut self, episodes: impl IntoIterator<Item = usize>) {
-        if self.shown_version != self.episodes_version {
-            self.shown.clear();
-            self.shown_version = self.episodes_version;
-        }
         let mut kept = HashMap::new();
         for e in episodes.into_iter().filter(|&e| e < self.episodes.len()) {
+            // A record read for an earlier frame stands while episode `e` is still the line it was read from:
+            // appends leave it, a reset that read the file again gives `e` another line (or another checksum).
             let record = match self.shown.remove(&e) {
-                Some(record) => record,
-                None => self.read_episode(e),
+                Some(Ok(read))
+                    if read.read_from.0.is_some() && read.read_from.0.as_ref() == self.episodes[e].span() =>
+                {
+                    Ok(read)
+                }
+                _ => self.read_episode(e),
             };
             kept.insert(e, record);
         }
