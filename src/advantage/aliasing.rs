@@ -66,11 +66,6 @@ impl Aliasing {
     pub fn aliased_row_share(&self) -> Option<f64> {
         share(self.aliased_rows, self.rows)
     }
-
-    /// The figures of anchor group `anchor_group`, if it was measured.
-    pub fn group(&self, anchor_group: u32) -> Option<&AnchorStates> {
-        self.groups.binary_search_by_key(&anchor_group, |g| g.anchor_group).ok().map(|i| &self.groups[i])
-    }
 }
 
 fn share(part: usize, whole: usize) -> Option<f64> {

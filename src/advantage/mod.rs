@@ -1,17 +1,17 @@
 //! The advantage engine (GiGPO and the estimators it is compared with), its settings and group statistics.
 
 pub mod agreement;
-pub mod aliasing;
+pub(crate) mod aliasing;
 mod engine;
 pub mod estimators;
 pub mod explain;
 mod grouping;
 mod input;
-pub mod reconcile;
+pub(crate) mod reconcile;
 mod settings;
 pub mod stats;
 mod table;
-pub mod trl;
+pub(crate) mod trl;
 
 pub use engine::{compute, compute_grouped, mean_std, norm_factor, recompute, regroup, STD_EPSILON, SUCCESS_REWARD};
 pub use grouping::{group_anchors, group_keyed, group_lean, AnchorGrouping, SimilarityJob};

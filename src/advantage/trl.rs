@@ -34,16 +34,8 @@ use super::settings::{AdvantageSettings, Aggregation, ScaleRewards};
 use super::table::{rloo_scale, AdvantageTable, EpisodeTerms};
 use crate::run::Episode;
 
-/// Key of `Outcome::extra` holding the per-function rewards of a TRL sample: `{name: number or null}`.
-pub use crate::run::REWARDS_KEY;
-
 /// Added to the standard deviation by TRL's GRPO normalisation.
 pub const TRL_STD_EPSILON: f64 = 1e-4;
-
-/// The per-function rewards recorded on `episode` (null and non-numbers read as NaN), in order.
-pub fn recorded_rewards(episode: &Episode) -> Option<Vec<f64>> {
-    episode.reward_functions().map(|(_, values)| values)
-}
 
 /// The names of the per-function rewards recorded on `episode`, in order.
 pub fn reward_names(episode: &Episode) -> Option<Vec<String>> {
@@ -216,7 +208,7 @@ mod tests {
 
     use super::*;
     use crate::advantage::{compute, RewardWeights};
-    use crate::run::{Outcome, Step};
+    use crate::run::{Outcome, Step, REWARDS_KEY};
 
     /// A TRL sample: one step, per-function rewards (`None`: the function returned None).
     fn sample(id: &str, group: &str, iteration: i64, rewards: &[Option<f64>]) -> Episode {

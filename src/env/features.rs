@@ -40,11 +40,6 @@ pub fn hashed(text: &str, limit: usize) -> Vec<i64> {
     words(text).take(limit).map(|w| bucket(&w)).collect()
 }
 
-/// Tokens in an action's text, as written to a step's `tokens`.
-pub fn token_count(action: &str) -> u64 {
-    words(action).count() as u64
-}
-
 /// Features of one state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StateFeatures {

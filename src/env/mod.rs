@@ -17,8 +17,8 @@
 //! one line each. Nothing here imports an environment or the registry.
 
 mod episode;
-pub mod features;
-pub mod page_anchor;
+pub(crate) mod features;
+pub(crate) mod page_anchor;
 mod recorder;
 mod registered;
 mod tasks;

@@ -8,7 +8,7 @@
 //! looked for and how to get it ([`Unavailable`]); nothing else depends on it.
 
 pub mod loader;
-pub mod protocol;
+pub(crate) mod protocol;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, TryRecvError};

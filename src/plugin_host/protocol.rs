@@ -156,10 +156,6 @@ pub struct TaskSource {
     pub options: EnvOptions,
 }
 
-/// Key of `run.json` where a training run records its [`TaskSource`], so that the policy can be put back in the
-/// same environment later (`gigscope truth`).
-pub const TASKS_KEY: &str = "tasks";
-
 impl TaskSource {
     pub fn new(env: &str, options: EnvOptions) -> TaskSource {
         TaskSource { env: env.to_owned(), options }

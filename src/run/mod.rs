@@ -23,7 +23,7 @@ mod jsonl;
 mod layout;
 mod lean_line;
 mod lean_reading;
-pub mod settings;
+pub(crate) mod settings;
 pub mod source;
 mod span;
 pub mod synth;

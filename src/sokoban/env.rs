@@ -32,14 +32,6 @@ impl SokobanEnv {
         let observation = level.render();
         SokobanEnv { level, observation, max_steps, steps: 0, score: 0.0, done: false }
     }
-
-    pub fn level(&self) -> &Level {
-        &self.level
-    }
-
-    pub fn steps(&self) -> usize {
-        self.steps
-    }
 }
 
 /// The move an action names.

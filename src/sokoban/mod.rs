@@ -6,7 +6,7 @@
 //! Tasks are level seeds: task `i` (id `seed-i`) is the level of seed `i`; seeds `0..100` are the test split
 //! and `100..10100` the train split.
 
-pub mod env;
+pub(crate) mod env;
 pub mod features;
 pub mod level;
 

@@ -1,7 +1,7 @@
 //! Text algorithms: those whose exact Python behaviour gigscope reproduces (`difflib`, `pyfloat`), and the user's
 //! turn of a chat-templated prompt (`chat`).
 
-pub mod chat;
+pub(crate) mod chat;
 pub mod difflib;
 pub mod pyfloat;
 

@@ -16,7 +16,7 @@ mod error;
 mod output;
 pub mod policy;
 pub mod ppo;
-pub mod request;
+pub(crate) mod request;
 pub mod rollout;
 pub mod service;
 mod tasks;

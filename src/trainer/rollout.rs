@@ -9,7 +9,7 @@ use tch::Device;
 
 use super::error::TrainError;
 use super::policy::{Batch, Policy};
-use crate::env::features::{token_count, Decision, PolicyFeatures, StateView, Taken};
+use crate::env::features::{words, Decision, PolicyFeatures, StateView, Taken};
 use crate::env::{Environment, Started, Transition};
 use crate::run::{Episode, Outcome, Step, Task};
 
@@ -62,7 +62,8 @@ impl Slot {
         let mut step = Step::new(self.env.observation(), action, 0.0);
         step.anchor = Some(anchor.into());
         step.page = self.env.page().map(str::to_owned);
-        step.tokens = Some(token_count(action));
+        // The compact policy reads an action as words, one token each.
+        step.tokens = Some(words(action).count() as u64);
         step.logprob = logprob.map(f64::from);
         self.history.push(Taken { action: action.to_owned(), page: step.page.clone() });
         let transition = self.env.step(action);

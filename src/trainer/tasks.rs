@@ -8,7 +8,11 @@ use std::sync::Arc;
 use super::error::TrainError;
 use crate::env::{EnvError, EnvOptions, Tasks};
 use crate::env_registry;
-use crate::plugin_host::protocol::{TaskSource, TASKS_KEY};
+use crate::plugin_host::protocol::TaskSource;
+
+/// Key of `run.json` where a training run records its [`TaskSource`], so that the policy can be put back in the
+/// same environment later (`gigscope truth`).
+pub const TASKS_KEY: &str = "tasks";
 use crate::run::{read_meta, RunMeta, RunWriter};
 
 /// The task list a request names: the registry's environment (WebShop opens each catalog once per process,

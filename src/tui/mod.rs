@@ -13,25 +13,25 @@
 //! - `app`: the terminal, the main loop, and the effect runner, which carries effects out (slow ones as jobs)
 //!   and feeds their outcomes back to `update` as messages.
 
-pub mod action;
+pub(crate) mod action;
 pub mod app;
 pub mod burst_dialog;
-pub mod config;
-pub mod config_error;
+pub(crate) mod config;
+pub(crate) mod config_error;
 pub mod domain;
 pub mod estimates;
-pub mod keymap;
-pub mod msg;
+pub(crate) mod keymap;
+pub(crate) mod msg;
 pub mod play;
 mod runner;
 pub mod settings_fields;
 pub mod state;
-pub mod theme;
+pub(crate) mod theme;
 pub mod truth_job;
-pub mod truth_update;
+pub(crate) mod truth_update;
 pub mod ui;
 pub mod update;
-pub mod views;
+pub(crate) mod views;
 
 pub use action::Action;
 pub use app::{open, run, AppError, Options};

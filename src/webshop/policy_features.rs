@@ -139,10 +139,6 @@ impl Instruction {
             queries,
         }
     }
-
-    pub fn price_cap(&self) -> Option<f64> {
-        self.price_cap
-    }
 }
 
 /// The actions the policy chooses among: the env's actions with the search bar expanded into the
@@ -341,7 +337,7 @@ mod tests {
         let ins = Instruction::new(
             "i need a long sleeve cotton shirt for men with color: navy blue, and size: large, and price lower than 40.00 dollars",
         );
-        assert_eq!(ins.price_cap(), Some(40.0));
+        assert_eq!(ins.price_cap, Some(40.0));
         assert_eq!(
             ins.queries,
             vec![

@@ -220,6 +220,21 @@ fn parse(name: &str, code: &str) -> File {
     File { module, uses, defines, inline }
 }
 
+/// The paths into crate `krate` that `code` names outside its comments and strings: each leaf of its
+/// `use krate::…` trees and each inline `krate::…` path, without the leading `krate` (`["run", "Episode"]`).
+pub fn paths_into(krate: &str, code: &str) -> Vec<Vec<String>> {
+    let code = code_only(code);
+    let use_decl = Regex::new(&format!(r"\buse\s+({krate}\s*::[^;]+);")).unwrap();
+    let mut uses = Vec::new();
+    for m in use_decl.captures_iter(&code) {
+        use_tree(&tokens(&m[1]), &mut 0, &[], &mut uses);
+    }
+    let rest = use_decl.replace_all(&code, "");
+    let inline = Regex::new(&format!(r"\b{krate}(?:\s*::\s*\w+)+")).unwrap();
+    let inline = inline.find_iter(&rest).map(|m| m.as_str().split("::").map(|s| s.trim().to_string()).collect());
+    uses.into_iter().map(|u| u.path).chain(inline).map(|path: Vec<String>| path[1..].to_vec()).collect()
+}
+
 /// The source with comments removed and string and character literals emptied (`""`, `' '`), so that only code
 /// is searched. Lifetimes (`'a`) stay.
 fn code_only(text: &str) -> String {

@@ -1,11 +1,11 @@
 //! Rendering: reads the state, never changes it. `impl Widget for &State` draws the frame (the bars of
 //! [`bars`] and the popups) around the current view's component (`super::views`), which draws the body.
 
-pub mod bars;
-pub mod layout;
+pub(crate) mod bars;
+pub(crate) mod layout;
 mod popups;
-pub mod text;
-pub mod widgets;
+pub(crate) mod text;
+pub(crate) mod widgets;
 
 pub use bars::{fitted_hints, hints, view_hints, SEARCH_EXAMPLES};
 pub use popups::help_scroll_max;

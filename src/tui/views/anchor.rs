@@ -24,10 +24,6 @@ use crate::tui::state::{State, View};
 pub struct Anchor;
 
 impl Component for Anchor {
-    fn view(&self) -> View {
-        View::Anchor
-    }
-
     fn title(&self) -> &'static str {
         "Anchor group"
     }

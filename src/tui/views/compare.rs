@@ -13,10 +13,6 @@ use crate::tui::state::{State, View};
 pub struct Compare;
 
 impl Component for Compare {
-    fn view(&self) -> View {
-        View::Compare
-    }
-
     fn title(&self) -> &'static str {
         "Compare"
     }

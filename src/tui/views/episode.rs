@@ -16,10 +16,6 @@ use crate::tui::ui::text::{hanging, wrap};
 pub struct EpisodeView;
 
 impl Component for EpisodeView {
-    fn view(&self) -> View {
-        View::Episode
-    }
-
     fn title(&self) -> &'static str {
         "Episode"
     }

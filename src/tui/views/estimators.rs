@@ -28,10 +28,6 @@ use crate::tui::state::{State, View};
 pub struct Estimators;
 
 impl Component for Estimators {
-    fn view(&self) -> View {
-        View::Estimators
-    }
-
     fn title(&self) -> &'static str {
         "Estimators"
     }

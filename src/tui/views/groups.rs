@@ -15,10 +15,6 @@ use crate::tui::state::{State, View};
 pub struct Groups;
 
 impl Component for Groups {
-    fn view(&self) -> View {
-        View::Groups
-    }
-
     fn title(&self) -> &'static str {
         "Groups"
     }

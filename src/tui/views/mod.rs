@@ -2,14 +2,14 @@
 //! (one list drives the hint bar and the help), its drawing and its mouse regions. [`component`] is the only
 //! place that matches on [`View`]; adding a view means adding a component there.
 
-pub mod anchor;
-pub mod compare;
-pub mod episode;
-pub mod estimators;
-pub mod groups;
-pub mod overview;
-pub mod play;
-pub mod search;
+pub(crate) mod anchor;
+pub(crate) mod compare;
+pub(crate) mod episode;
+pub(crate) mod estimators;
+pub(crate) mod groups;
+pub(crate) mod overview;
+pub(crate) mod play;
+pub(crate) mod search;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -32,8 +32,6 @@ pub struct ListRegion {
 
 /// A view of the TUI.
 pub trait Component: Sync {
-    fn view(&self) -> View;
-
     /// The view's name, in the breadcrumb and the present-mode status line.
     fn title(&self) -> &'static str;
 
@@ -134,18 +132,6 @@ pub fn component(view: View) -> &'static dyn Component {
         View::Play => &play::PlayView,
     }
 }
-
-/// Every view, in the order of the view keys.
-pub const ALL: &[View] = &[
-    View::Overview,
-    View::Groups,
-    View::Episode,
-    View::Anchor,
-    View::Compare,
-    View::Estimators,
-    View::Search,
-    View::Play,
-];
 
 /// The body of the state's screen.
 pub fn body(state: &State) -> Rect {

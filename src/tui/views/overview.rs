@@ -14,10 +14,6 @@ use crate::tui::state::{State, View};
 pub struct Overview;
 
 impl Component for Overview {
-    fn view(&self) -> View {
-        View::Overview
-    }
-
     fn title(&self) -> &'static str {
         "Overview"
     }

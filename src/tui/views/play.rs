@@ -18,10 +18,6 @@ use crate::tui::state::{Prompt, State, View};
 pub struct PlayView;
 
 impl Component for PlayView {
-    fn view(&self) -> View {
-        View::Play
-    }
-
     fn title(&self) -> &'static str {
         "Play"
     }

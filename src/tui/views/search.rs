@@ -14,10 +14,6 @@ use crate::tui::state::{State, View};
 pub struct Search;
 
 impl Component for Search {
-    fn view(&self) -> View {
-        View::Search
-    }
-
     fn title(&self) -> &'static str {
         "Search"
     }

@@ -22,7 +22,7 @@
 
 pub mod analysis;
 mod params;
-pub mod porter;
+pub(crate) mod porter;
 pub mod reference;
 mod score;
 pub mod tokenizer;
