@@ -19,9 +19,9 @@ use crate::webshop::actions::{available_actions, dedup_clickables, parse_action}
 use crate::webshop::catalog::{Catalog, Product};
 use crate::webshop::goals::Goal;
 use crate::webshop::page::{PageType, BACK_TO_SEARCH, BUY_NOW, DESCRIPTION, FEATURES, NEXT, PREV, REVIEWS, SEARCH};
+use crate::webshop::product_search::ProductIndex;
 use crate::webshop::render::{self, SubPage, RESULTS_PER_PAGE};
 use crate::webshop::reward::{compute_reward, ColorSet, RewardBreakdown};
-use crate::webshop::search::SearchIndex;
 
 /// The original's default episode length.
 pub const DEFAULT_MAX_STEPS: usize = 15;
@@ -31,9 +31,9 @@ pub trait ProductSearch: Send + Sync {
     fn search(&self, query: &str) -> Vec<usize>;
 }
 
-impl ProductSearch for SearchIndex {
+impl ProductSearch for ProductIndex {
     fn search(&self, query: &str) -> Vec<usize> {
-        SearchIndex::search(self, query)
+        ProductIndex::search(self, query)
     }
 }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::catalog::{Catalog, DEMO_SEED};
 use super::env::WebShopEnv;
 use super::goals::{self, Goal, GoalSource};
+use super::product_search::ProductIndex;
 use super::reward::ColorSet;
-use super::search::SearchIndex;
 
 /// Seed of the goals' price caps (the original leaves them unseeded; any fixed value makes runs repeatable).
 pub const CAP_SEED: u64 = 0;
@@ -53,7 +53,7 @@ impl Shop {
             }
             None => (Catalog::embedded_demo().map_err(|e| shop_err("demo catalog")(&e))?, ColorSet::empty()),
         };
-        let search = SearchIndex::open_or_build(&catalog, None).map_err(|e| shop_err("search index")(&e))?;
+        let search = ProductIndex::open_or_build(&catalog, None).map_err(|e| shop_err("search index")(&e))?;
         let goals = match source {
             Some(source) => goals::build_goals(&catalog, source, CAP_SEED),
             None => {

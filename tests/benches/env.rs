@@ -13,8 +13,8 @@ use gigscope::webshop::actions::SEARCH_ACTION;
 use gigscope::webshop::catalog::Catalog;
 use gigscope::webshop::env::WebShopEnv;
 use gigscope::webshop::goals::{build_goals, GoalSource};
+use gigscope::webshop::product_search::ProductIndex;
 use gigscope::webshop::reward::ColorSet;
-use gigscope::webshop::search::SearchIndex;
 use rand::seq::IndexedRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 fn main() {
     let steps: usize = std::env::var("GIGSCOPE_BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let catalog = Arc::new(Catalog::embedded_demo().expect("demo catalog"));
-    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let index = ProductIndex::build_in_memory(&catalog).expect("index");
     let goals: Vec<Arc<_>> = build_goals(&catalog, GoalSource::Human, 0).into_iter().map(Arc::new).collect();
     // Queries a policy might type: the products' own search queries.
     let queries: Vec<String> = catalog.products.iter().map(|p| p.query.clone()).filter(|q| !q.is_empty()).collect();

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::search::SearchIndex;
+use gigscope::webshop::product_search::ProductIndex;
 use gigscope::webshop::synthetic_catalog as gen;
 
 fn real_queries() -> Vec<String> {
@@ -31,7 +31,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn measure(index: &SearchIndex, queries: &[String]) -> (Duration, Duration, Duration) {
+fn measure(index: &ProductIndex, queries: &[String]) -> (Duration, Duration, Duration) {
     // One warm-up pass so page-cache misses on a fresh mmap do not count as query time.
     for q in queries.iter().take(200) {
         std::hint::black_box(index.search(q));
@@ -73,11 +73,11 @@ fn main() {
         let load_time = t.elapsed();
         let cache = work.join("cache");
         let t = Instant::now();
-        let index = SearchIndex::open_or_build(&catalog, Some(&cache)).expect("build");
+        let index = ProductIndex::open_or_build(&catalog, Some(&cache)).expect("build");
         let build_time = t.elapsed();
         drop(index);
         let t = Instant::now();
-        let index = SearchIndex::open_or_build(&catalog, Some(&cache)).expect("reopen");
+        let index = ProductIndex::open_or_build(&catalog, Some(&cache)).expect("reopen");
         let reopen_time = t.elapsed();
         println!(
             "{n} products: generate {:.1?}, load {:.1?}, index build {:.1?}, reopen from cache {:.1?}",

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::search::SearchIndex;
+use gigscope::webshop::product_search::ProductIndex;
 use gigscope::webshop::synthetic_catalog as gen;
 
 fn assets() -> PathBuf {
@@ -44,7 +44,7 @@ fn embedded_demo_catalog_is_complete_and_searchable() {
     let from_disk = Catalog::load(&assets(), gigscope::webshop::catalog::DEMO_SEED).expect("load assets");
     assert_eq!(from_disk.products, c.products);
 
-    let index = SearchIndex::build_in_memory(&c).expect("index");
+    let index = ProductIndex::build_in_memory(&c).expect("index");
     let p = &c.products[0];
     let hits = index.search(&p.title);
     assert_eq!(c.products[hits[0]].asin, p.asin, "a product's own title finds it first");

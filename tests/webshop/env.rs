@@ -12,9 +12,9 @@ use gigscope::webshop::catalog::Catalog;
 use gigscope::webshop::env::{ProductSearch, WebShopEnv, DEFAULT_MAX_STEPS};
 use gigscope::webshop::goals::{build_goals, Goal, GoalOptions, GoalSource};
 use gigscope::webshop::page::{classify_observation, PageType};
+use gigscope::webshop::product_search::ProductIndex;
 use gigscope::webshop::render::{self, format_for_gigpo, SubPage};
 use gigscope::webshop::reward::{compute_reward, ColorSet};
-use gigscope::webshop::search::SearchIndex;
 use proptest::prelude::*;
 
 fn shared(name: &str) -> PathBuf {
@@ -245,7 +245,7 @@ fn clones_are_independent_snapshots() {
 fn real_search_finds_the_product_by_its_title() {
     let catalog = catalog();
     let (goal, target) = goal_with_options(&catalog);
-    let index = SearchIndex::build_in_memory(&catalog).unwrap();
+    let index = ProductIndex::build_in_memory(&catalog).unwrap();
     let mut env = WebShopEnv::new(catalog.clone(), Arc::new(index), colors());
     env.reset(goal.clone());
     let out = env.step(&format!("search[{}]", catalog.products[target].title));

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use gigscope::webshop::catalog::{Catalog, Product};
-use gigscope::webshop::search::{catalog_key, product_text, SearchIndex, Strategy, TOP_K};
+use gigscope::webshop::product_search::{catalog_key, product_text, ProductIndex, Strategy, TOP_K};
 
 fn shared() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop")
@@ -45,7 +45,7 @@ fn indexed_text_is_the_originals() {
 #[test]
 fn finds_real_products_by_their_words() {
     let catalog = Catalog::load(&shared(), 0).expect("catalog");
-    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let index = ProductIndex::build_in_memory(&catalog).expect("index");
     assert_eq!(index.num_docs(), 394);
     let hits = index.search("garden top soil");
     assert!(!hits.is_empty() && hits.len() <= TOP_K);
@@ -69,7 +69,7 @@ fn equal_scores_are_ordered_by_asin() {
         product("B2", "red lamp"),
         product("D4", "red red lamp shade extra words"),
     ]);
-    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let index = ProductIndex::build_in_memory(&catalog).expect("index");
     let asins: Vec<&str> = index.search("red lamp").iter().map(|&i| catalog.products[i].asin.as_str()).collect();
     assert_eq!(&asins[..3], ["A1", "B2", "C3"]);
     assert_eq!(asins.len(), 4);
@@ -83,7 +83,7 @@ fn ties_at_the_cut_are_decided_by_asin_whatever_the_strategy() {
     let products: Vec<Product> =
         (0..400).map(|i| product(&format!("A{:05}", (i * 7919) % 400), texts[i % texts.len()])).collect();
     let catalog = Catalog::from_products(products);
-    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let index = ProductIndex::build_in_memory(&catalog).expect("index");
     let bits = |hits: Vec<(usize, f32)>| hits.into_iter().map(|(p, s)| (p, s.to_bits())).collect::<Vec<_>>();
     for q in ["red lamp", "lamp", "red", "red red lamp", "shade", "blue red", "lamp lamp red shade"] {
         let want = bits(index.search_scored_with(q, Strategy::Exhaustive));
@@ -112,9 +112,9 @@ fn index_dirs(cache: &Path) -> Vec<PathBuf> {
 fn cached_index_is_built_once_and_rebuilt_when_damaged() {
     let catalog = Catalog::load(&shared(), 0).expect("catalog");
     let cache = tempfile::tempdir().expect("temp dir");
-    let memory = SearchIndex::build_in_memory(&catalog).expect("in memory");
+    let memory = ProductIndex::build_in_memory(&catalog).expect("in memory");
 
-    let first = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("build");
+    let first = ProductIndex::open_or_build(&catalog, Some(cache.path())).expect("build");
     let dirs = index_dirs(cache.path());
     assert_eq!(dirs, vec![cache.path().join("webshop-search").join(catalog_key(&catalog))]);
     let marker = dirs[0].join("gigscope-complete");
@@ -125,21 +125,21 @@ fn cached_index_is_built_once_and_rebuilt_when_damaged() {
     drop(first);
 
     // Reopening uses the cached files as they are.
-    let second = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("reopen");
+    let second = ProductIndex::open_or_build(&catalog, Some(cache.path())).expect("reopen");
     assert_eq!(std::fs::metadata(&marker).and_then(|m| m.modified()).expect("marker"), built_at);
     assert_eq!(second.search("garden soil"), memory.search("garden soil"));
     drop(second);
 
     // Damage: tantivy's meta file replaced by garbage. The index is rebuilt and works.
     std::fs::write(dirs[0].join("meta.json"), b"not json").expect("damage");
-    let third = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("rebuild");
+    let third = ProductIndex::open_or_build(&catalog, Some(cache.path())).expect("rebuild");
     assert_eq!(third.search("garden soil"), memory.search("garden soil"));
     assert_eq!(index_dirs(cache.path()).len(), 1, "no scratch directories left behind");
 
     // A half-built index (no completion marker) is rebuilt too.
     drop(third);
     std::fs::remove_file(&marker).expect("remove marker");
-    let fourth = SearchIndex::open_or_build(&catalog, Some(cache.path())).expect("rebuild");
+    let fourth = ProductIndex::open_or_build(&catalog, Some(cache.path())).expect("rebuild");
     assert!(marker.is_file());
     assert_eq!(fourth.search("garden soil"), memory.search("garden soil"));
 
@@ -152,6 +152,6 @@ fn cached_index_is_built_once_and_rebuilt_when_damaged() {
     let mut priced = other.clone();
     priced.products[3].price_text = "$0.5".to_owned();
     assert_eq!(catalog_key(&priced), catalog_key(&other), "the price is not indexed");
-    SearchIndex::open_or_build(&other, Some(cache.path())).expect("other");
+    ProductIndex::open_or_build(&other, Some(cache.path())).expect("other");
     assert_eq!(index_dirs(cache.path()).len(), 2);
 }

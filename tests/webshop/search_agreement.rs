@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::search::reference::ReferenceBm25;
-use gigscope::webshop::search::SearchIndex;
+use gigscope::webshop::product_search::reference::ReferenceBm25;
+use gigscope::webshop::product_search::ProductIndex;
 
 fn shared() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/webshop")
@@ -27,7 +27,7 @@ fn real_queries() -> Vec<String> {
 #[test]
 fn index_ranks_like_the_exact_reference() {
     let catalog = Catalog::load(&shared(), 0).expect("catalog");
-    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let index = ProductIndex::build_in_memory(&catalog).expect("index");
     let reference = ReferenceBm25::new(&catalog);
     let queries = real_queries();
     assert!(queries.len() > 2000, "{} queries", queries.len());

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::search::analysis::Analyzer;
-use gigscope::webshop::search::{product_text, tokenizer, SearchIndex};
+use gigscope::webshop::product_search::analysis::Analyzer;
+use gigscope::webshop::product_search::{product_text, tokenizer, ProductIndex};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -176,7 +176,7 @@ fn anserini_scores(scores: &[f32]) -> Vec<f32> {
 #[test]
 fn search_matches_pyserini_on_every_human_query() {
     let catalog = Catalog::load(&shared(), 0).expect("catalog");
-    let index = SearchIndex::build_in_memory(&catalog).expect("index");
+    let index = ProductIndex::build_in_memory(&catalog).expect("index");
     let search = oracle("search.json");
     let queries = search["queries"].as_array().expect("queries");
     assert_eq!(queries.len(), 2134, "distinct real human queries");

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use gigscope::webshop::catalog::Catalog;
-use gigscope::webshop::search::{product_text, SearchIndex, Strategy, TOP_K};
+use gigscope::webshop::product_search::{product_text, ProductIndex, Strategy, TOP_K};
 use gigscope::webshop::synthetic_catalog as gen;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -75,7 +75,7 @@ fn bits(hits: &[(usize, f32)]) -> Vec<(usize, u32)> {
 
 /// Every query, every strategy == exhaustive, bit for bit. Returns how many queries filled all
 /// TOP_K slots.
-fn assert_same(index: &SearchIndex, queries: &[String]) -> usize {
+fn assert_same(index: &ProductIndex, queries: &[String]) -> usize {
     let n = index.num_docs() as u32;
     let strategies = [
         Strategy::Auto,
@@ -98,7 +98,7 @@ fn assert_same(index: &SearchIndex, queries: &[String]) -> usize {
 }
 
 /// The real queries, the catalog's own (every `step`-th product) and `random` random ones.
-fn check(index: &SearchIndex, catalog: &Catalog, step: usize, random: usize, seed: u64) {
+fn check(index: &ProductIndex, catalog: &Catalog, step: usize, random: usize, seed: u64) {
     let mut queries = real_queries();
     queries.extend(catalog_queries(catalog, step));
     queries.extend(random_queries(catalog, random, seed));
@@ -110,13 +110,13 @@ fn check(index: &SearchIndex, catalog: &Catalog, step: usize, random: usize, see
 fn every_strategy_equals_exhaustive_on_the_real_products() {
     let catalog = Catalog::load(&shared(), 0).expect("catalog");
     assert!(real_queries().len() > 2000, "the real queries are missing");
-    check(&SearchIndex::build_in_memory(&catalog).expect("index"), &catalog, 1, 3000, 1);
+    check(&ProductIndex::build_in_memory(&catalog).expect("index"), &catalog, 1, 3000, 1);
 }
 
 #[test]
 fn every_strategy_equals_exhaustive_on_the_demo_catalog() {
     let catalog = Catalog::embedded_demo().expect("demo catalog");
-    check(&SearchIndex::build_in_memory(&catalog).expect("index"), &catalog, 1, 3000, 2);
+    check(&ProductIndex::build_in_memory(&catalog).expect("index"), &catalog, 1, 3000, 2);
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn every_strategy_equals_exhaustive_on_a_generated_catalog() {
     gen::generate(dir.path(), 80_000, 7).expect("generate");
     let catalog = Catalog::load(dir.path(), 0).expect("load");
     check(
-        &SearchIndex::open_or_build(&catalog, Some(&dir.path().join("cache"))).expect("index"),
+        &ProductIndex::open_or_build(&catalog, Some(&dir.path().join("cache"))).expect("index"),
         &catalog,
         200,
         1500,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::webshop::env::{WebShopEnv, DEFAULT_MAX_STEPS};
-use crate::webshop::search::SearchIndex;
+use crate::webshop::product_search::ProductIndex;
 
 use super::goals::GoalArgs;
 
@@ -30,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let n = loaded.goals.len();
     let goal =
         loaded.goals.into_iter().nth(args.goal).with_context(|| format!("no goal {} (there are {n})", args.goal))?;
-    let index = SearchIndex::open_or_build(&loaded.catalog, None).context("opening the search index")?;
+    let index = ProductIndex::open_or_build(&loaded.catalog, None).context("opening the search index")?;
     let mut env = WebShopEnv::new(loaded.catalog.clone(), Arc::new(index), Arc::new(loaded.colors))
         .with_max_steps(args.max_steps);
     env.reset(goal);

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::webshop::catalog::Catalog;
-use crate::webshop::search::{SearchIndex, PAGE_SIZE};
+use crate::webshop::product_search::{ProductIndex, PAGE_SIZE};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -23,7 +23,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = Catalog::load_or_demo(args.catalog.as_deref(), 0).context("loading the catalog")?;
-    let index = SearchIndex::open_or_build(&catalog, args.cache.as_deref()).context("opening the search index")?;
+    let index = ProductIndex::open_or_build(&catalog, args.cache.as_deref()).context("opening the search index")?;
     let hits = index.search_scored(&args.query);
     let start = (args.page as usize - 1) * PAGE_SIZE;
     println!("Page {} (Total results: {})", args.page, hits.len());

@@ -1,12 +1,12 @@
-// Writes src/webshop/search/unicode_tables.rs: the character classes of Lucene 8's StandardTokenizer
+// Writes src/webshop/product_search/unicode_tables.rs: the character classes of Lucene 8's StandardTokenizer
 // (JFlex `%unicode 9.0`, with the Unicode Emoji 11.0 properties its grammar includes).
 //
 // Data: the npm packages @unicode/unicode-9.0.0 and @unicode/unicode-11.0.0 (Unicode's own data files as
 // code point arrays, MIT). To regenerate:
 //
 //   d=$(mktemp -d) && (cd "$d" && npm init -y >/dev/null && npm install @unicode/unicode-9.0.0@2.0.7 @unicode/unicode-11.0.0@2.0.7)
-//   node tests/oracles/unicode/generate.mjs "$d/node_modules" > src/webshop/search/unicode_tables.rs
-//   rustfmt --edition 2021 --config max_width=120,use_small_heuristics=Max src/webshop/search/unicode_tables.rs
+//   node tests/oracles/unicode/generate.mjs "$d/node_modules" > src/webshop/product_search/unicode_tables.rs
+//   rustfmt --edition 2021 --config max_width=120,use_small_heuristics=Max src/webshop/product_search/unicode_tables.rs
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";

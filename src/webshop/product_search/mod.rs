@@ -1,7 +1,7 @@
 //! Product search as WebShop does it: pyserini/Lucene BM25 (k1 = 0.9, b = 0.4) over one text per
 //! product, with Lucene's English analysis, computed on a tantivy index.
 //!
-//! tantivy's own BM25 fixes k1 = 1.2, b = 0.75, so [`SearchIndex::search`] scores from the index
+//! tantivy's own BM25 fixes k1 = 1.2, b = 0.75, so [`ProductIndex::search`] scores from the index
 //! itself: document frequencies from the term dictionary, term frequencies from the postings and
 //! field lengths from the fieldnorms, combined with Lucene's formula
 //! `boost · idf · (1 − 1 / (1 + tf / (k1 · (1 − b + b · dl / avgdl))))`, `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`,
@@ -48,7 +48,7 @@ const INDEX_FORMAT: &str = "gigscope-webshop-search-v2";
 const COMPLETE_MARKER: &str = "gigscope-complete";
 
 #[derive(Debug, thiserror::Error)]
-pub enum SearchError {
+pub enum ProductSearchError {
     #[error("search index in {path}: {source}")]
     Index { path: PathBuf, source: tantivy::TantivyError },
     #[error("search index in memory: {0}")]
@@ -69,7 +69,7 @@ pub fn product_text(p: &Product) -> String {
 }
 
 /// A BM25 index of a catalog's products. Cheap to share: wrap it in an `Arc`.
-pub struct SearchIndex {
+pub struct ProductIndex {
     reader: IndexReader,
     field: Field,
     /// Per segment: doc id → index into `catalog.products`.
@@ -133,37 +133,37 @@ pub fn catalog_key(catalog: &Catalog) -> String {
     h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
 }
 
-impl SearchIndex {
+impl ProductIndex {
     /// Opens the index of `catalog` from the cache (`cache_dir`, else [`default_cache_dir`]),
     /// building it there first when it is missing or unreadable. With no cache directory at all
     /// the index is built in memory.
-    pub fn open_or_build(catalog: &Catalog, cache_dir: Option<&Path>) -> Result<SearchIndex, SearchError> {
+    pub fn open_or_build(catalog: &Catalog, cache_dir: Option<&Path>) -> Result<ProductIndex, ProductSearchError> {
         let Some(cache) = cache_dir.map(Path::to_owned).or_else(default_cache_dir) else {
-            return SearchIndex::build_in_memory(catalog);
+            return ProductIndex::build_in_memory(catalog);
         };
         let dir = cache.join("webshop-search").join(catalog_key(catalog));
         if dir.join(COMPLETE_MARKER).is_file() {
             // A cached index that fails to open or does not match is rebuilt, not reported.
-            if let Ok(index) = SearchIndex::open_dir(&dir, catalog) {
+            if let Ok(index) = ProductIndex::open_dir(&dir, catalog) {
                 return Ok(index);
             }
         }
         build_dir(&dir, catalog)?;
-        SearchIndex::open_dir(&dir, catalog)
+        ProductIndex::open_dir(&dir, catalog)
     }
 
     /// Builds the index in RAM (tests, small catalogs).
-    pub fn build_in_memory(catalog: &Catalog) -> Result<SearchIndex, SearchError> {
+    pub fn build_in_memory(catalog: &Catalog) -> Result<ProductIndex, ProductSearchError> {
         let (schema, _, _) = schema();
         let index = Index::create_in_ram(schema);
         fill(&index, catalog)?;
-        SearchIndex::from_index(index, catalog).map_err(SearchError::Memory)
+        ProductIndex::from_index(index, catalog).map_err(ProductSearchError::Memory)
     }
 
-    fn open_dir(dir: &Path, catalog: &Catalog) -> Result<SearchIndex, SearchError> {
-        let err = |source| SearchError::Index { path: dir.to_owned(), source };
+    fn open_dir(dir: &Path, catalog: &Catalog) -> Result<ProductIndex, ProductSearchError> {
+        let err = |source| ProductSearchError::Index { path: dir.to_owned(), source };
         let index = Index::open_in_dir(dir).map_err(err)?;
-        let opened = SearchIndex::from_index(index, catalog).map_err(err)?;
+        let opened = ProductIndex::from_index(index, catalog).map_err(err)?;
         if opened.num_docs != catalog.products.len() as u64 {
             return Err(err(tantivy::TantivyError::InvalidArgument(format!(
                 "{} documents for {} products",
@@ -174,7 +174,7 @@ impl SearchIndex {
         Ok(opened)
     }
 
-    fn from_index(index: Index, catalog: &Catalog) -> tantivy::Result<SearchIndex> {
+    fn from_index(index: Index, catalog: &Catalog) -> tantivy::Result<ProductIndex> {
         index.tokenizers().register(TOKENIZER_NAME, WebshopTokenizer::default());
         let field = index.schema().get_field("text")?;
         let reader = index.reader()?;
@@ -217,7 +217,7 @@ impl SearchIndex {
         for (rank, &product) in order.iter().enumerate() {
             asin_rank[product as usize] = rank as u32;
         }
-        Ok(SearchIndex {
+        Ok(ProductIndex {
             reader,
             field,
             doc_to_product,
@@ -236,12 +236,12 @@ impl SearchIndex {
         self.search_scored(query).into_iter().map(|(i, _)| i).collect()
     }
 
-    /// [`SearchIndex::search`] with the BM25 scores.
+    /// [`ProductIndex::search`] with the BM25 scores.
     pub fn search_scored(&self, query: &str) -> Vec<(usize, f32)> {
         self.search_scored_with(query, Strategy::Auto)
     }
 
-    /// [`SearchIndex::search_scored`] computed a given way; every strategy returns the same hits
+    /// [`ProductIndex::search_scored`] computed a given way; every strategy returns the same hits
     /// in the same order with the same score bits (the tests check it).
     #[doc(hidden)]
     pub fn search_scored_with(&self, query: &str, strategy: Strategy) -> Vec<(usize, f32)> {
@@ -313,11 +313,11 @@ fn idf(df: u64, n: u64) -> f32 {
     ((1.0 + (n as f64 - df as f64 + 0.5) / (df as f64 + 0.5)).ln()) as f32
 }
 
-/// How [`SearchIndex::search_scored_with`] scores (all give the same result; see [`score`]).
+/// How [`ProductIndex::search_scored_with`] scores (all give the same result; see [`score`]).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
-    /// What [`SearchIndex::search_scored`] does: document at a time with block-max MaxScore
+    /// What [`ProductIndex::search_scored`] does: document at a time with block-max MaxScore
     /// pruning, handing over to term at a time when that looks cheaper (from the start in a
     /// segment of at most 16,384 documents).
     Auto,
@@ -356,10 +356,10 @@ fn fill(index: &Index, catalog: &Catalog) -> tantivy::Result<()> {
 
 /// Builds the on-disk index for `catalog` at `dir`: in a scratch directory beside it, renamed into
 /// place when complete, so a crash or a concurrent build never leaves a half index under `dir`.
-fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), SearchError> {
+fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), ProductSearchError> {
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| SearchError::Io { path, source }
+        move |source| ProductSearchError::Io { path, source }
     };
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -372,7 +372,7 @@ fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), SearchError> {
         std::fs::remove_dir_all(&scratch).map_err(io(&scratch))?;
     }
     std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
-    let tantivy_err = |source| SearchError::Index { path: scratch.clone(), source };
+    let tantivy_err = |source| ProductSearchError::Index { path: scratch.clone(), source };
     let directory = MmapDirectory::open(&scratch).map_err(|e| tantivy_err(e.into()))?;
     let (schema, _, _) = schema();
     let index = Index::create(directory, schema, Default::default()).map_err(tantivy_err)?;
@@ -387,7 +387,7 @@ fn build_dir(dir: &Path, catalog: &Catalog) -> Result<(), SearchError> {
         // Another process finished the same build first; its index is as good as ours.
         let _ = std::fs::remove_dir_all(&scratch);
         if !dir.join(COMPLETE_MARKER).is_file() {
-            return Err(SearchError::Io {
+            return Err(ProductSearchError::Io {
                 path: dir.to_owned(),
                 source: std::io::Error::other("could not move the built index into place"),
             });
@@ -404,6 +404,6 @@ mod tests {
 
     #[test]
     fn search_index_is_shareable() {
-        assert_send_sync::<SearchIndex>();
+        assert_send_sync::<ProductIndex>();
     }
 }

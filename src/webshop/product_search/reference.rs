@@ -1,4 +1,4 @@
-//! A plain, exact in-memory BM25 with the same analysis and parameters as [`super::SearchIndex`]:
+//! A plain, exact in-memory BM25 with the same analysis and parameters as [`super::ProductIndex`]:
 //! exact document lengths (no one-byte fieldnorm) and `f64` arithmetic. It exists to measure how far
 //! the tantivy-backed scorer's ranking is from the textbook formula (see
 //! `tests/webshop/search_agreement.rs`); it is too slow and memory-hungry for the full catalog.
