@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::domain::Domain;
-use crate::advantage::estimators::{self, EnvInputs, EstimatorKind, EstimatorSettings};
+use crate::advantage::estimators::{self, EnvInputs, EstimatorError, EstimatorKind, EstimatorSettings};
 use crate::advantage::{compute, AdvantageSettings, RowRef};
 use crate::env::{fill_page_anchors, PageAnchor};
 use crate::run::text_on_disk::EpisodeText;
@@ -92,7 +92,24 @@ pub enum ColumnValues {
     /// Its iteration's batch columns are being computed in the background ([`PENDING`]).
     Pending,
     /// Why the estimator has no advantages for the group.
-    Absent(String),
+    Absent(ColumnAbsent),
+}
+
+/// Why an estimator's column has no advantages for a group.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ColumnAbsent {
+    /// The estimator itself gives none (it needs what the run lacks, or the batch is of another shape).
+    #[error(transparent)]
+    Estimator(#[from] EstimatorError),
+    /// An episode of the iteration could not be read back for its batch-scoped columns.
+    #[error("reading the iteration back: {0}")]
+    ReadBack(String),
+    /// The batch-scoped columns of the iteration were neither computed nor asked for.
+    #[error("{0}: not computed")]
+    NotComputed(EstimatorKind),
+    /// The batch-scoped column has no value for this row (the group changed since the batch was computed).
+    #[error("{kind}: step {step} of episode {episode} not computed")]
+    RowNotComputed { kind: EstimatorKind, step: u32, episode: u32 },
 }
 
 /// What a group's columns were computed from: the group, the settings, and the episodes as they were.
@@ -134,14 +151,14 @@ type ByEpisode = std::collections::HashMap<u32, Vec<f64>>;
 enum BatchColumn {
     Computed(ByEpisode),
     Pending,
-    Absent(String),
+    Absent(ColumnAbsent),
 }
 
 /// The batch-scoped estimators' advantages over one iteration.
 #[derive(Debug)]
 pub struct BatchColumns {
     key: BatchKey,
-    columns: Vec<(EstimatorKind, Result<ByEpisode, String>)>,
+    columns: Vec<(EstimatorKind, Result<ByEpisode, ColumnAbsent>)>,
 }
 
 /// The settings of the family's own estimators: their authors' defaults (the CLI's flags left out).
@@ -210,16 +227,16 @@ impl Estimates {
                         BatchColumn::Computed(by_episode) => rows
                             .iter()
                             .map(|r| {
-                                by_episode.get(&r.episode).and_then(|v| v.get(r.step as usize).copied()).ok_or_else(
-                                    || Some(format!("{kind}: step {} of episode {} not computed", r.step, r.episode)),
-                                )
+                                by_episode.get(&r.episode).and_then(|v| v.get(r.step as usize).copied()).ok_or(Some(
+                                    ColumnAbsent::RowNotComputed { kind, step: r.step, episode: r.episode },
+                                ))
                             })
                             .collect(),
                     }
                 } else {
                     estimators::compute_with_table(kind, &group_eps, &table, &key.settings, &key.family, &env.inputs())
                         .map(|out| out.advantages)
-                        .map_err(|e| Some(e.to_string()))
+                        .map_err(|e| Some(e.into()))
                 };
                 let values = match values {
                     Ok(values) => ColumnValues::Computed(values),
@@ -238,13 +255,13 @@ impl Estimates {
         let Some(batch) = self.batches.iter().find(|b| b.key == key) else {
             return match self.pending.contains(&key) {
                 true => BatchColumn::Pending,
-                false => BatchColumn::Absent(format!("{kind}: not computed")),
+                false => BatchColumn::Absent(ColumnAbsent::NotComputed(kind)),
             };
         };
         match batch.columns.iter().find(|(k, _)| *k == kind) {
             Some((_, Ok(by_episode))) => BatchColumn::Computed(by_episode.clone()),
             Some((_, Err(why))) => BatchColumn::Absent(why.clone()),
-            None => BatchColumn::Absent(format!("{kind}: not computed")),
+            None => BatchColumn::Absent(ColumnAbsent::NotComputed(kind)),
         }
     }
 
@@ -275,10 +292,10 @@ impl BatchRequest {
     /// thread). An episode that cannot be read back makes every column an error naming it.
     pub fn compute(self) -> Arc<BatchColumns> {
         let (_, _, settings, family) = self.key;
-        let eps: Result<Vec<Episode>, String> = self
+        let eps: Result<Vec<Episode>, ColumnAbsent> = self
             .texts
             .iter()
-            .map(|t| t.read().map(|e| Episode::clone(&e)).map_err(|e| format!("reading the iteration back: {e}")))
+            .map(|t| t.read().map(|e| Episode::clone(&e)).map_err(|e| ColumnAbsent::ReadBack(e.to_string())))
             .collect();
         let kinds = EstimatorKind::ALL.into_iter().filter(|&k| batch_scoped(k, &settings));
         let columns = match eps {
@@ -290,7 +307,7 @@ impl BatchRequest {
                 kinds
                     .map(|k| {
                         let out = estimators::compute_with_table(k, &eps, &table, &settings, &family, &env.inputs())
-                            .map_err(|e| e.to_string())
+                            .map_err(ColumnAbsent::from)
                             .map(|out| {
                                 let rows = |i: usize| out.episode_advantages(i).to_vec();
                                 self.members.iter().enumerate().map(|(i, &e)| (e, rows(i))).collect()
