@@ -12,6 +12,7 @@ pub mod api;
 mod convert;
 mod estimate;
 mod flags;
+mod render;
 mod rows;
 mod search;
 mod source;
@@ -60,6 +61,8 @@ pub enum Command {
     Truth(truth::Args),
     /// One row per token of an episode's steps: ids, text, mask, every recorded channel, KL and mismatch.
     Tokens(tokens::Args),
+    /// What the TUI shows (an episode with a step's anchor group and formula, or the overview) as SVG or HTML.
+    Render(render::Args),
 }
 
 /// Entry point of the binary: parse, dispatch, print errors with their causes.
@@ -90,6 +93,7 @@ where
         Some(Command::Train(args)) => train::run(args),
         Some(Command::Truth(args)) => truth::run(args),
         Some(Command::Tokens(args)) => tokens::run(args),
+        Some(Command::Render(args)) => render::run(args),
         None => match cli.run {
             Some(run) => tui::run(tui::Args { run, view: cli.view }),
             None => {

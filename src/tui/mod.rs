@@ -22,6 +22,7 @@ pub mod domain;
 pub mod estimates;
 pub(crate) mod keymap;
 pub(crate) mod msg;
+pub mod picture;
 pub mod play;
 mod runner;
 pub mod settings_fields;
@@ -34,7 +35,7 @@ pub mod update;
 pub(crate) mod views;
 
 pub use action::Action;
-pub use app::{open, run, AppError, Options};
+pub use app::{open, open_as, run, AppError, Options};
 pub use config::Config;
 pub use msg::{Effect, Effects, Msg};
 pub use state::{State, View};

@@ -10,6 +10,7 @@ mod e2e_layouts;
 mod estimators;
 mod explain;
 mod other_trainers;
+mod picture;
 mod play;
 mod settings_recompute;
 mod snapshots;
