@@ -24,6 +24,7 @@ pub mod env_registry;
 pub mod index;
 pub mod live;
 pub mod plugin_host;
+pub mod ray_job;
 pub mod run;
 pub mod sokoban;
 pub mod text;

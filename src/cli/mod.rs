@@ -20,6 +20,7 @@ mod stats;
 mod stream;
 mod tokens;
 mod train;
+mod train_ray;
 mod truth;
 mod tui;
 mod validate;
@@ -78,7 +79,8 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = Cli::parse_from(args);
+    let words: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = Cli::parse_from(&words);
     if cli.command.as_ref().is_some_and(Command::prints_to_stdout) {
         end_quietly_on_closed_stdout();
     }
@@ -90,7 +92,7 @@ where
         Some(Command::Convert(args)) => convert::run(args),
         Some(Command::Search(args)) => search::run(args),
         Some(Command::Webshop(cmd)) => webshop::run(cmd),
-        Some(Command::Train(args)) => train::run(args),
+        Some(Command::Train(args)) => train::run(args, &words),
         Some(Command::Truth(args)) => truth::run(args),
         Some(Command::Tokens(args)) => tokens::run(args),
         Some(Command::Render(args)) => render::run(args),

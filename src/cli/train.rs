@@ -21,6 +21,7 @@ use crate::plugin_host::{
     DeviceChoice, FamilyEstimator, PolicyShape, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
     Training,
 };
+use crate::ray_job::Backend;
 use crate::webshop::goals::GoalSource;
 
 /// `--env`: the registry's environments.
@@ -104,6 +105,20 @@ pub struct Args {
     /// The settings of a successor estimator (`--estimator hgpo|graphgpo|proxmo|soft-page|q-minus-v`).
     #[command(flatten)]
     pub family: FamilyFlags,
+    /// Where the burst runs: in this process (the training plugin) or as a job on a Ray cluster [default: the
+    /// profile's, else in-process].
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// The Ray dashboard, `http://HOST:8265` (default: the profile's `address`).
+    #[arg(long, value_name = "URL")]
+    pub address: Option<String>,
+    /// A burst profile of the config file (`[burst.profiles.NAME]`): the trainer the job runs and how the
+    /// settings map onto its keys. Without one, a Ray job runs this gigscope's own `train` with these arguments.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// The config file holding the profiles (default: `$XDG_CONFIG_HOME/gigscope/config.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 impl Args {
@@ -128,7 +143,7 @@ impl Args {
                 max_grad_norm: self.max_grad_norm,
             },
             shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
-            advantage: self.advantage.overrides()?,
+            advantage: self.advantage_overrides()?,
             estimator: self
                 .advantage
                 .estimator
@@ -142,6 +157,11 @@ impl Args {
 }
 
 impl Args {
+    /// The advantage flags given, as overrides.
+    pub fn advantage_overrides(&self) -> anyhow::Result<crate::advantage::AdvantageOverrides> {
+        self.advantage.overrides()
+    }
+
     /// `--env-option`s, with `--catalog` and `--goal-source` as the options they stand for.
     fn env_options(&self) -> anyhow::Result<EnvOptions> {
         let mut options = EnvOptions::parse(&self.env_options).map_err(|e| anyhow::anyhow!("--env-option {e}"))?;
@@ -172,7 +192,19 @@ impl Args {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// `words`: the command line as given, which a Ray job's own `gigscope train` receives (less the backend's
+/// flags).
+pub fn run(args: Args, words: &[std::ffi::OsString]) -> anyhow::Result<ExitCode> {
+    let (backend, profile) = super::train_ray::backend(&args)?;
+    if backend == Backend::Ray {
+        return super::train_ray::run(&args, profile, words);
+    }
+    if profile.is_some_and(|(_, p)| p.entrypoint.is_some()) {
+        anyhow::bail!(
+            "profile {:?} names an entrypoint, which only a Ray job runs: add --backend ray",
+            args.profile.unwrap_or_default()
+        );
+    }
     let request = args.request()?;
     let training = Training::load()?;
     let handle = training.start(&request);

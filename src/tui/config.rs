@@ -1,4 +1,4 @@
-//! The TUI config file: `[keys]` and `[theme]` tables, from `--config FILE` or
+//! The TUI config file: `[keys]`, `[theme]`, `[advantages]` and `[burst]` tables, from `--config FILE` or
 //! `$XDG_CONFIG_HOME/gigscope/config.toml` (else `~/.config/gigscope/config.toml`); a missing default file is
 //! not an error, a broken one is.
 
@@ -9,6 +9,7 @@ pub use super::config_error::ConfigError;
 use super::action::Action;
 use super::keymap::{KeyTable, Keymap};
 use super::theme::{Theme, ThemeTable};
+use crate::ray_job::BurstTable;
 
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +20,9 @@ struct ConfigFile {
     theme: ThemeTable,
     #[serde(default)]
     advantages: AdvantagesTable,
+    /// `[burst.profiles.NAME]`: where bursts run (`crate::ray_job::profile`).
+    #[serde(default)]
+    burst: BurstTable,
 }
 
 /// `[advantages]`: how the TUI computes.
@@ -42,6 +46,8 @@ pub struct Config {
     /// Workshop mode (`--present`): high-contrast theme unless one is chosen, wider spacing, a status line that
     /// names the view and what the highlighted number means.
     pub present: bool,
+    /// The burst profiles (`[burst.profiles.NAME]`).
+    pub burst: BurstTable,
     /// The `[theme]` table as written, so that a theme chosen on the command line keeps its overrides.
     theme_table: ThemeTable,
 }
@@ -69,6 +75,7 @@ impl Config {
             theme: Theme::new(&parsed.theme, color)?,
             background_grouping_steps: parsed.advantages.background_grouping_steps.unwrap_or(BACKGROUND_GROUPING_STEPS),
             present: false,
+            burst: parsed.burst,
             theme_table: parsed.theme,
         })
     }
@@ -105,7 +112,9 @@ impl Config {
     }
 }
 
-fn default_path() -> Option<PathBuf> {
+/// `$XDG_CONFIG_HOME/gigscope/config.toml`, else `~/.config/gigscope/config.toml` (the CLI reads its burst profiles there
+/// too).
+pub fn default_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
