@@ -56,7 +56,7 @@ pub enum Command {
     #[command(subcommand)]
     Webshop(webshop::Command),
     /// Train a policy with GiGPO on WebShop, writing a run directory (loads the training plugin).
-    Train(train::Args),
+    Train(Box<train::Args>),
     /// Monte-Carlo ground truth at an iteration's anchor states, and each estimator's agreement with it
     /// (loads the training plugin).
     Truth(truth::Args),
@@ -92,7 +92,7 @@ where
         Some(Command::Convert(args)) => convert::run(args),
         Some(Command::Search(args)) => search::run(args),
         Some(Command::Webshop(cmd)) => webshop::run(cmd),
-        Some(Command::Train(args)) => train::run(args, &words),
+        Some(Command::Train(args)) => train::run(*args, &words),
         Some(Command::Truth(args)) => truth::run(args),
         Some(Command::Tokens(args)) => tokens::run(args),
         Some(Command::Render(args)) => render::run(args),

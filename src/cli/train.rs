@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 
 use super::flags::{FamilyFlags, SettingsFlags};
+use super::train_ray;
 use crate::env::EnvOptions;
 use crate::env_registry::ENVIRONMENTS;
 use crate::plugin_host::{
@@ -143,7 +144,7 @@ impl Args {
                 max_grad_norm: self.max_grad_norm,
             },
             shape: PolicyShape { hidden: self.hidden, ..PolicyShape::default() },
-            advantage: self.advantage_overrides()?,
+            advantage: self.advantage.overrides()?,
             estimator: self
                 .advantage
                 .estimator
@@ -157,11 +158,6 @@ impl Args {
 }
 
 impl Args {
-    /// The advantage flags given, as overrides.
-    pub fn advantage_overrides(&self) -> anyhow::Result<crate::advantage::AdvantageOverrides> {
-        self.advantage.overrides()
-    }
-
     /// `--env-option`s, with `--catalog` and `--goal-source` as the options they stand for.
     fn env_options(&self) -> anyhow::Result<EnvOptions> {
         let mut options = EnvOptions::parse(&self.env_options).map_err(|e| anyhow::anyhow!("--env-option {e}"))?;
@@ -195,9 +191,20 @@ impl Args {
 /// `words`: the command line as given, which a Ray job's own `gigscope train` receives (less the backend's
 /// flags).
 pub fn run(args: Args, words: &[std::ffi::OsString]) -> anyhow::Result<ExitCode> {
-    let (backend, profile) = super::train_ray::backend(&args)?;
+    let target = train_ray::Target {
+        backend: args.backend,
+        address: args.address.as_deref(),
+        profile: args.profile.as_deref(),
+        config: args.config.as_deref(),
+    };
+    let (backend, profile) = train_ray::backend(&target)?;
     if backend == Backend::Ray {
-        return super::train_ray::run(&args, profile, words);
+        let flags = train_ray::BurstFlags {
+            run: &args.run,
+            iterations: args.iterations,
+            advantage: args.advantage.overrides()?,
+        };
+        return train_ray::run(&target, profile, flags, words);
     }
     if profile.is_some_and(|(_, p)| p.entrypoint.is_some()) {
         anyhow::bail!(

@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::train::Args;
 use crate::ray_job::burst::new_job_id;
 use crate::ray_job::profile::settings_of;
 use crate::ray_job::{render_command, Backend, BurstProfile, BurstTable, JobSpec, JobState, RayBurst, RayClient};
@@ -26,34 +25,53 @@ const BACKEND_FLAGS: [&str; 4] = ["--backend", "--address", "--profile", "--conf
 const SHAPE_FLAGS: [(&str, &str); 4] =
     [("--seed", "seed"), ("--group-size", "group_size"), ("--goals", "goals"), ("--step-limit", "step_limit")];
 
+/// Where `gigscope train` is asked to run the burst: its `--backend`, `--address`, `--profile` and `--config`.
+pub struct Target<'a> {
+    pub backend: Option<Backend>,
+    pub address: Option<&'a str>,
+    pub profile: Option<&'a str>,
+    pub config: Option<&'a Path>,
+}
+
+/// The burst's own flags that a profile's trainer receives as settings.
+pub struct BurstFlags<'a> {
+    pub run: &'a Path,
+    pub iterations: u64,
+    pub advantage: crate::advantage::AdvantageOverrides,
+}
+
 /// The backend asked for: `--backend`, else the profile's, else in-process; with the profile when one is named.
-pub fn backend(args: &Args) -> anyhow::Result<(Backend, Option<(String, BurstProfile)>)> {
-    let Some(name) = &args.profile else { return Ok((args.backend.unwrap_or_default(), None)) };
-    let file = match &args.config {
-        Some(file) => file.clone(),
+pub fn backend(target: &Target) -> anyhow::Result<(Backend, Option<(String, BurstProfile)>)> {
+    let Some(name) = target.profile else { return Ok((target.backend.unwrap_or_default(), None)) };
+    let file = match target.config {
+        Some(file) => file.to_path_buf(),
         None => {
             crate::tui::config::default_path().context("no config file: neither XDG_CONFIG_HOME nor HOME is set")?
         }
     };
     let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
     let profile = BurstTable::from_config_text(&text, &file)?.profile(name, &file)?.clone();
-    Ok((args.backend.unwrap_or(profile.backend), Some((name.clone(), profile))))
+    Ok((target.backend.unwrap_or(profile.backend), Some((name.to_string(), profile))))
 }
 
 /// `words`: the command line as given (program name first), for the job's own `gigscope train`.
-pub fn run(args: &Args, profile: Option<(String, BurstProfile)>, words: &[OsString]) -> anyhow::Result<ExitCode> {
+pub fn run(
+    target: &Target,
+    profile: Option<(String, BurstProfile)>,
+    flags: BurstFlags,
+    words: &[OsString],
+) -> anyhow::Result<ExitCode> {
     let (name, profile) = profile.unwrap_or_else(|| ("default".to_string(), BurstProfile::default()));
-    let address = args.address.clone().or_else(|| profile.address.clone()).with_context(|| {
+    let address = target.address.map(str::to_string).or_else(|| profile.address.clone()).with_context(|| {
         format!("--backend ray needs the Ray dashboard's address: --address http://HOST:8265 (or `address` in profile {name:?})")
     })?;
     let client = RayClient::new(&address)?;
     let words: Vec<String> = words.iter().map(|w| w.to_string_lossy().into_owned()).collect();
     let forwarded = forwarded_args(words.get(1..).unwrap_or_default());
-    let settings =
-        settings_of(&serde_json::to_value(args.advantage_overrides()?)?, &shape_settings(args.iterations, &words));
+    let settings = settings_of(&serde_json::to_value(&flags.advantage)?, &shape_settings(flags.iterations, &words));
     let gigscope = std::env::current_exe().context("cannot tell where this gigscope binary is")?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let run_dir = absolute(&cwd, &args.run);
+    let run_dir = absolute(&cwd, flags.run);
     let command = render_command(&name, &profile, &settings, &run_dir, &gigscope, &forwarded, &cwd)?;
     let mut metadata = serde_json::Map::new();
     metadata.insert("gigscope_profile".into(), name.clone().into());

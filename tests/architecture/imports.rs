@@ -18,7 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the environment port and the advantage engine", &["env", "advantage"]),
     (ENVIRONMENTS, &["webshop", "sokoban"]),
     ("the registry of environments", &["env_registry"]),
-    ("trainer, index, live watcher, plugin host", &["trainer", "index", "live", "plugin_host"]),
+    ("trainer, index, live watcher, plugin host, Ray jobs", &["trainer", "index", "live", "plugin_host", "ray_job"]),
     ("front ends", &["tui", "cli"]),
 ];
 

@@ -1,0 +1,234 @@
+//! Bursts as Ray jobs against a real Ray: a local head on loopback (Ray pinned and pip-installed by
+//! `./scripts/dev test` into `target/ray-venv`, or `$GIGSCOPE_TEST_RAY` naming a `ray` executable), shared by
+//! the cases of one test and stopped at the end whatever happens (`ray stop` in a drop guard). The job's
+//! entrypoint is gigscope's own `train` (the plugin built next to the binary), so no GPU is needed.
+//!
+//! Without Ray or the plugin the head's test is skipped, except in CI.
+#![cfg(feature = "train")]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use gigscope::ray_job::{JobState, RayClient};
+use serde_json::Value;
+
+use crate::support::plugin::plugin;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
+/// A bound on every wait, so that a broken Ray fails the test instead of hanging it (not a timing goal).
+const PATIENCE: Duration = Duration::from_secs(120);
+const SMALL: [&str; 8] = ["--env", "toy", "--goals", "2", "--group-size", "2", "--eval-goals", "2"];
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The `ray` executable, or `None` (skip) where it is not installed, which CI does not allow.
+fn ray_executable() -> Option<PathBuf> {
+    let path = std::env::var_os("GIGSCOPE_TEST_RAY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ray-venv/bin/ray"));
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{} is missing: `./scripts/dev test` installs Ray", path.display());
+    eprintln!("{} not installed: skipping", path.display());
+    None
+}
+
+/// A Ray head on loopback, stopped when dropped.
+struct Head {
+    ray: PathBuf,
+    address: String,
+    _temp: tempfile::TempDir,
+}
+
+impl Head {
+    fn start(ray: PathBuf) -> Head {
+        // Short: Ray's socket paths live under it.
+        let temp = tempfile::Builder::new().prefix("gsray").tempdir_in("/tmp").unwrap();
+        let dashboard = free_port();
+        let ports = [
+            ("--port", free_port()),
+            ("--dashboard-port", dashboard),
+            ("--ray-client-server-port", free_port()),
+            ("--dashboard-agent-listen-port", free_port()),
+            ("--metrics-export-port", free_port()),
+        ];
+        let mut cmd = Command::new(&ray);
+        cmd.args(["start", "--head", "--dashboard-host", "127.0.0.1", "--node-ip-address", "127.0.0.1"])
+            .args(["--num-cpus", "1", "--include-dashboard", "true", "--disable-usage-stats"])
+            .arg("--temp-dir")
+            .arg(temp.path());
+        for (flag, port) in ports {
+            cmd.arg(flag).arg(port.to_string());
+        }
+        let head = Head { ray, address: format!("http://127.0.0.1:{dashboard}"), _temp: temp };
+        let out = cmd.env("RAY_USAGE_STATS_ENABLED", "0").output().unwrap();
+        assert!(out.status.success(), "ray start: {}{}", text(&out.stdout), text(&out.stderr));
+        let client = RayClient::new(&head.address).unwrap();
+        let since = Instant::now();
+        while client.version().is_err() {
+            assert!(since.elapsed() < PATIENCE, "the dashboard at {} never answered", head.address);
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        head
+    }
+}
+
+impl Drop for Head {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.ray).args(["stop", "--force"]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn gigscope(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn run_json(run: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap()
+}
+
+/// The Ray burst recorded in `run.json` (the first entry of `bursts`).
+fn ray_record(run: &Path) -> Value {
+    let meta = run_json(run);
+    let record = meta["bursts"][0].clone();
+    assert_eq!(record["backend"], "ray", "{meta:#}");
+    record
+}
+
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let since = Instant::now();
+    while !ready() {
+        assert!(since.elapsed() < PATIENCE, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn episodes_len(run: &Path) -> u64 {
+    std::fs::metadata(run.join("episodes.jsonl")).map_or(0, |m| m.len())
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn bursts_run_as_ray_jobs_on_a_local_head() {
+    if plugin(BIN).is_none() {
+        return;
+    }
+    let Some(ray) = ray_executable() else { return };
+    let head = Head::start(ray);
+    let client = RayClient::new(&head.address).unwrap();
+    let home = tempfile::tempdir().unwrap();
+
+    // gigscope's own train as the job: the settings arrive as its flags, the run validates, and it records the
+    // job.
+    let run = home.path().join("burst");
+    let run_arg = run.to_str().unwrap();
+    let mut args = vec!["train", "--backend", "ray", "--address", &head.address, "--run", run_arg];
+    args.extend(["--iterations", "12", "--seed", "5", "--gamma", "0.9", "--omega", "0.5"]);
+    args.extend(SMALL);
+    let out = gigscope(&args).output().unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let job_id = ray_record(&run)["job_id"].as_str().unwrap().to_string();
+    assert!(err.contains(&format!("submitted Ray job {job_id}")) && err.contains("training goals"), "{err}");
+    let record = ray_record(&run);
+    assert_eq!(record["outcome"]["status"], "SUCCEEDED", "{record:#}");
+    assert_eq!(record["profile"], "default");
+    assert_eq!(record["settings"]["gamma"], "0.9");
+    assert_eq!(record["settings"]["iterations"], "12");
+    let command = record["command"].as_str().unwrap();
+    assert!(
+        command.contains(&format!("{BIN} train --run {run_arg} --iterations 12 --seed 5 --gamma 0.9")),
+        "{command}"
+    );
+    assert!(!command.contains("--backend"), "{command}");
+    let meta = run_json(&run);
+    assert_eq!(meta["advantage"]["gamma"], 0.9, "the job's trainer recorded the settings it trained with");
+    assert_eq!(meta["advantage"]["omega"], 0.5);
+    assert_eq!(meta["bursts"][1]["iterations"], 12, "{meta:#}");
+    assert_eq!(client.status(&job_id).unwrap().status, JobState::Succeeded);
+    let validated = gigscope(&["validate", run_arg]).output().unwrap();
+    assert!(validated.status.success(), "{}{}", text(&validated.stdout), text(&validated.stderr));
+
+    // The run appears and grows while the job runs (a reader follows it as any run); Ctrl-C stops the job: Ray
+    // reports it STOPPED, the command exits 130 and the run records it.
+    let run = home.path().join("cancelled");
+    let run_arg = run.to_str().unwrap();
+    let mut args = vec!["train", "--backend", "ray", "--address", &head.address, "--run", run_arg];
+    args.extend(["--iterations", "100000"]);
+    args.extend(SMALL);
+    let child = gigscope(&args).spawn().unwrap();
+    wait_for("the long burst's first episodes", || episodes_len(&run) > 0);
+    let job_id = ray_record(&run)["job_id"].as_str().unwrap().to_string();
+    let first = episodes_len(&run);
+    wait_for("the run to grow", || episodes_len(&run) > first);
+    assert_eq!(client.status(&job_id).unwrap().status, JobState::Running);
+    // SAFETY: signalling the child this test started, by its id.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let record = ray_record(&run);
+    assert_eq!(record["outcome"]["status"], "STOPPED", "{record:#}");
+    assert_eq!(client.status(&job_id).unwrap().status, JobState::Stopped);
+
+    // A profile's entrypoint gets the settings as the trainer's overrides; one that fails is reported with
+    // its log's tail, and the run records the failure.
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[burst.profiles.doomed]\nbackend = \"ray\"\n\
+         entrypoint = \"echo OVERRIDES {overrides} RUN {run}; echo doomed >&2; exit 3\"\n\
+         [burst.profiles.doomed.keys]\ngamma = \"algorithm.gamma\"\niterations = \"trainer.total_training_steps\"\n\
+         seed = [\"env.seed={value}\", \"+data.seed={value}\"]\n",
+    )
+    .unwrap();
+    let run = home.path().join("failed");
+    let run_arg = run.to_str().unwrap();
+    let args = ["train", "--address", &head.address, "--profile", "doomed", "--config", config.to_str().unwrap()];
+    let more = ["--run", run_arg, "--iterations", "3", "--seed", "4", "--gamma", "0.8"];
+    let out = gigscope(&[&args[..], &more[..]].concat()).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (_, tail) = err.rsplit_once("--- last lines of its log ---").expect("the error quotes the log's tail");
+    assert!(
+        tail.contains(&format!(
+            "OVERRIDES algorithm.gamma=0.8 trainer.total_training_steps=3 env.seed=4 +data.seed=4 RUN {run_arg}"
+        )) && tail.contains("doomed"),
+        "{err}"
+    );
+    assert!(err.contains("failed") && err.contains(&head.address), "{err}");
+    let record = ray_record(&run);
+    assert_eq!(record["outcome"]["status"], "FAILED", "{record:#}");
+    assert_eq!(record["profile"], "doomed");
+}
+
+#[test]
+fn an_unreachable_dashboard_is_a_clear_error_at_once_and_leaves_the_run_alone() {
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run");
+    let address = format!("http://127.0.0.1:{}", free_port());
+    let args = ["train", "--backend", "ray", "--address", &address, "--run", run.to_str().unwrap()];
+    let out = gigscope(&args).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("the Ray dashboard at {address} cannot be reached")), "{err}");
+    assert!(!run.exists(), "nothing was written for a burst that was never submitted");
+
+    let out = gigscope(&["train", "--backend", "ray", "--run", run.to_str().unwrap()]).output().unwrap();
+    assert!(text(&out.stderr).contains("--backend ray needs the Ray dashboard's address"), "{}", text(&out.stderr));
+    let out = gigscope(&["train", "--backend", "ray", "--address", "127.0.0.1:8265", "--run", "r"]).output().unwrap();
+    assert!(text(&out.stderr).contains("is not an http:// URL"), "{}", text(&out.stderr));
+}
