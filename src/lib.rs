@@ -13,8 +13,8 @@
 //!   [`cli::main_with`] (the `gigscope` command inside Python), [`run`] and [`run::truth`];
 //! - the project's integration tests (`tests/<area>/`), which hold each layer to its contract from outside: the
 //!   run format and its readers ([`run`], [`live`]), the engine ([`advantage`]), the environments ([`env`],
-//!   [`env_registry`], [`webshop`], [`sokoban`], [`toy_shop`]), [`text`], [`index`], and the TUI's pure
-//!   `update(state, action)` with its state ([`tui`]). The views, the keymap and theme, the TUI's messages and
+//!   [`env_registry`], [`webshop`], [`sokoban`], [`toy_shop`]), [`text`], [`index`], the Ray job client
+//!   ([`ray_job`]), and the TUI's pure `update(state, action)` with its state ([`tui`]). The views, the keymap and theme, the TUI's messages and
 //!   the engine's helpers behind `advantage::compute` are the crate's own.
 
 pub mod advantage;

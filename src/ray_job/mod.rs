@@ -12,9 +12,9 @@
 //! This is a service layer: it knows the run format and nothing of the TUI or the CLI, and it is not behind
 //! the `train` feature (submitting needs no libtorch).
 
-pub mod burst;
-pub mod client;
-pub mod profile;
+pub(crate) mod burst;
+pub(crate) mod client;
+pub(crate) mod profile;
 
 pub use burst::{BurstError, Outcome, RayBurst};
 pub use client::{JobInfo, JobSpec, JobState, RayClient, RayError};
