@@ -28,7 +28,7 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
     group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowRef,
-    RowRule, StoredRow, EMPTY_ANCHOR_GROUP, EMPTY_ROW, INVALID_ROW,
+    RowRule, StoredRow, ZeroVariance, EMPTY_ANCHOR_GROUP, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
 
@@ -275,19 +275,21 @@ fn episode_level(
     group: &mut EpisodeGroup,
     settings: &AdvantageSettings,
 ) {
-    let (mean, std, pool) = match settings.pooling {
-        Pooling::Steps => mean_std_counted(
-            rows.iter()
-                .zip(derived)
-                .flat_map(|(rows, derived)| rows.iter().zip(derived).map(|(row, &(score, _))| (score, row.copies()))),
-        ),
-        Pooling::Trajectories => mean_std_counted(
-            rows.iter().zip(derived).filter_map(|(rows, derived)| Some((derived.first()?.0, rows.first()?.copies()))),
-        ),
+    // The pool's (score, copies) samples, kept for the zero-variance verdict on the same numbers.
+    let samples: Vec<(f64, u32)> = match settings.pooling {
+        Pooling::Steps => rows
+            .iter()
+            .zip(derived)
+            .flat_map(|(rows, derived)| rows.iter().zip(derived).map(|(row, &(score, _))| (score, row.copies())))
+            .collect(),
+        Pooling::Trajectories => rows
+            .iter()
+            .zip(derived)
+            .filter_map(|(rows, derived)| Some((derived.first()?.0, rows.first()?.copies())))
+            .collect(),
     };
-    let total = |r: &[StoredRow]| r.iter().map(|row| row.reward).sum::<f64>();
-    let first_total = rows.first().map(|r| total(r));
-    group.zero_variance = rows.iter().all(|r| Some(total(r)) == first_total);
+    let (mean, std, pool) = mean_std_counted(samples.iter().copied());
+    group.zero_variance = ZeroVariance::of(samples.iter().map(|&(score, _)| score), std, STD_EPSILON);
     let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm_factor(settings.norm, std)) };
     (group.mean, group.std, group.pool_size, group.baseline, group.factor) = (mean, std, pool, baseline, factor);
 }

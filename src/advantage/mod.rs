@@ -2,6 +2,7 @@
 
 pub mod agreement;
 pub(crate) mod aliasing;
+pub(crate) mod audit;
 mod engine;
 pub mod estimators;
 pub mod explain;
@@ -11,14 +12,15 @@ pub(crate) mod reconcile;
 mod settings;
 pub mod stats;
 mod table;
+pub(crate) mod timeline;
 pub(crate) mod trl;
 
 pub use engine::{compute, compute_grouped, mean_std, norm_factor, recompute, regroup, STD_EPSILON, SUCCESS_REWARD};
 pub use grouping::{group_anchors, group_keyed, group_lean, AnchorGrouping, SimilarityJob};
 pub use input::{EngineInput, KeyedAnchor};
 pub use settings::{
-    AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,
+    ActionRule, AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,
     RewardWeights, ScaleRewards, SettingsError, DEFAULT_SIMILARITY, MAX_REWARD_WEIGHTS,
 };
 pub use stats::{run_stats, RunStats};
-pub use table::{AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowAdvantage, RowRef};
+pub use table::{AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowAdvantage, RowRef, ZeroVariance};

@@ -8,6 +8,8 @@
 //! `scale_rewards` selects TRL's computation of A_E. A TRL completions log records TRL's defaults as its
 //! settings, so it is recomputed the TRL way without flags.
 
+pub use crate::text::action::ActionRule;
+
 pub use crate::run::settings::{
     AdvantageOverrides, Aggregation, AnchorKind, Estimator, Norm, Pooling, RewardWeights, ScaleRewards,
     MAX_REWARD_WEIGHTS,
@@ -47,6 +49,8 @@ pub struct AdvantageSettings {
     pub reward_weights: Option<RewardWeights>,
     /// TRL: how several reward functions are combined. Used only with `scale_rewards`.
     pub aggregation: Aggregation,
+    /// How a step's action is read from its response, wherever actions are compared (`q-minus-v`, the audit).
+    pub action: ActionRule,
 }
 
 /// A setting outside its domain.
@@ -110,6 +114,7 @@ impl Default for AdvantageSettings {
             scale_rewards: None,
             reward_weights: None,
             aggregation: Aggregation::SumThenNormalize,
+            action: ActionRule::Tagged,
         }
     }
 }
@@ -146,7 +151,14 @@ impl AdvantageOverrides {
             scale_rewards,
             reward_weights: self.reward_weights.or(base.reward_weights),
             aggregation: self.aggregation.unwrap_or(base.aggregation),
+            // A pattern that does not compile keeps the base's rule: `Self::action_rule` is the check that names it.
+            action: self.action_rule().ok().flatten().unwrap_or(base.action),
         }
+    }
+
+    /// The action rule of `action_regex`, if set; an invalid regex is an error.
+    pub fn action_rule(&self) -> Result<Option<ActionRule>, regex::Error> {
+        self.action_regex.as_deref().map(ActionRule::pattern).transpose()
     }
 
     /// Every key set, so that `run.json` records the full settings a trainer used (the TRL keys only when
@@ -172,6 +184,7 @@ impl AdvantageOverrides {
             scale_rewards: s.scale_rewards,
             reward_weights: s.scale_rewards.and(s.reward_weights),
             aggregation: s.scale_rewards.map(|_| s.aggregation),
+            action_regex: s.action.pattern_text().map(String::from),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::input::EngineInput;
-use super::table::{AdvantageTable, AnchorGroup, RowRef};
+use super::table::{AdvantageTable, AnchorGroup, RowRef, ZeroVariance};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunStats {
@@ -49,7 +49,8 @@ pub struct GroupSummary {
     pub mean: f64,
     pub std: f64,
     pub pool_size: usize,
-    pub zero_variance: bool,
+    /// Why its A_E carries no signal, if it carries none (see [`ZeroVariance`]).
+    pub zero_variance: Option<ZeroVariance>,
     pub step_groups: usize,
     pub singleton_step_groups: usize,
 }
@@ -120,7 +121,7 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
         })
         .collect();
     let singleton_step_groups = sizes.get(&1).copied().unwrap_or(0);
-    let zero_variance_groups = groups.iter().filter(|g| g.zero_variance).count();
+    let zero_variance_groups = groups.iter().filter(|g| g.zero_variance.is_some()).count();
     RunStats {
         episodes: episodes.episode_count(),
         steps: table.row_count(),
@@ -309,7 +310,7 @@ impl<K: Ord + Clone> StatsBy<K> {
             let slot = group.episodes.first().map(|&first| key(first as usize));
             if let Some(sums) = slot.as_ref().and_then(|k| self.sums.get_mut(k)) {
                 sums.groups.push(g as u32);
-                sums.zero_variance += usize::from(group.zero_variance);
+                sums.zero_variance += usize::from(group.zero_variance.is_some());
             }
             self.group_key.push(slot);
         }

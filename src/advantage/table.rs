@@ -213,9 +213,53 @@ pub struct EpisodeGroup {
     /// The baseline and divisor actually used for A_E: (mean, F), or (0, 1) for a pool of one sample.
     pub baseline: f64,
     pub factor: f64,
-    /// All trajectories have the same total (shaped) reward: A_E carries no learning signal.
-    /// Trivially true for a group of one trajectory.
-    pub zero_variance: bool,
+    /// Why the pool A_E was taken over carries no learning signal, judged on the numbers the engine used (the
+    /// pool's scores and std); `None` where the scores spread.
+    pub zero_variance: Option<ZeroVariance>,
+}
+
+/// Why an episode group's A_E carries no learning signal, by the numbers the engine divided: the scores of
+/// the pool it took the baseline over and their standard deviation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZeroVariance {
+    /// Every score in the pool is exactly equal (f64 `==`, so −0.0 equals 0.0), trivially so for a pool of
+    /// one sample: A_E = 0 (for a pool of one, the raw score, with no spread to learn from).
+    EqualScores,
+    /// The scores differ, but their standard deviation is below the epsilon the engine adds to it: A_E is
+    /// nearly 0 rather than exactly.
+    StdBelowEpsilon,
+}
+
+impl ZeroVariance {
+    /// The verdict for a pool of `scores` whose standard deviation is `std`, against the `epsilon` the
+    /// engine adds to it.
+    pub fn of(mut scores: impl Iterator<Item = f64>, std: f64, epsilon: f64) -> Option<ZeroVariance> {
+        let first = scores.next();
+        if first.is_none_or(|first| scores.all(|s| s == first)) {
+            Some(ZeroVariance::EqualScores)
+        } else if std < epsilon {
+            Some(ZeroVariance::StdBelowEpsilon)
+        } else {
+            None
+        }
+    }
+
+    /// What the verdict means, as a clause for reports ("zero-variance: …").
+    pub fn describe(self) -> &'static str {
+        match self {
+            ZeroVariance::EqualScores => "every score in the episode pool is equal, so A_E = 0",
+            ZeroVariance::StdBelowEpsilon => "the episode pool's std is below the engine's epsilon, so A_E ≈ 0",
+        }
+    }
+
+    /// A short tag for tables.
+    pub fn tag(self) -> &'static str {
+        match self {
+            ZeroVariance::EqualScores => "zero-variance (equal scores)",
+            ZeroVariance::StdBelowEpsilon => "zero-variance (std < epsilon)",
+        }
+    }
 }
 
 /// The engine's output for a list of episodes.
@@ -467,7 +511,7 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
                 pool_size: 0,
                 baseline: 0.0,
                 factor: 1.0,
-                zero_variance: true,
+                zero_variance: Some(ZeroVariance::EqualScores),
             });
             (groups.len() - 1) as u32
         });

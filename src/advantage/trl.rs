@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, ScaleRewards};
-use super::table::{rloo_scale, AdvantageTable, EpisodeTerms};
+use super::table::{rloo_scale, AdvantageTable, EpisodeTerms, ZeroVariance};
 use crate::run::Episode;
 
 /// Added to the standard deviation by TRL's GRPO normalisation.
@@ -197,7 +197,7 @@ pub(super) fn apply<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: 
         group.pool_size = n;
         group.baseline = if baseline.is_nan() { 0.0 } else { baseline };
         group.factor = if factor.is_nan() { 1.0 } else { factor };
-        group.zero_variance = scorable.windows(2).all(|w| w[0] == w[1]);
+        group.zero_variance = ZeroVariance::of(scorable.iter().copied(), group.std, TRL_STD_EPSILON);
     }
     table.set_episode_terms(terms);
 }
@@ -258,9 +258,9 @@ mod tests {
         close(&advantages(&two_groups(), &trl(ScaleRewards::Group)), &[-a, a, 0.0, 0.0]);
         let table = compute(&two_groups(), &trl(ScaleRewards::Group));
         let g = &table.episode_groups[0];
-        assert_eq!((g.mean, g.pool_size, g.baseline, g.zero_variance), (1.0, 2, 1.0, false));
+        assert_eq!((g.mean, g.pool_size, g.baseline, g.zero_variance), (1.0, 2, 1.0, None));
         assert!((g.std - 2f64.sqrt()).abs() < 1e-12 && (g.factor - 2f64.sqrt() - 1e-4).abs() < 1e-12);
-        assert!(table.episode_groups[1].zero_variance);
+        assert_eq!(table.episode_groups[1].zero_variance, Some(ZeroVariance::EqualScores));
     }
 
     #[test]

@@ -64,6 +64,11 @@ pub struct SettingsFlags {
     /// `multi_objective_aggregation`.
     #[arg(long, value_enum)]
     pub aggregation: Option<Aggregation>,
+    /// Read each step's action from its response with this regex (its first capture group, else its whole
+    /// match) instead of the content of <action>…</action>; q-minus-v and the audit compare actions so read.
+    /// Recorded in run.json by `gigscope train`.
+    #[arg(long, value_name = "REGEX")]
+    pub action_regex: Option<String>,
 }
 
 impl SettingsFlags {
@@ -91,12 +96,19 @@ impl SettingsFlags {
                 None => None,
             },
             aggregation: self.aggregation,
+            action_regex: self.action_regex.clone(),
         })
     }
 
     /// Flags over the run's recorded settings over the defaults, checked.
     pub fn resolve(&self, run: &Run) -> anyhow::Result<AdvantageSettings> {
         let recorded = run.meta.as_ref().and_then(|m| m.advantage.as_ref());
+        if let Some(recorded) = recorded {
+            recorded
+                .action_rule()
+                .with_context(|| format!("{}: advantage.action_regex", run.dir.join("run.json").display()))?;
+        }
+        self.overrides()?.action_rule().context("--action-regex")?;
         let base = recorded.map_or_else(AdvantageSettings::default, |r| r.apply(AdvantageSettings::default()));
         let settings = self.overrides()?.apply(base);
         settings.validate().with_context(|| format!("advantage settings for {}", run.dir.display()))?;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod advantages;
 mod aliasing;
 pub mod api;
+mod audit;
 mod convert;
 mod estimate;
 mod flags;
@@ -16,6 +17,7 @@ mod render;
 mod rows;
 mod search;
 mod source;
+mod state;
 mod stats;
 mod stream;
 mod tokens;
@@ -64,6 +66,10 @@ pub enum Command {
     Tokens(tokens::Args),
     /// What the TUI shows (an episode with a step's anchor group and formula, or the overview) as SVG or HTML.
     Render(render::Args),
+    /// What an iteration's update reinforces: advantage mass per behaviour, the top pushed up and down.
+    Audit(audit::Args),
+    /// One anchor state across training: visits, actions taken, their advantages and A* per iteration.
+    State(state::Args),
 }
 
 /// Entry point of the binary: parse, dispatch, print errors with their causes.
@@ -96,6 +102,8 @@ where
         Some(Command::Truth(args)) => truth::run(args),
         Some(Command::Tokens(args)) => tokens::run(args),
         Some(Command::Render(args)) => render::run(args),
+        Some(Command::Audit(args)) => audit::run(args),
+        Some(Command::State(args)) => state::run(args),
         None => match cli.run {
             Some(run) => tui::run(tui::Args { run, view: cli.view }),
             None => {
@@ -126,6 +134,8 @@ impl Command {
                 | Command::Validate(_)
                 | Command::Search(_)
                 | Command::Webshop(_)
+                | Command::Audit(_)
+                | Command::State(_)
         )
     }
 }

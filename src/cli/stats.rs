@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use super::aliasing::{self, IterationAliasing};
 use crate::advantage::reconcile::{reproducing_trl_settings, trl_flags};
 use crate::advantage::stats::MISMATCH_TOLERANCE;
-use crate::advantage::{run_stats, AdvantageSettings, RunStats};
+use crate::advantage::{run_stats, AdvantageSettings, RunStats, ZeroVariance};
 use crate::run::truth::{read_truth, truth_path, RunIdentity};
 use crate::run::Run;
 
@@ -145,7 +145,7 @@ fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
     writeln!(out, "episode groups    {}", s.episode_groups)?;
     writeln!(
         out,
-        "  zero-variance   {} ({}): all trajectories with the same total reward",
+        "  zero-variance   {} ({}): episode pools whose scores are all equal or whose std is below the engine's epsilon",
         s.zero_variance_groups,
         percent(s.zero_variance_share)
     )?;
@@ -182,7 +182,7 @@ fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
             g.std,
             g.step_groups,
             g.singleton_step_groups,
-            if g.zero_variance { "zero-variance" } else { "" }
+            g.zero_variance.map_or("", ZeroVariance::tag)
         )?;
     }
     if let Some(stored) = &s.stored {

@@ -218,6 +218,10 @@ pub struct AdvantageOverrides {
     /// TRL: `sum_then_normalize` or `normalize_then_sum`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregation: Option<Aggregation>,
+    /// The regex that reads a step's action from its response (`crate::text::action`); absent: the content of
+    /// `<action>…</action>`, else the whole response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_regex: Option<String>,
 }
 
 #[cfg(test)]

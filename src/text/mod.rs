@@ -1,6 +1,7 @@
-//! Text algorithms: those whose exact Python behaviour gigscope reproduces (`difflib`, `pyfloat`), and the user's
-//! turn of a chat-templated prompt (`chat`).
+//! Text algorithms: those whose exact Python behaviour gigscope reproduces (`difflib`, `pyfloat`), the user's
+//! turn of a chat-templated prompt (`chat`), and a response's action as the environment parsed it (`action`).
 
+pub(crate) mod action;
 pub(crate) mod chat;
 pub mod difflib;
 pub mod pyfloat;

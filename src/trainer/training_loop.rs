@@ -389,7 +389,7 @@ fn group_statistics(table: &AdvantageTable, advantages: &[f64], record: &mut Map
     let singletons = table.anchor_groups.iter().filter(|g| g.members.len() == 1).count() as f64;
     let rows = table.row_count() as f64;
     let episode_groups = table.episode_groups.len().max(1) as f64;
-    let zero_variance = table.episode_groups.iter().filter(|g| g.zero_variance).count() as f64;
+    let zero_variance = table.episode_groups.iter().filter(|g| g.zero_variance.is_some()).count() as f64;
     let mean_abs = advantages.iter().map(|a| a.abs()).sum::<f64>() / rows.max(1.0);
     record.insert("step_groups".into(), json!(table.anchor_groups.len()));
     record.insert("step_group_size".into(), json!(rows / groups));

@@ -30,6 +30,7 @@ pub enum Action {
     Anchor,
     Compare,
     Estimators,
+    Credit,
     Truth,
     Settings,
     ResetSettings,
@@ -69,6 +70,7 @@ impl Action {
         Action::Anchor,
         Action::Compare,
         Action::Estimators,
+        Action::Credit,
         Action::Truth,
         Action::Settings,
         Action::ResetSettings,
@@ -112,6 +114,10 @@ impl Action {
             Action::Anchor => "anchor-state group of the selected step",
             Action::Compare => "compare two trajectories of the group",
             Action::Estimators => "every estimator side by side on the group's steps, beside the Monte-Carlo truth A*",
+            Action::Credit => {
+                "credit audit of the selected iteration: behaviours from the most pushed up to the most pushed down \
+                 (Enter: their rows)"
+            }
             Action::Truth => {
                 "in the estimators and anchor views: measure the open group's Monte-Carlo truth in the background \
                  (again: cancel)"
@@ -157,6 +163,7 @@ impl Action {
             Action::Anchor => "anchor",
             Action::Compare => "compare",
             Action::Estimators => "estimators",
+            Action::Credit => "credit",
             Action::Truth => "truth",
             Action::Settings => "settings",
             Action::ResetSettings => "reset",

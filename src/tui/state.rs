@@ -26,6 +26,7 @@ pub enum View {
     Estimators,
     Search,
     Play,
+    Credit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +103,14 @@ impl Default for EstimatorsUi {
     }
 }
 
+/// The credit view's own state: the selected behaviour and, once opened, the selected row among its rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreditUi {
+    pub selected: usize,
+    /// The opened behaviour's rows are listed, this one selected.
+    pub row: Option<usize>,
+}
+
 /// The last search: its hits and which one is current.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchState {
@@ -122,6 +131,7 @@ pub struct Ui {
     pub anchor: AnchorUi,
     pub compare: CompareUi,
     pub estimators: EstimatorsUi,
+    pub credit: CreditUi,
     /// The search view's results.
     pub search: Option<SearchState>,
     /// The play view: the shop, the goal picker, the group being played.
@@ -247,6 +257,7 @@ impl State {
             anchor: AnchorUi::default(),
             compare: CompareUi::default(),
             estimators: Default::default(),
+            credit: Default::default(),
             search: None,
             play: None,
             follow: false,

@@ -323,6 +323,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Anchor => views::go(state, View::Anchor),
         Action::Compare => views::go(state, View::Compare),
         Action::Estimators => views::go(state, View::Estimators),
+        Action::Credit => views::go(state, View::Credit),
         Action::Settings => state.ui.popup = Some(Popup::Settings { field: Field::Estimator }),
         Action::Help => state.ui.popup = Some(Popup::Help { scroll: 0 }),
         Action::ResetSettings => {

@@ -498,6 +498,26 @@ fn column(
     compute(kind, episodes, base, settings, &EnvInputs::default()).unwrap_or_else(|e| panic!("{kind}: {e}"))
 }
 
+/// q-minus-v compares actions as the settings' action rule reads them: the same `<action>` with other thoughts
+/// is one action (Q over both), and a rule that keeps the whole response tells them apart.
+#[test]
+fn q_minus_v_compares_extracted_actions() {
+    let ep = |id: &str, response: &str, reward: f64| Episode::new(id, "g", vec![Step::new("s", response, reward)]);
+    let run = [
+        ep("a", "<think>cheap</think><action>buy</action>", 1.0),
+        ep("b", "<think>it fits</think><action>buy</action>", 0.0),
+        ep("c", "<action>back</action>", 0.0),
+    ];
+    let base = AdvantageSettings { invalid_penalty: 0.0, ..AdvantageSettings::default() };
+    let tagged = column(EstimatorKind::QMinusV, &run, &base, &EstimatorSettings::default());
+    // V = 1/3; Q(buy) = 1/2 over a and b, Q(back) = 0.
+    let (buy, back) = (0.5 - 1.0 / 3.0, -1.0 / 3.0);
+    assert_column("tagged", &tagged.advantages, &[Some(buy), Some(buy), Some(back)], 1e-12);
+    let whole = AdvantageSettings { action: advantage::ActionRule::pattern(r"(?s).*").unwrap(), ..base };
+    let raw = column(EstimatorKind::QMinusV, &run, &whole, &EstimatorSettings::default());
+    assert_column("whole", &raw.advantages, &[Some(1.0 - 1.0 / 3.0), Some(-1.0 / 3.0), Some(back)], 1e-12);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

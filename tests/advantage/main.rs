@@ -6,6 +6,7 @@
 mod python;
 
 mod agreement;
+mod audit;
 mod cli;
 mod difflib;
 mod engine;
@@ -13,6 +14,7 @@ mod estimators;
 mod grouping;
 mod lean;
 mod parallel;
+mod state;
 mod stats;
 mod stream;
 mod stream_memory;

@@ -51,7 +51,7 @@ fn fingerprint(table: &AdvantageTable) -> String {
             put(v.to_bits());
         }
         put(g.pool_size as u64);
-        put(g.zero_variance.into());
+        put(g.zero_variance.map_or(0, |z| z as u64 + 1));
     }
     for &g in &table.episode_group_of {
         put(g.into());
@@ -120,30 +120,32 @@ fn settings_cases() -> Vec<(&'static str, AdvantageSettings)> {
     ]
 }
 
-/// Recorded with the sequential engine (commit 591a4b8).
+/// Recorded with the sequential engine (commit 591a4b8); the rows whose zero-variance verdict changed when it
+/// became the verdict on the engine's own pool of scores (issue 26: shaped or penalised scores, not raw totals)
+/// re-recorded then, every number of the tables unchanged.
 const GOLDEN: &[(&str, &str, &str)] = &[
     ("reference_batch", "default", "a7779695252703a0e2049aa5dd91b6e747f080b73a1e6f7f31ff124197dfa3f6"),
     ("reference_batch", "page", "a8f6571bbc62b88f1baecac254a96a3a2d5bcf84236eb7c3c85129c6c40041d3"),
     ("reference_batch", "similarity_0.9", "6216b36713a84ffb593ae9ddd6e2eb2acdc27f1f7514af3288bb9148ba3f3cc8"),
     ("reference_batch", "std_trajectories_rloo", "7b8351080e4346249a6f4b61c200407e05b32b02825644c615073bde30d1e597"),
-    ("reference_batch", "shaped_step_gamma1", "f25c0c703dea915d0f4b724f62d14d1081454e0ec0b2e8b029f6e6c94eae4578"),
+    ("reference_batch", "shaped_step_gamma1", "c16f51ea312de34f66fc8e73be16b2018c32279fe6825a2a3785777b9309b865"),
     (
         "reference_batch",
         "std_omega_gamma_similarity_0.6",
         "c8f1237cb8e3902724729e049b78112fe1435da4cd8ab67505ed4b70b92120c7",
     ),
     ("reference_batch", "grpo_page_std", "5c28f451add64860d94147418e98bb301e8a05d17a00537723075ef2c13f39c7"),
-    ("interleaved", "default", "5d86c48a790255cf5bdb928bf8b951025b3cd1989eb2225ae992314e5da68971"),
-    ("interleaved", "page", "1cfe83dd58f42522c295e9226b2250116cbb204c9d44bc41c3d03b255d505b2e"),
-    ("interleaved", "similarity_0.9", "8db6ae990b96cd372a287c83bb4a62a091592b873be7f86a76c12fca04c7201e"),
-    ("interleaved", "std_trajectories_rloo", "4a7475e81b131e08eab14b42e52f79470bcba23abf99ad94f4ebb354ca0b0248"),
-    ("interleaved", "shaped_step_gamma1", "5a214c67aeb14205a0ad8439d27227964d96caed74adb335d81937c4ff6c1d06"),
+    ("interleaved", "default", "3a8353d91413f6258edc8c76380a4f10c354d36eeec36f01f0cccb7823e88c31"),
+    ("interleaved", "page", "20f129d9a58167eff58d30b29f3207a01e102a46f24917ac571953c073cbb771"),
+    ("interleaved", "similarity_0.9", "d1a7a3f5b2e78369c5ecd197ac0f4841d311484a308b9a105353832d965dcc86"),
+    ("interleaved", "std_trajectories_rloo", "1e6666419b2451708755c611cdefb0033348387b49469366c87da3bf08827b7e"),
+    ("interleaved", "shaped_step_gamma1", "a6a89688a7915fca4cfaecce7cac4a3087742b13cf7f047dcafa7f63222c90a5"),
     (
         "interleaved",
         "std_omega_gamma_similarity_0.6",
-        "d60d305ddc6c4a2efa152aa535efd5213de648a3ddd30babf03baa3ee4c468d2",
+        "33eff41a3be6f67a0a118d712c151b6c19ea13bd9a6fbab8616a1c6faac5b890",
     ),
-    ("interleaved", "grpo_page_std", "08b308c808c3480b729948ba7b7fb38141874aa35cee89fd49dc21cab17b752a"),
+    ("interleaved", "grpo_page_std", "44b7d4882b5c8f17a9f0a58ddc2520af20e4cbcd3a3b851cfec8c7b0b1f2dc44"),
 ];
 
 #[test]

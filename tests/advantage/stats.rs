@@ -1,6 +1,6 @@
 //! Group statistics: histogram, singleton and zero-variance shares, stored-vs-recomputed comparison.
 
-use gigscope::advantage::{compute, run_stats, AdvantageSettings};
+use gigscope::advantage::{compute, run_stats, AdvantageSettings, ZeroVariance};
 use gigscope::run::synth::{episodes, SynthSpec};
 use gigscope::run::{Episode, Step};
 
@@ -15,6 +15,41 @@ fn episode(id: &str, group: &str, rewards: &[f64], anchors: &[&str]) -> Episode 
         })
         .collect();
     Episode::new(id, group, steps)
+}
+
+/// The zero-variance verdict is taken on the scores the engine pooled, not on the recorded totals: an
+/// invalid-action penalty spreads equal totals, and scores that differ by less than the epsilon are named so.
+#[test]
+fn zero_variance_follows_the_engines_pool_and_says_why() {
+    let mut penalised = episode("p", "penalty", &[0.0, 1.0], &["s", "t"]);
+    penalised.steps[0].valid = false;
+    let run = vec![
+        // Equal totals (1 and 1), but one row pays the invalid-action penalty: the pool's scores spread.
+        penalised,
+        episode("q", "penalty", &[1.0, 0.0], &["s", "t"]),
+        // Totals 1 and 1 + 1e-9: not equal, std far below 1e-6.
+        episode("r", "tiny", &[1.0], &["s"]),
+        episode("s", "tiny", &[1.0 + 1e-9], &["s"]),
+        // Totals 0 and -0: equal as the engine compares them.
+        episode("t", "signed", &[0.0], &["s"]),
+        episode("u", "signed", &[-0.0], &["s"]),
+    ];
+    let settings = AdvantageSettings::default();
+    assert!(settings.invalid_penalty > 0.0);
+    let table = compute(&run, &settings);
+    let verdicts: Vec<_> = table.episode_groups.iter().map(|g| (g.name.as_str(), g.zero_variance)).collect();
+    assert_eq!(
+        verdicts,
+        [("penalty", None), ("tiny", Some(ZeroVariance::StdBelowEpsilon)), ("signed", Some(ZeroVariance::EqualScores))]
+    );
+    assert!(table.episode_groups[0].std > 0.0, "the penalty gave the pool a spread");
+    let stats = run_stats(&run, &table);
+    assert_eq!(stats.zero_variance_groups, 2);
+    assert_eq!(
+        serde_json::to_value(&stats.groups[1]).unwrap()["zero_variance"],
+        "std_below_epsilon",
+        "JSON names the reason"
+    );
 }
 
 #[test]
@@ -37,7 +72,7 @@ fn shares_and_histogram() {
     assert_eq!(stats.singleton_share, 0.75);
     assert_eq!(stats.mean_step_group_size, 1.5);
     assert_eq!((stats.zero_variance_groups, stats.zero_variance_share), (1, 0.5));
-    assert!(stats.groups[0].zero_variance && !stats.groups[1].zero_variance);
+    assert!(stats.groups[0].zero_variance.is_some() && stats.groups[1].zero_variance.is_none());
     assert_eq!(stats.groups[0].singleton_step_groups, 1);
     assert_eq!(stats.groups[1].step_groups, 2);
     assert_eq!(stats.stored, None, "no episode carries trainer advantages");

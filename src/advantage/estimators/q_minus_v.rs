@@ -3,7 +3,8 @@
 //! author's code: BiPACE's code is unpublished.
 //!
 //! In each exact anchor group of an episode group (GiGPO's exact step group), V = mean R_t of its members and
-//! Q = mean R_t of the members that took the same action (the exact action string); A = Q − V, or, with
+//! Q = mean R_t of the members that took the same action (the action as the settings' action rule reads it from
+//! the response, `crate::text::action`: the same action with different thoughts is one action); A = Q − V, or, with
 //! `q_minus_v_episode`, A = A_ep + ω·(Q − V) (BiPACE's final form, whose weight is unstated), A_ep being GiGPO's
 //! episode advantage under the shared norm. R_t is the engine's discounted return with its penalty. Q − V sums
 //! to 0 over each anchor group's members.
@@ -22,17 +23,18 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
         // Sums and counts per state and per (state, action).
         let mut state = vec![(0.0, 0usize); sizes.len()];
         let mut action: HashMap<(u32, &str), (f64, usize)> = HashMap::new();
+        let action_of = |i: usize| ctx.base.action.extract(&view.steps[i].action);
         for i in 0..n {
             let ret = view.values[i].ret;
             let s = &mut state[ids[i] as usize];
             *s = (s.0 + ret, s.1 + 1);
-            let a = action.entry((ids[i], view.steps[i].action.as_str())).or_insert((0.0, 0));
+            let a = action.entry((ids[i], action_of(i))).or_insert((0.0, 0));
             *a = (a.0 + ret, a.1 + 1);
         }
         let episode = if with_episode { Some(ctx.episode_level(view, ctx.base.norm).0) } else { None };
         for i in 0..n {
             let (s_sum, s_n) = state[ids[i] as usize];
-            let (a_sum, a_n) = action.get(&(ids[i], view.steps[i].action.as_str())).copied().unwrap_or((0.0, 1));
+            let (a_sum, a_n) = action.get(&(ids[i], action_of(i))).copied().unwrap_or((0.0, 1));
             let v = s_sum / s_n as f64;
             let q = a_sum / a_n as f64;
             let a_step = q - v;

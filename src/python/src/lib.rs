@@ -161,7 +161,7 @@ impl Run {
                 ("mean", floats(g.iter().map(|g| g.mean))),
                 ("std", floats(g.iter().map(|g| g.std))),
                 ("pool_size", ints(g.iter().map(|g| g.pool_size as i64))),
-                ("zero_variance", bools(g.iter().map(|g| g.zero_variance))),
+                ("zero_variance", bools(g.iter().map(|g| g.zero_variance.is_some()))),
                 ("step_groups", ints(g.iter().map(|g| g.step_groups as i64))),
                 ("singleton_step_groups", ints(g.iter().map(|g| g.singleton_step_groups as i64))),
             ],

@@ -69,7 +69,7 @@ pub const GLYPHS: &[(&str, &str)] = &[
     ("+4 −2", "heatmap cell: the sign of the step's A and |A| in ninths (1–9) of the group's largest |A|"),
     ("00", "heatmap cell: A is exactly 0 (a zero-variance group under grpo, a singleton step group under step, or A_E and ω·A_S cancelling)"),
     ("!", "heatmap cell: A_E and ω·A_S have opposite signs (the episode and the step disagree)"),
-    ("∅", "zero-variance group: every trajectory has the same return, so A_E = 0"),
+    ("∅", "zero-variance group: the episode pool's scores are all equal (A_E = 0) or their std is below the engine's epsilon (A_E ≈ 0)"),
     ("✓ ✗", "the episode succeeded / failed"),
     ("⚠", "in a step list: the action was invalid (its s and R_t lose the penalty c); in the status bar: broken lines or reader notes"),
     ("◀ this step", "the selected step among the members of its anchor group"),

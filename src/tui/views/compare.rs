@@ -6,7 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use super::{adv, adv_span, block, clamp_add, hint, layout, trunc, Component, Hint};
-use crate::run::Episode;
+use crate::run::{Episode, Step};
+use crate::text::action::ActionRule;
 use crate::tui::action::Action;
 use crate::tui::state::{State, View};
 
@@ -40,7 +41,7 @@ impl Component for Compare {
     fn highlight(&self, state: &State) -> Option<String> {
         let (ea, eb) = (state.episode_index()?, state.other_index()?);
         let (a, b) = (state.domain.episode(ea).ok()?, state.domain.episode(eb).ok()?);
-        let d = divergence(a, b);
+        let d = divergence(a, b, state.domain.settings.action);
         let t = &state.domain.derived.table;
         let at = |e: usize| t.episode_rows(e).get(d).map_or("—".to_string(), |r| adv(r.advantage));
         Some(format!("at the first divergent step {d}: A {} for trajectory A, {} for B", at(ea), at(eb)))
@@ -100,9 +101,12 @@ fn compare_len(state: &State) -> usize {
     len(state.episode_index()).max(len(state.other_index()))
 }
 
-/// The first step at which two trajectories differ in state or action (their common prefix length).
-pub fn divergence(a: &Episode, b: &Episode) -> usize {
-    a.steps.iter().zip(&b.steps).take_while(|(x, y)| x.action == y.action && x.anchor_key() == y.anchor_key()).count()
+/// The first step at which two trajectories differ in state or action (their common prefix length); actions
+/// as `rule` reads them from the responses, so the same action with different thoughts does not diverge.
+pub fn divergence(a: &Episode, b: &Episode, rule: ActionRule) -> usize {
+    let same =
+        |x: &Step, y: &Step| rule.extract(&x.action) == rule.extract(&y.action) && x.anchor_key() == y.anchor_key();
+    a.steps.iter().zip(&b.steps).take_while(|(x, y)| same(x, y)).count()
 }
 
 pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
@@ -115,7 +119,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     };
     let (a, b): (&Episode, &Episode) = (a, b);
     let t = &state.domain.derived.table;
-    let d = divergence(a, b);
+    let d = divergence(a, b, state.domain.settings.action);
     let [head, table] = ratatui::layout::Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
     let describe = |e: &Episode, traj: usize| {
         format!("{} (traj {traj}, return {:.3}, {})", e.id, e.total_reward(), if e.success() { "✓" } else { "✗" })
@@ -186,15 +190,25 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::Step;
 
     #[test]
     fn divergence_is_common_prefix_of_states_and_actions() {
         let a = Episode::new("a", "g", vec![Step::new("s", "x", 0.0), Step::new("t", "y", 0.0)]);
         let b = Episode::new("b", "g", vec![Step::new("s", "x", 0.0), Step::new("t", "z", 0.0)]);
-        assert_eq!(divergence(&a, &b), 1);
-        assert_eq!(divergence(&a, &a), 2);
+        let tagged = ActionRule::Tagged;
+        assert_eq!(divergence(&a, &b, tagged), 1);
+        assert_eq!(divergence(&a, &a, tagged), 2);
         let c = Episode::new("c", "g", vec![Step::new("other", "x", 0.0)]);
-        assert_eq!(divergence(&a, &c), 0);
+        assert_eq!(divergence(&a, &c, tagged), 0);
+    }
+
+    #[test]
+    fn the_same_action_with_other_thoughts_does_not_diverge() {
+        let step = |response: &str| Step::new("s", response, 0.0);
+        let a = Episode::new("a", "g", vec![step("<think>a</think><action>up</action>"), step("<action>up</action>")]);
+        let b = Episode::new("b", "g", vec![step("<think>b</think><action>up</action>"), step("down")]);
+        assert_eq!(divergence(&a, &b, ActionRule::Tagged), 1);
+        let whole = ActionRule::pattern(r"(?s).*").unwrap();
+        assert_eq!(divergence(&a, &b, whole), 0, "a rule that keeps the whole response sees the thoughts");
     }
 }

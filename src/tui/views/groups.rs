@@ -153,7 +153,7 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
         let row = Row::new(vec![
             trunc(&eg.name, 14),
             format!("{}/{}", ok, eg.episodes.len()),
-            if eg.zero_variance { "∅".into() } else { String::new() },
+            if eg.zero_variance.is_some() { "∅".into() } else { String::new() },
         ]);
         if i == sel {
             row.style(theme.selected())
@@ -178,7 +178,7 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
     let label = |g: u32| {
         let eg = &t.episode_groups[g as usize];
         let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
-        format!(" {} {ok}/{}{} ", eg.name, eg.episodes.len(), if eg.zero_variance { " ∅" } else { "" })
+        format!(" {} {ok}/{}{} ", eg.name, eg.episodes.len(), if eg.zero_variance.is_some() { " ∅" } else { "" })
     };
     let width = area.width as usize;
     let head = format!("groups ({}/{}):", sel + 1, groups.len());
@@ -229,8 +229,8 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
         ),
         theme.title(),
     );
-    if g.zero_variance {
-        push("∅ zero variance: every trajectory has the same return, so A_E = 0".into(), theme.warn());
+    if let Some(why) = g.zero_variance {
+        push(format!("∅ zero variance: {}", why.describe()), theme.warn());
     }
     push(format!("task: {instruction}"), theme.dim());
     out

@@ -4,6 +4,7 @@
 
 pub(crate) mod anchor;
 pub(crate) mod compare;
+pub(crate) mod credit;
 pub(crate) mod episode;
 pub(crate) mod estimators;
 pub(crate) mod groups;
@@ -130,6 +131,7 @@ pub fn component(view: View) -> &'static dyn Component {
         View::Estimators => &estimators::Estimators,
         View::Search => &search::Search,
         View::Play => &play::PlayView,
+        View::Credit => &credit::Credit,
     }
 }
 
