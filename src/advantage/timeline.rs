@@ -82,7 +82,7 @@ pub fn timeline(visits: &[StateVisit]) -> Vec<IterationAtState> {
                     measured: at.iter().filter(|v| v.a_star.is_some()).count(),
                 })
                 .collect();
-            actions.sort_by(|x, y| y.count.cmp(&x.count));
+            actions.sort_by_key(|a| std::cmp::Reverse(a.count));
             let mut episodes: Vec<&str> = rows.iter().map(|v| v.episode.as_str()).collect();
             episodes.sort_unstable();
             episodes.dedup();

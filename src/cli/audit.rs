@@ -84,12 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         behaviours: result.behaviours.iter().map(|b| BehaviourOut::of(b, &run)).collect(),
     };
     let written = match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(io::stdout().lock(), &out).map_err(io::Error::from).and_then(|()| {
-                println!();
-                Ok(())
-            })
-        }
+        Format::Json => writeln!(io::stdout().lock(), "{}", serde_json::to_string_pretty(&out)?),
         Format::Table => write_table(&mut io::stdout().lock(), &out, &result, args.top),
     };
     match written {

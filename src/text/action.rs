@@ -15,10 +15,6 @@ use std::sync::{LazyLock, Mutex};
 
 use regex::Regex;
 
-/// The tag pair verl-agent's prompts ask for.
-pub const OPEN_TAG: &str = "<action>";
-pub const CLOSE_TAG: &str = "</action>";
-
 /// How a response's action is read from it.
 #[derive(Clone, Copy, Debug, Default)]
 pub enum ActionRule {

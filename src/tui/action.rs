@@ -31,6 +31,7 @@ pub enum Action {
     Compare,
     Estimators,
     Credit,
+    Timeline,
     Truth,
     Settings,
     ResetSettings,
@@ -71,6 +72,7 @@ impl Action {
         Action::Compare,
         Action::Estimators,
         Action::Credit,
+        Action::Timeline,
         Action::Truth,
         Action::Settings,
         Action::ResetSettings,
@@ -118,6 +120,10 @@ impl Action {
                 "credit audit of the selected iteration: behaviours from the most pushed up to the most pushed down \
                  (Enter: their rows)"
             }
+            Action::Timeline => {
+                "the selected step's anchor state across the iterations: visits, actions taken there, their A, A_S \
+                 and A*"
+            }
             Action::Truth => {
                 "in the estimators and anchor views: measure the open group's Monte-Carlo truth in the background \
                  (again: cancel)"
@@ -164,6 +170,7 @@ impl Action {
             Action::Compare => "compare",
             Action::Estimators => "estimators",
             Action::Credit => "credit",
+            Action::Timeline => "state timeline",
             Action::Truth => "truth",
             Action::Settings => "settings",
             Action::ResetSettings => "reset",

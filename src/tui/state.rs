@@ -27,6 +27,7 @@ pub enum View {
     Search,
     Play,
     Credit,
+    Timeline,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +112,14 @@ pub struct CreditUi {
     pub row: Option<usize>,
 }
 
+/// The state timeline view's own state: the row whose anchor state it follows (the selected row when it was
+/// opened) and its scroll in lines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TimelineUi {
+    pub row: Option<crate::advantage::RowRef>,
+    pub scroll: usize,
+}
+
 /// The last search: its hits and which one is current.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchState {
@@ -132,6 +141,7 @@ pub struct Ui {
     pub compare: CompareUi,
     pub estimators: EstimatorsUi,
     pub credit: CreditUi,
+    pub timeline: TimelineUi,
     /// The search view's results.
     pub search: Option<SearchState>,
     /// The play view: the shop, the goal picker, the group being played.
@@ -258,6 +268,7 @@ impl State {
             compare: CompareUi::default(),
             estimators: Default::default(),
             credit: Default::default(),
+            timeline: Default::default(),
             search: None,
             play: None,
             follow: false,

@@ -45,7 +45,7 @@ fn refresh_estimates(state: &mut State) -> Effects {
             fx.extend(job.map(Effect::EstimatorBatch));
             super::estimates::group_iteration(domain, ui.sel.group)
         }
-        View::Anchor => state.row_ref().map(|r| state.domain.episodes[r.episode as usize].iteration),
+        View::Anchor | View::Timeline => state.row_ref().map(|r| state.domain.episodes[r.episode as usize].iteration),
         _ => None,
     };
     if let Some(iteration) = iteration {
@@ -324,6 +324,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Compare => views::go(state, View::Compare),
         Action::Estimators => views::go(state, View::Estimators),
         Action::Credit => views::go(state, View::Credit),
+        Action::Timeline => views::go(state, View::Timeline),
         Action::Settings => state.ui.popup = Some(Popup::Settings { field: Field::Estimator }),
         Action::Help => state.ui.popup = Some(Popup::Help { scroll: 0 }),
         Action::ResetSettings => {

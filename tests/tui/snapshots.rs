@@ -53,6 +53,11 @@ fn groups_80x24() {
 fn groups_zero_variance_120x40() {
     let mut s = state((120, 40), true);
     keys(&mut s, &[Action::Down, Action::Open, Action::NextItem]);
+    // Without the invalid-action penalty the group's pool has equal scores: the engine's zero-variance verdict
+    // (with the default penalty its invalid rows spread the pool, std 0.041, and the group is not flagged).
+    keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Down, Action::Down, Action::Down]);
+    keys(&mut s, &[Action::Left, Action::Left, Action::Left, Action::Back]);
+    assert_eq!(s.domain.settings.invalid_penalty, 0.0);
     insta::assert_snapshot!(render(&s));
 }
 
@@ -402,9 +407,12 @@ fn the_80x24_layout_keeps_what_matters() {
     for count in o.domain.derived.size_histogram.values().filter(|&&c| c >= 10).take(3) {
         assert!(screen.contains(&count.to_string()), "count {count}:\n{screen}");
     }
-    // A zero-variance note wraps instead of being cut.
+    // A zero-variance note wraps instead of being cut (the group has equal scores without the invalid-action
+    // penalty).
     let mut z = state((80, 24), false);
     keys(&mut z, &[Action::Down, Action::Open, Action::NextItem]);
+    keys(&mut z, &[Action::Settings, Action::Down, Action::Down, Action::Down, Action::Down, Action::Down]);
+    keys(&mut z, &[Action::Left, Action::Left, Action::Left, Action::Back]);
     let screen = render(&z);
     assert!(screen.contains("so A_E = 0"), "{screen}");
 }

@@ -11,6 +11,7 @@ pub(crate) mod groups;
 pub(crate) mod overview;
 pub(crate) mod play;
 pub(crate) mod search;
+pub(crate) mod timeline;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -132,6 +133,7 @@ pub fn component(view: View) -> &'static dyn Component {
         View::Search => &search::Search,
         View::Play => &play::PlayView,
         View::Credit => &credit::Credit,
+        View::Timeline => &timeline::Timeline,
     }
 }
 
