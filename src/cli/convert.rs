@@ -1,6 +1,11 @@
 //! `gigscope convert SRC --out DIR`: any run gigscope reads, written as gigscope-run/1 (to share it, to index
 //! it, or to open it with tools that only read gigscope's own layout). A run with a file that could not be
 //! read (or one still being written) is not converted: the copy would pass for the whole run.
+//!
+//! The copy's `run.json` records the advantage settings the run was trained with: the advantage flags given
+//! (over what the source records), else, for a TRL log whose stored advantages the recorded settings do not
+//! reproduce, the `scale_rewards`, reward weights and aggregation that do ([`reproducing_trl_settings`]; TRL's
+//! log records none of them), said on standard error; else what the source records, unchanged.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,8 +13,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
+use super::flags::SettingsFlags;
 use super::source::SourceFlags;
-use crate::run::{RunMeta, RunWriter, FORMAT_V1};
+use crate::advantage::reconcile::{reproducing_trl_settings, trl_flags};
+use crate::advantage::{AdvantageOverrides, AdvantageSettings};
+use crate::run::{Run, RunMeta, RunWriter, FORMAT_V1};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -20,6 +28,10 @@ pub struct Args {
     /// Directory to write the gigscope-run/1 copy to; it must not exist yet (nothing is overwritten).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// The advantage settings to record in the copy's `run.json` (TRL's `--scale-rewards`, `--reward-weights`,
+    /// `--aggregation` above all: a TRL log records none of them).
+    #[command(flatten)]
+    pub settings: SettingsFlags,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -38,13 +50,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.out.display()
         );
     }
+    let settings = settings_to_record(&args, &run)?;
     // Written beside the target and renamed into place at the end, so an interrupted conversion never leaves
     // a directory that looks like a complete run.
     let parent = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = args.out.file_name().context("--out needs a directory name")?.to_string_lossy();
     remove_abandoned_staging(parent, &name);
     let staging = parent.join(format!(".{name}.converting{}", std::process::id()));
-    let result = write_copy(&staging, &run);
+    let result = write_copy(&staging, &run, settings.as_ref());
     if let Err(err) = result.and_then(|()| std::fs::rename(&staging, &args.out).map_err(Into::into)) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(err.context(format!("writing {}", args.out.display())));
@@ -93,7 +106,25 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
-fn write_copy(dir: &Path, run: &crate::run::Run) -> anyhow::Result<()> {
+/// The settings the copy's `run.json` records, when they are not the source's own (module docs).
+fn settings_to_record(args: &Args, run: &Run) -> anyhow::Result<Option<AdvantageSettings>> {
+    let resolved = args.settings.resolve(run)?;
+    if args.settings.overrides()? != AdvantageOverrides::default() {
+        return Ok(Some(resolved));
+    }
+    let inferred = reproducing_trl_settings(&run.episodes, &resolved);
+    if let Some(found) = &inferred {
+        eprintln!(
+            "{}: the stored advantages are reproduced by `{}` (TRL's log does not record them): recorded in \
+             run.json; pass the flags to record others",
+            args.run.display(),
+            trl_flags(found)
+        );
+    }
+    Ok(inferred)
+}
+
+fn write_copy(dir: &Path, run: &Run, settings: Option<&AdvantageSettings>) -> anyhow::Result<()> {
     let mut writer = RunWriter::create(dir)?;
     let mut meta = run.meta.clone().unwrap_or_default();
     if meta.format.as_deref() != Some(FORMAT_V1) {
@@ -106,6 +137,9 @@ fn write_copy(dir: &Path, run: &crate::run::Run) -> anyhow::Result<()> {
         meta.extra.insert("converted_from".to_string(), origin);
     }
     meta = RunMeta { format: Some(FORMAT_V1.to_string()), ..meta };
+    if let Some(settings) = settings {
+        meta.advantage = Some(AdvantageOverrides::from_settings(settings));
+    }
     if !run.notices.is_empty() {
         let notices = run.notices.iter().cloned().map(Value::String).collect();
         meta.extra.insert("reader_notices".to_string(), Value::Array(notices));

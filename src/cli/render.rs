@@ -36,6 +36,9 @@ pub struct Args {
     pub theme: Option<String>,
     #[command(flatten)]
     pub source: super::source::SourceFlags,
+    /// The advantage settings to draw the run with, over those it records (as `gigscope RUN` takes them).
+    #[command(flatten)]
+    pub settings: super::flags::SettingsFlags,
 }
 
 fn parse_size(text: &str) -> Result<(u16, u16), String> {
@@ -55,6 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::defaults(true)?.with_display(args.theme.as_deref(), false)?;
     let (mut state, _) = open_as(&args.run, args.source.from, &args.source.options(), config, args.size)
         .with_context(|| format!("reading {}", args.run.display()))?;
+    state.domain.open_with(args.settings.overrides()?)?;
     let frames = match &args.episode {
         Some(id) => {
             let Some(e) = state.domain.episodes.iter().position(|ep| &ep.id == id) else {

@@ -38,6 +38,11 @@ pub struct ViewArgs {
     pub present: bool,
     #[command(flatten)]
     pub source: super::source::SourceFlags,
+    /// The advantage settings to open the run with, over those it records (`--scale-rewards batch
+    /// --reward-weights 1,2` for a TRL run trained so); the settings panel marks them and `R` puts back the
+    /// run's own.
+    #[command(flatten)]
+    pub settings: super::flags::SettingsFlags,
 }
 
 fn watch_options(rescan_ms: u64) -> crate::live::WatchOptions {
@@ -56,6 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         source: view.source.options(),
         theme: view.theme,
         present: view.present,
+        settings: view.settings.overrides()?,
     };
     crate::tui::run(opts).with_context(|| format!("gigscope tui {}", run.display()))?;
     Ok(ExitCode::SUCCESS)

@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use crate::advantage::explain::{explain, Explanation};
 use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, SliceStats, StatsBy};
 use crate::advantage::{
-    compute_grouped, group_keyed, group_lean, recompute, regroup, AdvantageSettings, AdvantageTable, AnchorGrouping,
-    AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
+    compute_grouped, group_keyed, group_lean, recompute, regroup, AdvantageOverrides, AdvantageSettings,
+    AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::cache::{Cached, CachedHead};
@@ -279,6 +279,9 @@ pub struct Domain {
     pub run_name: String,
     /// The settings the run recorded (run.json), or the defaults.
     pub recorded: AdvantageSettings,
+    /// The settings given when the run was opened (`gigscope RUN --scale-rewards batch ...`), over the recorded
+    /// ones: what the settings are whenever the run's settings are taken anew.
+    opening: AdvantageOverrides,
     pub settings: AdvantageSettings,
     pub derived: Derived,
     /// When the run last changed and how many lines were skipped as broken.
@@ -345,6 +348,7 @@ impl Domain {
             pages: PageIds::default(),
             run_name: String::new(),
             recorded: AdvantageSettings::default(),
+            opening: AdvantageOverrides::default(),
             settings: AdvantageSettings::default(),
             derived: Derived::default(),
             live: LiveStatus::default(),
@@ -382,7 +386,7 @@ impl Domain {
     fn adopt_run(&mut self) {
         let run = &self.run;
         self.recorded = recorded_settings(run.meta.as_ref());
-        self.settings = self.recorded;
+        self.settings = self.opening.apply(self.recorded);
         self.run_name = run
             .meta
             .as_ref()
@@ -623,6 +627,17 @@ impl Domain {
     /// The engine's explanation of row `r`'s advantage, under the settings the table was computed with.
     pub fn explanation(&self, r: RowRef) -> Option<Explanation> {
         explain(&self.derived.table, self.episodes.as_slice(), &self.derived.settings, r)
+    }
+
+    /// Open with `overrides` over the run's recorded settings (the TUI's advantage flags): the settings from now
+    /// on, checked, and everything derived recomputed under them. The recorded settings stay what they are, so
+    /// the settings panel marks what the flags changed and `R` puts back the run's own.
+    pub fn open_with(&mut self, overrides: AdvantageOverrides) -> Result<(), crate::advantage::SettingsError> {
+        let settings = overrides.apply(self.recorded);
+        settings.validate()?;
+        (self.opening, self.settings) = (overrides, settings);
+        self.rebuild();
+        Ok(())
     }
 
     /// Recompute everything derived (after a reset of the episodes).

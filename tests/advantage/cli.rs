@@ -435,3 +435,37 @@ fn stats_shows_no_success_rate_for_trl_completions() {
     let text = stdout(&gigscope(&["stats", path(&worked_example())]));
     assert!(text.lines().any(|l| l.starts_with("g ") && l.contains('%')), "{text}");
 }
+
+#[test]
+fn convert_records_the_trl_settings_that_reproduce_the_stored_advantages_or_those_given() {
+    // Trained with scale_rewards=batch and reward_weights [2, 0.5], which TRL's log does not record.
+    let dir = trl_fixture("batch_weights");
+    let work = tempfile::tempdir().expect("tempdir");
+    let inferred = work.path().join("inferred");
+    let out = gigscope(&["convert", path(&dir), "--out", path(&inferred)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("the stored advantages are reproduced by `--scale-rewards batch --reward-weights"), "{said}");
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(inferred.join("run.json")).expect("run.json")).expect("JSON");
+    assert_eq!(meta["advantage"]["scale_rewards"], "batch", "{meta}");
+    assert!(meta["advantage"]["reward_weights"].as_array().is_some_and(|w| w.len() == 2), "{meta}");
+    // The copy reads with its recorded settings, and they reproduce every stored advantage.
+    let stats: Value = serde_json::from_str(&stdout(&gigscope(&["stats", path(&inferred), "--json"]))).expect("JSON");
+    assert_eq!(stats["stored"]["mismatched_rows"], 0, "{}", stats["stored"]);
+
+    // Flags given are what is recorded, inference or not.
+    let given = work.path().join("given");
+    let out = gigscope(&["convert", path(&dir), "--out", path(&given), "--scale-rewards", "none"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("reproduced by"));
+    let meta: Value = serde_json::from_slice(&std::fs::read(given.join("run.json")).expect("run.json")).expect("JSON");
+    assert_eq!(meta["advantage"]["scale_rewards"], "none", "{meta}");
+
+    // A run whose stored advantages match what it records keeps its run.json's settings as they were.
+    let plain = work.path().join("plain");
+    let source = trl_fixture("default");
+    let out = gigscope(&["convert", path(&source), "--out", path(&plain)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("reproduced by"));
+}

@@ -139,3 +139,25 @@ fn the_search_view_shows_the_page_a_run_without_pages_is_indexed_under() {
     let row = line(&screen, "│1 ");
     assert!(row.contains(" results "), "{row}");
 }
+
+#[test]
+fn a_trl_run_opened_with_the_trainers_settings_agrees_with_its_stored_advantages() {
+    // Trained with scale_rewards=batch and reward_weights [2, 0.5], which TRL's log does not record.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trl/batch_weights");
+    let mut state = opened(&dir);
+    let differs = state.domain.derived.max_trainer_diff.expect("the run stores advantages");
+    assert!(differs > 1e-3, "with TRL's defaults the stored advantages differ ({differs})");
+    let recorded = state.domain.recorded;
+    let overrides = gigscope::advantage::AdvantageOverrides {
+        scale_rewards: Some(gigscope::advantage::ScaleRewards::Batch),
+        reward_weights: Some(gigscope::advantage::RewardWeights::new(&[2.0, 0.5]).unwrap()),
+        ..Default::default()
+    };
+    state.domain.open_with(overrides).expect("valid settings");
+    let diff = state.domain.derived.max_trainer_diff.expect("the run stores advantages");
+    assert!(diff <= 1e-4, "the trainer's settings reproduce its advantages ({diff})");
+    assert_eq!(state.domain.recorded, recorded, "the run's own settings stay what R puts back");
+    assert!(state.domain.settings_modified(), "the panel marks what the flags changed");
+    let bad = gigscope::advantage::AdvantageOverrides { gamma: Some(2.0), ..Default::default() };
+    assert!(state.domain.open_with(bad).is_err(), "settings outside their domain are refused");
+}

@@ -12,6 +12,8 @@ pub enum AppError {
     Run(#[from] RunError),
     #[error(transparent)]
     Live(#[from] LiveError),
+    #[error("advantage settings: {0}")]
+    Settings(#[from] crate::advantage::SettingsError),
     #[error("terminal: {0}")]
     Terminal(#[from] std::io::Error),
 }

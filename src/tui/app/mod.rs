@@ -50,6 +50,8 @@ pub struct Options {
     /// Workshop mode: high-contrast theme, wider spacing, a status line naming the view and what the
     /// highlighted number means.
     pub present: bool,
+    /// Advantage settings over the run's recorded ones (`gigscope RUN --scale-rewards batch ...`).
+    pub settings: crate::advantage::AdvantageOverrides,
 }
 
 /// Everything the main loop waits for, on one channel.
@@ -79,7 +81,8 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     // Errors that stop the run from being read at all print before the terminal is touched; the run itself
     // is read by the watcher's first scan, part by part, while the first frame is already on screen.
     let cache = crate::run::cache::default_root(crate::index::default_cache_dir());
-    let (state, opening) = start(&opts.run, opts.from, &opts.source, config, cache)?;
+    let (mut state, opening) = start(&opts.run, opts.from, &opts.source, config, cache)?;
+    state.domain.open_with(opts.settings.clone())?;
     let (tx, rx) = mpsc::channel::<Incoming>();
     opening.spawn(opts.watch, sender(&tx, Incoming::Reading));
     // Before the terminal is taken: a signal from now on is answered by giving it back.
