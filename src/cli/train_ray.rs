@@ -78,7 +78,7 @@ pub fn run(
     metadata.insert("gigscope_run".into(), run_dir.display().to_string().into());
     let mut runtime_env = profile.runtime_env();
     if profile.entrypoint.is_none() {
-        forward_gigscope_env(&mut runtime_env);
+        crate::ray_job::profile::forward_gigscope_env(&mut runtime_env);
     }
     let burst = RayBurst {
         profile: name,
@@ -103,24 +103,6 @@ pub fn run(
         _ => {
             println!("Ray job {id} succeeded; run in {}", burst.run.display());
             Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// gigscope's own `train` as the job reads the `GIGSCOPE_*` variables set here (where the training plugin is,
-/// the cache): Ray starts the job with the head's environment, not this process's.
-fn forward_gigscope_env(runtime_env: &mut serde_json::Map<String, serde_json::Value>) {
-    let vars: serde_json::Map<String, serde_json::Value> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("GIGSCOPE_"))
-        .map(|(k, v)| (k, serde_json::Value::String(v)))
-        .collect();
-    if vars.is_empty() {
-        return;
-    }
-    let env_vars = runtime_env.entry("env_vars").or_insert_with(|| serde_json::Value::Object(Default::default()));
-    if let serde_json::Value::Object(env_vars) = env_vars {
-        for (k, v) in vars {
-            env_vars.entry(k).or_insert(v);
         }
     }
 }

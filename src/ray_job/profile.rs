@@ -110,10 +110,12 @@ pub struct BurstProfile {
     pub keys: BTreeMap<String, KeyMapping>,
 }
 
-/// The `[burst]` table: named profiles.
+/// The `[burst]` table: named profiles, and a Ray dashboard for those that name none (the TUI then also offers
+/// gigscope's own `train` there, as the profile `default`).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BurstTable {
+    pub address: Option<String>,
     #[serde(default)]
     pub profiles: BTreeMap<String, BurstProfile>,
 }
@@ -193,6 +195,23 @@ impl BurstProfile {
             env.insert("working_dir".into(), Value::String(dir.clone()));
         }
         env
+    }
+}
+
+/// `runtime_env` with this process's `GIGSCOPE_*` variables added to its `env_vars` (those it sets win), for a
+/// job whose entrypoint is gigscope's own `train`: Ray starts the job with the head's environment, not this
+/// process's, and the job's gigscope reads them (where the training plugin is, the cache).
+pub fn forward_gigscope_env(runtime_env: &mut Map<String, Value>) {
+    let vars: Map<String, Value> =
+        std::env::vars().filter(|(k, _)| k.starts_with("GIGSCOPE_")).map(|(k, v)| (k, Value::String(v))).collect();
+    if vars.is_empty() {
+        return;
+    }
+    let env_vars = runtime_env.entry("env_vars").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(env_vars) = env_vars {
+        for (k, v) in vars {
+            env_vars.entry(k).or_insert(v);
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! The training-burst dialog's side of the state: the form (what to start) and the status of the burst that
-//! runs (fed by [`BurstUpdate`]s translated from the trainer's [`TrainEvent`]s). Nothing here needs libtorch:
-//! the form becomes a [`TrainRequest`] for [`crate::plugin_host`], which runs it in the training plugin and says
-//! clearly when the plugin cannot be loaded.
+//! runs (fed by [`BurstUpdate`]s translated from the trainer's [`TrainEvent`]s, or from a Ray job's log and
+//! outcome). Nothing here needs libtorch: the form becomes a [`TrainRequest`] for [`crate::plugin_host`], which
+//! runs it in the training plugin and says clearly when the plugin cannot be loaded, or, with a Ray backend
+//! (a profile of the config's `[burst]` table), a [`RayPlan`] whose command is the profile's own rendering
+//! ([`crate::ray_job::render_command`]): what the dialog shows is what is submitted.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
@@ -12,6 +14,8 @@ use crate::advantage::AdvantageOverrides;
 use crate::plugin_host::{
     DeviceChoice, FamilyEstimator, PpoConfig, RunMode, TaskSource, TrainConfig, TrainEvent, TrainRequest,
 };
+use crate::ray_job::profile::Setting;
+use crate::ray_job::{render_command, Backend, BurstProfile, BurstTable};
 
 /// Where the burst's network runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +36,8 @@ pub struct BurstRequest {
     pub learning_rate: f64,
     pub estimator: EstimatorKind,
     pub device: BurstDevice,
+    /// Where it runs: 0 in this process, `i` the `i`-th of [`ray_choices`].
+    pub backend: usize,
 }
 
 impl Default for BurstRequest {
@@ -44,6 +50,7 @@ impl Default for BurstRequest {
             learning_rate: 1e-3,
             estimator: EstimatorKind::Gigpo,
             device: BurstDevice::Auto,
+            backend: 0,
         }
     }
 }
@@ -51,6 +58,7 @@ impl Default for BurstRequest {
 /// The dialog's fields, in screen order: one table gives each its label, its value text and its choices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BurstField {
+    Backend,
     Iterations,
     Goals,
     GroupSize,
@@ -60,7 +68,8 @@ pub enum BurstField {
 }
 
 impl BurstField {
-    pub const ALL: [BurstField; 6] = [
+    pub const ALL: [BurstField; 7] = [
+        BurstField::Backend,
         BurstField::Iterations,
         BurstField::Goals,
         BurstField::GroupSize,
@@ -71,6 +80,7 @@ impl BurstField {
 
     pub fn label(self) -> &'static str {
         match self {
+            BurstField::Backend => "backend",
             BurstField::Iterations => "iterations",
             BurstField::Goals => "goals / iteration",
             BurstField::GroupSize => "group size N",
@@ -102,9 +112,13 @@ fn step<T: Copy + PartialEq>(values: &[T], v: T, up: bool) -> T {
 }
 
 impl BurstRequest {
-    /// `field` moved one value up or down.
-    pub fn adjust(mut self, field: BurstField, up: bool) -> BurstRequest {
+    /// `field` moved one value up or down; the backend cycles through in-process and the `ray_backends`.
+    pub fn adjust(mut self, field: BurstField, up: bool, ray_backends: usize) -> BurstRequest {
         match field {
+            BurstField::Backend => {
+                let n = ray_backends + 1;
+                self.backend = (self.backend.min(n - 1) + if up { 1 } else { n - 1 }) % n;
+            }
             BurstField::Iterations => self.iterations = step(ITERATIONS, self.iterations, up),
             BurstField::Goals => self.goals = step(GOALS, self.goals, up),
             BurstField::GroupSize => self.group_size = step(GROUP_SIZES, self.group_size, up),
@@ -144,8 +158,18 @@ impl BurstRequest {
         }
     }
 
-    pub fn value(&self, field: BurstField) -> String {
+    /// The Ray backend chosen, if any.
+    pub fn ray_choice<'a>(&self, choices: &'a [RayChoice]) -> Option<&'a RayChoice> {
+        self.backend.checked_sub(1).and_then(|i| choices.get(i))
+    }
+
+    /// A field's value as the dialog shows it (`choices`: the Ray backends offered).
+    pub fn value(&self, field: BurstField, choices: &[RayChoice]) -> String {
         match field {
+            BurstField::Backend => match self.ray_choice(choices) {
+                Some(choice) => format!("ray: {}", choice.name),
+                None => "in-process".into(),
+            },
             BurstField::Iterations => self.iterations.to_string(),
             BurstField::Goals => self.goals.to_string(),
             BurstField::GroupSize => self.group_size.to_string(),
@@ -155,6 +179,141 @@ impl BurstRequest {
         }
     }
 }
+
+/// A Ray backend the dialog offers: a profile of the config's `[burst]` table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RayChoice {
+    pub name: String,
+    pub profile: BurstProfile,
+}
+
+/// The Ray backends of the config: gigscope's own `train` as `default` when `[burst]` names an address (unless
+/// a profile has that name), then each profile whose backend is `ray`, in name order. A profile without an
+/// address uses `[burst]`'s.
+pub fn ray_choices(table: &BurstTable) -> Vec<RayChoice> {
+    let own = table.address.is_some() && !table.profiles.contains_key(DEFAULT_PROFILE);
+    let default = own.then(|| RayChoice {
+        name: DEFAULT_PROFILE.into(),
+        profile: BurstProfile { backend: Backend::Ray, ..BurstProfile::default() },
+    });
+    let profiles = table
+        .profiles
+        .iter()
+        .filter(|(_, p)| p.backend == Backend::Ray)
+        .map(|(name, profile)| RayChoice { name: name.clone(), profile: profile.clone() });
+    default
+        .into_iter()
+        .chain(profiles)
+        .map(|mut choice| {
+            if choice.profile.address.is_none() {
+                choice.profile.address = table.address.clone();
+            }
+            choice
+        })
+        .collect()
+}
+
+/// The name of gigscope's own `train` as a Ray backend (as `gigscope train --backend ray` records it).
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// This process as a Ray job's gigscope `train` names it: the binary and the directory relative paths are
+/// read from (read once, when the TUI starts: drawing does no I/O).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BurstHost {
+    pub gigscope: PathBuf,
+    pub cwd: PathBuf,
+}
+
+impl BurstHost {
+    pub fn of_this_process() -> BurstHost {
+        BurstHost {
+            gigscope: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gigscope")),
+            cwd: std::env::current_dir().unwrap_or_default(),
+        }
+    }
+}
+
+/// A Ray burst ready to submit: what the dialog shows and the job runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RayPlan {
+    pub profile: String,
+    pub address: String,
+    /// The run directory, absolute.
+    pub run: PathBuf,
+    /// gigscope's settings by gigscope's names (recorded in the run's `bursts`).
+    pub settings: Vec<Setting>,
+    /// The exact shell command ([`render_command`]).
+    pub command: String,
+    /// Ray's runtime environment (the job adds this process's `GIGSCOPE_*` variables to gigscope's own
+    /// `train`).
+    pub runtime_env: serde_json::Map<String, serde_json::Value>,
+    /// Whether the entrypoint is gigscope's own `train`.
+    pub own_train: bool,
+}
+
+impl BurstRequest {
+    /// The Ray burst of this form with `choice` into the run `run` of environment `env` (none: not one gigscope
+    /// has, which only gigscope's own `train` needs). The settings are the
+    /// form's estimator and run shape (iterations, goals, group size: every profile's trainer has keys for
+    /// them); gigscope's own `train` also gets the learning rate and the device, its own flags. A profile with
+    /// no address, or a setting its trainer has no key for, is an error naming it.
+    pub fn ray_plan(
+        &self,
+        choice: &RayChoice,
+        run: &Path,
+        env: Option<&str>,
+        host: &BurstHost,
+    ) -> Result<RayPlan, String> {
+        let name = &choice.name;
+        let address = choice.profile.address.clone().ok_or_else(|| {
+            format!("burst profile {name:?} names no Ray address: set `address` in [burst.profiles.{name}] or [burst]")
+        })?;
+        let run = if run.is_absolute() { run.to_path_buf() } else { host.cwd.join(run) };
+        let estimator = self.value(BurstField::Estimator, &[]);
+        let mut settings: Vec<Setting> = vec![
+            ("estimator".into(), estimator.clone()),
+            ("iterations".into(), self.iterations.to_string()),
+            ("goals".into(), self.goals.to_string()),
+            ("group_size".into(), self.group_size.to_string()),
+        ];
+        let own_train = choice.profile.entrypoint.is_none();
+        let mut args: Vec<String> = Vec::new();
+        if own_train {
+            let env =
+                env.ok_or("this run's environment is not one gigscope has: its own `train` cannot continue it")?;
+            settings.push(("learning_rate".into(), self.value(BurstField::LearningRate, &[])));
+            settings.push(("device".into(), self.value(BurstField::Device, &[])));
+            let run_text = run.display().to_string();
+            args = ["train", "--run", &run_text, "--env", env, "--append", "--estimator", &estimator]
+                .map(String::from)
+                .into();
+            for (flag, setting) in [
+                ("--iterations", "iterations"),
+                ("--goals", "goals"),
+                ("--group-size", "group_size"),
+                ("--lr", "learning_rate"),
+                ("--device", "device"),
+            ] {
+                let value = settings.iter().find(|(k, _)| k == setting).map(|(_, v)| v.clone()).unwrap_or_default();
+                args.extend([flag.to_string(), value]);
+            }
+        }
+        let command = render_command(name, &choice.profile, &settings, &run, &host.gigscope, &args, &host.cwd)
+            .map_err(|e| e.to_string())?;
+        Ok(RayPlan {
+            profile: name.clone(),
+            address,
+            run,
+            settings,
+            command,
+            runtime_env: choice.profile.runtime_env(),
+            own_train,
+        })
+    }
+}
+
+/// Lines of a Ray job's log the dialog keeps (the last ones).
+pub const LOG_LINES: usize = 6;
 
 /// What the app tells the state about the running burst.
 #[derive(Clone, Debug, PartialEq)]
@@ -176,6 +335,15 @@ pub enum BurstUpdate {
         cancelled: bool,
     },
     Failed(String),
+    /// A Ray job was submitted.
+    RaySubmitted {
+        job_id: String,
+        address: String,
+    },
+    /// A line of the Ray job's log.
+    Log(String),
+    /// The Ray job ended (succeeded or stopped): how.
+    RayEnded(String),
 }
 
 impl From<TrainEvent> for BurstUpdate {
@@ -229,6 +397,10 @@ pub struct BurstStatus {
     pub ended: Option<String>,
     /// A cancel was asked for and the current iteration is finishing.
     pub cancelling: bool,
+    /// A Ray burst: its job id (none until it is submitted).
+    pub ray_job: Option<String>,
+    /// A Ray burst: the last [`LOG_LINES`] lines of its log.
+    pub log: Vec<String>,
 }
 
 impl BurstStatus {
@@ -266,6 +438,16 @@ impl BurstStatus {
                 });
             }
             BurstUpdate::Failed(e) => self.ended = Some(format!("failed: {e}")),
+            BurstUpdate::RaySubmitted { job_id, address } => {
+                self.how = format!("Ray job {job_id} on {address}");
+                self.ray_job = Some(job_id);
+            }
+            BurstUpdate::Log(line) => {
+                self.log.push(line);
+                let extra = self.log.len().saturating_sub(LOG_LINES);
+                self.log.drain(..extra);
+            }
+            BurstUpdate::RayEnded(how) => self.ended = Some(how),
         }
     }
 }

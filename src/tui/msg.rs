@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::action::Action;
-use super::burst_dialog::{BurstRequest, BurstUpdate};
+use super::burst_dialog::{BurstRequest, BurstUpdate, RayPlan};
 use super::estimates::{BatchColumns, BatchRequest};
 use super::play::TasksHandle;
 use super::state::{GroupingRequest, JobKind};
@@ -135,6 +135,8 @@ pub enum Effect {
     Autoplay(AutoplayRequest),
     /// Start a training burst into the run; progress comes back as [`Msg::Burst`].
     StartBurst(BurstRequest),
+    /// Submit a training burst as a Ray job and follow it; its log and outcome come back as [`Msg::Burst`].
+    StartRayBurst(Box<RayPlan>),
     /// `X`: cancel the running jobs (a burst stops after its current iteration, the truth between batches; the
     /// others' outcomes are dropped; a write always finishes).
     CancelJobs,

@@ -10,7 +10,7 @@ use crate::run::Run;
 
 pub use super::domain::{recorded_settings, Bucket, Derived, Domain, GroupingRequest, IterationStats};
 
-use super::burst_dialog::{BurstField, BurstRequest, BurstStatus};
+use super::burst_dialog::{BurstField, BurstHost, BurstRequest, BurstStatus};
 use super::config::Config;
 use super::estimates::{Estimates, BACKGROUND_BATCH_ROWS};
 use super::play::Play;
@@ -167,6 +167,8 @@ pub struct Jobs {
     /// The burst dialog's form, and the burst started from it.
     pub burst_form: BurstRequest,
     pub burst: Option<BurstStatus>,
+    /// This process as a Ray burst's own `train` names it (set when the TUI starts).
+    pub burst_host: BurstHost,
     /// A group written by play: selected as soon as the run shows it.
     pub pending_group: Option<String>,
     /// Effects running off the UI thread (as the job runner last reported them), oldest first.
@@ -202,6 +204,8 @@ pub enum JobKind {
         done: u64,
         of: u64,
     },
+    /// A training burst as a Ray job, followed until it ends.
+    RayJob,
 }
 
 /// What cancelling a job does.
@@ -233,13 +237,14 @@ impl JobKind {
                 format!("measuring the truth: {states} states, {continuations} continuations")
             }
             JobKind::Burst { done, of } => format!("training: {done} of {of} iterations"),
+            JobKind::RayJob => "training as a Ray job".into(),
         }
     }
 
     pub fn cancel(self) -> Cancel {
         match self {
             JobKind::Write | JobKind::Grouping => Cancel::No,
-            JobKind::Truth { .. } | JobKind::StartBurst | JobKind::Burst { .. } => Cancel::Stop,
+            JobKind::Truth { .. } | JobKind::StartBurst | JobKind::Burst { .. } | JobKind::RayJob => Cancel::Stop,
             JobKind::OpenEnv | JobKind::Autoplay | JobKind::Index { .. } | JobKind::Search | JobKind::Estimators => {
                 Cancel::Drop
             }

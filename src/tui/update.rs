@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::action::Action;
-use super::burst_dialog::{BurstField, BurstStatus};
+use super::burst_dialog::{ray_choices, BurstField, BurstStatus};
 use super::play::Play;
 use super::settings_fields::Field;
 use super::state::{Cancel, GroupingRequest, Popup, Prompt, SearchState, State, View};
@@ -435,7 +435,11 @@ fn cancel_burst(state: &mut State) -> Effects {
     let message = match (burst, truth) {
         (Some(b), _) => {
             b.cancelling = true;
-            "cancelling: the burst stops after its current iteration"
+            if b.ray_job.is_some() {
+                "cancelling: the Ray job is asked to stop"
+            } else {
+                "cancelling: the burst stops after its current iteration"
+            }
         }
         (None, Some(t)) => {
             t.cancelling = true;
@@ -457,17 +461,15 @@ fn on_burst_dialog(state: &mut State, field: BurstField, a: Action) -> Effects {
         Action::Up => field.moved(-1),
         Action::Down => field.moved(1),
         Action::Left | Action::Right if !running => {
-            state.jobs.burst_form = state.jobs.burst_form.adjust(field, a == Action::Right);
+            let ray_backends = ray_choices(&state.config.burst).len();
+            state.jobs.burst_form = state.jobs.burst_form.adjust(field, a == Action::Right, ray_backends);
             field
         }
         Action::Open if running => {
             state.ui.message = Some("a burst is already running (X cancels it)".into());
             field
         }
-        Action::Open => {
-            state.jobs.burst = Some(BurstStatus { how: "starting …".into(), ..BurstStatus::default() });
-            return Effects::redraw_and(Effect::StartBurst(state.jobs.burst_form));
-        }
+        Action::Open => return start_burst(state, field),
         Action::CancelBurst => return cancel_burst(state),
         Action::Train | Action::Back => {
             state.ui.popup = None;
@@ -477,6 +479,30 @@ fn on_burst_dialog(state: &mut State, field: BurstField, a: Action) -> Effects {
     };
     state.ui.popup = Some(Popup::Burst { field });
     Effects::redraw()
+}
+
+/// `Enter` in the burst dialog: the burst in this process, or the Ray job of the backend chosen (a profile that
+/// cannot make its command says why and starts nothing).
+fn start_burst(state: &mut State, field: BurstField) -> Effects {
+    let form = state.jobs.burst_form;
+    let choices = ray_choices(&state.config.burst);
+    let Some(choice) = form.ray_choice(&choices) else {
+        state.jobs.burst = Some(BurstStatus { how: "starting …".into(), ..BurstStatus::default() });
+        return Effects::redraw_and(Effect::StartBurst(form));
+    };
+    let env = crate::env_registry::of_run(&state.domain.run).map(|r| r.name);
+    match form.ray_plan(choice, &state.domain.run.dir, env, &state.jobs.burst_host) {
+        Ok(plan) => {
+            let how = format!("submitting to {} …", plan.address);
+            state.jobs.burst = Some(BurstStatus { how, ray_job: Some(String::new()), ..BurstStatus::default() });
+            Effects::redraw_and(Effect::StartRayBurst(Box::new(plan)))
+        }
+        Err(e) => {
+            state.ui.message = Some(e);
+            state.ui.popup = Some(Popup::Burst { field });
+            Effects::redraw()
+        }
+    }
 }
 
 fn reset_settings(state: &mut State) -> Option<GroupingRequest> {

@@ -5,6 +5,7 @@
 mod support;
 
 mod app_open;
+mod burst_ray;
 mod credit;
 mod e2e;
 mod e2e_layouts;

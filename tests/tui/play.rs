@@ -272,12 +272,12 @@ fn the_burst_dialog_offers_every_estimator_that_trains() {
     let mut form = BurstRequest::default();
     let mut seen = vec![form.estimator];
     for _ in 0..EstimatorKind::ALL.len() - 1 {
-        form = form.adjust(BurstField::Estimator, true);
+        form = form.adjust(BurstField::Estimator, true, 0);
         seen.push(form.estimator);
     }
     assert_eq!(seen, EstimatorKind::ALL, "the whole family, each once, in order");
-    assert_eq!(form.adjust(BurstField::Estimator, true).estimator, EstimatorKind::QMinusV, "the last stays");
-    assert_eq!(form.value(BurstField::Estimator), "q-minus-v");
+    assert_eq!(form.adjust(BurstField::Estimator, true, 0).estimator, EstimatorKind::QMinusV, "the last stays");
+    assert_eq!(form.value(BurstField::Estimator, &[]), "q-minus-v");
     // A successor trains as the family estimator of the burst; an engine estimator as the engine's.
     let tasks = gigscope::plugin_host::TaskSource::new("sokoban", gigscope::env::EnvOptions::default());
     let burst = form.train_request(std::path::Path::new("run"), tasks.clone()).config;
@@ -286,7 +286,7 @@ fn the_burst_dialog_offers_every_estimator_that_trains() {
     let first = BurstRequest::default();
     let engine = first.train_request(std::path::Path::new("run"), tasks).config;
     assert_eq!((engine.estimator, engine.advantage.estimator), (None, Some(gigscope::advantage::Estimator::Gigpo)));
-    assert_eq!(BurstField::Device.moved(1), BurstField::Iterations, "moving past the last field wraps");
+    assert_eq!(BurstField::Device.moved(1), BurstField::Backend, "moving past the last field wraps");
 }
 
 #[test]

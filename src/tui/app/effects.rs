@@ -243,6 +243,13 @@ impl Effector {
                 .start_burst(&state.domain.run, request)
                 .err()
                 .map(|e| Msg::Burst(BurstUpdate::Failed(e.to_string()))),
+            Effect::StartRayBurst(plan) => {
+                if self.runner.has(|k| matches!(k, JobKind::StartBurst | JobKind::Burst { .. } | JobKind::RayJob)) {
+                    return Some(Msg::Burst(BurstUpdate::Failed(JobError::BurstRunning.to_string())));
+                }
+                super::ray_burst::start(&mut self.runner, *plan);
+                None
+            }
             Effect::GroupAnchors(request) => {
                 self.start_grouping(request);
                 None
@@ -286,7 +293,7 @@ impl Effector {
     /// Start a burst into the open run, in the training plugin (loaded on first use: a clear error when it
     /// cannot be). How it continues the run is the training side's decision.
     fn start_burst(&mut self, run: &crate::run::Run, request: BurstRequest) -> Result<(), JobError> {
-        if self.runner.has(|k| matches!(k, JobKind::StartBurst | JobKind::Burst { .. })) {
+        if self.runner.has(|k| matches!(k, JobKind::StartBurst | JobKind::Burst { .. } | JobKind::RayJob)) {
             return Err(JobError::BurstRunning);
         }
         let request = request.train_request(&run.dir, self.task_source(run)?);

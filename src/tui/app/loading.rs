@@ -36,6 +36,7 @@ pub fn open_as(
     // memory whole.
     let (run, mut tails) = live::start_as(dir, from, options)?;
     let mut state = State::new(run, config, size);
+    state.jobs.burst_host = crate::tui::burst_dialog::BurstHost::of_this_process();
     state.domain.read_all(&mut tails);
     state.rebuild();
     note_partial_groups(&mut state);

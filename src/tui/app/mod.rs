@@ -6,6 +6,7 @@
 mod effects;
 mod error;
 mod loading;
+mod ray_burst;
 mod terminal;
 
 use std::ops::ControlFlow;

@@ -159,7 +159,11 @@ pub(crate) fn grouping_note(state: &State, pending: crate::advantage::AnchorMode
 /// One line on the burst: a text gauge while it runs, how it ended after.
 pub(crate) fn burst_summary(b: &BurstStatus) -> String {
     if let Some(ended) = &b.ended {
-        return format!("burst {ended}");
+        return format!("burst {}", ended.lines().next().unwrap_or_default());
+    }
+    if b.ray_job.is_some() {
+        let last = b.log.last().map_or(b.how.as_str(), String::as_str);
+        return format!("Ray burst: {last}{}", if b.cancelling { " · stopping" } else { "" });
     }
     const CELLS: usize = 10;
     let filled = (b.progress() * CELLS as f64).round() as usize;

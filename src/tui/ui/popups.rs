@@ -8,7 +8,7 @@ use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 use super::widgets::block;
 use crate::advantage::explain::{self, Symbol};
 use crate::tui::action::Action;
-use crate::tui::burst_dialog::{BurstField, BurstStatus};
+use crate::tui::burst_dialog::{ray_choices, BurstField, BurstStatus};
 use crate::tui::settings_fields::{Field, FIELDS};
 use crate::tui::state::State;
 
@@ -188,11 +188,12 @@ fn summarises(state: &State) -> bool {
 pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let running = state.jobs.burst.as_ref().is_some_and(BurstStatus::running);
+    let choices = ray_choices(&state.config.burst);
+    let form = &state.jobs.burst_form;
     let mut lines: Vec<Line> = BurstField::ALL
         .iter()
         .map(|&f| {
-            let text =
-                format!("{} {:<18} {}", if f == field { "▶" } else { " " }, f.label(), state.jobs.burst_form.value(f));
+            let text = format!("{} {:<18} {}", if f == field { "▶" } else { " " }, f.label(), form.value(f, &choices));
             let style = if f == field {
                 theme.selected()
             } else if running {
@@ -203,9 +204,28 @@ pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
             Line::styled(text, style)
         })
         .collect();
-    lines.push(Line::styled("Trains into this run: its checkpoint, else a fresh policy", theme.dim()));
+    const WIDTH: u16 = 76;
+    match form.ray_choice(&choices) {
+        None => lines.push(Line::styled("Trains into this run: its checkpoint, else a fresh policy", theme.dim())),
+        Some(choice) => {
+            let env = crate::env_registry::of_run(&state.domain.run).map(|r| r.name);
+            let address = choice.profile.address.as_deref().unwrap_or("(none)");
+            lines.push(Line::raw(format!("Ray profile {} at {address}; the job runs:", choice.name)));
+            let command = match form.ray_plan(choice, &state.domain.run.dir, env, &state.jobs.burst_host) {
+                Ok(plan) => Line::styled(plan.command, theme.accent()),
+                Err(e) => Line::styled(format!("cannot start: {e}"), theme.dim()),
+            };
+            // The whole command, wrapped to the dialog's width.
+            let text: String = command.spans.iter().map(|s| s.content.as_ref()).collect();
+            let style = command.style;
+            let chars: Vec<char> = text.chars().collect();
+            lines.extend(
+                chars.chunks(usize::from(WIDTH - 2)).map(|c| Line::styled(c.iter().collect::<String>(), style)),
+            );
+        }
+    }
     let status_h = if state.jobs.burst.is_some() { 12 } else { 0 };
-    let r = centered(area, 76, lines.len() as u16 + 2 + status_h);
+    let r = centered(area, WIDTH, lines.len() as u16 + 2 + status_h);
     Clear.render(r, buf);
     let title =
         if running { "Training burst (running: X cancels, Esc hides)" } else { "Training burst (Enter starts)" };
@@ -221,6 +241,18 @@ pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
 
 fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
+    if b.ray_job.is_some() {
+        // A Ray job: which, its log's last lines, and how it ended (a failure with its log's tail).
+        let mut lines = vec![Line::raw(b.how.clone())];
+        lines.extend(b.log.iter().map(|l| Line::styled(l.clone(), theme.dim())));
+        if let Some(ended) = &b.ended {
+            lines.extend(ended.lines().map(|l| Line::raw(l.to_string())));
+        }
+        // The end is what matters once the job has ended: the lines that do not fit are the first ones.
+        let skip = lines.len().saturating_sub(usize::from(area.height));
+        Paragraph::new(lines.split_off(skip)).render(area, buf);
+        return;
+    }
     if let (Some(ended), true) = (&b.ended, b.points.is_empty() && b.device.is_empty()) {
         // It never started (e.g. the training plugin could not be loaded): the whole reason, wrapped.
         Paragraph::new(ended.as_str()).wrap(Wrap { trim: true }).render(area, buf);
