@@ -45,6 +45,8 @@ pub enum Action {
     Abandon,
     Train,
     CancelBurst,
+    TokenChannel,
+    TokenJump,
 }
 
 impl Action {
@@ -65,6 +67,8 @@ impl Action {
         Action::ScrollUp,
         Action::ScrollDown,
         Action::Fold,
+        Action::TokenChannel,
+        Action::TokenJump,
         Action::Overview,
         Action::Groups,
         Action::Episode,
@@ -144,6 +148,11 @@ impl Action {
             Action::Abandon => "in play: abandon the group being played (press twice; nothing is written)",
             Action::Train => "training burst dialog: train into this run, watch its progress",
             Action::CancelBurst => "cancel the burst (after its iteration) or a job",
+            Action::TokenChannel => {
+                "token strip: colour the tokens by the next channel (effective weight, advantage, log-probability, \
+                 entropy, KL, mismatch, clipped)"
+            }
+            Action::TokenJump => "jump to the next step of largest token mismatch or KL (the run's token summaries)",
         }
     }
 
@@ -183,6 +192,8 @@ impl Action {
             Action::Abandon => "abandon",
             Action::Train => "train",
             Action::CancelBurst => "cancel",
+            Action::TokenChannel => "token channel",
+            Action::TokenJump => "token outliers",
         }
     }
 }

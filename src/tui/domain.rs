@@ -296,6 +296,9 @@ pub struct Domain {
     /// The full records of the episodes the view about to be drawn shows, read back by [`Domain::show`] (from
     /// `update`, never while drawing).
     shown: HashMap<usize, Result<Arc<Episode>, TextError>>,
+    /// The run's token store: its index, the shown episode's tokens ([`Domain::show`]) and the run's token
+    /// summaries.
+    pub tokens: super::tokens::RunTokens,
     /// The run's load cache, when the viewer keeps one ([`Domain::keep_load_cache`]).
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
@@ -341,6 +344,7 @@ const SNAPSHOT_PART: usize = 5_000;
 impl Domain {
     pub fn new(run: Run) -> Domain {
         let text = TextStore::new(&run.dir.join(EPISODES_FILE));
+        let tokens = super::tokens::RunTokens::open(&run.dir);
         let mut domain = Domain {
             run,
             episodes: Vec::new(),
@@ -356,6 +360,7 @@ impl Domain {
             grouping_job: None,
             episodes_version: 0,
             shown: HashMap::new(),
+            tokens,
             load_cache: None,
             cached: Default::default(),
             expected_episodes: 0,

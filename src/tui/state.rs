@@ -67,6 +67,10 @@ pub struct EpisodeUi {
     pub obs_scroll: usize,
     /// Long plain-text observations show whole instead of folded (kept while moving between steps).
     pub unfolded: bool,
+    /// What the token strip colours its tokens by.
+    pub token_channel: super::tokens::TokenChannel,
+    /// The entry of the token summaries' jump list the jump key went to last (`None`: none yet).
+    pub token_jump: Option<usize>,
 }
 
 /// The anchor view's own state.

@@ -28,6 +28,9 @@ pub fn update(state: &mut State, msg: Msg) -> Effects {
 pub fn read_shown_text(state: &mut State) {
     let shown = component(state.ui.view).shown_episodes(state);
     state.domain.show(shown);
+    let strip = (state.ui.view == View::Episode).then(|| state.episode_index()).flatten();
+    let episode = strip.and_then(|e| state.domain.episodes.get(e)).map(|ep| ep.id.clone());
+    state.domain.tokens.show(episode.as_deref());
 }
 
 /// What the view about to be drawn shows and takes long enough to keep: the estimators view's columns of the
@@ -109,7 +112,9 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             // Redraw only when the "updated N s ago" text would change.
             let before = age_secs(state);
             state.ui.now = Some(now);
-            redraw_if(state.domain.live.last_update.is_some() && age_secs(state) != before)
+            // The token store is followed on the clock: its writers append beside the files the watcher watches.
+            let tokens = state.domain.tokens.refresh();
+            redraw_if(tokens || state.domain.live.last_update.is_some() && age_secs(state) != before)
         }
         Msg::Live(events, at) => on_live(state, events, at),
         Msg::CachedPart => on_cached_part(state),
@@ -313,6 +318,8 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         Action::Train => state.ui.popup = Some(Popup::Burst { field: BurstField::Iterations }),
         Action::CancelBurst => return cancel_burst(state),
         Action::Truth => return super::truth_update::elsewhere(state),
+        Action::TokenChannel => state.ui.episode.token_channel = state.ui.episode.token_channel.next(),
+        Action::TokenJump => return super::token_jump::jump(state),
         Action::Fold => {
             state.ui.episode.unfolded = !state.ui.episode.unfolded;
             state.ui.episode.obs_scroll = 0;

@@ -17,5 +17,6 @@ mod play;
 mod settings_recompute;
 mod snapshots;
 mod text_on_disk;
+mod tokens;
 mod truth;
 mod update;

@@ -4,7 +4,8 @@
 //! A step (one response of the policy) has its token ids, each token's text and offset in the response, the
 //! loss mask, and whichever [`Channel`]s the trainer recorded; a channel not recorded is null, never 0.
 //! [`StepTokens::derived`] gives the sampler–trainer mismatch, the KL to the reference (verl's k1 and k3)
-//! and the effective weight.
+//! and the effective weight; [`StepSummary`] what a step's trained tokens add up to, and [`foreign_turns`] the
+//! tokens of turns the policy did not write (a trained one is a defect of the data).
 //!
 //! On disk (`assets/tokens.schema.json` and the README's "Tokens" section): `tokens/index.jsonl`, one JSON
 //! line per step record (episode, step, chunk, byte offset and length, token count, text bytes, channels),
@@ -17,6 +18,8 @@
 
 mod record;
 mod store;
+mod summary;
 
 pub use record::{record_len, Channel, Derived, StepTokens};
 pub use store::{IndexLine, StepEntry, StepRecord, TokenError, TokenStore, TokenWriter, TOKENS_DIR, TOKEN_INDEX_FILE};
+pub use summary::{foreign_turns, StepSummary};

@@ -86,6 +86,8 @@ pub struct TokenStore {
     chunk_ids: HashMap<Box<str>, u32>,
     episodes: HashMap<Box<str>, BTreeMap<u32, Entry>>,
     errors: Vec<LineError>,
+    /// How many times the index was found replaced or rewritten and read again from the start.
+    resets: u64,
 }
 
 impl TokenStore {
@@ -100,6 +102,7 @@ impl TokenStore {
             chunk_ids: HashMap::new(),
             episodes: HashMap::new(),
             errors: Vec::new(),
+            resets: 0,
         };
         store.refresh()?;
         Ok(store)
@@ -116,6 +119,7 @@ impl TokenStore {
                 other => TokenError::Io { path: index_path.clone(), source: std::io::Error::other(other.to_string()) },
             })?;
             if batch.reset {
+                self.resets += 1;
                 self.episodes.clear();
                 self.errors.clear();
                 changed = true;
@@ -192,6 +196,28 @@ impl TokenStore {
     /// The index lines that could not be read (file and line named), in order.
     pub fn errors(&self) -> &[LineError] {
         &self.errors
+    }
+
+    /// How many times the index was read again from the start (replaced or rewritten): what was listed
+    /// before may be gone.
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+
+    /// The steps indexed on lines after `line`, in line order, with their episode and line: what a reader that
+    /// has taken in the lines up to `line` has not seen yet.
+    pub fn indexed_after(&self, line: u64) -> Vec<(&str, StepEntry, u64)> {
+        let mut steps: Vec<(&str, StepEntry, u64)> = self
+            .episodes
+            .iter()
+            .flat_map(|(episode, steps)| {
+                steps.iter().filter(|(_, e)| e.line > line).map(move |(&step, e)| {
+                    (&**episode, StepEntry { step, tokens: e.tokens, iteration: e.iteration }, e.line)
+                })
+            })
+            .collect();
+        steps.sort_by_key(|s| s.2);
+        steps
     }
 
     /// Number of episodes with tokens.

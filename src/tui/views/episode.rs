@@ -7,7 +7,11 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget, Wrap};
 
+use std::sync::Arc;
+
+use super::token_strip as strip;
 use super::{adv, adv_span, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
+use crate::run::tokens::{StepSummary, StepTokens};
 use crate::run::{Episode, Step};
 use crate::tui::action::Action;
 use crate::tui::state::{State, View};
@@ -29,15 +33,19 @@ impl Component for EpisodeView {
         v
     }
 
-    fn hints(&self, _state: &State) -> Vec<Hint> {
+    fn hints(&self, state: &State) -> Vec<Hint> {
         use Action::*;
-        vec![
+        let mut hints = vec![
             hint(&[Up, Down], "move", "select a step"),
             hint(&[Open], "anchor grp", "the selected step's anchor group and where its numbers come from"),
             hint(&[ScrollDown, ScrollUp], "scroll obs", "scroll the observation"),
             hint(&[PrevItem, NextItem], "traj", "previous / next trajectory of the group"),
             hint(&[Fold], "fold", "fold / unfold the middle of a long plain-text observation"),
-        ]
+        ];
+        if state.episode_index().is_some_and(|e| step_tokens(state, e).is_some()) {
+            hints.push(hint(&[TokenChannel], "token channel", "colour the token strip by the next channel"));
+        }
+        hints
     }
 
     fn highlight(&self, state: &State) -> Option<String> {
@@ -230,8 +238,80 @@ fn detail(state: &State, e: usize, step: &Step, area: Rect, buf: &mut Buffer) {
     let rewards_h = if state.domain.episodes.get(e).is_some_and(|ep| ep.rewards().is_some()) { 2 } else { 0 };
     let info_h = (actions.len().min(8) as u16 + 5 + rewards_h).min(area.height / 2);
     let [obs_area, info_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(info_h)]).areas(area);
+    let obs_area = match step_tokens(state, e) {
+        Some(tokens) => {
+            let h = tokens_height(state, tokens, obs_area);
+            let [obs_area, tokens_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(h)]).areas(obs_area);
+            tokens_pane(state, e, tokens, tokens_area, buf);
+            obs_area
+        }
+        None => obs_area,
+    };
     observation(state, step, obs_area, buf);
     info(state, e, step, actions, info_area, buf);
+}
+
+/// The selected step's tokens as the domain read them (`None`: the step has none recorded).
+fn step_tokens(state: &State, e: usize) -> Option<&Result<(Arc<StepTokens>, StepSummary), String>> {
+    let episode = state.domain.tokens.episode(&state.domain.episodes.get(e)?.id)?;
+    episode.steps.get(&(state.ui.sel.step as u32))
+}
+
+/// The token pane's height: its strip whole with the summary and the legend, leaving the observation three
+/// lines where `area` has room for them.
+fn tokens_height(state: &State, tokens: &Result<(Arc<StepTokens>, StepSummary), String>, area: Rect) -> u16 {
+    let (theme, width) = (&state.config.theme, area.width.saturating_sub(2) as usize);
+    let lines = match tokens {
+        Ok((t, s)) => {
+            strip::strip_lines(theme, t, state.ui.episode.token_channel, width).len()
+                + strip::summary_lines(theme, s, width).len()
+        }
+        Err(_) => 1,
+    };
+    let most = area.height.saturating_sub(3).max(area.height * 3 / 5);
+    (lines as u16 + 3).min(most)
+}
+
+fn tokens_pane(
+    state: &State,
+    e: usize,
+    tokens: &Result<(Arc<StepTokens>, StepSummary), String>,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let theme = &state.config.theme;
+    let (t, summary) = match tokens {
+        Ok(read) => read,
+        Err(err) => {
+            let line = Line::styled(err.clone(), theme.warn());
+            return Paragraph::new(line).wrap(Wrap { trim: false }).block(block(state, "Tokens")).render(area, buf);
+        }
+    };
+    let channel = state.ui.episode.token_channel;
+    let inner = layout::inner(area);
+    let height = inner.height as usize;
+    let mut lines = strip::summary_lines(theme, summary, inner.width as usize);
+    let mut strip = strip::strip_lines(theme, t, channel, inner.width as usize);
+    // Where room is short, the legend goes first, then the summary's later lines; the strip keeps a line.
+    let legend = height > lines.len() + strip.len().min(2);
+    lines.truncate(height.saturating_sub(1 + usize::from(legend)).max(1));
+    let room = height.saturating_sub(lines.len() + usize::from(legend));
+    if strip.len() > room {
+        strip.truncate(room.saturating_sub(1));
+        let id = state.domain.episodes.get(e).map_or("", |ep| ep.id.as_str());
+        strip.push(Line::styled(
+            format!("⋯ the rest: gigscope tokens --episode {id} --step {}", state.ui.sel.step),
+            theme.dim(),
+        ));
+    }
+    lines.extend(strip);
+    if legend {
+        lines.push(strip::legend_line(theme, channel));
+    }
+    let episode = state.domain.episodes.get(e).and_then(|ep| state.domain.tokens.episode(&ep.id));
+    let key = state.config.keymap.first_label(Action::TokenChannel).unwrap_or_default();
+    let title = strip::title(t, channel, &key, &episode.map_or(*summary, |ep| ep.total), inner.width as usize);
+    Paragraph::new(lines).block(block(state, title)).render(area, buf);
 }
 
 /// Whether `chosen` fills in a templated action such as `search[<query>]`.

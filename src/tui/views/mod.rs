@@ -12,6 +12,7 @@ pub(crate) mod overview;
 pub(crate) mod play;
 pub(crate) mod search;
 pub(crate) mod timeline;
+pub(crate) mod token_strip;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -25,11 +25,15 @@ impl Component for Overview {
             .collect()
     }
 
-    fn hints(&self, _state: &State) -> Vec<Hint> {
-        vec![
+    fn hints(&self, state: &State) -> Vec<Hint> {
+        let mut hints = vec![
             hint(&[Action::Up, Action::Down], "move", "select an iteration (the played groups are the last row)"),
             hint(&[Action::Open], "groups", "the groups of the selected iteration"),
-        ]
+        ];
+        if state.domain.tokens.summaries().is_some() {
+            hints.push(hint(&[Action::TokenJump], "token outliers", "the steps of largest mismatch and KL, in turn"));
+        }
+        hints
     }
 
     fn highlight(&self, state: &State) -> Option<String> {
@@ -57,6 +61,9 @@ impl Component for Overview {
         if let Some(m) = a.metrics {
             metrics(state, m, buf);
         }
+        if let Some(t) = a.tokens {
+            tokens(state, t, buf);
+        }
     }
 
     fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
@@ -81,6 +88,8 @@ pub struct OverviewAreas {
     pub charts: Rect,
     pub histogram: Rect,
     pub metrics: Option<Rect>,
+    /// The run's token figures per iteration, when it has tokens.
+    pub tokens: Option<Rect>,
 }
 
 pub fn areas(state: &State, body: Rect) -> OverviewAreas {
@@ -88,13 +97,19 @@ pub fn areas(state: &State, body: Rect) -> OverviewAreas {
     let table_h = wanted.min((body.height / 2).max(5)).min(body.height);
     let [table, bottom] = Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(body);
     let [charts, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(bottom);
+    let (right, tokens) = if state.domain.tokens.summaries().is_some() {
+        let [r, t] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(right);
+        (r, Some(t))
+    } else {
+        (right, None)
+    };
     let (histogram, metrics) = if state.domain.run.metrics.is_empty() {
         (right, None)
     } else {
         let [h, m] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(right);
         (h, Some(m))
     };
-    OverviewAreas { table, charts, histogram, metrics }
+    OverviewAreas { table, charts, histogram, metrics, tokens }
 }
 
 fn pct(v: f64) -> String {
@@ -275,4 +290,70 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines)
         .block(block(state, format!("metrics.jsonl ({} records)", state.domain.run.metrics.len())))
         .render(area, buf);
+}
+
+/// The run's token figures per iteration (from the token summaries' thread), the selected iteration's row
+/// highlighted, and the largest mismatch and KL with the key that jumps to them.
+fn tokens(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let Some(figures) = state.domain.tokens.summaries() else { return };
+    let selected = state.domain.derived.iterations.get(state.ui.sel.iteration).filter(|i| !i.is_play());
+    let cell = |v: Option<f64>, decimals: usize| v.map_or("—".to_string(), |v| format!("{v:.decimals$}"));
+    let rows: Vec<Row> = figures
+        .by_iteration
+        .iter()
+        .map(|(iteration, s)| {
+            let row = Row::new(vec![
+                iteration.map_or("?".into(), |i| i.to_string()),
+                s.tokens.to_string(),
+                s.trained.to_string(),
+                s.clip_fraction().map_or("—".into(), |f| format!("{:.1}%", 100.0 * f)),
+                cell(s.mean_kl(), 4),
+                cell(s.mean_entropy(), 3),
+                s.largest_mismatch.map_or("—".into(), |(m, _)| format!("{m:.4}")),
+            ]);
+            if selected.is_some_and(|it| Some(it.iteration) == *iteration) {
+                row.style(theme.selected())
+            } else {
+                row
+            }
+        })
+        .collect();
+    let key = state.config.keymap.first_label(Action::TokenJump).unwrap_or_default();
+    let top = |name: &str, list: &[crate::tui::tokens::Outlier]| {
+        list.first()
+            .map(|o| Line::styled(format!("largest {name} {:.4}: {} step {}", o.value, o.episode, o.step), theme.dim()))
+    };
+    let outliers: Vec<Line> =
+        [top("mismatch", &figures.largest_mismatch), top("KL", &figures.largest_kl)].into_iter().flatten().collect();
+    let mut title = format!("Tokens by iteration · {} steps", figures.steps);
+    if figures.pending > 0 {
+        title.push_str(&format!(" · summarizing, {} to go", figures.pending));
+    }
+    if figures.unreadable > 0 {
+        title.push_str(&format!(" · {} unreadable", figures.unreadable));
+    }
+    if !outliers.is_empty() {
+        title.push_str(&format!(" · {key}: outliers"));
+    }
+    let b = block(state, title);
+    let inner = b.inner(area);
+    b.render(area, buf);
+    let [table, below] = Layout::vertical([Constraint::Min(0), Constraint::Length(outliers.len() as u16)]).areas(inner);
+    Table::new(
+        rows,
+        [
+            Constraint::Length(4),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(6),
+            Constraint::Length(7),
+        ],
+    )
+    .column_spacing(1)
+    .header(Row::new(["iter", "tokens", "trained", "clip", "KL", "entr", "mism"]).style(theme.title()))
+    .render(table, buf);
+    Paragraph::new(outliers).render(below, buf);
 }

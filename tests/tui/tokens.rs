@@ -1,0 +1,221 @@
+//! The token strip of the episode view and the run's token summaries, on a copy of the basic fixture given a
+//! token store by the store's own writer: the strip drawn (snapshot), null drawn unlike 0, a trained tool
+//! turn flagged, the channel key cycling, the jump key reaching the step of largest mismatch; and in the real
+//! binary (tmux), the strip shown, cycled, and tokens appended while the viewer follows appearing.
+
+use crate::support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gigscope::run::tokens::{Channel, StepRecord, StepTokens, TokenWriter};
+use gigscope::tui::{open, update, Action, Config, Msg, State};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::Terminal;
+use support::runs::copy_fixture;
+use support::screen::{keys, open_group, render};
+use support::tmux::{tmux_available, Session};
+
+/// Step 0 of the socks episode: a zero advantage ("zero"), a null one ("nul"), a masked token, a clipped one.
+fn step0() -> StepTokens {
+    let texts = ["search", "[", "zero", "nul", "socks", "]", "<eos>"];
+    StepTokens::new(vec![11, 12, 13, 14, 15, 16, 2], vec![true, true, true, true, true, true, false], &texts.map(Some))
+        .with(Channel::Advantage, vec![Some(1.5), Some(1.5), Some(0.0), None, Some(-0.75), Some(1.5), Some(1.5)])
+        .with(Channel::OldLogprob, vec![Some(-0.1), Some(-0.2), Some(-0.3), Some(-2.5), Some(-0.4), Some(-0.05), None])
+        .with(
+            Channel::RolloutLogprob,
+            vec![Some(-0.1), Some(-0.25), Some(-0.3), Some(-0.5), Some(-0.4), Some(-0.05), None],
+        )
+        .with(Channel::RefLogprob, vec![Some(-0.2), Some(-0.2), Some(-0.3), Some(-1.0), Some(-0.9), Some(-0.05), None])
+        .with(Channel::Entropy, vec![Some(0.5), Some(0.1), Some(0.2), Some(2.0), Some(0.7), Some(0.1), None])
+        .with(Channel::Clipped, vec![Some(0.0), Some(0.0), Some(0.0), Some(1.0), Some(0.0), Some(0.0), None])
+}
+
+/// Step 1: the policy's turn, then a tool turn trained by mistake (mask 1 on "socks A").
+fn step1() -> StepTokens {
+    let texts = ["click", "[socks a]", "<|im_end|>", "<|im_start|>", "tool", "\nsocks A", "<|im_end|>"];
+    StepTokens::new((30..37).collect(), vec![true, true, true, false, false, true, false], &texts.map(Some))
+        .with(Channel::Advantage, vec![Some(0.5); 7])
+}
+
+fn write(dir: &Path, episode: &str, steps: &[(u32, StepTokens)]) {
+    let records: Vec<StepRecord> =
+        steps.iter().map(|(step, tokens)| StepRecord { episode, step: *step, iteration: Some(0), tokens }).collect();
+    TokenWriter::create(dir).unwrap().append("it0.bin", &records).unwrap();
+}
+
+fn state(dir: &Path, size: (u16, u16)) -> State {
+    open(dir, Config::defaults(true).unwrap(), size).unwrap().0
+}
+
+/// The socks episode's first trajectory, in the episode view.
+fn socks_episode(s: &mut State) {
+    open_group(s, "socks-it0");
+    keys(s, &[Action::Open]);
+    assert_eq!(s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t1");
+}
+
+fn buffer(s: &State) -> Buffer {
+    let mut terminal = Terminal::new(TestBackend::new(s.ui.size.0, s.ui.size.1)).unwrap();
+    terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
+    terminal.backend().buffer().clone()
+}
+
+/// The style of the first cell of the first occurrence of `text` on screen (in the token pane, below the
+/// pane's title row).
+fn style_of(buf: &Buffer, text: &str, below: u16) -> ratatui::style::Style {
+    for y in below..buf.area.height {
+        let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        if let Some(at) = row.find(text) {
+            let x = row[..at].chars().count() as u16;
+            return buf[(x, y)].style();
+        }
+    }
+    panic!("{text:?} is not on screen");
+}
+
+fn title_row(buf: &Buffer) -> u16 {
+    (0..buf.area.height)
+        .find(|&y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().contains("Tokens ·"))
+        .expect("the token pane is drawn")
+}
+
+#[test]
+fn the_strip_shows_a_steps_tokens_with_its_summary_and_legend() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, step0()), (1, step1())]);
+    let mut s = state(&dir, (120, 40));
+    socks_episode(&mut s);
+    insta::assert_snapshot!("token_strip_effective_weight_120x40", render(&s));
+    keys(&mut s, &[Action::TokenChannel, Action::TokenChannel]);
+    let screen = render(&s);
+    assert!(screen.contains("Tokens · log-probability (old_logprob) (v)"), "{screen}");
+    keys(&mut s, &[Action::Down]);
+    insta::assert_snapshot!("token_strip_trained_tool_turn_80x24", {
+        update(&mut s, Msg::Resize(80, 24));
+        render(&s)
+    });
+}
+
+#[test]
+fn null_and_zero_look_different_and_a_trained_tool_turn_is_flagged() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, step0()), (1, step1())]);
+    for color in [true, false] {
+        let mut s = open(&dir, Config::defaults(color).unwrap(), (120, 40)).unwrap().0;
+        socks_episode(&mut s);
+        keys(&mut s, &[Action::TokenChannel]); // the advantage: "zero" is 0, "nul" was not recorded
+        let buf = buffer(&s);
+        let below = title_row(&buf);
+        let (zero, null) = (style_of(&buf, "zero", below), style_of(&buf, "nul", below));
+        assert_ne!(zero, null, "colour {color}: null and 0 look different");
+        assert!(zero.add_modifier.is_empty(), "colour {color}: 0 is plain: {zero:?}");
+        assert!(zero.bg.is_none_or(|bg| bg == ratatui::style::Color::Reset), "colour {color}: 0 is plain: {zero:?}");
+        assert_ne!(style_of(&buf, "<eos>", below), null, "colour {color}: masked is not null");
+        let screen = render(&s);
+        assert!(screen.contains("6/7 trained · clipped 16.7% ·"), "{screen}");
+        assert!(screen.contains("legend"), "{screen}");
+        keys(&mut s, &[Action::Down]);
+        let screen = render(&s);
+        assert!(screen.contains("⚠ 1 observation/tool token(s) trained"), "{screen}");
+    }
+}
+
+#[test]
+fn the_channel_key_cycles_through_every_channel_and_back() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, step0())]);
+    let mut s = state(&dir, (120, 40));
+    socks_episode(&mut s);
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let screen = render(&s);
+        let title = screen.lines().find(|l| l.contains("Tokens · ")).unwrap_or_default();
+        let name = title.split("Tokens · ").nth(1).unwrap_or_default().split(" (").next().unwrap_or_default();
+        seen.push(name.to_string());
+        keys(&mut s, &[Action::TokenChannel]);
+    }
+    let expected = [
+        "effective weight",
+        "advantage",
+        "log-probability",
+        "entropy",
+        "KL",
+        "mismatch",
+        "clipped",
+        "effective weight",
+    ];
+    assert_eq!(seen, expected);
+}
+
+#[test]
+fn the_jump_key_opens_the_step_of_largest_mismatch_then_of_largest_kl() {
+    let (_tmp, dir) = copy_fixture("basic");
+    // Another episode's step with a larger KL and no mismatch.
+    let kl = StepTokens::new(vec![1], vec![true], &[Some("far")])
+        .with(Channel::OldLogprob, vec![Some(-0.1)])
+        .with(Channel::RefLogprob, vec![Some(-3.0)]);
+    write(&dir, "it0-socks-t1", &[(0, step0())]);
+    write(&dir, "it0-g0-t1", &[(1, kl)]);
+    let mut s = state(&dir, (120, 40));
+    // The summaries are made by a thread of their own: wait for them on the clock, as the viewer does.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.domain.tokens.summaries().is_none_or(|f| f.steps < 2) {
+        assert!(Instant::now() < deadline, "no token summaries");
+        std::thread::sleep(Duration::from_millis(50));
+        update(&mut s, Msg::Tick(Instant::now()));
+    }
+    let figures = s.domain.tokens.summaries().unwrap();
+    let it0 = figures.by_iteration[&Some(0)];
+    assert_eq!((it0.tokens, it0.trained), (8, 7));
+    assert_eq!(figures.largest_mismatch[0].episode, "it0-socks-t1");
+    assert_eq!(figures.largest_kl[0].episode, "it0-g0-t1");
+    keys(&mut s, &[Action::TokenJump]);
+    assert_eq!(s.ui.view, gigscope::tui::View::Episode);
+    assert_eq!((s.domain.episodes[s.episode_index().unwrap()].id.as_str(), s.ui.sel.step), ("it0-socks-t1", 0));
+    assert!(render(&s).contains("largest mismatch 2.0000"), "{}", render(&s));
+    keys(&mut s, &[Action::TokenJump]);
+    assert_eq!((s.domain.episodes[s.episode_index().unwrap()].id.as_str(), s.ui.sel.step), ("it0-g0-t1", 1));
+    let screen = render(&s);
+    assert!(screen.contains("far"), "{screen}");
+    // The overview shows the iteration's token figures.
+    keys(&mut s, &[Action::Overview]);
+    let screen = render(&s);
+    assert!(screen.contains("Tokens by iteration"), "{screen}");
+}
+
+#[test]
+fn the_strip_shows_cycles_and_follows_tokens_appended_while_the_viewer_runs() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, step0())]);
+    let s = Session::start("tokens", &dir, "");
+    s.wait_for(&["[Overview]", "12 ep"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]", "group hat-it0"]);
+    s.keys(&["]"]);
+    s.wait_for(&["group socks-it0"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["ep it0-socks-t1", "Tokens · effective weight (v)", "6/7 trained", "legend"]);
+    s.keys(&["v"]);
+    s.wait_for(&["Tokens · advantage (v)"]);
+    // Step 1 has no tokens yet; the trainer writes them while the viewer shows it.
+    s.keys(&["j"]);
+    s.wait_until("step 1 without a token pane", |screen| screen.contains("step 1") && !screen.contains("Tokens ·"));
+    write(&dir, "it0-socks-t1", &[(1, step1())]);
+    s.wait_for(&["Tokens · advantage", "[socks a]", "⚠ 1 observation/tool token(s) trained"]);
+    // Following the run: a new episode arrives, then its tokens.
+    s.keys(&["f"]);
+    let late = r#"{"id":"late-0","group":"late-it2","iteration":2,"task":{"id":"late","instruction":"buy late socks"},"steps":[{"observation":"Search","action":"search[late socks]","reward":0},{"observation":"Item [SEP] Buy Now","action":"click[buy now]","reward":10}],"outcome":{"success":true,"score":1}}"#;
+    let mut f = std::fs::OpenOptions::new().append(true).open(dir.join("episodes.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, format!("{late}\n").as_bytes()).unwrap();
+    s.wait_for(&["follow", "ep late-0"]);
+    let late_tokens = StepTokens::new(vec![7, 8], vec![true, true], &[Some("late"), Some("_tok")])
+        .with(Channel::Advantage, vec![Some(1.0), Some(1.0)]);
+    write(&dir, "late-0", &[(0, late_tokens)]);
+    s.wait_for(&["ep late-0", "late_tok", "2/2 trained"]);
+    s.keys(&["q"]);
+}
