@@ -139,6 +139,16 @@ class Run:
         spearman, sign_agreement, scale, rmse, error."""
         return self._native.truth()[1]
 
+    def tokens(self, episode: str, step: Optional[int] = None) -> "pyarrow.Table":
+        """One row per token of ``episode``'s step ``step`` (every step with tokens when ``None``) from the
+        run's token store (``tokens/``): the columns of ``gigscope tokens --format jsonl`` in its order (step,
+        index, id, text, offset, mask, advantage, old_logprob, rollout_logprob, ref_logprob, entropy, ratio,
+        clipped, mismatch, mismatch_weight, kl_k1, kl_k3, effective_weight). The channels and derived values are
+        float32, exactly as stored, null where the trainer recorded none (never 0); ``clipped`` is a boolean;
+        ``text`` is null for an id the tokenizer did not know. An episode or step without tokens, or a record
+        that cannot be read, is a :class:`GigscopeError` naming the file and the record."""
+        return self._native.tokens(episode, step)
+
 
 def open(
     path: Union[str, "os.PathLike[str]"],

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import warnings
@@ -270,3 +271,106 @@ def test_broken_lines_are_warnings_naming_file_and_line():
     with pytest.warns(UserWarning, match=r"skipped \d+ broken line\(s\).*line \d+"):
         run = gigscope.open(broken)
     assert len(run) > 0
+
+
+def write_token_store(run_dir, episode, steps):
+    """A token store written byte for byte as docs/run-format.md lays it out (not by gigscope's writer):
+    ``steps`` is ``[(step, ids, texts, mask, {channel: values})]``, ``None`` a null value or an unknown id."""
+    store = run_dir / "tokens"
+    store.mkdir()
+    chunk, index = bytearray(), []
+
+    def bitmap(bits):
+        out = bytearray((len(bits) + 7) // 8)
+        for i, bit in enumerate(bits):
+            out[i // 8] |= int(bit) << (i % 8)
+        return bytes(out)
+
+    for step, ids, texts, mask, channels in steps:
+        n, offset = len(ids), len(chunk)
+        text = b"".join((t or "").encode() for t in texts)
+        ends, end = [], 0
+        for t in texts:
+            end += len((t or "").encode())
+            ends.append(end)
+        chunk += struct.pack(f"<{n}i", *ids) + bytes(mask) + bitmap([t is not None for t in texts])
+        chunk += struct.pack(f"<{n}I", *ends) + text
+        for values in channels.values():
+            chunk += bitmap([v is not None for v in values])
+            chunk += struct.pack(f"<{n}f", *[0.0 if v is None else v for v in values])
+        index.append(
+            {
+                "episode": episode,
+                "step": step,
+                "iteration": 0,
+                "chunk": "it0.bin",
+                "offset": offset,
+                "length": len(chunk) - offset,
+                "tokens": n,
+                "text_bytes": len(text),
+                "channels": list(channels),
+            }
+        )
+    (store / "it0.bin").write_bytes(bytes(chunk))
+    (store / "index.jsonl").write_text("".join(json.dumps(line) + "\n" for line in index))
+
+
+def test_token_tables_equal_the_command_lines_rows(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "tui" / "basic", run_dir)
+    nan = float("nan")
+    write_token_store(
+        run_dir,
+        "it0-socks-t1",
+        [
+            (
+                0,
+                [11, 12, -1, 14],
+                ["search", "[é", None, "]\n"],
+                [1, 1, 1, 0],
+                {
+                    "advantage": [1.5, 0.0, None, 0.1],
+                    "old_logprob": [-0.1, -0.2, nan, -3.25],
+                    "rollout_logprob": [-0.15, None, -0.5, -3.0],
+                    "ref_logprob": [-0.3, -0.2, -0.5, -40.0],
+                    "clipped": [0.0, 1.0, None, 0.0],
+                },
+            ),
+            (2, [7], ["buy"], [1], {"entropy": [0.7], "ratio": [1.25]}),
+        ],
+    )
+    run = gigscope.open(run_dir)
+    for step in (None, 0, 2):
+        flags = [] if step is None else ["--step", str(step)]
+        done = subprocess.run(
+            [CLI, "tokens", str(run_dir), "--episode", "it0-socks-t1", *flags, "--format", "jsonl"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        rows = [json.loads(line) for line in done.stdout.splitlines()]
+        table = run.tokens("it0-socks-t1", step=step)
+        assert table.column_names == list(rows[0])
+        assert table.num_rows == len(rows) == (5 if step is None else 4 if step == 0 else 1)
+        for column in table.column_names[6:]:
+            expected = pa.bool_() if column == "clipped" else pa.float32()
+            assert table.schema.field(column).type == expected, column
+        floats = [c for c in table.column_names[6:] if c != "clipped"]
+        for api_row, cli_row in zip(table.to_pylist(), rows):
+            for key, cli_value in cli_row.items():
+                api_value = api_row[key]
+                if key in floats and cli_value is not None:
+                    # The command line writes a float32's shortest text ("NaN" for NaN): read back as float32,
+                    # the same value.
+                    want = struct.unpack("<f", struct.pack("<f", float(cli_value)))[0]
+                    assert api_value == want or math.isnan(api_value) and math.isnan(want), (key, api_row, cli_row)
+                else:
+                    assert api_value == cli_value and type(api_value) is type(cli_value), (key, api_row, cli_row)
+    first = run.tokens("it0-socks-t1", step=0).to_pylist()
+    # Nulls stay nulls, never 0: a channel not recorded, a value not recorded, an unknown id's text.
+    assert first[0]["entropy"] is None and first[2]["advantage"] is None and first[2]["text"] is None
+    assert first[1]["advantage"] == 0.0 and first[1]["effective_weight"] == 0.0 and first[1]["clipped"] is True
+    with pytest.raises(gigscope.GigscopeError, match="no tokens recorded for episode \"it0-hat-t0\""):
+        run.tokens("it0-hat-t0")
+    with pytest.raises(gigscope.GigscopeError, match="step 1"):
+        run.tokens("it0-socks-t1", step=1)

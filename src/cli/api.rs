@@ -17,6 +17,7 @@ use crate::advantage::{run_stats, AdvantageTable, RunStats};
 use crate::run::Run;
 
 pub use super::rows::{OutRow as AdvantageRow, COLUMNS as ADVANTAGE_COLUMNS};
+pub use crate::run::tokens::{StepTokens, VALUE_COLUMNS as TOKEN_VALUE_COLUMNS};
 
 /// The flags that choose how a run is read (`--from`, `--group-size`).
 #[derive(Parser, Debug)]
@@ -60,4 +61,19 @@ pub fn advantage_rows<'a>(run: &'a Run, table: &'a AdvantageTable) -> impl Itera
 pub fn stats(run: &Run, flags: &[String]) -> anyhow::Result<RunStats> {
     let table = advantages(run, flags)?;
     Ok(run_stats(&run.episodes, &table))
+}
+
+/// The tokens of `episode`'s step `step` (every step with tokens without it) from the run's token store, as
+/// `gigscope tokens` reads them, with each step's index; an error naming the run, the file and the record
+/// for a step that is not recorded or cannot be read.
+pub fn tokens(run: &Run, episode: &str, step: Option<u32>) -> anyhow::Result<Vec<(u32, StepTokens)>> {
+    let store = crate::run::tokens::TokenStore::open(&run.dir)?;
+    let steps = super::tokens::steps(&store, &run.dir, episode, step)?;
+    steps
+        .into_iter()
+        .map(|step| match store.read(episode, step)? {
+            Some(tokens) => Ok((step, tokens)),
+            None => anyhow::bail!("{}: no tokens recorded for episode {episode:?} step {step}", run.dir.display()),
+        })
+        .collect()
 }

@@ -9,12 +9,12 @@
 //! `"Infinity"` or `"-Infinity"`; `clipped` as a boolean.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
 
-use crate::run::tokens::{Channel, StepTokens, TokenStore};
+use crate::run::tokens::{StepTokens, TokenStore, VALUE_COLUMNS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -43,18 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for error in store.errors() {
         eprintln!("warning: {}: {error}", args.run.display());
     }
-    let steps: Vec<u32> = match args.step {
-        Some(step) => vec![step],
-        None => store.steps(&args.episode).into_iter().map(|s| s.step).collect(),
-    };
-    if steps.is_empty() {
-        bail!(
-            "{}: no tokens recorded for episode {:?} (the token store has {} episode(s))",
-            args.run.display(),
-            args.episode,
-            store.episode_count()
-        );
-    }
+    let steps = steps(&store, &args.run, &args.episode, args.step)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut failed = false;
     for step in steps {
@@ -90,24 +79,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-/// The values of token `i`'s row after `mask`, in the contract's order, as (key, value); `clipped` is a flag.
-fn values(tokens: &StepTokens, i: usize) -> [(&'static str, Option<f32>); 12] {
-    let d = tokens.derived(i);
-    let v = |c: Channel| tokens.value(c, i);
-    [
-        ("advantage", v(Channel::Advantage)),
-        ("old_logprob", v(Channel::OldLogprob)),
-        ("rollout_logprob", v(Channel::RolloutLogprob)),
-        ("ref_logprob", v(Channel::RefLogprob)),
-        ("entropy", v(Channel::Entropy)),
-        ("ratio", v(Channel::Ratio)),
-        ("clipped", v(Channel::Clipped)),
-        ("mismatch", d.mismatch),
-        ("mismatch_weight", d.mismatch_weight),
-        ("kl_k1", d.kl_k1),
-        ("kl_k3", d.kl_k3),
-        ("effective_weight", d.effective_weight),
-    ]
+/// The steps asked for: `step`, or every step of `episode` with tokens; an error naming the run when the
+/// episode has none.
+pub(crate) fn steps(store: &TokenStore, run: &Path, episode: &str, step: Option<u32>) -> anyhow::Result<Vec<u32>> {
+    let steps: Vec<u32> = match step {
+        Some(step) => vec![step],
+        None => store.steps(episode).into_iter().map(|s| s.step).collect(),
+    };
+    if steps.is_empty() {
+        bail!(
+            "{}: no tokens recorded for episode {episode:?} (the token store has {} episode(s))",
+            run.display(),
+            store.episode_count()
+        );
+    }
+    Ok(steps)
 }
 
 fn json_number(v: f32) -> String {
@@ -130,7 +116,7 @@ fn write_jsonl(out: &mut impl Write, step: u32, tokens: &StepTokens) -> std::io:
             tokens.offset(i),
             u8::from(tokens.mask[i])
         )?;
-        for (key, value) in values(tokens, i) {
+        for (&key, value) in VALUE_COLUMNS.iter().zip(tokens.row_values(i)) {
             let value = match (key, value) {
                 (_, None) => "null".to_string(),
                 ("clipped", Some(c)) => (c != 0.0).to_string(),
@@ -163,7 +149,7 @@ fn write_table(out: &mut impl Write, step: u32, tokens: &StepTokens) -> std::io:
         let text = tokens.token_text(i).map_or_else(|| "<unknown id>".to_string(), |t| format!("{t:?}"));
         let text = super::rows::clip(&text, 16);
         write!(out, "{i:>5} {id:>7} {text:<16} {:>1}", u8::from(tokens.mask[i]))?;
-        for (key, value) in values(tokens, i) {
+        for (&key, value) in VALUE_COLUMNS.iter().zip(tokens.row_values(i)) {
             let cell = match (key, value) {
                 (_, None) => "·".to_string(),
                 ("clipped", Some(c)) => if c != 0.0 { "yes" } else { "no" }.to_string(),

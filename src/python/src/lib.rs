@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, BooleanArray, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_pyarrow::{IntoPyArrow, Table};
 use arrow_schema::{Field, Schema};
 use gigscope::cli::api;
@@ -172,6 +172,35 @@ impl Run {
     fn stats_json(&self, py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
         let data = &self.data;
         py.detach(|| Ok(serde_json::to_string(&api::stats(data, &flags)?)?)).map_err(|err| to_py(py, err))
+    }
+
+    /// One row per token of `episode`'s step `step` (every step with tokens when `None`) from the run's token
+    /// store: the columns of `gigscope tokens --format jsonl` in its order, the channels and derived values as
+    /// float32 (the stored values exactly), null where absent, `clipped` a boolean.
+    #[pyo3(signature = (episode, step=None))]
+    fn tokens<'py>(&self, py: Python<'py>, episode: &str, step: Option<u32>) -> PyResult<Bound<'py, PyAny>> {
+        let data = &self.data;
+        let steps = py.detach(|| api::tokens(data, episode, step)).map_err(|err| to_py(py, err))?;
+        let rows: Vec<(u32, &api::StepTokens, usize)> =
+            steps.iter().flat_map(|(s, t)| (0..t.len()).map(move |i| (*s, t, i))).collect();
+        let mut columns = vec![
+            ("step", ints(rows.iter().map(|(s, _, _)| i64::from(*s)))),
+            ("index", ints(rows.iter().map(|(_, _, i)| *i as i64))),
+            ("id", ints(rows.iter().map(|(_, t, i)| i64::from(t.ids[*i])))),
+            ("text", opt_strings(rows.iter().map(|(_, t, i)| t.token_text(*i)))),
+            ("offset", ints(rows.iter().map(|(_, t, i)| i64::from(t.offset(*i))))),
+            ("mask", ints(rows.iter().map(|(_, t, i)| i64::from(t.mask[*i])))),
+        ];
+        let values: Vec<[Option<f32>; 12]> = rows.iter().map(|(_, t, i)| t.row_values(*i)).collect();
+        for (k, name) in api::TOKEN_VALUE_COLUMNS.into_iter().enumerate() {
+            let column: ArrayRef = if name == "clipped" {
+                Arc::new(BooleanArray::from_iter(values.iter().map(|v| v[k].map(|c| c != 0.0))))
+            } else {
+                Arc::new(Float32Array::from_iter(values.iter().map(|v| v[k])))
+            };
+            columns.push((name, column));
+        }
+        table(py, columns)
     }
 
     /// The rows and the estimators' agreements of every truth file the run has

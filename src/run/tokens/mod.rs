@@ -20,6 +20,6 @@ mod record;
 mod store;
 mod summary;
 
-pub use record::{record_len, Channel, Derived, StepTokens};
+pub use record::{record_len, Channel, Derived, StepTokens, VALUE_COLUMNS};
 pub use store::{IndexLine, StepEntry, StepRecord, TokenError, TokenStore, TokenWriter, TOKENS_DIR, TOKEN_INDEX_FILE};
 pub use summary::{foreign_turns, StepSummary};

@@ -188,6 +188,27 @@ impl StepTokens {
         }
     }
 
+    /// Token `i`'s values in the order of [`VALUE_COLUMNS`] (the recorded channels, then the derived values),
+    /// null where absent: the row of `gigscope tokens` and of the Python API's token tables after its `mask`.
+    pub fn row_values(&self, i: usize) -> [Option<f32>; 12] {
+        let d = self.derived(i);
+        let v = |c: Channel| self.value(c, i);
+        [
+            v(Channel::Advantage),
+            v(Channel::OldLogprob),
+            v(Channel::RolloutLogprob),
+            v(Channel::RefLogprob),
+            v(Channel::Entropy),
+            v(Channel::Ratio),
+            v(Channel::Clipped),
+            d.mismatch,
+            d.mismatch_weight,
+            d.kl_k1,
+            d.kl_k3,
+            d.effective_weight,
+        ]
+    }
+
     /// Whether the columns agree in length and the text ends are in order, on character boundaries.
     pub fn check(&self) -> Result<(), String> {
         let n = self.ids.len();
@@ -289,6 +310,22 @@ impl StepTokens {
         Ok(step)
     }
 }
+
+/// The names of [`StepTokens::row_values`]' values, in order (`clipped` is a flag, 0 or 1).
+pub const VALUE_COLUMNS: [&str; 12] = [
+    "advantage",
+    "old_logprob",
+    "rollout_logprob",
+    "ref_logprob",
+    "entropy",
+    "ratio",
+    "clipped",
+    "mismatch",
+    "mismatch_weight",
+    "kl_k1",
+    "kl_k3",
+    "effective_weight",
+];
 
 /// Bytes of a record of `n` tokens, `text_len` bytes of text and `channels` channels.
 pub fn record_len(n: usize, text_len: u64, channels: usize) -> u64 {
