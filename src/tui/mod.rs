@@ -29,7 +29,7 @@ pub mod settings_fields;
 pub mod state;
 pub(crate) mod theme;
 pub(crate) mod token_jump;
-pub mod tokens;
+pub(crate) mod tokens;
 pub mod truth_job;
 pub(crate) mod truth_update;
 pub mod ui;
