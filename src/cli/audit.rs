@@ -14,7 +14,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::estimate::estimate;
-use super::flags::{FamilyFlags, SettingsFlags};
+use super::flags::{FamilyFlags, SettingsFlags, TableOrJson as Format};
 use super::source::SourceFlags;
 use crate::advantage::audit::{audit, Audit, AuditRow, BehaviourCredit, Behaviours};
 use crate::advantage::{AdvantageTable, RowRef};
@@ -44,12 +44,6 @@ pub struct Args {
     pub settings: SettingsFlags,
     #[command(flatten)]
     pub family: FamilyFlags,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -219,3 +219,10 @@ impl FamilyFlags {
         }
     }
 }
+
+/// The output of a command that prints one report: a readable table, or the report as one JSON document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableOrJson {
+    Table,
+    Json,
+}

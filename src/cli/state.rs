@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::estimate::estimate;
-use super::flags::{FamilyFlags, SettingsFlags};
+use super::flags::{FamilyFlags, SettingsFlags, TableOrJson as Format};
 use super::source::SourceFlags;
 use crate::advantage::timeline::{timeline, IterationAtState, StateVisit};
 use crate::run::truth::{read_truth, truth_path, RunIdentity};
@@ -35,12 +35,6 @@ pub struct Args {
     pub settings: SettingsFlags,
     #[command(flatten)]
     pub family: FamilyFlags,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
 }
 
 /// `state --format json`.
