@@ -11,6 +11,7 @@ OUT/metrics/) and writes to OUT:
                   actions) averaged over seeds, and over a 5-iteration window; per seed: the mean of both
                   curves over the run (the area under the curve, so "learns faster" has one number per seed);
                   plus throughput (env steps/s, update seconds per iteration)
+  (made_by: the commit, iterations, catalog and extra flags that made the runs, from RUNS/made-by.json)
   curves.png      the curves, when matplotlib is importable; else curves.txt, an ASCII chart
 Standard library only (matplotlib optional).
 """
@@ -70,6 +71,9 @@ def main(runs_dir, out_dir, title="WebShop demo catalog"):
     for est, seed, it, steps, t, succ, score, base, train in curves:
         by[(est, it)].append((succ, score, base))
     summary = {"curves": {}, "throughput": {}}
+    made_by = runs_dir / "made-by.json"
+    if made_by.is_file():
+        summary["made_by"] = json.loads(made_by.read_text())
     for (est, it), vals in sorted(by.items()):
         s = [v[0] for v in vals]
         summary["curves"].setdefault(est, []).append({
