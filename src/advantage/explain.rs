@@ -106,16 +106,69 @@ pub fn epsilon_text(eps: f64) -> String {
 
 /// A quantity as the explanation writes it (four decimals).
 pub fn num(v: f64) -> String {
-    format!("{v:.4}")
+    num_at(v, NUM_DECIMALS)
 }
 
 /// An advantage as the explanation writes it: always signed, three decimals.
 pub fn signed(v: f64) -> String {
+    signed_at(v, SIGNED_DECIMALS)
+}
+
+/// `v` rounded to `decimals` as it is written.
+fn as_written(v: f64, decimals: usize) -> f64 {
+    format!("{v:.decimals$}").parse().unwrap_or(v)
+}
+
+/// The fewest decimals, from `min`, at which a filled-in formula's numbers give its value as written
+/// (`value_decimals`): `eval` works the formula out from its numbers rounded by the function it is passed. A
+/// reader who works out the numbers shown then gets the result shown: where `+0.244 + 1.00·(+0.204)` would
+/// give +0.448 beside a value of +0.447, the terms get a fourth decimal. None found below
+/// [`MAX_FILLED_DECIMALS`], the formula is written at that precision.
+fn fitting_decimals(min: usize, value: f64, value_decimals: usize, eval: impl Fn(&dyn Fn(f64) -> f64) -> f64) -> usize {
+    let shown = as_written(value, value_decimals);
+    let half_unit = 0.5 * 10f64.powi(-(value_decimals as i32)) + 1e-12;
+    (min..MAX_FILLED_DECIMALS)
+        .find(|&d| (eval(&|v| as_written(v, d)) - shown).abs() <= half_unit)
+        .unwrap_or(MAX_FILLED_DECIMALS)
+}
+
+/// The most decimals a filled-in formula's numbers are written with.
+pub const MAX_FILLED_DECIMALS: usize = 9;
+
+/// Decimals of a value as [`num`] writes it.
+const NUM_DECIMALS: usize = 4;
+/// Decimals of an advantage as [`signed`] writes it.
+const SIGNED_DECIMALS: usize = 3;
+
+/// A quantity at `decimals` (four in [`num`]).
+fn num_at(v: f64, decimals: usize) -> String {
+    format!("{v:.decimals$}")
+}
+
+/// An advantage at `decimals` (three in [`signed`]), always signed.
+fn signed_at(v: f64, decimals: usize) -> String {
     if v == 0.0 {
-        "0.000".to_string()
+        format!("{v:.decimals$}")
     } else {
-        format!("{v:+.3}")
+        format!("{v:+.decimals$}")
     }
+}
+
+/// `(x − baseline) / factor` filled in so that it gives `value`, an advantage, as written.
+fn difference_over(x: f64, baseline: f64, factor: Option<f64>, value: f64) -> String {
+    let d = fitting_decimals(NUM_DECIMALS, value, SIGNED_DECIMALS, |r| (r(x) - r(baseline)) / factor.map_or(1.0, r));
+    let f = factor.map_or("1".to_string(), |f| num_at(f, d));
+    format!("({} − {}) / {f}", num_at(x, d), num_at(baseline, d))
+}
+
+/// Decimals of a setting (γ, ω, c) in a filled-in formula: two, or as many as it has.
+fn setting_decimals(v: f64) -> usize {
+    (2..MAX_FILLED_DECIMALS).find(|&d| as_written(v, d) == v).unwrap_or(MAX_FILLED_DECIMALS)
+}
+
+/// A setting (γ, ω, c) as a filled-in formula writes it: `0.95`, `1.00`, `0.333`.
+fn setting(v: f64) -> String {
+    num_at(v, setting_decimals(v))
 }
 
 /// A value for a filled-in formula: negative numbers in parentheses.
@@ -127,9 +180,17 @@ fn paren(text: String) -> String {
     }
 }
 
-/// `(a + b + … (k more)) / n`, the values listed up to [`MAX_LISTED`].
+/// `(a + b + … (k more)) / n`, the values listed up to [`MAX_LISTED`] (with the decimals that give their mean
+/// as written when all are listed).
 fn listed_mean(values: &[f64]) -> String {
-    let shown: Vec<String> = values.iter().take(MAX_LISTED).map(|&v| num(v)).collect();
+    let n = values.len().max(1) as f64;
+    let d = if values.len() > MAX_LISTED {
+        NUM_DECIMALS
+    } else {
+        let mean = values.iter().sum::<f64>() / n;
+        fitting_decimals(NUM_DECIMALS, mean, NUM_DECIMALS, |r| values.iter().map(|&v| r(v)).sum::<f64>() / n)
+    };
+    let shown: Vec<String> = values.iter().take(MAX_LISTED).map(|&v| num_at(v, d)).collect();
     let more =
         if values.len() > MAX_LISTED { format!(" + … ({} more)", values.len() - MAX_LISTED) } else { String::new() };
     format!("({}{more}) / {}", shown.join(" + "), values.len())
@@ -221,22 +282,29 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
     /// R_t, the row's discounted return.
     fn return_term(&self) -> Term {
         let (s, penalty) = (self.settings, self.penalty);
-        let mut ret_terms = Vec::new();
-        let mut ret_sum = 0.0;
-        for (k, r) in self.rows[self.t..].iter().enumerate() {
-            ret_sum += s.gamma.powi(k as i32) * r.reward;
-            if r.reward != 0.0 {
-                ret_terms.push(if k == 0 {
-                    num(r.reward)
-                } else {
-                    format!("{:.2}^{k}·{}", s.gamma, paren(num(r.reward)))
-                });
-            }
-        }
-        let ret_recomputed = ret_sum - penalty;
+        let rewards: Vec<(usize, f64)> =
+            self.rows[self.t..].iter().enumerate().map(|(k, r)| (k, r.reward)).filter(|&(_, r)| r != 0.0).collect();
+        let ret_recomputed = rewards.iter().map(|&(k, r)| s.gamma.powi(k as i32) * r).sum::<f64>() - penalty;
+        let (gamma, c) =
+            (as_written(s.gamma, setting_decimals(s.gamma)), as_written(penalty, setting_decimals(penalty)));
+        let d = fitting_decimals(NUM_DECIMALS, self.row.ret, NUM_DECIMALS, |round| {
+            rewards.iter().map(|&(k, r)| gamma.powi(k as i32) * round(r)).sum::<f64>() - c
+        });
+        let ret_terms: Vec<String> = rewards
+            .iter()
+            .map(
+                |&(k, r)| {
+                    if k == 0 {
+                        num_at(r, d)
+                    } else {
+                        format!("{}^{k}·{}", setting(s.gamma), paren(num_at(r, d)))
+                    }
+                },
+            )
+            .collect();
         let mut ret_filled = ret_terms.join(" + ");
         if penalty != 0.0 {
-            ret_filled = format!("{} − {:.2}", if ret_filled.is_empty() { "0" } else { &ret_filled }, penalty);
+            ret_filled = format!("{} − {}", if ret_filled.is_empty() { "0" } else { &ret_filled }, setting(penalty));
         }
         Term {
             symbol: Symbol::Return,
@@ -306,7 +374,7 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
                 filled: if n_s <= 1 {
                     String::new()
                 } else {
-                    format!("({} − {}) / {}", num(row.ret), num(ag.mean), factor_value(s.norm, ag.factor))
+                    difference_over(row.ret, ag.mean, divisor(s.norm, ag.factor), row.step_advantage)
                 },
                 value: row.step_advantage,
                 recomputed: a_s_recomputed,
@@ -339,7 +407,13 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
             symbol: Symbol::Score,
             label: "s".into(),
             formula: format!("Σ_k r_k{} (the episode's whole reward)", if penalty != 0.0 { " − c" } else { "" }),
-            filled: if penalty != 0.0 { format!("{} − {:.2}", num(total), penalty) } else { String::new() },
+            filled: if penalty != 0.0 {
+                let c = as_written(penalty, setting_decimals(penalty));
+                let d = fitting_decimals(NUM_DECIMALS, row.score, NUM_DECIMALS, |r| r(total) - c);
+                format!("{} − {}", num_at(total, d), setting(penalty))
+            } else {
+                String::new()
+            },
             value: row.score,
             recomputed: total - penalty,
             used: false,
@@ -393,11 +467,11 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
             symbol: Symbol::EpisodeAdvantage,
             label: "A_E".into(),
             formula: if single { "s − 0".into() } else { "(s − mean_E) / F_E".into() },
-            filled: format!(
-                "({} − {}) / {}",
-                num(row.score),
-                num(eg.baseline),
-                if single { "1".to_string() } else { factor_value(s.norm, eg.factor) }
+            filled: difference_over(
+                row.score,
+                eg.baseline,
+                if single { None } else { divisor(s.norm, eg.factor) },
+                row.episode_advantage,
             ),
             value: row.episode_advantage,
             recomputed: (row.score - baseline) / f_e,
@@ -499,7 +573,7 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
             symbol: Symbol::EpisodeAdvantage,
             label: "A_E".into(),
             formula: format!("(R − mean_g) / F (TRL scale_rewards {})", scale.name()),
-            filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
+            filled: difference_over(r, eg.baseline, Some(eg.factor), row.episode_advantage),
             value: row.episode_advantage,
             recomputed: if a.is_nan() { 0.0 } else { a },
             used: false,
@@ -549,7 +623,7 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
                 symbol: Symbol::EpisodeAdvantage,
                 label: "A_E".into(),
                 formula: "(R′ − mean_batch) / F (TRL normalize_then_sum)".into(),
-                filled: format!("({} − {}) / {}", num(r), num(eg.baseline), num(eg.factor)),
+                filled: difference_over(r, eg.baseline, Some(eg.factor), row.episode_advantage),
                 value: row.episode_advantage,
                 recomputed: (r - eg.baseline) / eg.factor,
                 used: false,
@@ -568,7 +642,12 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
         let (formula, filled, recomputed, note, uses_step, uses_episode) = match s.estimator {
             Estimator::Gigpo => (
                 "A_E + ω·A_S".to_string(),
-                format!("{} + {:.2}·({})", signed(a_e), s.omega, signed(a_s)),
+                {
+                    let omega = as_written(s.omega, setting_decimals(s.omega));
+                    let d =
+                        fitting_decimals(SIGNED_DECIMALS, row.advantage, SIGNED_DECIMALS, |r| r(a_e) + omega * r(a_s));
+                    format!("{} + {}·({})", signed_at(a_e, d), setting(s.omega), signed_at(a_s, d))
+                },
                 a_e + s.omega * a_s,
                 None,
                 true,
@@ -633,7 +712,10 @@ fn rloo_text(s: &AdvantageSettings, eg: &EpisodeGroup, sample: &Sample) -> (Stri
     let mean_label = if s.scale_rewards.is_some() { "mean_g" } else { "mean_E" };
     (
         format!("n/(n−1)·({sample_label} − {mean_label})"),
-        format!("{pool}/{}·({} − {})", pool - 1, num(sample), num(mean)),
+        {
+            let d = fitting_decimals(NUM_DECIMALS, rloo, SIGNED_DECIMALS, |r| scale * (r(sample) - r(mean)));
+            format!("{pool}/{}·({} − {})", pool - 1, num_at(sample, d), num_at(mean, d))
+        },
         if rloo.is_nan() { 0.0 } else { rloo },
         format!(
             "leave-one-out: {sample_label} minus the mean of the other {} samples of the pool, {pooled}: \
@@ -683,17 +765,20 @@ fn factor_text(norm: Norm, std: f64, eps: f64) -> (String, String, f64) {
         Norm::MeanNorm => ("1 (mean_norm)".into(), String::new(), 1.0),
         Norm::MeanStdNorm => (
             format!("std + {} (mean_std_norm)", epsilon_text(eps)),
-            format!("{} + {}", num(std), epsilon_text(eps)),
+            {
+                let d = fitting_decimals(NUM_DECIMALS, std + eps, NUM_DECIMALS, |r| r(std) + eps);
+                format!("{} + {}", num_at(std, d), epsilon_text(eps))
+            },
             std + eps,
         ),
     }
 }
 
-/// F as a filled-in formula writes it: `1`, or its value.
-fn factor_value(norm: Norm, factor: f64) -> String {
+/// F as a divisor of a filled-in formula: none (`1`, mean_norm) or its value.
+fn divisor(norm: Norm, factor: f64) -> Option<f64> {
     match norm {
-        Norm::MeanNorm => "1".into(),
-        Norm::MeanStdNorm => num(factor),
+        Norm::MeanNorm => None,
+        Norm::MeanStdNorm => Some(factor),
     }
 }
 

@@ -56,13 +56,13 @@ fn navigate_to_a_step_and_read_its_advantages_then_see_an_appended_episode() {
     s.wait_for(&[
         "[Anchor group]",
         "mean_S = mean of the members' R_t = (9.0250 + 0.0000) / 2 = 4.5125",
-        "A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512",
+        "A = A_E + ω·A_S = +4.0000 + 1.00·(+4.5125) = +8.512",
     ]);
     // A settings change recomputes everything at once: ω 1.0 → 0.9.
     s.keys(&["s", "j", "j", "h"]);
     s.wait_for(&["ω step weight    0.90", "* run: 1.00"]);
     s.keys(&["Escape"]);
-    s.wait_for(&["A = A_E + ω·A_S = +4.000 + 0.90·(+4.513) = +8.061", "settings differ from run"]);
+    s.wait_for(&["A = A_E + ω·A_S = +4.0000 + 0.90·(+4.5125) = +8.061", "settings differ from run"]);
 
     // Appending an episode while the TUI runs: it shows up, the position is kept.
     append(&dir, format!("{LATE}\n").as_bytes());
@@ -240,7 +240,7 @@ fn present_mode_explains_and_play_asks_before_abandoning() {
     let (_tmp, dir) = copy_fixture("basic");
     let s = Session::start("present", &dir, "--present --theme high-contrast");
     s.open_socks_episode();
-    s.wait_for(&["Episode · step 0: A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"]);
+    s.wait_for(&["Episode · step 0: A = A_E + ω·A_S = +4.0000 + 1.00·(+4.5125) = +8.512"]);
     s.keys(&["a"]);
     s.wait_for(&["Anchor group · the selected member's A = A_E + ω·A_S"]);
     // estimator → rloo (two steps right), norm → mean_std_norm.

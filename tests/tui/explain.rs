@@ -135,7 +135,7 @@ fn the_headline_survives_80x24_and_the_panel_scrolls() {
     update(&mut s, Msg::Action(Action::Open));
     update(&mut s, Msg::Action(Action::Anchor));
     let screen = render(&s);
-    assert!(screen.contains("A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"), "{screen}");
+    assert!(screen.contains("A = A_E + ω·A_S = +4.0000 + 1.00·(+4.5125) = +8.512"), "{screen}");
     let last_before = screen.lines().rev().nth(3).unwrap().to_string();
     update(&mut s, Msg::Action(Action::ScrollDown));
     assert!(s.ui.anchor.formula_scroll > 0, "the panel does not fit at 80×24, so J scrolls it");
@@ -148,4 +148,133 @@ fn the_headline_survives_80x24_and_the_panel_scrolls() {
     assert!(bottom.contains("A_E = (s − mean_E) / F_E"), "the last terms come into view:\n{bottom}");
     update(&mut s, Msg::Action(Action::ScrollUp));
     assert!(s.ui.anchor.formula_scroll < 50, "scrolling stops at the end");
+}
+
+/// A filled-in formula as the panel writes it (`+0.244 + 1.00·(+0.204)`, `0.95^2·10.0000 − 0.10`,
+/// `(9.0250 − 4.5125) / 1`, `0.3000 + 1e-6`) worked out as a reader would; `None` when it is not one (symbols,
+/// an elided list).
+fn work_out(text: &str) -> Option<f64> {
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Tok {
+        Num(f64),
+        Op(char),
+    }
+    let mut toks = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let operand_expected = matches!(toks.last(), None | Some(Tok::Op('+' | '−' | '·' | '/' | '^' | '(')));
+        if c == ' ' {
+            i += 1;
+        } else if c.is_ascii_digit() || (operand_expected && (c == '+' || c == '-')) {
+            let start = i;
+            i += 1;
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || chars[i] == '.'
+                    || chars[i] == 'e'
+                    || (chars[i] == '-' && chars[i - 1] == 'e'))
+            {
+                i += 1;
+            }
+            toks.push(Tok::Num(chars[start..i].iter().collect::<String>().parse().ok()?));
+        } else if "+−·/^()".contains(c) {
+            toks.push(Tok::Op(c));
+            i += 1;
+        } else {
+            return None;
+        }
+    }
+    // Precedence climbing: + − below · / below ^.
+    fn expr(t: &[Tok], i: &mut usize, min: u8) -> Option<f64> {
+        let mut lhs = match *t.get(*i)? {
+            Tok::Num(v) => {
+                *i += 1;
+                v
+            }
+            Tok::Op('(') => {
+                *i += 1;
+                let v = expr(t, i, 0)?;
+                (t.get(*i)? == &Tok::Op(')')).then_some(())?;
+                *i += 1;
+                v
+            }
+            _ => return None,
+        };
+        while let Some(&Tok::Op(op)) = t.get(*i) {
+            let prec = match op {
+                '+' | '−' => 1,
+                '·' | '/' => 2,
+                '^' => 3,
+                _ => break,
+            };
+            if prec < min {
+                break;
+            }
+            *i += 1;
+            let rhs = expr(t, i, prec + 1)?;
+            lhs = match op {
+                '+' => lhs + rhs,
+                '−' => lhs - rhs,
+                '·' => lhs * rhs,
+                '/' => lhs / rhs,
+                _ => lhs.powf(rhs),
+            };
+        }
+        Some(lhs)
+    }
+    let mut at = 0;
+    let v = expr(&toks, &mut at, 0)?;
+    (at == toks.len()).then_some(v)
+}
+
+/// Every filled-in formula the TUI shows (the anchor view's panel, present mode's status line) adds up: its
+/// numbers as written, worked out by hand, give its value as written, for every row of the sample run and the
+/// fixture under every engine estimator and norm.
+#[test]
+fn filled_in_formulas_add_up_at_the_shown_precision() {
+    assert_eq!(work_out("+0.244 + 1.00·(+0.204)"), Some(0.244 + 0.204));
+    assert_eq!(work_out("0.95^2·10.0000 − 0.10"), Some(0.95f64.powf(2.0) * 10.0 - 0.1));
+    assert_eq!(work_out("(9.0250 − 4.5125) / 1"), Some(9.025 - 4.5125));
+    assert_eq!(work_out("(1.0000 + … (3 more)) / 12"), None);
+    let (mut checked, mut formulas) = (0, std::collections::BTreeSet::new());
+    for run in ["sample_runs/webshop-gigpo", RUN] {
+        for estimator in Estimator::value_variants() {
+            for norm in Norm::value_variants() {
+                let config = Config::defaults(false).unwrap().with_display(None, true).unwrap();
+                let mut s = open(Path::new(run), config, (250, 80)).unwrap().0;
+                s.domain.settings.estimator = *estimator;
+                s.domain.settings.norm = *norm;
+                s.apply_settings();
+                for e in 0..s.domain.episodes.len() {
+                    for t in 0..s.domain.episodes[e].steps.len() {
+                        s.select_row(e, t);
+                        update(&mut s, Msg::Action(Action::Anchor));
+                        let screen = render(&s);
+                        for line in screen.lines() {
+                            let line = line.trim_matches(|c| c == '│' || c == ' ');
+                            let parts: Vec<&str> = line.split(" = ").collect();
+                            let [.., filled, value] = parts[..] else { continue };
+                            let Some(worked) = work_out(filled) else { continue };
+                            let value = value.split_whitespace().next().unwrap();
+                            let decimals = value.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+                            let shown: f64 = value.parse().unwrap_or_else(|_| panic!("{value:?} in {line:?}"));
+                            assert!(
+                                (worked - shown).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9,
+                                "{run} {estimator:?} {norm:?} episode {e} step {t}: {filled} gives {worked}, \
+                                 shown {value}: {line}"
+                            );
+                            formulas.insert(parts[parts.len() - 3].to_string());
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked} filled-in formulas checked");
+    for f in ["A_E + ω·A_S", "(R_t − mean_S) / F_S", "(s − mean_E) / F_E", "n/(n−1)·(s − mean_E)"] {
+        assert!(formulas.iter().any(|x| x.ends_with(f)), "{f} among {formulas:?}");
+    }
 }

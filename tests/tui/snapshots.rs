@@ -276,7 +276,7 @@ fn settings_over_the_anchor_view_160x45() {
     let mut s = socks_anchor((160, 45));
     keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Left]);
     let screen = render(&s);
-    assert!(screen.contains("A = A_E + ω·A_S = +4.000 + 0.90·(+4.513) = +8.061"), "{screen}");
+    assert!(screen.contains("A = A_E + ω·A_S = +4.0000 + 0.90·(+4.5125) = +8.061"), "{screen}");
     assert!(screen.contains("A_E = (s − mean_E) / F_E"), "the explanation stays in view:\n{screen}");
     insta::assert_snapshot!(screen);
 }
@@ -286,7 +286,7 @@ fn settings_over_the_anchor_view_80x24() {
     let mut s = socks_anchor((80, 24));
     keys(&mut s, &[Action::Settings, Action::Down, Action::Down, Action::Left]);
     let screen = render(&s);
-    assert!(screen.contains("selected step: A = A_E + ω·A_S = +4.000 + 0.90·(+4.513) = +8.061"), "{screen}");
+    assert!(screen.contains("selected step: A = A_E + ω·A_S = +4.0000 + 0.90·(+4.5125) = +8.061"), "{screen}");
     insta::assert_snapshot!(screen);
 }
 
@@ -446,7 +446,7 @@ fn present_mode_names_the_view_and_the_highlighted_number() {
     keys(&mut s, &[Action::Open, Action::Anchor]);
     let screen = render(&s);
     assert!(
-        screen.contains("Anchor group · the selected member's A = A_E + ω·A_S = +4.000 + 1.00·(+4.513) = +8.512"),
+        screen.contains("Anchor group · the selected member's A = A_E + ω·A_S = +4.0000 + 1.00·(+4.5125) = +8.512"),
         "{screen}"
     );
     insta::assert_snapshot!(screen);
@@ -490,4 +490,24 @@ fn the_light_theme_draws_no_dark_shades() {
         assert!(bg > 0.18 && contrast >= 4.5, "{:?} on {:?} under {:?}", cell.fg, cell.bg, cell.symbol());
     }
     assert!(shaded > 0, "the selection and the heatmap are shaded");
+}
+
+/// The help's formula section states every estimator the estimators view shows, the successors as the family
+/// states them (`EstimatorKind::formula`).
+#[test]
+fn help_states_every_estimators_formula() {
+    use gigscope::advantage::estimators::EstimatorKind;
+    let mut s = state((100, 36), true);
+    keys(&mut s, &[Action::Help, Action::Bottom]);
+    let screen = render(&s);
+    for kind in EstimatorKind::ALL {
+        let formula = kind.formula().trim_start_matches("A = ");
+        let line = screen
+            .lines()
+            .find(|l| l.contains(&format!("A {kind} ")))
+            .unwrap_or_else(|| panic!("no line for {kind} in the help's formula section:\n{screen}"));
+        let wrapped: String = screen.lines().skip_while(|l| *l != line).take(3).collect::<Vec<_>>().join(" ");
+        let first_words: String = formula.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+        assert!(wrapped.contains(&first_words), "{kind}: {formula:?} in {wrapped}");
+    }
 }

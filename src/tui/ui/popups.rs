@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 
 use super::widgets::block;
+use crate::advantage::estimators::EstimatorKind;
 use crate::advantage::explain::{self, Symbol};
 use crate::tui::action::Action;
 use crate::tui::burst_dialog::{ray_choices, BurstField, BurstStatus};
@@ -86,7 +87,7 @@ pub const GLYPHS: &[(&str, &str)] = &[
 fn formula_help() -> Vec<(String, String)> {
     use crate::advantage::explain::epsilon_text;
     use crate::advantage::STD_EPSILON;
-    vec![
+    let mut terms: Vec<(String, String)> = vec![
         ("R_t".into(), "Σ_k γ^k·r_(t+k) − c·[invalid]: the discounted return from step t".into()),
         ("s".into(), "Σ_k r_k − c·[invalid]: the episode's whole reward, the row's score".into()),
         ("A_S".into(), "(R_t − mean_S) / F_S over the step's anchor group (same state, any trajectory of the group); 0 for a group of one".into()),
@@ -97,7 +98,12 @@ fn formula_help() -> Vec<(String, String)> {
         ("A step".into(), "A_S".into()),
         ("A rloo".into(), "n/(n−1)·(s − mean_E) over the pool: s minus the mean of the other n−1 samples (leave-one-out); no F, the norm is not used".into()),
         ("TRL".into(), "with scale_rewards set, A_E is TRL GRPOTrainer's (R − group mean) / (std + 1e-4, the batch's, or 1)".into()),
-    ]
+    ];
+    // GiGPO's successors (the estimators view's other columns), as the family states them.
+    let successors = EstimatorKind::ALL.into_iter().filter(|k| k.engine().is_none());
+    let at = terms.iter().position(|(t, _)| t == "TRL").unwrap_or(terms.len());
+    terms.splice(at..at, successors.map(|k| (format!("A {k}"), k.formula().trim_start_matches("A = ").to_string())));
+    terms
 }
 
 pub fn help(state: &State, scroll: u16, area: Rect, buf: &mut Buffer) {
