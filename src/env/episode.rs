@@ -28,11 +28,22 @@ pub trait Environment: Send {
     /// Actions offered in the current state; empty once the episode is over. An entry `name[<what>]` is a
     /// template ([`template_name`]): the player types the argument (WebShop's `search[<your query>]`).
     fn available_actions(&self) -> Vec<String>;
-    /// A few words shown beside an offered action on the screen (WebShop: a product click's title).
+    /// A few words shown beside an offered action on the screen (WebShop: a product click's title, a selected
+    /// option's mark).
     fn action_label(&self, _action: &str) -> Option<String> {
         None
     }
     fn step(&mut self, action: &str) -> Transition;
+    /// Choices made in the current state that the observation does not show (WebShop: the options selected on
+    /// an item page, as name and value), for the player's screen; never part of what the policy sees.
+    fn choices(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// The final reward explained for the player's screen, line by line (WebShop: r_type, r_att, r_option,
+    /// r_price and the formula filled in); empty where the environment explains none or nothing was earned.
+    fn reward_explained(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// How the episode was scored so far (final once it is over): success, score, and the environment's
     /// breakdown in `extra["reward_info"]` where it has one.
     fn outcome(&self) -> Outcome;

@@ -32,6 +32,8 @@ pub fn mark_played(episode: &mut Episode) {
 pub struct FinishedPage {
     pub observation: String,
     pub reward: f64,
+    /// The environment's explanation of the reward, line by line (WebShop: its parts and formula).
+    pub explained: Vec<String>,
     /// Which episode of the group it was (from 1), of how many.
     pub episode: usize,
     pub size: usize,
@@ -171,6 +173,7 @@ impl Play {
         let page = FinishedPage {
             observation: session.env.observation().to_string(),
             reward: out.reward,
+            explained: session.env.reward_explained(),
             episode: session.finished.len() + 1,
             size: session.size,
             group_done: session.finished.len() + 1 >= session.size,

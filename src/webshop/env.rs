@@ -203,6 +203,15 @@ impl WebShopEnv {
         self.steps
     }
 
+    /// The options selected on the item page shown (or one of its sub-pages), in the order first chosen; none on
+    /// other pages. The observation does not show them, as the original's text observation does not.
+    pub fn selected_options(&self) -> &[(String, String)] {
+        match &self.view {
+            View::Item { options, .. } | View::Sub { options, .. } => options,
+            _ => &[],
+        }
+    }
+
     /// The breakdown of the purchase, once bought.
     pub fn final_reward(&self) -> Option<&RewardBreakdown> {
         self.reward.as_ref()

@@ -51,6 +51,40 @@ impl RewardBreakdown {
     pub fn success(&self) -> bool {
         self.reward == 1.0
     }
+
+    /// The reward's parts in words and its formula filled in as [`combine`] computes it, for a goal of
+    /// `attributes` attributes and `options` options priced up to `price_upper`: lines for the player's screen.
+    /// The matches are counted back from `r_att` and `r_option` (the share of the goal's attributes and
+    /// options matched).
+    pub fn explain(&self, attributes: usize, options: usize, price_upper: f64) -> Vec<String> {
+        let n_att = (self.r_att * attributes as f64).round() as usize;
+        let n_opt = self.r_option.map_or(0, |r| (r * options as f64).round() as usize);
+        let price = usize::from(self.r_price);
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        vec![
+            format!(
+                "r_type {:.1}: the product's type (query matched {}, category {}, title score {:.2})",
+                self.r_type,
+                yes(self.query_match),
+                yes(self.category_match),
+                self.title_score
+            ),
+            format!("r_att {:.3}: {n_att} of the goal's {attributes} attributes matched", self.r_att),
+            match self.r_option {
+                Some(r) => format!("r_option {r:.3}: {n_opt} of the goal's {options} options chosen"),
+                None => "r_option none: the goal asks for no option".to_string(),
+            },
+            format!(
+                "r_price {price}: the price is {} the goal's limit {price_upper:.2}",
+                if self.r_price { "within" } else { "over" }
+            ),
+            "reward = (attributes matched + options chosen + r_price) / (attributes + options + 1) · r_type".into(),
+            format!(
+                "       = ({n_att} + {n_opt} + {price}) / ({attributes} + {options} + 1) · {:.1} = {:.3}",
+                self.r_type, self.reward
+            ),
+        ]
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -52,16 +52,33 @@ impl Environment for WebShopEnv {
         WebShopEnv::available_actions(self)
     }
 
-    /// A product click's product title.
+    /// A product click's product title; a selected option's mark (the original's item page checks its radio
+    /// button).
     fn action_label(&self, action: &str) -> Option<String> {
         let catalog = self.catalog();
-        let asin = action.strip_prefix("click[")?.strip_suffix(']')?.to_uppercase();
-        catalog.by_asin.get(&asin).map(|&i| catalog.products[i].title.clone())
+        let arg = action.strip_prefix("click[")?.strip_suffix(']')?;
+        if let Some((name, _)) = self.selected_options().iter().find(|(_, v)| v == arg) {
+            return Some(format!("◉ selected {name}"));
+        }
+        catalog.by_asin.get(&arg.to_uppercase()).map(|&i| catalog.products[i].title.clone())
     }
 
     fn step(&mut self, action: &str) -> Transition {
         let out = WebShopEnv::step(self, action);
         Transition { reward: out.reward, done: out.done, valid: out.info.admissible }
+    }
+
+    /// The options selected on the item page shown (none on other pages).
+    fn choices(&self) -> Vec<(String, String)> {
+        self.selected_options().to_vec()
+    }
+
+    /// The purchase's reward breakdown and formula ([`crate::webshop::reward::RewardBreakdown::explain`]).
+    fn reward_explained(&self) -> Vec<String> {
+        match (self.final_reward(), self.goal()) {
+            (Some(r), Some(goal)) => r.explain(goal.attributes.len(), goal.goal_options.len(), goal.price_upper),
+            _ => Vec::new(),
+        }
     }
 
     /// The purchase's reward and its breakdown; score 0 and no breakdown when the episode bought nothing.

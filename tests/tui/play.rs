@@ -334,3 +334,63 @@ fn the_burst_dialog_starts_one_burst_and_follows_it() {
     assert_eq!(b.ended.as_deref(), Some("cancelled after 1 iteration(s)"));
     assert!(burst(act(&mut s, Action::Open)).is_some(), "a new burst can start once it ended");
 }
+
+fn screen(s: &State) -> String {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(s.ui.size.0, s.ui.size.1)).unwrap();
+    terminal.draw(|f| f.render_widget(s, f.area())).unwrap();
+    terminal.backend().to_string()
+}
+
+/// An option click leaves the observation the policy sees as it was (the original's text page shows no
+/// selection) and the screen says what is selected: the option's mark in the actions and the selection in
+/// the observation's title. Buying shows the reward's parts and its formula filled in.
+#[test]
+fn the_play_screen_shows_the_selected_options_and_the_rewards_parts() {
+    let mut s = playing();
+    update(&mut s, Msg::Resize(80, 24));
+    act(&mut s, Action::Open);
+    choose(&mut s, "search[<your query>]");
+    for c in "shirt".chars() {
+        update(&mut s, Msg::Input(InputKey::Char(c)));
+    }
+    update(&mut s, Msg::Input(InputKey::Submit));
+    let fixed = ["click[back to search]", "click[< prev]", "click[description]", "click[features]", "click[reviews]"];
+    let products: Vec<String> = actions(&s).into_iter().filter(|a| a.starts_with("click[b0")).collect();
+    let session = |s: &State| s.ui.play.as_ref().unwrap().session.as_ref().unwrap().env.observation().to_string();
+    for product in products {
+        choose(&mut s, &product);
+        let options: Vec<String> =
+            actions(&s).into_iter().filter(|a| !fixed.contains(&a.as_str()) && a != "click[buy now]").collect();
+        let Some(option) = options.first().cloned() else {
+            choose(&mut s, "click[< prev]");
+            continue;
+        };
+        let before = session(&s);
+        let screen_before = screen(&s);
+        choose(&mut s, &option);
+        assert_eq!(session(&s), before, "the observation the policy sees is byte for byte the same");
+        let value = option.trim_start_matches("click[").trim_end_matches(']');
+        let after = screen(&s);
+        assert_ne!(after, screen_before, "the screen changes after an option click");
+        assert!(after.contains(&format!("{option} · ◉ selected")), "the option is marked:\n{after}");
+        assert!(after.contains("selected: ") && after.contains(value), "{after}");
+        insta::assert_snapshot!("play_item_page_after_an_option_click_80x24", after);
+        choose(&mut s, "click[buy now]");
+        let recorded = &s.ui.play.as_ref().unwrap().session.as_ref().unwrap().finished[0];
+        assert!(
+            recorded.steps.iter().all(|st| !st.observation.contains("◉") && !st.observation.contains("selected:")),
+            "the recorded observations carry no mark"
+        );
+        let page = s.ui.play.as_ref().unwrap().finished_page.clone().unwrap();
+        let shown = screen(&s);
+        for part in ["r_type", "r_att", "r_option", "r_price", "reward = (attributes matched + options chosen"] {
+            assert!(shown.contains(part), "{part} on the Thank-you page:\n{shown}");
+        }
+        let formula = page.explained.last().unwrap();
+        let value: f64 = formula.rsplit(" = ").next().unwrap().parse().unwrap();
+        assert!((value - page.reward).abs() < 5e-4, "{formula} against the reward {}", page.reward);
+        insta::assert_snapshot!("play_thank_you_page_80x24", shown);
+        return;
+    }
+    panic!("no product of the results has options");
+}

@@ -389,7 +389,8 @@ fn replay_view(state: &State, replay: &play::Replay, a: &PlayAreas, buf: &mut Bu
     Paragraph::new(Line::styled(note, theme.dim())).wrap(Wrap { trim: true }).render(a.group, buf);
 }
 
-/// The page an episode ended on (WebShop's "Thank you" page after a purchase).
+/// The page an episode ended on (WebShop's "Thank you" page after a purchase), and under it the reward
+/// explained (WebShop: its parts and formula) with what Enter does next, given the rows they need.
 fn finished_page(state: &State, page: &play::FinishedPage, a: &PlayAreas, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let head = Line::from(vec![
@@ -397,13 +398,23 @@ fn finished_page(state: &State, page: &play::FinishedPage, a: &PlayAreas, buf: &
         Span::raw(format!("· reward {:.3}", page.reward)),
     ]);
     Paragraph::new(head).render(a.header, buf);
-    observation_pane(state, &page.observation, " · the last page", a.main, buf);
     let next = if page.group_done {
         "The group is complete and written to the run: Enter opens it in the group view, with its advantages."
     } else {
         "Enter starts the next episode of the group, from the same start state."
     };
-    Paragraph::new(next).wrap(Wrap { trim: true }).block(block(state, "Next")).render(a.side, buf);
+    let body = Rect { height: a.group.bottom().saturating_sub(a.main.y), ..a.main };
+    let width = layout::inner(body).width as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    for (text, style) in
+        page.explained.iter().map(|l| (l.as_str(), ratatui::style::Style::new())).chain([(next, theme.dim())])
+    {
+        crate::tui::ui::text::hanging("", text, width, &mut |m, l| lines.push(Line::styled(format!("{m}{l}"), style)));
+    }
+    let [obs, side] = Layout::vertical([Constraint::Min(3), Constraint::Length(lines.len() as u16 + 2)]).areas(body);
+    observation_pane(state, &page.observation, " · the last page", obs, buf);
+    let title = if page.explained.is_empty() { "Next" } else { "Reward · Next" };
+    Paragraph::new(lines).block(block(state, title)).render(side, buf);
 }
 
 fn picker_header(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
@@ -494,8 +505,13 @@ fn session_header(state: &State, play: &Play, session: &GroupPlay, area: Rect, b
     Paragraph::new(lines).render(area, buf);
 }
 
+/// The observation as the policy sees it; the choices it does not show (WebShop's selected options) go in the
+/// pane's title.
 fn observation(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
-    observation_pane(state, session.env.observation(), "", area, buf);
+    let choices: Vec<String> =
+        session.env.choices().into_iter().map(|(name, value)| format!("{name} {value}")).collect();
+    let title = if choices.is_empty() { String::new() } else { format!(" · selected: {}", choices.join(", ")) };
+    observation_pane(state, session.env.observation(), &title, area, buf);
 }
 
 fn actions(state: &State, session: &GroupPlay, area: Rect, buf: &mut Buffer) {
