@@ -341,3 +341,113 @@ pub fn stats_by<I: EngineInput + ?Sized, K: Ord + Clone>(
     by.extend(episodes, table, key);
     by.stats()
 }
+
+/// The quantile levels [`Quantiles`] holds: the whiskers (5 % and 95 %), the box (25 % and 75 %) and the median.
+pub const QUANTILE_LEVELS: [f64; 5] = [0.05, 0.25, 0.5, 0.75, 0.95];
+
+/// Quantiles of a set of values at [`QUANTILE_LEVELS`], each interpolated linearly between the two order
+/// statistics around position `(n − 1)·p` of the sorted values (NumPy's default, `method="linear"`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Quantiles {
+    /// How many values they are of.
+    pub count: usize,
+    /// The values at [`QUANTILE_LEVELS`], in that order.
+    pub at: [f64; 5],
+}
+
+impl Quantiles {
+    /// The quantiles of `values` (reordered in place; NaN sorts above every number); `None` when it is empty.
+    /// The cost is linear in `values.len()` (order statistics selected, never a full sort): a viewer recomputes
+    /// them for every iteration whenever the settings change.
+    pub fn of(values: &mut [f64]) -> Option<Quantiles> {
+        let n = values.len();
+        if n == 0 {
+            return None;
+        }
+        let mut at = [0.0; 5];
+        // Everything before `done` is in its sorted place; `values[done..]` holds the rest, unsorted.
+        let mut done = 0;
+        let mut order_statistic = |k: usize, values: &mut [f64]| -> f64 {
+            if k >= done {
+                values[done..].select_nth_unstable_by(k - done, f64::total_cmp);
+                done = k + 1;
+            }
+            values[k]
+        };
+        for (slot, p) in at.iter_mut().zip(QUANTILE_LEVELS) {
+            let h = (n - 1) as f64 * p;
+            let below = h.floor() as usize;
+            let low = order_statistic(below, values);
+            let fraction = h - below as f64;
+            *slot = if fraction > 0.0 && below + 1 < n {
+                let high = order_statistic(below + 1, values);
+                low + fraction * (high - low)
+            } else {
+                low
+            };
+        }
+        Some(Quantiles { count: n, at })
+    }
+
+    pub fn median(&self) -> f64 {
+        self.at[2]
+    }
+}
+
+/// The quantiles of a slice of the run's steps (an iteration's), of each of GiGPO's advantage channels under
+/// the table's settings: the episode component A_E, the step component A_S and the estimator's advantage A.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AdvantageQuantiles {
+    pub episode: Quantiles,
+    pub step: Quantiles,
+    pub advantage: Quantiles,
+}
+
+impl AdvantageQuantiles {
+    /// Over every step of `episodes` (indices into the table's episodes); `None` when they have no step.
+    pub fn of_episodes(table: &AdvantageTable, episodes: impl IntoIterator<Item = usize>) -> Option<Self> {
+        let (mut a_e, mut a_s, mut a) = (Vec::new(), Vec::new(), Vec::new());
+        for e in episodes {
+            for row in table.episode_rows(e) {
+                a_e.push(row.episode_advantage);
+                a_s.push(row.step_advantage);
+                a.push(row.advantage);
+            }
+        }
+        Some(AdvantageQuantiles {
+            episode: Quantiles::of(&mut a_e)?,
+            step: Quantiles::of(&mut a_s)?,
+            advantage: Quantiles::of(&mut a)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quantiles;
+
+    fn assert_quantiles(values: &mut [f64], expected: [f64; 5]) {
+        let q = Quantiles::of(values).unwrap();
+        assert_eq!(q.count, values.len());
+        for (got, want) in q.at.iter().zip(expected) {
+            assert!((got - want).abs() < 1e-12, "{:?} is not {expected:?}", q.at);
+        }
+    }
+
+    // The expected values are hand-worked; numpy.quantile(values, [.05, .25, .5, .75, .95]) gives the same.
+    #[test]
+    fn quantiles_interpolate_between_order_statistics_as_numpy_does() {
+        // Sorted: 1 2 3 4 10; (n − 1)·p = 0.2, 1, 2, 3, 3.8 → 1.2, 2, 3, 4, 4 + 0.8·6 = 8.8.
+        assert_quantiles(&mut [4.0, 1.0, 10.0, 3.0, 2.0], [1.2, 2.0, 3.0, 4.0, 8.8]);
+        // Two values: p of the way from −1 to 3.
+        assert_quantiles(&mut [3.0, -1.0], [-0.8, 0.0, 1.0, 2.0, 2.8]);
+        // Ties: sorted 0 2 2 2; (n − 1)·p = 0.15, 0.75, 1.5, 2.25, 2.85.
+        assert_quantiles(&mut [2.0, 2.0, 2.0, 0.0], [0.3, 1.5, 2.0, 2.0, 2.0]);
+    }
+
+    #[test]
+    fn one_value_is_every_quantile_and_none_is_none() {
+        assert_eq!(Quantiles::of(&mut [-0.5]).unwrap().at, [-0.5; 5]);
+        assert_eq!(Quantiles::of(&mut []), None);
+    }
+}

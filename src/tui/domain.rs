@@ -3,12 +3,12 @@
 //! knows about the screen, the keys or the selection: [`super::state::State`] holds a [`Domain`] beside the UI
 //! state and keeps its selection valid when the domain changes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 
 use crate::advantage::explain::{explain, Explanation};
-use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, SliceStats, StatsBy};
+use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, AdvantageQuantiles, SliceStats, StatsBy};
 use crate::advantage::{
     compute_grouped, group_keyed, group_lean, recompute, regroup, AdvantageOverrides, AdvantageSettings,
     AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
@@ -52,6 +52,8 @@ pub struct IterationStats {
     pub bucket: Bucket,
     /// Its episodes, its episode groups (those whose first episode is in it) and their statistics.
     pub stats: SliceStats,
+    /// The quantiles of A_E, A_S and A over its episodes' steps; `None` when they have no step.
+    pub advantages: Option<AdvantageQuantiles>,
 }
 
 impl IterationStats {
@@ -85,6 +87,10 @@ pub struct Derived {
     pub read_error: Option<String>,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
+    /// Each bucket's episodes (indices), and the quantiles of their advantages: an appended part recomputes
+    /// the quantiles of the buckets it adds to (a live run's last iteration), not the run's.
+    bucket_episodes: BTreeMap<Bucket, Vec<u32>>,
+    quantiles: BTreeMap<Bucket, AdvantageQuantiles>,
     /// The table's episode groups by the 64-bit hash of their name: whether appended episodes start new
     /// groups is answered without going over the run's groups.
     group_names: HashSet<u64>,
@@ -149,6 +155,19 @@ impl Derived {
             _ => {}
         }
         self.by_bucket.extend(episodes, &self.table, |e| bucket_of(&episodes[e]));
+        let mut touched = BTreeSet::new();
+        for (e, episode) in episodes.iter().enumerate().skip(old_len) {
+            let bucket = bucket_of(episode);
+            self.bucket_episodes.entry(bucket).or_default().push(e as u32);
+            touched.insert(bucket);
+        }
+        for bucket in touched {
+            let members = self.bucket_episodes[&bucket].iter().map(|&e| e as usize);
+            match AdvantageQuantiles::of_episodes(&self.table, members) {
+                Some(q) => self.quantiles.insert(bucket, q),
+                None => self.quantiles.remove(&bucket),
+            };
+        }
         // Training iterations in order, then the play bucket.
         self.iterations = self
             .by_bucket
@@ -161,6 +180,7 @@ impl Derived {
                 },
                 bucket,
                 stats,
+                advantages: self.quantiles.get(&bucket).copied(),
             })
             .collect();
     }

@@ -12,6 +12,7 @@ mod e2e_layouts;
 mod estimators;
 mod explain;
 mod other_trainers;
+mod overview_spread;
 mod picture;
 mod play;
 mod settings_recompute;

@@ -219,5 +219,6 @@ fn the_overview_picture_holds_the_overview_and_its_charts() {
     let rows: Vec<String> = terminal_rows(&tui).into_iter().map(|r| r.trim_end().to_string()).collect();
     assert_eq!(svg_rows(&svg, 0).into_iter().map(|r| r.trim_end().to_string()).collect::<Vec<_>>(), rows);
     assert!(rows.iter().any(|r| r.contains("success rate by iteration")), "the success chart is part of it");
+    assert!(rows.iter().any(|r| r.contains("advantages by iteration")), "and the advantages' spread");
     assert_eq!(frames.len(), 1);
 }

@@ -1,4 +1,6 @@
-//! Run overview: per-iteration table, success/return charts, step-group size histogram, metrics.jsonl values.
+//! Run overview: per-iteration table, success/return charts, the advantages' spread per iteration, step-group
+//! size histogram, metrics.jsonl values. Every figure comes from [`crate::tui::domain::Derived`], computed when
+//! the episodes or the settings change; drawing only lays it out.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -7,8 +9,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::{block, clamp_add, go, hint, layout, Component, Hint, ListRegion};
-use crate::advantage::stats::records_success;
+use crate::advantage::stats::{records_success, AdvantageQuantiles, Quantiles};
 use crate::tui::action::Action;
+use crate::tui::domain::IterationStats;
 use crate::tui::state::{State, View};
 
 pub struct Overview;
@@ -57,6 +60,7 @@ impl Component for Overview {
         let a = areas(state, area);
         iterations(state, a.table, buf);
         charts(state, a.charts, buf);
+        advantages(state, a.advantages, buf);
         histogram(state, a.histogram, buf);
         if let Some(m) = a.metrics {
             metrics(state, m, buf);
@@ -86,6 +90,8 @@ impl Component for Overview {
 pub struct OverviewAreas {
     pub table: Rect,
     pub charts: Rect,
+    /// The spread of the advantages per training iteration.
+    pub advantages: Rect,
     pub histogram: Rect,
     pub metrics: Option<Rect>,
     /// The run's token figures per iteration, when it has tokens.
@@ -97,6 +103,8 @@ pub fn areas(state: &State, body: Rect) -> OverviewAreas {
     let table_h = wanted.min((body.height / 2).max(5)).min(body.height);
     let [table, bottom] = Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(body);
     let [charts, right] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(bottom);
+    let spread_h = advantage_rows(state, right.height / 2).0 as u16 + 3;
+    let [advantages, right] = Layout::vertical([Constraint::Length(spread_h), Constraint::Min(0)]).areas(right);
     let (right, tokens) = if state.domain.tokens.summaries().is_some() {
         let [r, t] = Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(right);
         (r, Some(t))
@@ -109,7 +117,7 @@ pub fn areas(state: &State, body: Rect) -> OverviewAreas {
         let [h, m] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(right);
         (h, Some(m))
     };
-    OverviewAreas { table, charts, histogram, metrics, tokens }
+    OverviewAreas { table, charts, advantages, histogram, metrics, tokens }
 }
 
 fn pct(v: f64) -> String {
@@ -217,6 +225,118 @@ pub(crate) fn line_chart(
         .x_axis(Axis::default().bounds([x0, x1]).labels([format!("{x0}"), format!("{x1}")]).style(theme.dim()))
         .y_axis(Axis::default().bounds([y0, y1]).labels([format!("{y0:.2}"), format!("{y1:.2}")]).style(theme.dim()))
         .render(area, buf);
+}
+
+/// A channel of the advantage panel: its name and its quantiles.
+type Channel = (&'static str, fn(&AdvantageQuantiles) -> &Quantiles);
+
+/// The channels of the advantage panel: A alone, or A, A_E and A_S for each iteration where there is room.
+fn channels(all: bool) -> &'static [Channel] {
+    const ALL: [Channel; 3] = [("A", |q| &q.advantage), ("A_E", |q| &q.episode), ("A_S", |q| &q.step)];
+    if all {
+        &ALL
+    } else {
+        &ALL[..1]
+    }
+}
+
+/// How many rows the advantage panel wants within `most` (its border and scale line not counted, at least
+/// one), and whether they show the three channels of every training iteration or A alone.
+fn advantage_rows(state: &State, most: u16) -> (usize, bool) {
+    let most = most.saturating_sub(3).max(1) as usize;
+    let n = state.domain.derived.training_iterations().filter(|i| i.advantages.is_some()).count().max(1);
+    if 3 * n <= most {
+        (3 * n, true)
+    } else {
+        (n.min(most), false)
+    }
+}
+
+/// Per training iteration, the spread of the advantages over its steps under the current settings, on one
+/// scale shared by every row with 0 marked: whiskers from the 5th to the 95th percentile, the box from the 25th
+/// to the 75th, the median a heavy bar. A for every iteration; A_E and A_S beside it where the panel has room.
+/// The rows follow the selected iteration when they do not all fit.
+fn advantages(state: &State, area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    let rows: Vec<(usize, &IterationStats, &AdvantageQuantiles)> = state
+        .domain
+        .derived
+        .iterations
+        .iter()
+        .enumerate()
+        .filter(|(_, it)| !it.is_play())
+        .filter_map(|(i, it)| it.advantages.as_ref().map(|q| (i, it, q)))
+        .collect();
+    let inner = layout::inner(area);
+    let (_, all) = advantage_rows(state, area.height);
+    let channels = channels(all);
+    let legend = "├p5–p95┤ █p25–p75 ┃median";
+    let title = ["advantages by iteration · ", "advantages · ", "A · "]
+        .into_iter()
+        .map(|name| format!("{name}{legend}"))
+        .find(|t| t.chars().count() <= area.width.saturating_sub(2) as usize)
+        .unwrap_or_else(|| format!("A · {legend}"));
+    block(state, title).render(area, buf);
+    if inner.height < 2 || inner.width < 12 {
+        return;
+    }
+    if rows.is_empty() {
+        Paragraph::new(Line::styled("no steps", theme.dim())).render(inner, buf);
+        return;
+    }
+    // One scale for every row (0 on it), so that the rows compare.
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    for (_, _, q) in &rows {
+        for (_, of) in channels {
+            lo = lo.min(of(q).at[0]);
+            hi = hi.max(of(q).at[4]);
+        }
+    }
+    if !(hi - lo).is_finite() || hi - lo < 1e-12 {
+        (lo, hi) = (lo - 1.0, hi + 1.0);
+    }
+    let label_w = rows.iter().map(|(_, it, _)| it.label().len()).max().unwrap_or(1) + if all { 4 } else { 0 };
+    let strip_x = inner.x + label_w as u16 + 1;
+    let strip_w = inner.width.saturating_sub(label_w as u16 + 1);
+    let col = |v: f64| -> u16 {
+        let at = ((v - lo) / (hi - lo) * f64::from(strip_w.saturating_sub(1))).round();
+        strip_x + (at.max(0.0) as u16).min(strip_w.saturating_sub(1))
+    };
+    let zero = col(0.0);
+    let lines = inner.height as usize - 1;
+    let per = channels.len();
+    let selected = rows.iter().position(|(i, _, _)| *i == state.ui.sel.iteration);
+    let start = layout::window_start(selected.unwrap_or(0), rows.len(), (lines / per).max(1));
+    let shown = rows.iter().skip(start).flat_map(|row| channels.iter().enumerate().map(move |(k, c)| (row, k, c)));
+    for (y, ((i, it, q), k, (name, of))) in (inner.y..).zip(shown.take(lines)) {
+        let label = match (k, all) {
+            (0, true) => format!("{:>w$} {name:<3}", it.label(), w = label_w - 4),
+            (_, true) => format!("{:>w$}{name:<3}", "", w = label_w - 3),
+            _ => format!("{:>label_w$}", it.label()),
+        };
+        let style = if *i == state.ui.sel.iteration { theme.selected() } else { theme.dim() };
+        buf.set_string(inner.x, y, label, style);
+        buf.set_string(zero, y, "┊", theme.dim());
+        let [p5, p25, p50, p75, p95] = of(q).at.map(col);
+        for x in p5..=p95 {
+            buf.set_string(x, y, "─", theme.accent());
+        }
+        buf.set_string(p5, y, "├", theme.accent());
+        buf.set_string(p95, y, "┤", theme.accent());
+        for x in p25..=p75 {
+            buf.set_string(x, y, "█", theme.accent());
+        }
+        buf.set_string(p50, y, "┃", theme.title());
+    }
+    // The scale under the rows: its ends, and 0 where it falls.
+    let y = inner.y + inner.height - 1;
+    let (left, right) = (format!("{lo:.2}"), format!("{hi:.2}"));
+    buf.set_string(strip_x, y, &left, theme.dim());
+    let right_x = (strip_x + strip_w).saturating_sub(right.len() as u16);
+    buf.set_string(right_x, y, &right, theme.dim());
+    if zero > strip_x + left.len() as u16 && zero + 1 < right_x {
+        buf.set_string(zero, y, "0", theme.dim());
+    }
 }
 
 /// Sizes above this are pooled into one bar so the chart stays readable.

@@ -1,0 +1,94 @@
+//! The overview's advantage spread per iteration (issue 25): the quantiles of A_E, A_S and A over each
+//! iteration's steps under the current settings, checked against values worked by hand on a run small enough
+//! to work them, recomputed when the settings change, and the same when a live run's appended groups are taken
+//! in alone as when the run is read whole.
+
+use std::path::Path;
+
+use gigscope::tui::domain::Derived;
+use gigscope::tui::{open, Config, State};
+
+/// Two iterations of one-step episodes from the same observation, so that each step group is its episode
+/// group and A_S equals A_E: iteration 0 one group, rewards 0, 1, 1, 2 (mean 1); iteration 1 two groups,
+/// rewards 0, 0 (mean 0) and 0, 4 (mean 2).
+fn write_run(dir: &Path) {
+    let groups: [(i64, &str, &[f64]); 3] =
+        [(0, "g0", &[0.0, 1.0, 1.0, 2.0]), (1, "g1a", &[0.0, 0.0]), (1, "g1b", &[0.0, 4.0])];
+    let mut lines = String::new();
+    for (iteration, group, rewards) in groups {
+        for (k, reward) in rewards.iter().enumerate() {
+            let episode = serde_json::json!({
+                "id": format!("{group}-e{k}"),
+                "group": group,
+                "iteration": iteration,
+                "steps": [{"observation": "start", "action": format!("a{k}"), "reward": reward, "valid": true}],
+            });
+            lines += &format!("{episode}\n");
+        }
+    }
+    std::fs::write(dir.join("episodes.jsonl"), lines).unwrap();
+    let meta = serde_json::json!({
+        "format": "gigscope-run/1",
+        "name": "spread",
+        "advantage": {"estimator": "gigpo", "gamma": 0.95, "omega": 1.0, "norm": "mean_norm", "anchor": "exact"},
+    });
+    std::fs::write(dir.join("run.json"), meta.to_string()).unwrap();
+}
+
+fn opened(dir: &Path) -> State {
+    open(dir, Config::defaults(false).unwrap(), (120, 40)).unwrap().0
+}
+
+fn assert_close(got: [f64; 5], want: [f64; 5], what: &str) {
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-12, "{what}: {got:?} is not {want:?}");
+    }
+}
+
+#[test]
+fn each_iterations_quantiles_are_the_hand_worked_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let s = opened(tmp.path());
+    let its = &s.domain.derived.iterations;
+    assert_eq!(its.len(), 2);
+    // Iteration 0: A_E = r − 1 = −1, 0, 0, 1; sorted positions (n − 1)·p = 0.15, 0.75, 1.5, 2.25, 2.85.
+    let q = its[0].advantages.expect("iteration 0 has steps");
+    assert_eq!(q.advantage.count, 4);
+    assert_close(q.episode.at, [-0.85, -0.25, 0.0, 0.25, 0.85], "iteration 0 A_E");
+    assert_close(q.step.at, [-0.85, -0.25, 0.0, 0.25, 0.85], "iteration 0 A_S");
+    // A = A_E + ω·A_S with ω = 1.
+    assert_close(q.advantage.at, [-1.7, -0.5, 0.0, 0.5, 1.7], "iteration 0 A");
+    // Iteration 1: A_E = 0, 0 and −2, 2: sorted −2, 0, 0, 2.
+    let q = its[1].advantages.expect("iteration 1 has steps");
+    assert_close(q.episode.at, [-1.7, -0.5, 0.0, 0.5, 1.7], "iteration 1 A_E");
+    assert_close(q.advantage.at, [-3.4, -1.0, 0.0, 1.0, 3.4], "iteration 1 A");
+}
+
+#[test]
+fn a_settings_change_recomputes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let mut s = opened(tmp.path());
+    s.domain.settings.omega = 0.5;
+    s.apply_settings();
+    let q = s.domain.derived.iterations[0].advantages.unwrap();
+    assert_close(q.episode.at, [-0.85, -0.25, 0.0, 0.25, 0.85], "A_E under ω = 0.5");
+    assert_close(q.advantage.at, [-1.275, -0.375, 0.0, 0.375, 1.275], "A = 1.5·A_E under ω = 0.5");
+}
+
+#[test]
+fn an_appended_iteration_taken_in_alone_gives_what_the_whole_run_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let s = opened(tmp.path());
+    let (episodes, settings) = (&s.domain.episodes, s.domain.table_settings());
+    let whole = Derived::build(episodes, &settings);
+    let part_by_part = Derived::build(&episodes[..4], &settings).extend(episodes, 4, &settings);
+    let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
+    assert_eq!(spreads(&part_by_part), spreads(&whole));
+    assert_eq!(spreads(&whole), spreads(&s.domain.derived));
+    // Iteration 1's first group, then its second: the iteration's quantiles are of both groups' steps.
+    let halves = Derived::build(&episodes[..6], &settings).extend(episodes, 6, &settings);
+    assert_eq!(spreads(&halves), spreads(&whole));
+}
