@@ -5,6 +5,7 @@
     adv = run.advantages(estimator="grpo", gamma=0.9)  # pyarrow.Table, the columns of
                                                        # `gigscope advantages --format jsonl`
     adv.to_pandas()
+    run.render("step.svg", episode=adv["episode"][0].as_py(), step=0)  # what `gigscope render` draws
 
 Settings are keyword arguments named as the command line's flags (``--invalid-penalty`` is
 ``invalid_penalty``) and are parsed by the command line itself, so every flag works with the same meaning,
@@ -60,8 +61,10 @@ def _flag_words(settings: Dict[str, Setting]) -> List[str]:
 class Run:
     """A run read once by the engine; every table is computed from that reading."""
 
-    def __init__(self, native: "_native.Run") -> None:
+    def __init__(self, native: "_native.Run", open_flags: List[str]) -> None:
         self._native = native
+        # How it was opened (``--from``, ``--group-size``), for :meth:`render`, which reads it as the TUI does.
+        self._open_flags = open_flags
 
     @property
     def path(self) -> str:
@@ -149,6 +152,35 @@ class Run:
         that cannot be read, is a :class:`GigscopeError` naming the file and the record."""
         return self._native.tokens(episode, step)
 
+    def render(
+        self,
+        out: Union[str, "os.PathLike[str]"],
+        *,
+        episode: Optional[str] = None,
+        step: Optional[int] = None,
+        overview: bool = False,
+        size: Union[Tuple[int, int], str, None] = None,
+        theme: Optional[str] = None,
+        **settings: Setting,
+    ) -> None:
+        """Write what the TUI shows to ``out`` (``.svg`` or ``.html``), as ``gigscope render`` writes it, by the
+        same code: ``episode``'s view with step ``step`` (from 0) selected and that step's anchor-state group, or
+        with ``overview=True`` the run's overview and its charts. ``size`` is the terminal drawn for, ``(width,
+        height)`` or ``"WIDTHxHEIGHT"`` (default 120x40, at least 80x24); ``theme`` is ``dark``, ``light`` or
+        ``high-contrast``; further keywords are the advantage settings of :meth:`advantages` (``estimator``,
+        ``gamma``, ...). The run directory is read again, as the TUI reads it. An unknown episode or step, a
+        file name that is neither ``.svg`` nor ``.html``, or a file that cannot be written is a
+        :class:`GigscopeError` with the command's message; the file is written whole or not at all."""
+        from gigscope import _native
+
+        if isinstance(size, tuple):
+            size = f"{size[0]}x{size[1]}"
+        words = [os.fspath(self._native.path), f"--out={os.fspath(out)}"]
+        words += _flag_words({"episode": episode, "step": step, "size": size, "theme": theme})
+        if overview:
+            words.append("--overview")
+        _native.render(words + self._open_flags + _flag_words(settings))
+
 
 def open(
     path: Union[str, "os.PathLike[str]"],
@@ -163,4 +195,4 @@ def open(
     from gigscope import _native
 
     flags = _flag_words({"from": source, "group_size": group_size})
-    return Run(_native.open(os.fspath(path), flags))
+    return Run(_native.open(os.fspath(path), flags), flags)

@@ -1,7 +1,7 @@
 //! The command line for a program that embeds it (the Python package, `src/python`): a run opened and its
 //! advantages computed exactly as `gigscope advantages RUN FLAGS...` does, from the same flag words parsed by the
 //! same clap definitions, so that every flag of the command works there with the same meaning, defaults and
-//! errors. Nothing here prints: a run's broken lines and the reader's notices stay on the [`Run`] for the caller
+//! errors; and `gigscope render` run on its own argument words. Nothing here prints: a run's broken lines and the reader's notices stay on the [`Run`] for the caller
 //! to report its own way. A refused flag word is a [`clap::Error`] inside the `anyhow::Error` (its kind tells an
 //! unknown flag from a bad value).
 
@@ -18,6 +18,14 @@ use crate::run::Run;
 
 pub use super::rows::{OutRow as AdvantageRow, COLUMNS as ADVANTAGE_COLUMNS};
 pub use crate::run::tokens::{StepTokens, VALUE_COLUMNS as TOKEN_VALUE_COLUMNS};
+
+/// `gigscope render`'s arguments (the run, `--out FILE`, `--episode ID`, `--overview`, the settings flags, ...).
+#[derive(Parser, Debug)]
+#[command(name = "gigscope render", no_binary_name = true)]
+struct RenderWords {
+    #[command(flatten)]
+    args: super::render::Args,
+}
 
 /// The flags that choose how a run is read (`--from`, `--group-size`).
 #[derive(Parser, Debug)]
@@ -61,6 +69,20 @@ pub fn advantage_rows<'a>(run: &'a Run, table: &'a AdvantageTable) -> impl Itera
 pub fn stats(run: &Run, flags: &[String]) -> anyhow::Result<RunStats> {
     let table = advantages(run, flags)?;
     Ok(run_stats(&run.episodes, &table))
+}
+
+/// What `gigscope render WORDS...` does, `words` being its arguments after `render` (the run directory,
+/// `--out=FILE`, `--episode=ID`, `--overview`, `--size=WxH`, the settings flags): the picture is written as the
+/// command writes it, from the same code.
+pub fn render(words: &[String]) -> anyhow::Result<()> {
+    let words = RenderWords::try_parse_from(words)?;
+    super::render::run(words.args)?;
+    Ok(())
+}
+
+/// An error as the command line prints it after `error: `: each cause once, joined by `: `.
+pub fn message(err: &anyhow::Error) -> String {
+    super::error_message(err)
 }
 
 /// The tokens of `episode`'s step `step` (every step with tokens without it) from the run's token store, as

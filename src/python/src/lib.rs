@@ -3,7 +3,8 @@
 //! columns are built here and handed over through the Arrow C data interface, never as Python objects row by
 //! row. Advantage settings arrive as the command line's flag words and are parsed by the command line's own
 //! definitions (`gigscope::cli::api`), so every flag of `gigscope advantages` works with the same meaning and
-//! error. `main` is the command line itself, for the package's `gigscope` command.
+//! error. `render` writes a picture through `gigscope render`'s own code; `main` is the command line itself,
+//! for the package's `gigscope` command.
 //!
 //! Errors are `gigscope.GigscopeError` carrying the library's message with its causes (file, line, field); an
 //! unknown settings keyword is a `TypeError`. Broken lines and the reader's notices become `UserWarning`s.
@@ -253,6 +254,13 @@ impl Run {
     }
 }
 
+/// `gigscope render WORDS...` (the run directory, `--out=FILE`, ...): the picture written by the command's own
+/// code.
+#[pyfunction]
+fn render(py: Python<'_>, words: Vec<String>) -> PyResult<()> {
+    py.detach(|| api::render(&words)).map_err(|err| to_py(py, err))
+}
+
 /// The command line on `argv` (`sys.argv`: the first word is the program's name); returns its exit status.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
@@ -300,7 +308,7 @@ fn table<'py>(py: Python<'py>, columns: Vec<(&str, ArrayRef)>) -> PyResult<Bound
 }
 
 /// The Python exception for a library error: `TypeError` for a settings keyword no flag has, else
-/// `gigscope.GigscopeError` with the message and its causes as the command line prints them.
+/// `gigscope.GigscopeError` with the message and its causes as the command line prints them (after `error: `).
 fn to_py(py: Python<'_>, err: anyhow::Error) -> PyErr {
     if let Some(flag_err) = err.downcast_ref::<clap::Error>() {
         // clap's rendering is "error: MESSAGE", a blank line, then usage: the message alone is kept.
@@ -311,7 +319,7 @@ fn to_py(py: Python<'_>, err: anyhow::Error) -> PyErr {
         }
         return gigscope_error(py, message);
     }
-    gigscope_error(py, format!("{err:#}"))
+    gigscope_error(py, api::message(&err))
 }
 
 fn gigscope_error(py: Python<'_>, message: String) -> PyErr {
@@ -324,6 +332,7 @@ fn gigscope_error(py: Python<'_>, message: String) -> PyErr {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_class::<Run>()?;
     Ok(())
