@@ -900,6 +900,8 @@ class TokenStoreWriter:
         except FileNotFoundError:
             at = 0
         parts, lines = [], []
+        # Trained tokens (mask 1) before each token: a record's count is a difference of two of them.
+        trained_before = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
         lo = 0
         for (episode, step_index), n in zip(keys, counts.tolist()):
             hi = lo + n
@@ -932,6 +934,7 @@ class TokenStoreWriter:
                 "length": length,
                 "tokens": n,
                 "text_bytes": text_hi - text_lo,
+                "trained": int(trained_before[hi] - trained_before[lo]),
                 "channels": names,
             }
             lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))

@@ -13,6 +13,7 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, Estimator, Norm, Pooling, ScaleRewards};
 use super::table::{AdvantageTable, EpisodeGroup, RowAdvantage, RowRef};
 use super::trl::{self, TRL_STD_EPSILON};
+use crate::run::tokens::Lengths;
 
 /// Values listed in a filled-in mean before the rest is elided.
 pub const MAX_LISTED: usize = 8;
@@ -200,12 +201,14 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs())) || (a.is_nan() && b.is_nan())
 }
 
-/// The explanation of row `at` of `table`, which [`super::compute`] made from `episodes` under `settings`.
-/// `None` when `at` is not a row of the table.
+/// The explanation of row `at` of `table`, which [`super::compute`] made from `episodes` under `settings`;
+/// `lengths` says whose token counts were counted from the token store (DEPO's term says so). `None` when `at`
+/// is not a row of the table.
 pub fn explain<I: EngineInput + ?Sized>(
     table: &AdvantageTable,
     episodes: &I,
     settings: &AdvantageSettings,
+    lengths: &Lengths,
     at: RowRef,
 ) -> Option<Explanation> {
     let e = at.episode as usize;
@@ -247,7 +250,7 @@ pub fn explain<I: EngineInput + ?Sized>(
         Section { title: format!("episode component: group {}, pool of {pool}", eg.name), terms: episode_terms },
     ];
     mark_used(&mut sections, uses_step, uses_episode || settings.estimator == Estimator::Rloo, uses_episode);
-    notes.extend(shaping_notes(settings));
+    notes.extend(shaping_notes(settings, lengths));
     Some(Explanation { row: at, estimator: settings.estimator, advantage, sections, notes })
 }
 
@@ -741,8 +744,9 @@ fn mark_used(sections: &mut [Section], step: bool, sample: bool, episode: bool) 
     }
 }
 
-/// What the settings did to the rewards r before any of it: success shaping, the efficiency bonus.
-fn shaping_notes(s: &AdvantageSettings) -> Vec<String> {
+/// What the settings did to the rewards r before any of it: success shaping, the efficiency bonus (DEPO's), whose
+/// tokens per step were counted or estimated (`lengths`).
+fn shaping_notes(s: &AdvantageSettings, lengths: &Lengths) -> Vec<String> {
     let mut notes = Vec::new();
     if s.success_reward {
         notes.push(format!(
@@ -755,6 +759,9 @@ fn shaping_notes(s: &AdvantageSettings) -> Vec<String> {
             "r: a successful episode's last reward includes α₁/(tokens per step) + α₂/steps (α₁ {:.2}, α₂ {:.2})",
             s.efficiency_alpha1, s.efficiency_alpha2
         ));
+        if s.efficiency_alpha1 != 0.0 {
+            notes.push(format!("tokens per step: {}", lengths.describe()));
+        }
     }
     notes
 }
@@ -830,7 +837,7 @@ mod tests {
                     for (e, ep) in eps.iter().enumerate() {
                         for t in 0..ep.steps.len() {
                             let at = RowRef { episode: e as u32, step: t as u32 };
-                            let x = explain(&table, &eps, &s, at).unwrap();
+                            let x = explain(&table, &eps, &s, &Lengths::default(), at).unwrap();
                             consistent(&x).unwrap_or_else(|m| panic!("{estimator:?} {norm:?} {pooling:?} {at:?}: {m}"));
                             assert_eq!(x.advantage.value, table.row(at).advantage);
                         }
@@ -852,7 +859,7 @@ mod tests {
                 for (e, ep) in eps.iter().enumerate() {
                     for t in 0..ep.steps.len() {
                         let at = RowRef { episode: e as u32, step: t as u32 };
-                        let x = explain(&table, &eps, &s, at).unwrap();
+                        let x = explain(&table, &eps, &s, &Lengths::default(), at).unwrap();
                         consistent(&x).unwrap_or_else(|m| panic!("{estimator:?} {pooling:?} {at:?}: {m}"));
                     }
                 }
@@ -866,7 +873,7 @@ mod tests {
         let s =
             AdvantageSettings { estimator: Estimator::Rloo, norm: Norm::MeanStdNorm, ..AdvantageSettings::default() };
         let table = compute(&eps, &s);
-        let x = explain(&table, &eps, &s, RowRef { episode: 0, step: 1 }).unwrap();
+        let x = explain(&table, &eps, &s, &Lengths::default(), RowRef { episode: 0, step: 1 }).unwrap();
         assert_eq!(x.advantage.formula, "n/(n−1)·(s − mean_E)");
         assert!(x.advantage.filled.starts_with("6/5·("), "{}", x.advantage.filled);
         let note = x.advantage.note.as_deref().unwrap();
@@ -876,7 +883,7 @@ mod tests {
         );
         assert!(!x.term(Symbol::EpisodeFactor).unwrap().used);
         // A pool of one: 0, and said so.
-        let solo = explain(&table, &eps, &s, RowRef { episode: 3, step: 0 }).unwrap();
+        let solo = explain(&table, &eps, &s, &Lengths::default(), RowRef { episode: 3, step: 0 }).unwrap();
         assert_eq!(solo.advantage.value, 0.0);
         assert!(solo.advantage.note.as_deref().unwrap().contains("pool of one"));
     }
@@ -886,7 +893,7 @@ mod tests {
         let eps = episodes();
         let s = AdvantageSettings { norm: Norm::MeanStdNorm, ..AdvantageSettings::default() };
         let table = compute(&eps, &s);
-        let x = explain(&table, &eps, &s, RowRef { episode: 0, step: 0 }).unwrap();
+        let x = explain(&table, &eps, &s, &Lengths::default(), RowRef { episode: 0, step: 0 }).unwrap();
         assert!(x.term(Symbol::StepFactor).unwrap().formula.contains(&epsilon_text(STD_EPSILON)));
         assert_eq!(epsilon_text(1e-6), "1e-6");
     }

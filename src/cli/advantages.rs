@@ -12,6 +12,7 @@ use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
 use super::source::SourceFlags;
 use crate::advantage::{AdvantageSettings, AdvantageTable};
 use crate::run::text_on_disk::TextStore;
+use crate::run::tokens::Lengths;
 use crate::run::LeanReading;
 use crate::run::{Episode, Run};
 
@@ -35,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // A gigscope run under settings that keep episode groups apart: streamed, group by group.
         Some((settings, reading)) => {
             let stdout = BufWriter::new(io::stdout().lock());
-            let skipped = super::stream::advantages(
+            let streamed = super::stream::advantages(
                 &args.run,
                 &settings,
                 reading,
@@ -43,9 +44,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 stdout,
                 args.format,
             );
-            match skipped {
-                Ok(skipped) => {
-                    warn_broken(&args.run, skipped.broken_lines);
+            match streamed {
+                Ok(streamed) => {
+                    warn_broken(&args.run, streamed.broken_lines);
+                    note_lengths(&settings, &streamed.lengths);
                     Ok(())
                 }
                 Err(err) => match err.downcast::<io::Error>() {
@@ -56,7 +58,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => {
             let run = args.source.open_anchored(&args.run)?;
-            let (_, table) = estimate(&run, &args.settings, &args.family)?;
+            let (settings, table) = estimate(&run, &args.settings, &args.family)?;
+            note_lengths(&settings, &run.lengths);
             let stdout = io::stdout().lock();
             write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format)
         }
@@ -66,6 +69,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
         Err(err) => Err(err).context("writing to standard output"),
         Ok(()) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Under DEPO's α₁ term, whether its tokens per step were counted from the token store or estimated, on stderr.
+fn note_lengths(settings: &AdvantageSettings, lengths: &Lengths) {
+    if settings.efficiency_alpha1 != 0.0 {
+        eprintln!("note: tokens per step (α₁'s efficiency term): {}", lengths.describe());
     }
 }
 

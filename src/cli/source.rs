@@ -33,7 +33,8 @@ impl SourceFlags {
 
     /// [`Self::open`] for a command that computes advantages: steps that record no page anchor get the one the
     /// run's environment derives from their observation (`crate::env::fill_page_anchors`), as the engine's page
-    /// anchors are read from the steps.
+    /// anchors are read from the steps; the steps' lengths (DEPO's tokens per step) are the token store's counts
+    /// where it has an episode's every step (`crate::run::tokens::count_lengths`, said in `run.lengths`).
     pub fn open_anchored(&self, dir: &Path) -> anyhow::Result<Run> {
         let run = self.read_anchored(dir)?;
         report(dir, &run);
@@ -46,6 +47,10 @@ impl SourceFlags {
         let mut run = Run::open_as(dir, self.from, &self.options())?;
         let page_anchor = crate::env_registry::page_anchor(&run);
         crate::env::fill_page_anchors(&mut run.episodes, page_anchor);
+        match crate::run::tokens::TokenStore::open(dir) {
+            Ok(store) => run.lengths = crate::run::tokens::count_lengths(&store, &mut run.episodes),
+            Err(err) => run.notices.push(format!("response lengths not counted: {err}")),
+        }
         Ok(run)
     }
 }

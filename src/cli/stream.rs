@@ -24,6 +24,7 @@ use serde::Deserialize;
 use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
 use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
 use crate::run::text_on_disk::{LeanEpisode, LeanStep};
+use crate::run::tokens::{count_lengths, Lengths, TokenStore};
 use crate::run::LeanReading;
 use crate::run::{parse_json, Episode, JsonlTail, EPISODES_FILE};
 
@@ -91,10 +92,11 @@ impl OwnedRow {
     }
 }
 
-/// What streaming found wrong, for the warning.
+/// What streaming found wrong, for the warning, and whose response lengths it counted from the token store.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Skipped {
+pub struct Streamed {
     pub broken_lines: usize,
+    pub lengths: Lengths,
 }
 
 /// How much of the run's episodes, in lean form, the first pass keeps for the second (see the module's comment).
@@ -111,7 +113,7 @@ pub fn advantages(
     kept_bytes: usize,
     out: impl Write,
     format: Format,
-) -> anyhow::Result<Skipped> {
+) -> anyhow::Result<Streamed> {
     let path = dir.join(EPISODES_FILE);
     // Pass 1: the group of every line that reads as an episode head, in file order; the first lines' episodes.
     let mut group_index: HashMap<String, u32> = HashMap::new();
@@ -166,6 +168,8 @@ pub fn advantages(
             anchor_count: HashMap::new(),
             base_of: HashMap::new(),
             next_base: 0,
+            tokens: TokenStore::open(dir)?,
+            lengths: Lengths::default(),
         },
         settings,
         lines_of_group,
@@ -210,7 +214,7 @@ pub fn advantages(
     let Streaming { mut out, broken, .. } = streaming;
     out.flush()?;
     out.writer.finish()?;
-    Ok(Skipped { broken_lines: broken })
+    Ok(Streamed { broken_lines: broken, lengths: out.lengths })
 }
 
 /// About what a lean episode holds, bytes.
@@ -270,6 +274,10 @@ struct Ordered<W: Write> {
     anchor_count: HashMap<u32, u32>,
     base_of: HashMap<u32, u32>,
     next_base: u32,
+    /// The run's token store, whose counts replace the recorded response lengths of each group's episodes
+    /// ([`count_lengths`]), and how many it counted.
+    tokens: TokenStore,
+    lengths: Lengths,
 }
 
 impl<W: Write> Ordered<W> {
@@ -281,7 +289,8 @@ impl<W: Write> Ordered<W> {
         members: Vec<(u64, LeanEpisode)>,
         settings: &AdvantageSettings,
     ) -> anyhow::Result<()> {
-        let (lines, group): (Vec<u64>, Vec<LeanEpisode>) = members.into_iter().unzip();
+        let (lines, mut group): (Vec<u64>, Vec<LeanEpisode>) = members.into_iter().unzip();
+        self.lengths.add(count_lengths(&self.tokens, &mut group));
         let table = compute_grouped(&group, &group_lean(&group, settings.anchor)?, settings);
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
         for (e, line) in lines.into_iter().enumerate() {
@@ -333,7 +342,7 @@ mod tests {
     use crate::run::{Run, RunWriter};
 
     /// The output and what was skipped, with the first pass keeping about `kept_bytes` of episodes.
-    fn streamed(dir: &Path, settings: &AdvantageSettings, kept_bytes: usize) -> (String, Skipped) {
+    fn streamed(dir: &Path, settings: &AdvantageSettings, kept_bytes: usize) -> (String, Streamed) {
         let described = Run::empty(dir, crate::run::Layout::Gigscope);
         let reading = LeanReading::new(
             TextStore::new(&dir.join(EPISODES_FILE)),
@@ -366,7 +375,7 @@ mod tests {
         for anchor in [AnchorMode::Exact, AnchorMode::Page, AnchorMode::Similarity(0.9)] {
             let settings = AdvantageSettings { anchor, ..AdvantageSettings::default() };
             let whole = streamed(dir, &settings, usize::MAX);
-            assert_eq!(whole.1, Skipped { broken_lines: 3 });
+            assert_eq!(whole.1.broken_lines, 3);
             assert!(whole.0.lines().count() > 300, "{anchor:?}: {} rows", whole.0.lines().count());
             // Nothing kept, the first few episodes kept, and all but the last few.
             for kept in [0, 3000, lean_bytes_of_all(dir) - 3000] {

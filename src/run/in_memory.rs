@@ -44,6 +44,9 @@ pub struct Run {
     /// the names of the page ids their steps use.
     pub lean: Vec<LeanEpisode>,
     pub lean_pages: Vec<String>,
+    /// Whose response lengths were counted from the token store ([`crate::run::tokens::count_lengths`], done
+    /// by the readers that compute advantages); none by a plain read.
+    pub lengths: crate::run::tokens::Lengths,
 }
 
 /// A file, or a part of one, whose records could not be read.
@@ -257,6 +260,7 @@ impl Run {
             torn_tail: None,
             lean: Vec::new(),
             lean_pages: Vec::new(),
+            lengths: Default::default(),
         }
     }
 }

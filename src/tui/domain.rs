@@ -16,6 +16,7 @@ use crate::advantage::{
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::cache::{Cached, CachedHead};
 use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::tokens::{count_lengths, Lengths};
 use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
@@ -319,6 +320,9 @@ pub struct Domain {
     /// The run's token store: its index, the shown episode's tokens ([`Domain::show`]) and the run's token
     /// summaries.
     pub tokens: super::tokens::RunTokens,
+    /// Whose response lengths (DEPO's tokens per step) are the token store's counts: every episode is counted
+    /// as it is taken in, the store's index read up to then.
+    pub lengths: Lengths,
     /// The run's load cache, when the viewer keeps one ([`Domain::keep_load_cache`]).
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
@@ -381,6 +385,7 @@ impl Domain {
             episodes_version: 0,
             shown: HashMap::new(),
             tokens,
+            lengths: Lengths::default(),
             load_cache: None,
             cached: Default::default(),
             expected_episodes: 0,
@@ -443,7 +448,22 @@ impl Domain {
         if !parsed.is_empty() {
             release(Release::Free(parsed));
         }
+        self.count_lengths(start);
         start..self.episodes.len()
+    }
+
+    /// Count the response lengths of the episodes from `start` on in the token store, its index read up to
+    /// now first (the writers index a step's tokens before its episode's line).
+    fn count_lengths(&mut self, start: usize) {
+        if start == 0 {
+            self.lengths = Lengths::default();
+        }
+        self.tokens.refresh();
+        if let Some(store) = self.tokens.store() {
+            self.lengths.add(count_lengths(store, &mut self.episodes[start..]));
+        } else {
+            self.lengths.episodes += self.episodes.len() - start;
+        }
     }
 
     /// Merge live events into the run (see [`crate::live::apply`]); the episodes they add are taken in lean.
@@ -540,6 +560,7 @@ impl Domain {
             self.run.episode_lines.push(line);
             self.episodes.push(episode);
         }
+        self.count_lengths(start);
         start..self.episodes.len()
     }
 
@@ -651,7 +672,7 @@ impl Domain {
 
     /// The engine's explanation of row `r`'s advantage, under the settings the table was computed with.
     pub fn explanation(&self, r: RowRef) -> Option<Explanation> {
-        explain(&self.derived.table, self.episodes.as_slice(), &self.derived.settings, r)
+        explain(&self.derived.table, self.episodes.as_slice(), &self.derived.settings, &self.lengths, r)
     }
 
     /// Open with `overrides` over the run's recorded settings (the TUI's advantage flags): the settings from now

@@ -245,6 +245,11 @@ impl RunTokens {
         self.shown_resets = self.store.as_ref().map_or(0, TokenStore::resets);
     }
 
+    /// The store as read so far (`None` when it could not be opened).
+    pub fn store(&self) -> Option<&TokenStore> {
+        self.store.as_ref()
+    }
+
     /// The tokens of `episode`, as [`RunTokens::show`] read them: no I/O, for drawing.
     pub fn episode(&self, episode: &str) -> Option<&EpisodeTokens> {
         self.shown.as_ref().filter(|s| s.episode == episode && !s.steps.is_empty())

@@ -2,12 +2,15 @@
 //! grouping, lean episodes, parallel and streamed computation, statistics, and the binary's output and errors.
 //! One test binary per area (as ripgrep does); each module is one former test file.
 
+#[path = "../support/depo.rs"]
+mod depo_run;
 #[path = "../support/python.rs"]
 mod python;
 
 mod agreement;
 mod audit;
 mod cli;
+mod depo;
 mod difflib;
 mod engine;
 mod estimators;

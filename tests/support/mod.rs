@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses only part of it
 
+pub mod depo;
 pub mod live;
 pub mod opening;
 pub mod plugin;

@@ -79,6 +79,7 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
                         &s.domain.derived.table,
                         &s.domain.episodes,
                         &s.domain.derived.settings,
+                        &s.domain.lengths,
                         s.row_ref().unwrap(),
                     )
                     .unwrap();

@@ -219,3 +219,23 @@ fn the_strip_shows_cycles_and_follows_tokens_appended_while_the_viewer_runs() {
     s.wait_for(&["ep late-0", "late_tok", "2/2 trained"]);
     s.keys(&["q"]);
 }
+
+/// The anchor view's panel under α₁ for `e1`'s last step, of the DEPO run with or without its token store.
+fn depo_panel(counted: bool) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    support::depo::depo_run(dir.path(), counted);
+    let mut s = state(dir.path(), (160, 50));
+    s.domain.settings.efficiency_alpha1 = 2.0;
+    s.apply_settings();
+    s.select_row(0, 1);
+    update(&mut s, Msg::Action(Action::Anchor));
+    render(&s)
+}
+
+#[test]
+fn the_explanation_panel_says_whether_depos_tokens_per_step_were_counted_or_estimated() {
+    let counted = depo_panel(true);
+    assert!(counted.contains("tokens per step: counted (tokens/"), "{counted}");
+    let estimated = depo_panel(false);
+    assert!(estimated.contains("tokens per step: estimated (the run's recorded"), "{estimated}");
+}

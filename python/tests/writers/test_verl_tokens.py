@@ -138,6 +138,10 @@ def test_a_cut_chunk_names_the_file_and_record_and_the_rest_still_reads(tmp_path
     assert exporter.write_step(batch, step=2, metrics=metrics)
     index = [json.loads(line) for line in open(run / "tokens" / "index.jsonl")]
     last = index[-1]
+    # Each line counts its record's trained tokens (mask 1): the response length DEPO's term reads.
+    assert all(0 < line["trained"] <= line["tokens"] for line in index)
+    whole, _ = tokens(run, last["episode"], "--step", str(last["step"]))
+    assert sum(r["mask"] for r in whole) == last["trained"]
     chunk = run / "tokens" / last["chunk"]
     with open(chunk, "r+b") as f:
         f.truncate(last["offset"] + last["length"] - 3)

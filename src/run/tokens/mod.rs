@@ -5,7 +5,8 @@
 //! loss mask, and whichever [`Channel`]s the trainer recorded; a channel not recorded is null, never 0.
 //! [`StepTokens::derived`] gives the sampler–trainer mismatch, the KL to the reference (verl's k1 and k3)
 //! and the effective weight; [`StepSummary`] what a step's trained tokens add up to, and [`foreign_turns`] the
-//! tokens of turns the policy did not write (a trained one is a defect of the data).
+//! tokens of turns the policy did not write (a trained one is a defect of the data); [`count_lengths`] the
+//! responses' lengths in trained tokens, for DEPO's efficiency term.
 //!
 //! On disk (`assets/tokens.schema.json` and the README's "Tokens" section): `tokens/index.jsonl`, one JSON
 //! line per step record (episode, step, chunk, byte offset and length, token count, text bytes, channels),
@@ -16,10 +17,12 @@
 //! matter to opening it. A bad index line or a record that cannot be read is an error naming the file, the
 //! line and the record; every other record still reads.
 
+mod lengths;
 mod record;
 mod store;
 mod summary;
 
+pub use lengths::{count_lengths, Counted, Lengths};
 pub use record::{record_len, Channel, Derived, StepTokens, VALUE_COLUMNS};
 pub use store::{IndexLine, StepEntry, StepRecord, TokenError, TokenStore, TokenWriter, TOKENS_DIR, TOKEN_INDEX_FILE};
 pub use summary::{foreign_turns, StepSummary};

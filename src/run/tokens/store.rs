@@ -51,6 +51,11 @@ pub struct IndexLine {
     /// Number of tokens, and of bytes of their text.
     pub tokens: u32,
     pub text_bytes: u64,
+    /// Number of tokens the loss trained (mask 1): the response's length as DEPO's efficiency term counts it
+    /// ([`super::count_lengths`]). Absent on lines of writers that predate it: the step's length is then not
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained: Option<u32>,
     /// The channels the record holds, in its byte order.
     pub channels: Vec<String>,
 }
@@ -63,6 +68,7 @@ struct Entry {
     length: u64,
     tokens: u32,
     text_bytes: u64,
+    trained: Option<u32>,
     channels: Box<[Option<Channel>]>,
     iteration: Option<i64>,
     line: u64,
@@ -73,6 +79,8 @@ struct Entry {
 pub struct StepEntry {
     pub step: u32,
     pub tokens: u32,
+    /// The index line's `trained` (tokens of mask 1), when it has one.
+    pub trained: Option<u32>,
     pub iteration: Option<i64>,
 }
 
@@ -161,6 +169,9 @@ impl TokenStore {
                 channels.len()
             ));
         }
+        if let Some(trained) = record.trained.filter(|&trained| trained > record.tokens) {
+            return Err(format!("trained {trained} is more than its {} tokens", record.tokens));
+        }
         let steps = self.episodes.entry(record.episode.as_str().into()).or_default();
         if let Some(first) = steps.get(&record.step) {
             return Err(format!(
@@ -185,6 +196,7 @@ impl TokenStore {
                 length: record.length,
                 tokens: record.tokens,
                 text_bytes: record.text_bytes,
+                trained: record.trained,
                 channels: channels.into(),
                 iteration: record.iteration,
                 line,
@@ -212,7 +224,11 @@ impl TokenStore {
             .iter()
             .flat_map(|(episode, steps)| {
                 steps.iter().filter(|(_, e)| e.line > line).map(move |(&step, e)| {
-                    (&**episode, StepEntry { step, tokens: e.tokens, iteration: e.iteration }, e.line)
+                    (
+                        &**episode,
+                        StepEntry { step, tokens: e.tokens, trained: e.trained, iteration: e.iteration },
+                        e.line,
+                    )
                 })
             })
             .collect();
@@ -228,7 +244,10 @@ impl TokenStore {
     /// The steps of `episode` with tokens, in order.
     pub fn steps(&self, episode: &str) -> Vec<StepEntry> {
         self.episodes.get(episode).map_or_else(Vec::new, |steps| {
-            steps.iter().map(|(&step, e)| StepEntry { step, tokens: e.tokens, iteration: e.iteration }).collect()
+            steps
+                .iter()
+                .map(|(&step, e)| StepEntry { step, tokens: e.tokens, trained: e.trained, iteration: e.iteration })
+                .collect()
         })
     }
 
@@ -331,6 +350,7 @@ impl TokenWriter {
                 length: start + bytes.len() as u64 - offset,
                 tokens: r.tokens.len() as u32,
                 text_bytes: r.tokens.text.len() as u64,
+                trained: Some(r.tokens.mask.iter().filter(|&&m| m).count() as u32),
                 channels: r.tokens.recorded().into_iter().map(|c| c.name().to_string()).collect(),
             };
             let mut text = serde_json::to_vec(&line).map_err(|err| io(&chunk_path)(std::io::Error::other(err)))?;

@@ -1,0 +1,92 @@
+//! Response lengths counted from the token store, for DEPO's efficiency term α₁/(mean tokens per step)
+//! (`crate::advantage`'s reward shaping). A run records each step's `tokens` in `episodes.jsonl`, which may be
+//! an estimate (gigscope's own trainer counts an action's words); where the token store holds every step of an
+//! episode with its index line's `trained` (the tokens of mask 1, what the loss trained), those counts replace
+//! the recorded ones, so the engine, which does no I/O, reads real lengths as plain data.
+//!
+//! Only the index is read (a step's `trained` is on its line), never a chunk. An episode is counted whole or not
+//! at all: one step missing from the store, or indexed without `trained`, leaves the episode its recorded
+//! lengths, so an episode's mean never mixes counts with estimates.
+
+use super::store::TokenStore;
+use crate::run::text_on_disk::LeanEpisode;
+use crate::run::Episode;
+
+/// How many episodes' response lengths were counted from the token store, of how many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lengths {
+    pub counted: usize,
+    pub episodes: usize,
+}
+
+impl Lengths {
+    /// `counted` (every episode), `estimated` (none: the run's recorded `tokens`), or `counted for N of M`.
+    pub fn describe(&self) -> String {
+        match self.counted {
+            0 => "estimated (the run's recorded tokens; no counts in tokens/)".to_string(),
+            n if n == self.episodes => "counted (tokens/: the trained tokens of every step)".to_string(),
+            n => format!("counted for {n} of {} episodes (tokens/), estimated for the rest", self.episodes),
+        }
+    }
+
+    /// These counts and `other`'s, of two parts of one run.
+    pub fn add(&mut self, other: Lengths) {
+        self.counted += other.counted;
+        self.episodes += other.episodes;
+    }
+}
+
+/// An episode whose steps' lengths can be replaced.
+pub trait Counted {
+    fn id(&self) -> &str;
+    fn step_count(&self) -> usize;
+    /// Take `trained[t]` as step `t`'s length.
+    fn set_lengths(&mut self, trained: &[u32]);
+}
+
+impl Counted for Episode {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn step_count(&self) -> usize {
+        self.steps.len()
+    }
+    fn set_lengths(&mut self, trained: &[u32]) {
+        for (step, &n) in self.steps.iter_mut().zip(trained) {
+            step.tokens = Some(u64::from(n));
+        }
+    }
+}
+
+impl Counted for LeanEpisode {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn step_count(&self) -> usize {
+        self.steps.len()
+    }
+    fn set_lengths(&mut self, trained: &[u32]) {
+        self.tokens = trained.iter().map(|&n| u64::from(n)).sum();
+        self.token_steps = trained.len() as u32;
+    }
+}
+
+/// Replace the recorded lengths of each of `episodes` the store counts whole (every step indexed with
+/// `trained`) by those counts.
+pub fn count_lengths<E: Counted>(store: &TokenStore, episodes: &mut [E]) -> Lengths {
+    let mut lengths = Lengths { counted: 0, episodes: episodes.len() };
+    for episode in episodes {
+        let steps = store.steps(episode.id());
+        if steps.len() != episode.step_count() || episode.step_count() == 0 {
+            continue;
+        }
+        // `steps` are in step order; whole means exactly 0..n, each with its count.
+        let trained: Option<Vec<u32>> =
+            steps.iter().enumerate().map(|(t, s)| s.trained.filter(|_| s.step as usize == t)).collect();
+        if let Some(trained) = trained {
+            episode.set_lengths(&trained);
+            lengths.counted += 1;
+        }
+    }
+    lengths
+}
