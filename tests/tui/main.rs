@@ -16,6 +16,7 @@ mod overview_spread;
 mod picture;
 mod play;
 mod settings_recompute;
+mod small_screens;
 mod snapshots;
 mod text_on_disk;
 mod tokens;

@@ -31,7 +31,7 @@ pub(super) fn breadcrumb(state: &State, area: Rect, buf: &mut Buffer) {
     if state.ui.follow {
         spans.push(Span::styled("  ⇣ follow", theme.warn()));
     }
-    Paragraph::new(Line::from(spans)).render(area, buf);
+    Paragraph::new(super::widgets::fit_line(Line::from(spans), area.width as usize)).render(area, buf);
 }
 
 pub(super) fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
@@ -120,7 +120,9 @@ pub(super) fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
             spans.push(Span::raw(field.short(s)));
         }
     }
-    Paragraph::new(Line::from(spans)).style(theme.dim()).render(area, buf);
+    Paragraph::new(super::widgets::fit_line(Line::from(spans), area.width as usize))
+        .style(theme.dim())
+        .render(area, buf);
 }
 
 /// The settings the status bar names: the ones that shape every number under the run's estimator (a TRL run's

@@ -67,6 +67,34 @@ pub fn trunc_start(s: &str, width: usize) -> String {
     out
 }
 
+/// `line` cut to `width` columns with `…` as its last when it does not fit, so that a cut shows (a bar's
+/// line is otherwise cut at the edge mid-word).
+pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let mut left = width.saturating_sub(1);
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    for span in line.spans {
+        if left == 0 {
+            break;
+        }
+        let mut kept = String::new();
+        for c in span.content.chars() {
+            let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if w > left {
+                left = 0;
+                break;
+            }
+            left -= w;
+            kept.push(c);
+        }
+        spans.push(Span::styled(kept, span.style));
+    }
+    spans.push(Span::raw("…"));
+    Line::from(spans).style(line.style)
+}
+
 /// Cut `s` to `width` characters, marking the cut with `…`.
 pub fn trunc(s: &str, width: usize) -> String {
     if s.chars().count() <= width {

@@ -197,7 +197,7 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
         let style = if i == sel { theme.selected() } else { Style::new() };
         spans.push(Span::styled(label(g), style));
     }
-    Paragraph::new(Line::from(spans)).render(area, buf);
+    Paragraph::new(crate::tui::ui::widgets::fit_line(Line::from(spans), width)).render(area, buf);
 }
 
 /// The group header's lines at `width` columns: the group's numbers, the zero-variance note, the task, wrapped.

@@ -171,7 +171,14 @@ pub fn present_lines(state: &State, width: u16) -> Vec<String> {
     crate::tui::ui::text::hanging("", &format!("{} · {what}", view.title()), width as usize, &mut |m, l| {
         lines.push(format!("{m}{l}"))
     });
-    lines.truncate(2);
+    // Two lines at most; a sentence cut there ends in `…` (the view shows the rest).
+    if lines.len() > 2 {
+        lines.truncate(2);
+        if let Some(last) = lines.last_mut() {
+            let keep = (width as usize).saturating_sub(1).min(last.chars().count());
+            *last = format!("{}…", last.chars().take(keep).collect::<String>());
+        }
+    }
     lines
 }
 
