@@ -118,8 +118,7 @@ impl RayBurst {
             if info.status.is_terminal() {
                 let outcome = Outcome {
                     state: info.status,
-                    // Ray's message of a failed job quotes the log after its first line; the tail is kept apart.
-                    message: info.message.as_deref().and_then(|m| m.lines().next()).unwrap_or_default().to_string(),
+                    message: job_message(info.message.as_deref().unwrap_or_default()),
                     tail: tail(&log, TAIL_LINES),
                 };
                 self.record_outcome(&json!({
@@ -166,6 +165,21 @@ fn has_episodes(run: &Path) -> bool {
     std::fs::metadata(run.join(crate::run::EPISODES_FILE)).is_ok_and(|m| m.len() > 0)
 }
 
+/// Where Ray's message for a failed entrypoint starts its copy of the job's log: `Job entrypoint command failed
+/// with exit code 3, last available logs (truncated to 20,000 chars):` and the log's last lines after it.
+const RAY_LOG_COPY: &str = ", last available logs";
+
+/// Ray's message for a job that ended, without the copy of the log's last lines Ray appends to a failed
+/// entrypoint's: the burst quotes the log's tail itself ([`TAIL_LINES`]), so the copy would show it twice. Any
+/// other message (a runtime environment that could not be set up, with its traceback) is kept whole, trimmed.
+pub fn job_message(ray_message: &str) -> String {
+    let own = match ray_message.find(RAY_LOG_COPY) {
+        Some(at) => &ray_message[..at],
+        None => ray_message,
+    };
+    own.trim().to_string()
+}
+
 /// The last `n` lines of `log`.
 pub fn tail(log: &str, n: usize) -> String {
     let lines: Vec<&str> = log.lines().collect();
@@ -188,4 +202,29 @@ fn update_bursts(dir: &Path, change: impl FnOnce(&mut Vec<Value>)) -> Result<(),
         serde_json::to_string_pretty(&meta).map_err(|source| RunError::Encode { path: path.clone(), source })?;
     text.push('\n');
     write_atomic(&path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_message;
+
+    #[test]
+    fn a_failed_entrypoints_message_loses_rays_copy_of_the_log() {
+        // The shape of Ray 2.60's message for an entrypoint that exited non-zero: its own sentence, then the
+        // log's last lines (up to 20,000 characters) after a colon.
+        let ray = "Job entrypoint command failed with exit code 3, last available logs (truncated to 20,000 \
+                   chars):\nOVERRIDES algorithm.gamma=0.8 RUN /runs/failed\ndoomed\n";
+        assert_eq!(job_message(ray), "Job entrypoint command failed with exit code 3");
+    }
+
+    #[test]
+    fn other_messages_are_kept_whole() {
+        let no_log = "Job entrypoint command failed with exit code 1. No logs available.";
+        assert_eq!(job_message(no_log), no_log);
+        let setup = "runtime_env setup failed: Failed to set up runtime environment.\nTraceback (most recent \
+                     call last):\n  File \"agent.py\", line 1\nValueError: no such working_dir\n";
+        assert_eq!(job_message(setup), setup.trim());
+        assert_eq!(job_message("Job was intentionally stopped."), "Job was intentionally stopped.");
+        assert_eq!(job_message(""), "");
+    }
 }
