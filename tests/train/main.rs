@@ -6,6 +6,7 @@ mod support;
 
 mod advantages;
 mod burst;
+mod golden;
 mod ray;
 mod service;
 mod truth;
