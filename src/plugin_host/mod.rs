@@ -5,8 +5,10 @@
 //! load libtorch; a burst loads it into the TUI's own process and trains there, on a background thread.
 //!
 //! When the plugin (or the libtorch it is linked against) cannot be loaded, [`Training::load`] says what was
-//! looked for and how to get it ([`Unavailable`]); nothing else depends on it.
+//! looked for and how to get it ([`Unavailable`]); nothing else depends on it. While the plugin is being built in
+//! the background ([`building`]), that is what it says, and a burst waits for the build.
 
+pub(crate) mod building;
 pub mod loader;
 pub(crate) mod protocol;
 

@@ -335,6 +335,8 @@ pub enum BurstUpdate {
         cancelled: bool,
     },
     Failed(String),
+    /// The burst waits for the trainer (the plugin being built in the background): how far that is.
+    Waiting(String),
     /// A Ray job was submitted.
     RaySubmitted {
         job_id: String,
@@ -401,6 +403,8 @@ pub struct BurstStatus {
     pub ray_job: Option<String>,
     /// A Ray burst: the last [`LOG_LINES`] lines of its log.
     pub log: Vec<String>,
+    /// Before it started: what it waits for (the trainer's background build).
+    pub waiting: Option<String>,
 }
 
 impl BurstStatus {
@@ -438,6 +442,7 @@ impl BurstStatus {
                 });
             }
             BurstUpdate::Failed(e) => self.ended = Some(format!("failed: {e}")),
+            BurstUpdate::Waiting(news) => self.waiting = Some(news),
             BurstUpdate::RaySubmitted { job_id, address } => {
                 self.how = format!("Ray job {job_id} on {address}");
                 self.ray_job = Some(job_id);

@@ -57,6 +57,9 @@ pub enum Msg {
     Written(Result<usize, JobError>),
     /// News from the running training burst.
     Burst(BurstUpdate),
+    /// How far the background build of the training plugin is ([`Effect::ReadTrainerBuild`]); none when no build
+    /// is under way.
+    TrainerBuild(Option<String>),
     /// An anchor grouping computed in the background for an [`Effect::GroupAnchors`].
     Grouped {
         episodes_version: u64,
@@ -133,6 +136,8 @@ pub enum Effect {
     Write(Vec<Episode>),
     /// Let the run's policy play episodes and answer with [`Msg::Autoplayed`].
     Autoplay(AutoplayRequest),
+    /// Look at the background build of the training plugin and answer with [`Msg::TrainerBuild`].
+    ReadTrainerBuild,
     /// Start a training burst into the run; progress comes back as [`Msg::Burst`].
     StartBurst(BurstRequest),
     /// Submit a training burst as a Ray job and follow it; its log and outcome come back as [`Msg::Burst`].

@@ -171,6 +171,8 @@ pub struct Jobs {
     /// The burst dialog's form, and the burst started from it.
     pub burst_form: BurstRequest,
     pub burst: Option<BurstStatus>,
+    /// The background build of the training plugin, while the burst dialog looks at it: how far it is.
+    pub trainer_build: Option<String>,
     /// This process as a Ray burst's own `train` names it (set when the TUI starts).
     pub burst_host: BurstHost,
     /// A group written by play: selected as soon as the run shows it.

@@ -114,7 +114,12 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             state.ui.now = Some(now);
             // The token store is followed on the clock: its writers append beside the files the watcher watches.
             let tokens = state.domain.tokens.refresh();
-            redraw_if(tokens || state.domain.live.last_update.is_some() && age_secs(state) != before)
+            let mut fx = redraw_if(tokens || state.domain.live.last_update.is_some() && age_secs(state) != before);
+            // The burst dialog follows the trainer's background build, if there is one.
+            if matches!(state.ui.popup, Some(Popup::Burst { .. })) {
+                fx.push(Effect::ReadTrainerBuild);
+            }
+            fx
         }
         Msg::Live(events, at) => on_live(state, events, at),
         Msg::CachedPart => on_cached_part(state),
@@ -157,6 +162,11 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             state.ui.message =
                 Some(format!("wrote {n} episodes to the run; the group opens as soon as it is read back"));
             Effects::redraw()
+        }
+        Msg::TrainerBuild(build) => {
+            let changed = state.jobs.trainer_build != build;
+            state.jobs.trainer_build = build;
+            redraw_if(changed)
         }
         Msg::Burst(news) => {
             state.jobs.burst.get_or_insert_with(BurstStatus::default).apply(news);
@@ -315,7 +325,10 @@ fn on_action(state: &mut State, a: Action) -> Effects {
             state.ui.message =
                 Some("there is no group being played here (the play view's groups can be abandoned)".into())
         }
-        Action::Train => state.ui.popup = Some(Popup::Burst { field: BurstField::Iterations }),
+        Action::Train => {
+            state.ui.popup = Some(Popup::Burst { field: BurstField::Iterations });
+            return Effects::redraw_and(Effect::ReadTrainerBuild);
+        }
         Action::CancelBurst => return cancel_burst(state),
         Action::Truth => return super::truth_update::elsewhere(state),
         Action::TokenChannel => state.ui.episode.token_channel = state.ui.episode.token_channel.next(),

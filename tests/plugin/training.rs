@@ -441,3 +441,75 @@ fn a_plugin_whose_libtorch_is_gone_says_so() {
         assert!(err.contains(part), "{part:?} missing from:\n{err}");
     }
 }
+
+/// `./scripts/dev run` opens the TUI while the plugin is still being built beside the binary: the burst dialog
+/// says how far the build is, a burst asked for meanwhile waits for it, and starts once the plugin is in place.
+/// The build is played by the test: a status file as `scripts/dev` writes it (see `plugin_host::building`),
+/// naming this test's own process as the builder, then the real plugin copied in and the status file removed.
+#[test]
+fn a_burst_asked_for_while_the_plugin_is_built_waits_for_it_and_starts() {
+    let Some(built) = plugin(BIN) else { return };
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let lib = tempfile::tempdir().unwrap();
+    let plugin_path = lib.path().join("libgigscope_train.so");
+    let status = lib.path().join("libgigscope_train.so.building");
+    let header = format!("gigscope-train build: pid {}, 320 crates\n", std::process::id());
+    std::fs::write(&status, format!("{header}compiled libc\ncompiled serde\n")).unwrap();
+    let s = Session::tui("building", &dir, &format!("GIGSCOPE_TRAIN_LIB={}", plugin_path.display()));
+    s.wait_for(&["Iterations"]);
+    s.keys(&["t"]);
+    s.wait_for(&["the trainer is being built: 2 of 320 crates compiled (serde)", "starts when it is ready"]);
+    // The dialog follows the build.
+    std::fs::write(&status, format!("{header}compiled libc\ncompiled serde\ncompiled torch-sys\n")).unwrap();
+    s.wait_for(&["3 of 320 crates compiled (torch-sys)"]);
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Overview]", "Iterations (2)"]);
+    start_a_small_burst(&s);
+    s.wait_for(&["waiting for the trainer's build: 3 of 320 crates compiled (torch-sys)"]);
+    assert!(!s.has_libtorch());
+    assert!(!episode_lines(&dir).iter().any(|e| e["iteration"] == 2), "nothing trained before the build ended");
+    // The build ends: the plugin is in place and the status file gone; the burst starts by itself.
+    std::fs::copy(&built, &plugin_path).unwrap();
+    std::fs::remove_file(&status).unwrap();
+    s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
+    assert_eq!(episode_lines(&dir).iter().filter(|e| e["iteration"] == 2).count(), 4);
+    s.quit();
+}
+
+/// A build that failed, or whose builder is gone, is what a burst reports, with the log to read.
+#[test]
+fn a_failed_or_stopped_plugin_build_is_what_a_burst_reports() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = copy_fixture("basic");
+    let lib = tempfile::tempdir().unwrap();
+    let plugin_path = lib.path().join("libgigscope_train.so");
+    let status = lib.path().join("libgigscope_train.so.building");
+    let header = format!("gigscope-train build: pid {}, 320 crates\n", std::process::id());
+    std::fs::write(&status, format!("{header}compiled libc\nfailed: cargo build -p gigscope-train exited with 101\n"))
+        .unwrap();
+    let s = Session::tui("build-failed", &dir, &format!("GIGSCOPE_TRAIN_LIB={}", plugin_path.display()));
+    s.wait_for(&["Iterations"]);
+    start_a_small_burst(&s);
+    // The reason is wrapped in the dialog: its words, not its lines.
+    s.wait_for(&["building", "failed:", "101", "libgigscope_train.so.build.log"]);
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Overview]"]);
+    // A builder that is gone (a pid no process has) without a last word: the build stopped.
+    std::fs::write(&status, "gigscope-train build: pid 4194303, 320 crates\ncompiled libc\n").unwrap();
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Groups]"]);
+    s.keys(&["Escape"]);
+    s.wait_for(&["[Overview]"]);
+    // The dialog keeps the small burst's form.
+    s.keys(&["t"]);
+    s.wait_for(&["Training burst", "iterations         1"]);
+    s.keys(&["Enter"]);
+    s.wait_for(&["stopped", "before it ended"]);
+    assert!(!s.has_libtorch());
+    s.quit();
+}

@@ -239,6 +239,9 @@ impl Effector {
             Effect::Autoplay(request) => {
                 self.autoplay(&state.domain.run, &request).err().map(|e| Msg::Autoplayed(Err(e)))
             }
+            Effect::ReadTrainerBuild => Some(Msg::TrainerBuild(
+                plugin_host::building::plugin_build().filter(|b| b.in_progress()).map(|b| b.to_string()),
+            )),
             Effect::StartBurst(request) => self
                 .start_burst(&state.domain.run, request)
                 .err()
@@ -299,6 +302,9 @@ impl Effector {
         let request = request.train_request(&run.dir, self.task_source(run)?);
         // Loading the plugin (and libtorch with it) the first time takes a while, and so does the burst.
         self.runner.spawn(JobKind::StartBurst, move |ctx| {
+            if !wait_for_trainer_build(ctx) {
+                return Outcome::Msg(Msg::Burst(BurstUpdate::Finished { completed: 0, cancelled: true }));
+            }
             let training = match Training::load() {
                 Ok(training) => training,
                 Err(e) => return Outcome::Msg(Msg::Burst(BurstUpdate::Failed(e.to_string()))),
@@ -332,6 +338,27 @@ fn measure_truth(request: &TruthJobRequest, ctx: &JobContext) -> Msg {
         Err(_) if ctx.cancelled() => Err(TruthJobError::Cancelled { group: request.group.clone() }),
         other => other,
     })
+}
+
+/// How often a burst waiting for the trainer's build looks at it.
+const BUILD_POLL: Duration = Duration::from_millis(500);
+
+/// A burst asked for while the training plugin is being built in the background waits for the build, saying
+/// how far it is; `false` when X cancelled the wait.
+fn wait_for_trainer_build(ctx: &JobContext) -> bool {
+    let mut said = String::new();
+    while let Some(build) = plugin_host::building::plugin_build().filter(|b| b.in_progress()) {
+        if ctx.cancelled() {
+            return false;
+        }
+        let news = format!("waiting for the trainer's build: {}", build.progress());
+        if news != said {
+            ctx.send(Msg::Burst(BurstUpdate::Waiting(news.clone())));
+            said = news;
+        }
+        std::thread::sleep(BUILD_POLL);
+    }
+    true
 }
 
 /// How often the running burst's news is looked for.

@@ -2,6 +2,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Gauge, Paragraph, Widget, Wrap};
 
@@ -212,7 +213,14 @@ pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
         .collect();
     const WIDTH: u16 = 76;
     match form.ray_choice(&choices) {
-        None => lines.push(Line::styled("Trains into this run: its checkpoint, else a fresh policy", theme.dim())),
+        None => {
+            lines.push(Line::styled("Trains into this run: its checkpoint, else a fresh policy", theme.dim()));
+            if let Some(build) = &state.jobs.trainer_build {
+                // Said whole (wrapped): a burst started now waits for the build.
+                let text = format!("{build}; a burst started now starts when it is ready");
+                lines.extend(wrapped_lines(&text, usize::from(WIDTH - 2), theme.accent()));
+            }
+        }
         Some(choice) => {
             let env = crate::env_registry::of_run(&state.domain.run).map(|r| r.name);
             let address = choice.profile.address.as_deref().unwrap_or("(none)");
@@ -223,11 +231,7 @@ pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
             };
             // The whole command, wrapped to the dialog's width.
             let text: String = command.spans.iter().map(|s| s.content.as_ref()).collect();
-            let style = command.style;
-            let chars: Vec<char> = text.chars().collect();
-            lines.extend(
-                chars.chunks(usize::from(WIDTH - 2)).map(|c| Line::styled(c.iter().collect::<String>(), style)),
-            );
+            lines.extend(wrapped_lines(&text, usize::from(WIDTH - 2), command.style));
         }
     }
     let status_h = if state.jobs.burst.is_some() { 12 } else { 0 };
@@ -245,6 +249,12 @@ pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// `text` cut into lines of `width` characters (a command or a path, where any place is a fair place to cut).
+fn wrapped_lines(text: &str, width: usize, style: Style) -> Vec<Line<'static>> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(width.max(1)).map(|c| Line::styled(c.iter().collect::<String>(), style)).collect()
+}
+
 fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     if b.ray_job.is_some() {
@@ -259,9 +269,11 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
         Paragraph::new(lines.split_off(skip)).render(area, buf);
         return;
     }
-    if let (Some(ended), true) = (&b.ended, b.points.is_empty() && b.device.is_empty()) {
-        // It never started (e.g. the training plugin could not be loaded): the whole reason, wrapped.
-        Paragraph::new(ended.as_str()).wrap(Wrap { trim: true }).render(area, buf);
+    let not_started = b.points.is_empty() && b.device.is_empty();
+    // It never started (e.g. the training plugin could not be loaded), or waits for the trainer's build: the
+    // whole reason, wrapped.
+    if let (Some(why), true) = (b.ended.as_ref().or(b.waiting.as_ref()), not_started) {
+        Paragraph::new(why.as_str()).wrap(Wrap { trim: true }).render(area, buf);
         return;
     }
     let [info, gauge, chart] =
