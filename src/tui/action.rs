@@ -47,6 +47,8 @@ pub enum Action {
     CancelBurst,
     TokenChannel,
     TokenJump,
+    TokenScrollUp,
+    TokenScrollDown,
 }
 
 impl Action {
@@ -69,6 +71,8 @@ impl Action {
         Action::Fold,
         Action::TokenChannel,
         Action::TokenJump,
+        Action::TokenScrollUp,
+        Action::TokenScrollDown,
         Action::Overview,
         Action::Groups,
         Action::Episode,
@@ -153,6 +157,8 @@ impl Action {
                  entropy, KL, mismatch, clipped)"
             }
             Action::TokenJump => "jump to the next step of largest token mismatch or KL (the run's token summaries)",
+            Action::TokenScrollUp => "token strip: scroll back through a long response",
+            Action::TokenScrollDown => "token strip: scroll on through a long response",
         }
     }
 
@@ -194,6 +200,7 @@ impl Action {
             Action::CancelBurst => "cancel",
             Action::TokenChannel => "token channel",
             Action::TokenJump => "token outliers",
+            Action::TokenScrollUp | Action::TokenScrollDown => "scroll tokens",
         }
     }
 }

@@ -363,7 +363,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         }
         Action::SearchNext => views::search::jump_hit(state, 1),
         Action::SearchPrev => views::search::jump_hit(state, -1),
-        // Keys the view did not take (moving in a view without a list, say).
+        // Keys the view did not take (moving in a view without a list, the token strip's outside the episode view).
         Action::Quit
         | Action::Up
         | Action::Down
@@ -378,7 +378,9 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         | Action::PrevItem
         | Action::NextItem
         | Action::ScrollUp
-        | Action::ScrollDown => return Effects::none(),
+        | Action::ScrollDown
+        | Action::TokenScrollUp
+        | Action::TokenScrollDown => return Effects::none(),
     }
     Effects::redraw()
 }

@@ -239,3 +239,58 @@ fn the_explanation_panel_says_whether_depos_tokens_per_step_were_counted_or_esti
     let estimated = depo_panel(false);
     assert!(estimated.contains("tokens per step: estimated (the run's recorded"), "{estimated}");
 }
+
+/// A step of `n` tokens ` w0`, ` w1`, …, every one trained.
+fn long_step(n: usize) -> StepTokens {
+    let texts: Vec<String> = (0..n).map(|i| format!(" w{i}")).collect();
+    let texts: Vec<Option<&str>> = texts.iter().map(|t| Some(t.as_str())).collect();
+    StepTokens::new((0..n as i32).collect(), vec![true; n], &texts)
+        .with(Channel::Advantage, (0..n).map(|i| Some(i as f32 / n as f32 - 0.5)).collect())
+}
+
+#[test]
+fn the_scroll_keys_move_the_strip_and_another_step_starts_it_from_the_top() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, long_step(600)), (1, step1())]);
+    let mut s = state(&dir, (80, 24));
+    socks_episode(&mut s);
+    keys(&mut s, &[Action::TokenScrollDown, Action::TokenScrollDown]);
+    assert_eq!(s.ui.episode.token_scroll, 8);
+    keys(&mut s, &[Action::TokenScrollUp]);
+    assert_eq!(s.ui.episode.token_scroll, 4);
+    keys(&mut s, &[Action::TokenScrollUp, Action::TokenScrollUp]);
+    assert_eq!(s.ui.episode.token_scroll, 0, "never above the first line");
+    keys(&mut s, &[Action::TokenScrollDown, Action::Down]);
+    assert_eq!(s.ui.episode.token_scroll, 0, "another step shows its strip from the top");
+}
+
+#[test]
+fn a_long_strip_scrolls_with_its_position_shown() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, long_step(2048)), (1, step1())]);
+    let mut s = state(&dir, (120, 40));
+    socks_episode(&mut s);
+    let top = render(&s);
+    let marker = |screen: &str| {
+        let line = screen.lines().find(|l| l.contains("tokens ") && l.contains(" of 2048")).unwrap_or_else(|| {
+            panic!("no position marker:\n{screen}");
+        });
+        let at = line.find("tokens ").unwrap();
+        line[at..].split_whitespace().nth(1).unwrap().to_string()
+    };
+    assert!(marker(&top).starts_with("1-"), "{top}");
+    assert!(top.contains(" w0 w1"), "{top}");
+    keys(&mut s, &[Action::TokenScrollDown]);
+    let moved = render(&s);
+    let range = marker(&moved);
+    let first: usize = range.split('-').next().unwrap().parse().unwrap();
+    assert!(first > 1, "{moved}");
+    assert!(moved.contains(&format!(" w{}", first - 1)) && !moved.contains(" w0 w1"), "{moved}");
+    insta::assert_snapshot!("token_strip_scrolled_120x40", moved);
+    // Past the end, the last lines stay shown: the marker ends at the last token.
+    for _ in 0..200 {
+        keys(&mut s, &[Action::TokenScrollDown]);
+    }
+    let end = render(&s);
+    assert!(marker(&end).ends_with("-2048"), "{end}");
+}

@@ -44,6 +44,7 @@ impl Component for EpisodeView {
         ];
         if state.episode_index().is_some_and(|e| step_tokens(state, e).is_some()) {
             hints.push(hint(&[TokenChannel], "token channel", "colour the token strip by the next channel"));
+            hints.push(hint(&[TokenScrollUp, TokenScrollDown], "scroll tokens", "scroll the token strip"));
         }
         hints
     }
@@ -94,6 +95,7 @@ impl Component for EpisodeView {
         let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
         state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
         state.ui.episode.obs_scroll = 0;
+        state.ui.episode.token_scroll = 0;
     }
 
     fn open(&self, state: &mut State) {
@@ -107,12 +109,27 @@ impl Component for EpisodeView {
     fn item(&self, state: &mut State, by: isize) {
         state.ui.sel.traj = clamp_add(state.ui.sel.traj, by, state.group_episodes().len());
         state.ui.episode.obs_scroll = 0;
+        state.ui.episode.token_scroll = 0;
+    }
+
+    fn on_action(&self, state: &mut State, a: Action) -> Option<crate::tui::update::Effects> {
+        let by = match a {
+            Action::TokenScrollUp => -TOKEN_SCROLL,
+            Action::TokenScrollDown => TOKEN_SCROLL,
+            _ => return super::standard(self, state, a),
+        };
+        let scroll = &mut state.ui.episode.token_scroll;
+        *scroll = (*scroll as isize).saturating_add(by).max(0) as usize;
+        Some(crate::tui::update::Effects::redraw())
     }
 
     fn scroll(&self, state: &mut State, by: isize) {
         scroll_obs(state, by);
     }
 }
+
+/// Lines of the token strip one scroll key moves.
+const TOKEN_SCROLL: isize = 4;
 
 /// Scroll the observation pane (the episode view's, and the play view's).
 pub fn scroll_obs(state: &mut State, by: isize) {
@@ -263,7 +280,7 @@ fn tokens_height(state: &State, tokens: &Result<(Arc<StepTokens>, StepSummary), 
     let (theme, width) = (&state.config.theme, area.width.saturating_sub(2) as usize);
     let lines = match tokens {
         Ok((t, s)) => {
-            strip::strip_lines(theme, t, state.ui.episode.token_channel, width).len()
+            strip::strip_lines(theme, t, state.ui.episode.token_channel, width).0.len()
                 + strip::summary_lines(theme, s, width).len()
         }
         Err(_) => 1,
@@ -291,20 +308,25 @@ fn tokens_pane(
     let inner = layout::inner(area);
     let height = inner.height as usize;
     let mut lines = strip::summary_lines(theme, summary, inner.width as usize);
-    let mut strip = strip::strip_lines(theme, t, channel, inner.width as usize);
+    let (strip, starts) = strip::strip_lines(theme, t, channel, inner.width as usize);
     // Where room is short, the legend goes first, then the summary's later lines; the strip keeps a line.
     let legend = height > lines.len() + strip.len().min(2);
     lines.truncate(height.saturating_sub(1 + usize::from(legend)).max(1));
     let room = height.saturating_sub(lines.len() + usize::from(legend));
     if strip.len() > room {
-        strip.truncate(room.saturating_sub(1));
-        let id = state.domain.episodes.get(e).map_or("", |ep| ep.id.as_str());
-        strip.push(Line::styled(
-            format!("⋯ the rest: gigscope tokens --episode {id} --step {}", state.ui.sel.step),
-            theme.dim(),
-        ));
+        // A window of the strip from the user's scroll, kept in range, and where it is among the tokens.
+        let shown = room.saturating_sub(1).max(1);
+        let skip = state.ui.episode.token_scroll.min(strip.len() - shown);
+        let first = starts.get(skip).map_or(0, |&i| i + 1);
+        let last = starts.get(skip + shown).map_or(t.len(), |&i| i);
+        let keys = [Action::TokenScrollUp, Action::TokenScrollDown]
+            .map(|a| state.config.keymap.first_label(a).unwrap_or_default())
+            .join("/");
+        lines.push(Line::styled(format!("tokens {first}-{last} of {} · {keys} scroll", t.len()), theme.dim()));
+        lines.extend(strip.into_iter().skip(skip).take(shown));
+    } else {
+        lines.extend(strip);
     }
-    lines.extend(strip);
     if legend {
         lines.push(strip::legend_line(theme, channel));
     }

@@ -75,8 +75,14 @@ pub fn token_label(tokens: &StepTokens, i: usize) -> String {
 }
 
 /// The strip's lines at `width` columns: tokens one after another, a line broken where the next token does
-/// not fit and after a token that ends a line of the response; a token wider than the strip is cut.
-pub fn strip_lines(theme: &Theme, tokens: &StepTokens, channel: TokenChannel, width: usize) -> Vec<Line<'static>> {
+/// not fit and after a token that ends a line of the response; a token wider than the strip is cut. With them,
+/// the token each line begins with.
+pub fn strip_lines(
+    theme: &Theme,
+    tokens: &StepTokens,
+    channel: TokenChannel,
+    width: usize,
+) -> (Vec<Line<'static>>, Vec<usize>) {
     let width = width.max(1);
     let foreign = foreign_turns(tokens);
     let max = (0..tokens.len())
@@ -85,16 +91,22 @@ pub fn strip_lines(theme: &Theme, tokens: &StepTokens, channel: TokenChannel, wi
         .filter(|v| v.is_finite())
         .fold(0f64, |m, v| m.max(f64::from(v).abs()));
     let mut lines = Vec::new();
+    // The token each line begins with (or goes on with), pushed with the line.
+    let mut starts = Vec::new();
     let mut line: Vec<Span<'static>> = Vec::new();
-    let mut used = 0usize;
+    let (mut used, mut start) = (0usize, 0usize);
     for i in 0..tokens.len() {
         let label = token_label(tokens, i);
         let s = style(theme, channel, look(tokens, channel, &foreign, i), max);
         let mut rest: Vec<char> = label.chars().collect();
+        if line.is_empty() {
+            start = i;
+        }
         while !rest.is_empty() {
             if used > 0 && used + rest.len() > width {
                 lines.push(Line::from(std::mem::take(&mut line)));
-                used = 0;
+                starts.push(start);
+                (used, start) = (0, i);
             }
             let take = rest.len().min(width - used);
             line.push(Span::styled(rest.drain(..take).collect::<String>(), s));
@@ -102,13 +114,15 @@ pub fn strip_lines(theme: &Theme, tokens: &StepTokens, channel: TokenChannel, wi
         }
         if tokens.token_text(i).is_some_and(|t| t.ends_with('\n')) {
             lines.push(Line::from(std::mem::take(&mut line)));
+            starts.push(start);
             used = 0;
         }
     }
     if !line.is_empty() {
         lines.push(Line::from(line));
+        starts.push(start);
     }
-    lines
+    (lines, starts)
 }
 
 fn figure(value: Option<f64>, decimals: usize) -> String {
