@@ -265,6 +265,24 @@ fn the_scroll_keys_move_the_strip_and_another_step_starts_it_from_the_top() {
 }
 
 #[test]
+fn the_scroll_keys_are_on_the_hint_bar_only_where_every_other_hint_fits() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, long_step(600)), (1, step1())]);
+    let mut s = state(&dir, (80, 24));
+    socks_episode(&mut s);
+    let labels = |width: usize| -> Vec<&str> {
+        gigscope::tui::ui::fitted_hints(&s, width).into_iter().map(|(_, h)| h.label).collect()
+    };
+    let narrow = labels(80);
+    assert!(!narrow.contains(&"scroll tokens"), "{narrow:?}");
+    // The scroll hint would fit where search does, but goes first: the line over the strip names its keys.
+    let medium = labels(120);
+    assert!(medium.contains(&"search") && !medium.contains(&"scroll tokens"), "{medium:?}");
+    let wide = labels(400);
+    assert!(wide.contains(&"scroll tokens") && wide.contains(&"follow"), "{wide:?}");
+}
+
+#[test]
 fn a_long_strip_scrolls_with_its_position_shown() {
     let (_tmp, dir) = copy_fixture("basic");
     write(&dir, "it0-socks-t1", &[(0, long_step(2048)), (1, step1())]);

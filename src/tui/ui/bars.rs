@@ -197,7 +197,7 @@ fn search_prompt_hint() -> String {
 }
 
 fn hint(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
-    Hint { actions: actions.to_vec(), label, help, essential: false }
+    Hint { actions: actions.to_vec(), label, help, essential: false, spare: false }
 }
 
 fn essential(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
@@ -265,15 +265,15 @@ pub(crate) fn hint_keys(state: &State, h: &Hint) -> String {
     h.actions.iter().filter_map(|a| state.config.keymap.first_label(*a)).collect::<Vec<_>>().join("/")
 }
 
-/// The hints that fit in `width` columns, in order: the least useful non-essential ones are left out first,
-/// so help and quit are never cut (everything left out is in the help).
+/// The hints that fit in `width` columns, in order: the spare ones are left out first, then the least useful
+/// non-essential ones, so help and quit are never cut (everything left out is in the help).
 pub fn fitted_hints(state: &State, width: usize) -> Vec<(String, Hint)> {
     let mut v: Vec<(String, Hint)> =
         hints(state).into_iter().map(|h| (hint_keys(state, &h), h)).filter(|(k, _)| !k.is_empty()).collect();
     let len =
         |v: &[(String, Hint)]| v.iter().map(|(k, h)| k.chars().count() + h.label.chars().count() + 3).sum::<usize>();
     while len(&v) > width {
-        match v.iter().rposition(|(_, h)| !h.essential) {
+        match v.iter().rposition(|(_, h)| h.spare).or_else(|| v.iter().rposition(|(_, h)| !h.essential)) {
             Some(i) => {
                 v.remove(i);
             }

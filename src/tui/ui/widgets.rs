@@ -128,4 +128,6 @@ pub struct Hint {
     pub help: &'static str,
     /// Kept on the bar however narrow the terminal (help, quit, back).
     pub essential: bool,
+    /// On the bar only where every other hint fits too: keys the screen already names beside what they act on.
+    pub spare: bool,
 }

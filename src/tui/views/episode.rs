@@ -44,7 +44,9 @@ impl Component for EpisodeView {
         ];
         if state.episode_index().is_some_and(|e| step_tokens(state, e).is_some()) {
             hints.push(hint(&[TokenChannel], "token channel", "colour the token strip by the next channel"));
-            hints.push(hint(&[TokenScrollUp, TokenScrollDown], "scroll tokens", "scroll the token strip"));
+            // Spare: the line over the strip names these keys where the strip is long enough to scroll.
+            let scroll = hint(&[TokenScrollUp, TokenScrollDown], "scroll tokens", "scroll the token strip");
+            hints.push(Hint { spare: true, ..scroll });
         }
         hints
     }

@@ -247,7 +247,7 @@ pub fn go(state: &mut State, view: View) {
 
 /// A hint for the bar and the help.
 pub fn hint(actions: &[Action], label: &'static str, help: &'static str) -> Hint {
-    Hint { actions: actions.to_vec(), label, help, essential: false }
+    Hint { actions: actions.to_vec(), label, help, essential: false, spare: false }
 }
 
 /// What a view draws instead of an episode whose text could not be read back from the run's file (truncated,
