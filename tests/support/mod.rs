@@ -7,6 +7,7 @@ pub mod depo;
 pub mod live;
 pub mod opening;
 pub mod plugin;
+pub mod ray;
 pub mod runs;
 pub mod screen;
 pub mod tmux;

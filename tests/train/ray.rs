@@ -1,88 +1,24 @@
-//! Bursts as Ray jobs against a real Ray: a local head on loopback (Ray pinned and pip-installed by
-//! `./scripts/dev test` into `target/ray-venv`, or `$GIGSCOPE_TEST_RAY` naming a `ray` executable), shared by
-//! the cases of one test and stopped at the end whatever happens (`ray stop` in a drop guard). The job's
-//! entrypoint is gigscope's own `train` (the plugin built next to the binary), so no GPU is needed.
+//! Bursts as Ray jobs against a real Ray: a local head on loopback (`tests/support/ray.rs`), shared by the
+//! cases of one test and stopped at the end whatever happens. The job's entrypoint is gigscope's own `train`
+//! (the plugin built next to the binary), so no GPU is needed.
 //!
 //! Without Ray or the plugin the head's test is skipped, except in CI.
 #![cfg(feature = "train")]
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use gigscope::ray_job::{JobState, RayClient};
+use gigscope::ray_job::JobState;
 use serde_json::Value;
 
 use crate::support::plugin::plugin;
+use crate::support::ray::{free_port, ray_executable, Head};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
 /// A bound on every wait, so that a broken Ray fails the test instead of hanging it (not a timing goal).
 const PATIENCE: Duration = Duration::from_secs(120);
 const SMALL: [&str; 8] = ["--env", "toy", "--goals", "2", "--group-size", "2", "--eval-goals", "2"];
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// The `ray` executable, or `None` (skip) where it is not installed, which CI does not allow.
-fn ray_executable() -> Option<PathBuf> {
-    let path = std::env::var_os("GIGSCOPE_TEST_RAY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ray-venv/bin/ray"));
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} is missing: `./scripts/dev test` installs Ray", path.display());
-    eprintln!("{} not installed: skipping", path.display());
-    None
-}
-
-/// A Ray head on loopback, stopped when dropped.
-struct Head {
-    ray: PathBuf,
-    address: String,
-    _temp: tempfile::TempDir,
-}
-
-impl Head {
-    fn start(ray: PathBuf) -> Head {
-        // Short: Ray's socket paths live under it.
-        let temp = tempfile::Builder::new().prefix("gsray").tempdir_in("/tmp").unwrap();
-        let dashboard = free_port();
-        let ports = [
-            ("--port", free_port()),
-            ("--dashboard-port", dashboard),
-            ("--ray-client-server-port", free_port()),
-            ("--dashboard-agent-listen-port", free_port()),
-            ("--metrics-export-port", free_port()),
-        ];
-        let mut cmd = Command::new(&ray);
-        cmd.args(["start", "--head", "--dashboard-host", "127.0.0.1", "--node-ip-address", "127.0.0.1"])
-            .args(["--num-cpus", "1", "--include-dashboard", "true", "--disable-usage-stats"])
-            .arg("--temp-dir")
-            .arg(temp.path());
-        for (flag, port) in ports {
-            cmd.arg(flag).arg(port.to_string());
-        }
-        let head = Head { ray, address: format!("http://127.0.0.1:{dashboard}"), _temp: temp };
-        let out = cmd.env("RAY_USAGE_STATS_ENABLED", "0").output().unwrap();
-        assert!(out.status.success(), "ray start: {}{}", text(&out.stdout), text(&out.stderr));
-        let client = RayClient::new(&head.address).unwrap();
-        let since = Instant::now();
-        while client.version().is_err() {
-            assert!(since.elapsed() < PATIENCE, "the dashboard at {} never answered", head.address);
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        head
-    }
-}
-
-impl Drop for Head {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.ray).args(["stop", "--force"]).stdout(Stdio::null()).stderr(Stdio::null()).status();
-    }
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -129,7 +65,7 @@ fn bursts_run_as_ray_jobs_on_a_local_head() {
     }
     let Some(ray) = ray_executable() else { return };
     let head = Head::start(ray);
-    let client = RayClient::new(&head.address).unwrap();
+    let client = head.client();
     let home = tempfile::tempdir().unwrap();
 
     // gigscope's own train as the job: the settings arrive as its flags, the run validates, and it records the
@@ -210,6 +146,11 @@ fn bursts_run_as_ray_jobs_on_a_local_head() {
         "{err}"
     );
     assert!(err.contains("failed") && err.contains(&head.address), "{err}");
+    // Ray's message without its own copy of the log (gigscope quotes the tail once, after it).
+    assert!(
+        err.contains("failed: Job entrypoint command failed with exit code 3\n--- last lines of its log ---\n"),
+        "{err}"
+    );
     let record = ray_record(&run);
     assert_eq!(record["outcome"]["status"], "FAILED", "{record:#}");
     assert_eq!(record["profile"], "doomed");

@@ -15,6 +15,7 @@ mod other_trainers;
 mod overview_spread;
 mod picture;
 mod play;
+mod ray_e2e;
 mod settings_recompute;
 mod small_screens;
 mod snapshots;

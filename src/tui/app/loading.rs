@@ -35,12 +35,18 @@ pub fn open_as(
     // Part by part, each part's episodes taken in lean before the next is read: the run's text is never in
     // memory whole.
     let (run, mut tails) = live::start_as(dir, from, options)?;
-    let mut state = State::new(run, config, size);
-    state.jobs.burst_host = crate::tui::burst_dialog::BurstHost::of_this_process();
+    let mut state = new_state(run, config, size);
     state.domain.read_all(&mut tails);
     state.rebuild();
     note_partial_groups(&mut state);
     Ok((state, tails))
+}
+
+/// A state for `run` in this process: a Ray burst's command names this binary and directory (read once, here).
+fn new_state(run: crate::run::Run, config: Config, size: (u16, u16)) -> State {
+    let mut state = State::new(run, config, size);
+    state.jobs.burst_host = crate::tui::burst_dialog::BurstHost::of_this_process();
+    state
 }
 
 /// The run's partial groups (cut short by a writer that stopped: [`crate::run::partial_groups`]) as reader
@@ -68,7 +74,7 @@ pub fn start(
     cache: Option<PathBuf>,
 ) -> Result<(State, Opening), AppError> {
     let (run, mut tails) = live::start_as(dir, from, options)?;
-    let mut state = State::new(run, config, (80, 24));
+    let mut state = new_state(run, config, (80, 24));
     let gigscope = tails.layout() == Layout::Gigscope;
     let cache = cache.filter(|_| gigscope).map(|root| state.domain.keep_load_cache(root));
     // The watcher takes the episodes in lean as it parses them (see `LeanReading`).
