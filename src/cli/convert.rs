@@ -84,25 +84,9 @@ fn remove_abandoned_staging(parent: &Path, name: &str) {
         else {
             continue;
         };
-        if !process_alive(pid) {
+        if !crate::run::process_alive(pid) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
-    }
-}
-
-fn process_alive(pid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        // Signal 0 checks that the process exists without sending anything; EPERM means it exists.
-        let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
-        // SAFETY: kill with signal 0 has no effect on the target.
-        let status = unsafe { libc::kill(pid, 0) };
-        status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
     }
 }
 

@@ -86,7 +86,7 @@ impl std::fmt::Display for PluginBuild {
 
 /// The background build of the plugin, where one is (or was, and failed) beside a place the plugin is looked for.
 pub fn plugin_build() -> Option<PluginBuild> {
-    candidates().0.iter().find_map(|plugin| read_status(plugin, process_alive))
+    candidates().0.iter().find_map(|plugin| read_status(plugin, crate::run::process_alive))
 }
 
 /// The build of the plugin at `plugin`, from its status file; `alive` says whether a process id still runs.
@@ -135,14 +135,4 @@ fn header_number(header: &str, key: &str) -> Option<u64> {
     let rest = &header[header.find(key)? + key.len()..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
-}
-
-#[cfg(target_os = "linux")]
-fn process_alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
-}
-
-#[cfg(not(target_os = "linux"))]
-fn process_alive(_pid: u32) -> bool {
-    true
 }

@@ -7,6 +7,9 @@
 //! - an append that fails part-way (a full disk) is cut back to the file's length before it, so a failed
 //!   write leaves the file as it was and the error names the file.
 //!
+//! Opening a run also removes the temporary files of atomic replacements whose writer was killed before the
+//! rename ([`remove_abandoned_temporaries`]).
+//!
 //! One writer appends to a run at a time: the cut assumes nobody else is mid-append when the file is opened.
 
 use std::fs::{File, OpenOptions};
@@ -30,6 +33,7 @@ impl RunWriter {
     /// Open `dir` for appending; existing lines are kept.
     pub fn create(dir: &Path) -> Result<Self, RunError> {
         std::fs::create_dir_all(dir).map_err(RunError::io(dir))?;
+        remove_abandoned_temporaries(dir);
         Ok(RunWriter {
             dir: dir.to_path_buf(),
             episodes: Appender::open(dir.join(EPISODES_FILE))?,
@@ -145,6 +149,38 @@ fn cut_torn_tail(path: &Path, file: &mut File) -> Result<(), RunError> {
 }
 
 /// Write `bytes` to a temporary file beside `path`, sync it, and rename it over `path`.
+/// Whether process `pid` still runs.
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // Signal 0 checks that the process exists without sending anything; EPERM means it exists.
+        let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+        // SAFETY: kill with signal 0 has no effect on the target.
+        let status = unsafe { libc::kill(pid, 0) };
+        status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// Temporary files `.NAME.tmp<pid>` that [`write_atomic`] left in `dir` because its process was killed between
+/// creating and renaming them (a checkpoint, `run.json`) are removed; one whose process still runs belongs to a
+/// writer at work and is left alone.
+pub fn remove_abandoned_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str().filter(|n| n.starts_with('.')) else { continue };
+        let Some(pid) = name.rsplit_once(".tmp").and_then(|(_, pid)| pid.parse::<u32>().ok()) else { continue };
+        if !process_alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

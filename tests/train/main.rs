@@ -7,6 +7,7 @@ mod support;
 mod advantages;
 mod burst;
 mod golden;
+mod kill;
 mod ray;
 mod service;
 mod truth;

@@ -1,0 +1,116 @@
+//! Kill-anywhere: `gigscope train` killed (SIGKILL) at pseudo-random moments (every other kill soon after the
+//! start, the others once it has begun to write), again and again on one run, each time continued from where it
+//! stood (`--resume` from the checkpoint, `--append` before the first one). After every kill: no complete line
+//! written before is lost or changed, and `validate` finds nothing wrong but what a kill may leave (an unfinished
+//! last line, a group cut short), reported as such. At the end a last continuation finishes, and the run
+//! validates clean with no temporary file left behind.
+
+#![cfg(feature = "train")]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
+const KILLS: u64 = 24;
+
+fn train(run: &Path, iterations: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["train", "--env", "toy", "--device", "cpu", "--goals", "2", "--group-size", "2", "--eval-goals", "2"])
+        .args(["--seed", "3", "--iterations", iterations, "--run"])
+        .arg(run);
+    if run.join("checkpoint.ot").is_file() {
+        cmd.arg("--resume");
+    } else if complete_lines(run) > 0 {
+        cmd.arg("--append");
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd
+}
+
+fn episodes(run: &Path) -> Vec<u8> {
+    std::fs::read(run.join("episodes.jsonl")).unwrap_or_default()
+}
+
+fn file_len(run: &Path) -> u64 {
+    std::fs::metadata(run.join("episodes.jsonl")).map_or(0, |m| m.len())
+}
+
+fn complete_lines(run: &Path) -> usize {
+    episodes(run).iter().filter(|b| **b == b'\n').count()
+}
+
+/// The lines of `complete` (whole lines, in iteration order) before its last iteration's first line.
+fn finished_iterations(complete: &[u8]) -> &[u8] {
+    let iteration =
+        |line: &[u8]| serde_json::from_slice::<serde_json::Value>(line).ok().and_then(|v| v["iteration"].as_i64());
+    let lines: Vec<&[u8]> = complete.split_inclusive(|b| *b == b'\n').collect();
+    let Some(last) = lines.iter().filter_map(|l| iteration(l)).max() else { return &complete[..0] };
+    let end: usize = lines.iter().take_while(|l| iteration(l).is_none_or(|i| i < last)).map(|l| l.len()).sum();
+    &complete[..end]
+}
+
+/// `validate RUN`: its exit status and the problems it listed (standard error).
+fn validate(run: &Path) -> (bool, String) {
+    let out = Command::new(BIN).arg("validate").arg(run).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn train_killed_anywhere_again_and_again_loses_nothing_and_goes_on() {
+    let temp = tempfile::tempdir().unwrap();
+    let run = temp.path().join("run");
+    let mut kept: Vec<u8> = Vec::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for kill in 0..KILLS {
+        let written = file_len(&run);
+        let mut child = train(&run, "1000").spawn().unwrap();
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let random = state >> 33;
+        if kill % 2 == 0 {
+            // 0.1 to 2.6 s after the start: while libtorch loads, while the first group is played.
+            std::thread::sleep(Duration::from_millis(100 + random % 2_500));
+        } else {
+            // Once it has started writing, 0 to 0.4 s on: while lines and the checkpoint are written.
+            let deadline = Instant::now() + Duration::from_secs(300);
+            while file_len(&run) == written && Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(random % 400));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let bytes = episodes(&run);
+        let complete = &bytes[..bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)];
+        // What a continuation may drop is the last iteration's lines: `--resume` cuts those the checkpoint does not
+        // cover (the iteration is played again), and a torn tail goes to a side file. Every earlier line stays.
+        assert!(
+            complete.starts_with(finished_iterations(&kept)),
+            "kill {kill}: complete lines of finished iterations were lost or changed"
+        );
+        kept = complete.to_vec();
+        let (clean, problems) = validate(&run);
+        if !clean && run.join("episodes.jsonl").is_file() {
+            for problem in problems.lines() {
+                assert!(
+                    problem.contains("unfinished") || problem.contains("torn") || problem.contains("partial"),
+                    "kill {kill}: validate found more than a kill leaves: {problem}"
+                );
+            }
+        }
+    }
+    assert!(!kept.is_empty(), "no kill came late enough for a line to be written: the schedule is too short");
+    let out = train(&run, "1").output().unwrap();
+    assert!(out.status.success(), "continuing after {KILLS} kills failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(episodes(&run).starts_with(finished_iterations(&kept)), "the last continuation lost lines");
+    let (clean, problems) = validate(&run);
+    let partial_only = problems.lines().all(|p| p.contains("partial"));
+    assert!(clean || partial_only, "the continued run does not validate: {problems}");
+    let left: Vec<String> = std::fs::read_dir(&run)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".tmp") || name.contains("converting"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+}
