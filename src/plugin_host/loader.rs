@@ -125,16 +125,7 @@ const HOW_TO_GET_IT: &str = "Build it with `./scripts/dev run` (sets up libtorch
      gigscope), or `cargo build --release -p gigscope-train` where libtorch is set up (README, Set-up), or point \
      GIGSCOPE_TRAIN_LIB at it. Everything else in gigscope works without it.";
 
-/// The plugin, or why not: a plugin that is missing or of another build while it is being built (or its build
-/// failed) is reported as that build.
 fn load() -> Result<Plugin, Unavailable> {
-    load_found().map_err(|unavailable| match super::building::plugin_build() {
-        Some(build) => Unavailable(format!("training is unavailable: {build}")),
-        None => unavailable,
-    })
-}
-
-fn load_found() -> Result<Plugin, Unavailable> {
     let (paths, from_env) = candidates();
     let Some(path) = paths.iter().find(|p| p.is_file()) else {
         let looked = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");

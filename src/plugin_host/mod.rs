@@ -37,7 +37,12 @@ impl Training {
     /// The plugin, loaded on the first call in this process (this is when libtorch is loaded; it takes a
     /// moment). Later calls return it at once.
     pub fn load() -> Result<Training, Unavailable> {
-        Ok(Training { plugin: loader::plugin()? })
+        // A plugin that is missing or of another build while it is being built (or its build failed) is reported
+        // as that build.
+        loader::plugin().map(|plugin| Training { plugin }).map_err(|unavailable| match building::plugin_build() {
+            Some(build) => Unavailable(format!("training is unavailable: {build}")),
+            None => unavailable,
+        })
     }
 
     /// Where the plugin was loaded from.
