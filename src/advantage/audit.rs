@@ -5,15 +5,17 @@
 //! `click[product]`, an option value on an item page is `click[option]`; WebShop's buttons keep their names:
 //! `click[buy now]`, `click[next >]`, …) and any other action (a Sokoban move) is itself, lower-cased; or by a
 //! user's regex, whose first capture group (else its whole match) is the behaviour and which puts the actions it
-//! does not match in [`UNMATCHED`]. Actions are taken as given: the caller extracts them from responses first
-//! ([`crate::text::action`]).
+//! does not match in [`UNMATCHED`]; or by trajectory queries as the search view accepts them ([`Matched`]: the
+//! steps each query matched, which the caller asks the search index for): a step is the behaviour of the first
+//! query that matched it, named by the query, else [`UNMATCHED`]. Actions are taken as given: the caller extracts
+//! them from responses first ([`crate::text::action`]).
 //!
 //! Per behaviour: its row count, its advantage mass Σ A over its rows, its token mass Σ A × (masked tokens)
 //! over the rows whose token records are known (absent where none is), and the change of its mass from the
 //! previous iteration (a behaviour seen only there is listed with no rows, its mass gone). The masses of an
 //! iteration sum to its total A; the list is ordered from the most pushed up to the most pushed down.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use regex::Regex;
 use serde::Serialize;
@@ -27,25 +29,39 @@ pub const UNMATCHED: &str = "(unmatched)";
 const BUTTONS: [&str; 8] =
     ["buy now", "next >", "< prev", "back to search", "description", "features", "reviews", "search"];
 
+/// The steps a trajectory query matched.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Matched {
+    /// The query as the user wrote it: the behaviour's name.
+    pub query: String,
+    pub rows: BTreeSet<RowRef>,
+}
+
 /// How steps are grouped into behaviours.
 #[derive(Clone, Debug, Default)]
-pub enum Behaviours {
+pub enum Behaviours<'a> {
     /// Verb and target, collapsed as the module doc says.
     #[default]
     Verbs,
     /// A user's regex.
     Pattern(Regex),
+    /// Trajectory queries, the first that matched a step being its behaviour.
+    Queries(&'a [Matched]),
 }
 
-impl Behaviours {
-    /// The behaviour of `action`, taken on a page of type `page` where the run records one.
-    pub fn of(&self, action: &str, page: Option<&str>) -> String {
+impl Behaviours<'_> {
+    /// The behaviour of the step at `at`, whose action is `action`, taken on a page of type `page` where the run
+    /// records one.
+    pub fn of(&self, at: RowRef, action: &str, page: Option<&str>) -> String {
         match self {
             Behaviours::Verbs => verb_and_target(action, page),
             Behaviours::Pattern(re) => re
                 .captures(action)
                 .and_then(|caps| caps.get(1).or_else(|| caps.get(0)))
                 .map_or_else(|| UNMATCHED.to_owned(), |m| m.as_str().to_owned()),
+            Behaviours::Queries(queries) => {
+                queries.iter().find(|q| q.rows.contains(&at)).map_or_else(|| UNMATCHED.to_owned(), |q| q.query.clone())
+            }
         }
     }
 }
@@ -173,6 +189,8 @@ mod tests {
 
     use super::*;
 
+    const AT: RowRef = RowRef { episode: 0, step: 0 };
+
     fn row(step: u32, behaviour: &str, advantage: f64, masked_tokens: Option<u32>) -> AuditRow {
         AuditRow { at: RowRef { episode: 0, step }, behaviour: behaviour.into(), advantage, masked_tokens }
     }
@@ -180,24 +198,40 @@ mod tests {
     #[test]
     fn verbs_and_targets_collapse_the_targets_that_name_one_of_many() {
         let b = Behaviours::Verbs;
-        assert_eq!(b.of("search[red shoes size 8]", Some("search")), "search[*]");
-        assert_eq!(b.of("click[Buy Now]", Some("item")), "click[buy now]");
-        assert_eq!(b.of("click[next >]", Some("results")), "click[next >]");
-        assert_eq!(b.of("click[b07xyz1234]", None), "click[product]");
-        assert_eq!(b.of("click[some title]", Some("results")), "click[product]");
-        assert_eq!(b.of("click[medium]", Some("item")), "click[option]");
-        assert_eq!(b.of("click[medium]", None), "click[option]");
-        assert_eq!(b.of(" Up ", None), "up");
-        assert_eq!(b.of("open[door 2]", None), "open[door 2]");
+        assert_eq!(b.of(AT, "search[red shoes size 8]", Some("search")), "search[*]");
+        assert_eq!(b.of(AT, "click[Buy Now]", Some("item")), "click[buy now]");
+        assert_eq!(b.of(AT, "click[next >]", Some("results")), "click[next >]");
+        assert_eq!(b.of(AT, "click[b07xyz1234]", None), "click[product]");
+        assert_eq!(b.of(AT, "click[some title]", Some("results")), "click[product]");
+        assert_eq!(b.of(AT, "click[medium]", Some("item")), "click[option]");
+        assert_eq!(b.of(AT, "click[medium]", None), "click[option]");
+        assert_eq!(b.of(AT, " Up ", None), "up");
+        assert_eq!(b.of(AT, "open[door 2]", None), "open[door 2]");
     }
 
     #[test]
     fn a_pattern_groups_by_its_first_group_and_names_what_it_misses() {
         let b = Behaviours::Pattern(Regex::new(r"^click\[(.*)\]$").unwrap());
-        assert_eq!(b.of("click[medium]", Some("item")), "medium");
-        assert_eq!(b.of("search[x]", None), UNMATCHED);
+        assert_eq!(b.of(AT, "click[medium]", Some("item")), "medium");
+        assert_eq!(b.of(AT, "search[x]", None), UNMATCHED);
         let whole = Behaviours::Pattern(Regex::new(r"search").unwrap());
-        assert_eq!(whole.of("search[x]", None), "search");
+        assert_eq!(whole.of(AT, "search[x]", None), "search");
+    }
+
+    #[test]
+    fn queries_name_the_steps_they_matched_the_first_one_winning() {
+        let at = |episode, step| RowRef { episode, step };
+        let queries = [
+            Matched { query: "action:\"buy now\"".into(), rows: [at(0, 2), at(1, 1)].into() },
+            Matched { query: "page:item".into(), rows: [at(0, 2), at(1, 0)].into() },
+        ];
+        let b = Behaviours::Queries(&queries);
+        // The action does not decide: the query's match does.
+        assert_eq!(b.of(at(0, 2), "click[medium]", Some("item")), "action:\"buy now\"");
+        assert_eq!(b.of(at(1, 0), "click[buy now]", Some("item")), "page:item");
+        assert_eq!(b.of(at(1, 1), "x", None), "action:\"buy now\"");
+        assert_eq!(b.of(at(2, 0), "click[buy now]", Some("item")), UNMATCHED);
+        assert_eq!(Behaviours::Queries(&[]).of(at(0, 0), "up", None), UNMATCHED);
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //!
 //! Advantages are the run's under the usual settings flags (and `--estimator`); actions are extracted from the
 //! responses by the run's action rule ([`crate::text::action`]); the token mass counts each step's masked
-//! tokens from the run's token store, where it has one.
+//! tokens from the run's token store, where it has one (the index's count where it records one, else the
+//! record's mask). Grouped by `--query`, the steps each query matches are found in the run's search index
+//! ([`crate::index`], brought up to date first under the same settings, as `gigscope search` does).
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,8 +19,9 @@ use serde::Serialize;
 use super::estimate::estimate;
 use super::flags::{FamilyFlags, SettingsFlags, TableOrJson as Format};
 use super::source::SourceFlags;
-use crate::advantage::audit::{audit, Audit, AuditRow, BehaviourCredit, Behaviours};
-use crate::advantage::{AdvantageTable, RowRef};
+use crate::advantage::audit::{audit, Audit, AuditRow, BehaviourCredit, Behaviours, Matched};
+use crate::advantage::{compute, AdvantageSettings, AdvantageTable, RowRef};
+use crate::index::{default_cache_dir, TrajectoryIndex};
 use crate::run::tokens::TokenStore;
 use crate::run::Run;
 use crate::text::action::ActionRule;
@@ -31,8 +35,17 @@ pub struct Args {
     pub iteration: i64,
     /// Group actions by this regex instead of by verb and target: its first capture group (else its whole
     /// match) is the behaviour; actions it does not match are "(unmatched)".
-    #[arg(long, value_name = "REGEX")]
+    #[arg(long, value_name = "REGEX", conflicts_with = "query")]
     pub by: Option<String>,
+    /// Group steps by trajectory queries as `gigscope search` and the search view accept them (repeat for
+    /// several): a step is the behaviour of the first query that matches it, named by the query; steps no query
+    /// matches are "(unmatched)". E.g. `--query 'action:"buy now"' --query 'page:item AND NOT action:"buy now"'`.
+    #[arg(long, value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// Cache directory for the search index that `--query` uses [default: $GIGSCOPE_CACHE,
+    /// $XDG_CACHE_HOME/gigscope or ~/.cache/gigscope].
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
     /// Behaviours listed each way in the table (the JSON lists every behaviour).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -49,8 +62,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.source.open_anchored(&args.run)?;
     let (settings, table) = estimate(&run, &args.settings, &args.family)?;
+    let matched = if args.query.is_empty() { Vec::new() } else { query_matches(&run, &settings, &args)? };
     let behaviours = match &args.by {
         Some(re) => Behaviours::Pattern(Regex::new(re).with_context(|| format!("--by {re:?}"))?),
+        None if !matched.is_empty() => Behaviours::Queries(&matched),
         None => Behaviours::Verbs,
     };
     let tokens = TokenStore::open(&run.dir).ok().filter(|store| store.episode_count() > 0);
@@ -72,6 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         iteration: args.iteration,
         previous_iteration: previous,
         by: args.by.clone(),
+        queries: &args.query,
         action_regex: rule.pattern_text(),
         total: result.total,
         rows: result.rows,
@@ -85,6 +101,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(err) if err.kind() != io::ErrorKind::BrokenPipe => Err(err.into()),
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The steps each of `--query` matches, from the run's search index (updated first). The index holds GiGPO's
+/// advantages under `settings` (as `gigscope search` does), whatever `--estimator` the audit's masses use.
+fn query_matches(run: &Run, settings: &AdvantageSettings, args: &Args) -> anyhow::Result<Vec<Matched>> {
+    let cache = match &args.cache {
+        Some(dir) => dir.clone(),
+        None => default_cache_dir().context("no cache directory: set GIGSCOPE_CACHE or HOME, or pass --cache")?,
+    };
+    let mut index = TrajectoryIndex::open(&args.run, &cache, settings)?;
+    if index.episodes_indexed() != run.episodes.len() {
+        eprintln!("indexing {} episode(s) into {}", run.episodes.len(), index.dir().display());
+    }
+    index.update(&run.episodes, &compute(&run.episodes, settings))?;
+    args.query
+        .iter()
+        .map(|query| {
+            let rows: BTreeSet<RowRef> = index
+                .positions(query)
+                .with_context(|| format!("--query {query:?}"))?
+                .into_iter()
+                .map(|(episode, step)| RowRef { episode: episode as u32, step: step as u32 })
+                .collect();
+            Ok(Matched { query: query.clone(), rows })
+        })
+        .collect()
 }
 
 /// The run's iterations, in order.
@@ -114,16 +156,19 @@ pub fn audit_rows(
     let mut rows = Vec::new();
     for (e, episode) in run.episodes.iter().enumerate().filter(|(_, e)| e.iteration == iteration) {
         let advantages = table.episode_rows(e);
+        let indexed = tokens.map(|store| store.steps(&episode.id)).unwrap_or_default();
         for (t, (step, row)) in episode.steps.iter().zip(advantages).enumerate() {
             let at = RowRef { episode: e as u32, step: t as u32 };
-            let masked_tokens = match tokens {
-                Some(store) => store
+            let counted = indexed.iter().find(|s| s.step == at.step).and_then(|s| s.trained);
+            let masked_tokens = match (counted, tokens) {
+                (Some(trained), _) => Some(trained),
+                (None, Some(store)) => store
                     .read(&episode.id, at.step)
                     .with_context(|| format!("tokens of episode {} step {t}", episode.id))?
                     .map(|record| record.mask.iter().filter(|&&m| m).count() as u32),
-                None => None,
+                (None, None) => None,
             };
-            let behaviour = behaviours.of(rule.extract(&step.action), step.page.as_deref());
+            let behaviour = behaviours.of(at, rule.extract(&step.action), step.page.as_deref());
             rows.push(AuditRow { at, behaviour, advantage: row.advantage, masked_tokens });
         }
     }
@@ -137,6 +182,8 @@ struct AuditOut<'a> {
     iteration: i64,
     previous_iteration: Option<i64>,
     by: Option<String>,
+    /// The trajectory queries the steps were grouped by (empty: by `by`, else by verb and target).
+    queries: &'a [String],
     /// The action regex the actions were extracted with (`null`: `<action>…</action>`, else the whole response).
     action_regex: Option<&'a str>,
     total: f64,

@@ -16,7 +16,7 @@ pub struct Args {
     #[command(flatten)]
     pub source: SourceFlags,
     /// Query, e.g. `action:"buy now" AND success:false AND adv:<0`. Text fields: instruction, observation,
-    /// action, thought; exact fields: id, group, page; numbers: success, valid, reward, return, adv, adv_e,
+    /// action (as extracted from the response by the run's action rule), response (whole), thought; exact fields: id, group, page; numbers: success, valid, reward, return, adv, adv_e,
     /// adv_s, stored_adv, delta, iteration, step, step_group_size, episode, and a TRL run's `rewards.NAME` of
     /// each reward function (ranges `[a TO b]`, comparisons `<`, `<=`, `>`, `>=`).
     pub query: String,
@@ -36,7 +36,10 @@ struct JsonHit<'a> {
     episode: usize,
     id: &'a str,
     step: usize,
+    /// The action extracted from the response.
     action: &'a str,
+    /// The response as recorded.
+    response: &'a str,
     reward: f64,
     advantage: f64,
     score: f32,
@@ -73,7 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             episode: hit.episode,
             id: &episode.id,
             step: hit.step,
-            action: &step.action,
+            action: settings.action.extract(&step.action),
+            response: &step.action,
             reward: step.reward,
             advantage: row.advantage,
             score: hit.score,

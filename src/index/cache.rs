@@ -11,8 +11,9 @@ use crate::advantage::KeyedAnchor;
 
 /// Bump when the schema or the meaning of a field changes: old indexes are then rebuilt, never misread (4: steps
 /// without a recorded page are indexed under their environment's page anchor; 5: `stored_adv`, `delta`,
-/// `rewards.NAME`, and no `reward` or `return` for an unscored TRL completion).
-pub(crate) const INDEX_FORMAT: u32 = 5;
+/// `rewards.NAME`, and no `reward` or `return` for an unscored TRL completion; 6: `action` is the action extracted
+/// by the settings' action rule, `response` the whole response).
+pub(crate) const INDEX_FORMAT: u32 = 6;
 
 /// The cache root: `$GIGSCOPE_CACHE`, else `$XDG_CACHE_HOME/gigscope`, else `~/.cache/gigscope`.
 pub fn default_cache_dir() -> Option<PathBuf> {

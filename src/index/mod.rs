@@ -1,11 +1,17 @@
 //! The trajectory index behind the TUI's search view and `gigscope search`: a tantivy index with one
-//! document per step, over the step's text (observation, action, thought), its episode's instruction and
-//! outcome, and the advantages the engine computed for it.
+//! document per step, over the step's text (observation, action, response, thought), its episode's instruction
+//! and outcome, and the advantages the engine computed for it.
+//!
+//! `action` is the step's action as the environment parsed it from the response, by the settings' action rule
+//! ([`crate::text::action`]: the content of `<action>…</action>`, or the run's regex): `action:"buy now"` finds
+//! the steps whose action is that, not those whose thought mentions it, and two responses with the same action
+//! and different thoughts match alike. `response` is the response as recorded, whole, so its thought stays
+//! searchable; where the rule takes the whole response (gigscope's own environments), the two are the same text.
 //!
 //! Queries use tantivy's query language: fielded terms (`page:item`), phrases (`action:"buy now"`), boolean
 //! operators (`AND`, `OR`, `NOT`, `-`, parentheses), ranges (`reward:[0 TO 0.5]`, `adv:{* TO -1}`) and
 //! comparisons (`adv:<-1`, `reward:>=0.5`, which tantivy 0.27's grammar accepts natively). Unfielded words
-//! search instruction, observation, action and thought; several words must all match.
+//! search instruction, observation, action, response and thought; several words must all match.
 //!
 //! Where it lives and when it is rebuilt:
 //! - Under a cache directory ([`default_cache_dir`]), keyed by a hash of the canonical run path and a hash
@@ -40,20 +46,23 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
+use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
 use tantivy::merge_policy::LogMergePolicy;
 use tantivy::query::{Occur, Query, QueryParser, QueryParserError};
 use tantivy::query_grammar::{self, UserInputAst, UserInputBound, UserInputLeaf};
 use tantivy::schema::{OwnedValue, Schema, Value};
 use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term,
+    DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentOrdinal, SegmentReader,
+    TantivyDocument, Term,
 };
 
 use crate::advantage::{AdvantageSettings, AdvantageTable};
 use crate::env::PageAnchor;
 use crate::run::text_on_disk::TextError;
 use crate::run::Episode;
+use crate::text::action::ActionRule;
 
 pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
@@ -171,6 +180,8 @@ pub struct TrajectoryIndex {
     searcher: IndexSearcher,
     /// The run's environment's page anchor, for steps that record no `page` (runs recorded elsewhere).
     page_anchor: Option<PageAnchor>,
+    /// How `action` is read from a step's response (the settings' rule, part of the index's key).
+    action_rule: ActionRule,
 }
 
 /// A handle that searches the committed part of a [`TrajectoryIndex`], shareable with other threads
@@ -242,8 +253,10 @@ impl TrajectoryIndex {
             .unwrap_or_default();
         let reader: IndexReader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err)?;
-        let mut parser =
-            QueryParser::for_index(&index, vec![fields.instruction, fields.observation, fields.action, fields.thought]);
+        let mut parser = QueryParser::for_index(
+            &index,
+            vec![fields.instruction, fields.observation, fields.action, fields.response, fields.thought],
+        );
         // Typing more words narrows the results, as in every search box.
         parser.set_conjunction_by_default();
         if fresh {
@@ -254,7 +267,16 @@ impl TrajectoryIndex {
         let current = RwLock::new(Committed { searcher: reader.searcher(), episodes: manifest.episodes });
         let searcher =
             IndexSearcher { shared: Arc::new(SearchShared { dir: dir.clone(), fields, parser, reader, current }) };
-        Ok(TrajectoryIndex { dir, index, fields, manifest, settings_key, searcher, page_anchor: None })
+        Ok(TrajectoryIndex {
+            dir,
+            index,
+            fields,
+            manifest,
+            settings_key,
+            searcher,
+            page_anchor: None,
+            action_rule: settings.action,
+        })
     }
 
     /// Index each step that records no `page` under the one `page_anchor` derives from its observation (the
@@ -430,7 +452,8 @@ impl TrajectoryIndex {
             let mut doc = TantivyDocument::default();
             doc.add_text(f.instruction, episode.instruction());
             doc.add_text(f.observation, &step.observation);
-            doc.add_text(f.action, &step.action);
+            doc.add_text(f.action, self.action_rule.extract(&step.action));
+            doc.add_text(f.response, &step.action);
             if let Some(thought) = &step.thought {
                 doc.add_text(f.thought, thought);
             }
@@ -479,6 +502,11 @@ impl TrajectoryIndex {
     /// The best `limit` matching steps, by score and then file order, and the number of matches.
     pub fn search(&self, query: &str, limit: usize) -> Result<SearchResults, IndexError> {
         self.searcher.search(query, limit)
+    }
+
+    /// Every matching step (see [`Snapshot::positions`]).
+    pub fn positions(&self, query: &str) -> Result<Vec<(usize, usize)>, IndexError> {
+        self.searcher.snapshot().positions(query)
     }
 }
 
@@ -553,10 +581,66 @@ impl Snapshot {
         Ok(SearchResults { total, hits })
     }
 
+    /// Every matching step as (episode, step), in file order: a set of steps (the credit audit's grouping by a
+    /// query), read from the fast columns without scoring or the document store.
+    pub fn positions(&self, query: &str) -> Result<Vec<(usize, usize)>, IndexError> {
+        let parsed = self.shared.parse(query)?;
+        let found = self
+            .committed
+            .searcher
+            .search(&parsed, &Positions)
+            .map_err(|source| IndexError::Tantivy { path: self.shared.dir.clone(), source })?;
+        Ok(found.into_iter().map(|(episode, step)| (episode as usize, step as usize)).collect())
+    }
+
     fn stored_id(&self, searcher: &Searcher, address: DocAddress) -> Result<String, IndexError> {
         let doc: TantivyDocument =
             searcher.doc(address).map_err(|source| IndexError::Tantivy { path: self.shared.dir.clone(), source })?;
         Ok(doc.get_first(self.shared.fields.id).and_then(|v| v.as_str()).unwrap_or_default().to_string())
+    }
+}
+
+/// Collects every matching document's (episode, step) from the fast columns.
+struct Positions;
+
+struct SegmentPositions {
+    episode: Column<u64>,
+    step: Column<u64>,
+    found: Vec<(u64, u64)>,
+}
+
+impl Collector for Positions {
+    type Fruit = Vec<(u64, u64)>;
+    type Child = SegmentPositions;
+
+    fn for_segment(&self, _: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<SegmentPositions> {
+        let column = |name: &str| segment.fast_fields().u64(name);
+        Ok(SegmentPositions { episode: column("episode")?, step: column("step")?, found: Vec::new() })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, segments: Vec<Vec<(u64, u64)>>) -> tantivy::Result<Vec<(u64, u64)>> {
+        let mut all: Vec<(u64, u64)> = segments.into_iter().flatten().collect();
+        all.sort_unstable();
+        Ok(all)
+    }
+}
+
+impl SegmentCollector for SegmentPositions {
+    type Fruit = Vec<(u64, u64)>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        // Every document has both (written by `add_episode`).
+        if let (Some(episode), Some(step)) = (self.episode.first(doc), self.step.first(doc)) {
+            self.found.push((episode, step));
+        }
+    }
+
+    fn harvest(self) -> Vec<(u64, u64)> {
+        self.found
     }
 }
 

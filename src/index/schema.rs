@@ -4,7 +4,10 @@
 use tantivy::schema::{Field, JsonObjectOptions, NumericOptions, Schema, FAST, INDEXED, STORED, STRING, TEXT};
 
 /// Field names as users type them in queries.
-pub const TEXT_FIELDS: [&str; 4] = ["instruction", "observation", "action", "thought"];
+/// `action` is the step's action as the environment parsed it from the response (the run's action rule,
+/// [`crate::text::action`]): two responses with the same action and different thoughts have the same `action`;
+/// `response` is the response as recorded, whole.
+pub const TEXT_FIELDS: [&str; 5] = ["instruction", "observation", "action", "response", "thought"];
 pub const STRING_FIELDS: [&str; 3] = ["id", "group", "page"];
 pub const NUMERIC_FIELDS: [&str; 13] = [
     "success",
@@ -26,7 +29,10 @@ pub const NUMERIC_FIELDS: [&str; 13] = [
 pub(crate) struct Fields {
     pub instruction: Field,
     pub observation: Field,
+    /// The action extracted from the response by the run's action rule.
     pub action: Field,
+    /// The response as recorded.
+    pub response: Field,
     pub thought: Field,
     /// Episode id (stored: hits report it so a caller can check it against its own episode list).
     pub id: Field,
@@ -77,6 +83,7 @@ pub(crate) fn build() -> (Schema, Fields) {
         instruction: b.add_text_field("instruction", TEXT),
         observation: b.add_text_field("observation", TEXT),
         action: b.add_text_field("action", TEXT),
+        response: b.add_text_field("response", TEXT),
         thought: b.add_text_field("thought", TEXT),
         id: b.add_text_field("id", STRING | STORED),
         group: b.add_text_field("group", STRING),

@@ -126,7 +126,7 @@ impl Action {
             Action::Estimators => "every estimator side by side on the group's steps, beside the Monte-Carlo truth A*",
             Action::Credit => {
                 "credit audit of the selected iteration: behaviours from the most pushed up to the most pushed down \
-                 (Enter: their rows)"
+                 (Enter: their rows; again in the view: grouped by the last search's query, or back by verb)"
             }
             Action::Timeline => {
                 "the selected step's anchor state across the iterations: visits, actions taken there, their A, A_S \

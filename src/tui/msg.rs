@@ -49,6 +49,14 @@ pub enum Msg {
         result: Result<SearchResults, JobError>,
         partial: Option<(usize, usize)>,
     },
+    /// Every step a query matches, found for an [`Effect::Matches`] (the credit view's grouping) as (episode,
+    /// step); `searched`: the index held the run's first `.0` of `.1` episodes (fewer while it is being built;
+    /// the query is answered again when it is done).
+    Matched {
+        query: String,
+        result: Result<Vec<(usize, usize)>, JobError>,
+        searched: (usize, usize),
+    },
     /// The run's environment for live play, opened for an [`Effect::OpenEnv`].
     EnvReady(Result<TasksHandle, JobError>),
     /// The policy played the rest of a play group ([`Effect::Autoplay`]): its episodes and which policy.
@@ -130,6 +138,8 @@ pub enum Effect {
     Quit,
     /// Run this query against the run's index and answer with [`Msg::SearchDone`].
     Search(String),
+    /// Find every step this query matches in the run's index and answer with [`Msg::Matched`].
+    Matches(String),
     /// Open the run's environment (WebShop: catalog, search index, goals) and answer with [`Msg::EnvReady`].
     OpenEnv,
     /// Append these episodes (a finished play group) to the run and answer with [`Msg::Written`].

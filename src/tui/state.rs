@@ -110,12 +110,25 @@ impl Default for EstimatorsUi {
     }
 }
 
-/// The credit view's own state: the selected behaviour and, once opened, the selected row among its rows.
+/// The credit view's own state: the selected behaviour and, once opened, the selected row among its rows; the
+/// trajectory query its steps are grouped by, when it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CreditUi {
     pub selected: usize,
     /// The opened behaviour's rows are listed, this one selected.
     pub row: Option<usize>,
+    /// Grouped by this query (the last search's) instead of by verb and target.
+    pub by: Option<CreditQuery>,
+}
+
+/// The query the credit view groups by and the steps it matches, once the index has answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreditQuery {
+    pub query: String,
+    /// Its matches (`None` while the index is asked), as the audit's grouping takes them.
+    pub matched: Option<crate::advantage::audit::Matched>,
+    /// The matches cover the run's first `.0` of `.1` episodes (fewer while the index is being built).
+    pub searched: (usize, usize),
 }
 
 /// The state timeline view's own state: the row whose anchor state it follows (the selected row when it was

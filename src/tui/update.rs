@@ -147,6 +147,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             }
             Effects::redraw()
         }
+        Msg::Matched { query, result, searched } => views::credit::matched(state, query, result, searched),
         Msg::EnvReady(Ok(tasks)) => {
             state.ui.message =
                 Some(format!("{} goals · ↑↓ pick a goal, ←→ group size, Enter starts the group", tasks.len()));

@@ -126,3 +126,60 @@ fn a_grouping_regex_and_an_action_regex_change_the_behaviours() {
     let out = Command::new(BIN).args(["audit", dir.path().to_str().unwrap(), "--iteration", "7"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("no episodes of iteration 7"));
 }
+
+fn behaviours(got: &Value) -> Vec<Value> {
+    got["behaviours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| json!([b["behaviour"], b["count"], b["mass"], b["token_mass"], b["previous_mass"], b["change"]]))
+        .collect()
+}
+
+/// Grouped by trajectory queries (the search view's language, answered by the run's tantivy index): each
+/// query's steps are its behaviour, the first query matching a step wins, the rest are "(unmatched)".
+#[test]
+fn trajectory_queries_group_the_steps_they_match() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path().to_str().unwrap();
+    let buy = r#"action:"buy now""#;
+    let got = audit(dir.path(), &["--cache", cache, "--query", buy, "--query", "id:b AND step:>=2"]);
+    assert_eq!(got["queries"], json!([buy, "id:b AND step:>=2"]));
+    // a's purchase (+0.5, its 2 masked tokens) and c's in iteration 0 (+0.5); b's last two rows (−0.5 each);
+    // the rest: a's three other rows (+1.5) and b's first two (−1.0), d's search in iteration 0 (−0.5).
+    assert_eq!(
+        behaviours(&got),
+        [
+            json!(["(unmatched)", 5, 0.5, null, -0.5, 1.0]),
+            json!([buy, 1, 0.5, 1.0, 0.5, 0.0]),
+            json!(["id:b AND step:>=2", 2, -1.0, null, 0.0, -1.0]),
+        ]
+    );
+    assert_eq!(got["behaviours"][2]["rows"], json!([["b", 2], ["b", 3]]));
+    // The first query that matches a step names it; `response` searches the whole response, thought and tags.
+    let got = audit(dir.path(), &["--cache", cache, "--query", "response:think", "--query", buy]);
+    assert_eq!(
+        behaviours(&got),
+        [
+            json!(["response:think", 3, 1.5, 1.0, 0.0, 1.5]),
+            // Only c's purchase in iteration 0 is left to it.
+            json!([buy, 0, 0.0, null, 0.5, -0.5]),
+            json!(["(unmatched)", 5, -1.5, null, -0.5, -1.0]),
+        ]
+    );
+    assert_eq!(got["behaviours"][0]["rows"], json!([["a", 0], ["a", 1], ["a", 3]]));
+    // A bad query is named; a query with a regex is refused.
+    let out = Command::new(BIN)
+        .args(["audit", dir.path().to_str().unwrap(), "--iteration", "1", "--cache", cache, "--query", "adv:<<"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--query \"adv:<<\""), "{err}");
+    let out = Command::new(BIN)
+        .args(["audit", dir.path().to_str().unwrap(), "--iteration", "1", "--query", "id:a", "--by", "x"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--by"));
+}

@@ -176,6 +176,23 @@ fn numeric_ranges_and_comparisons() {
     assert_eq!(positions(&index, "episode:1"), ids(&[("t2", 0), ("t2", 1)]));
 }
 
+/// `positions` is every match in file order, whatever the limit of a search would be, and the same steps as the
+/// search finds.
+#[test]
+fn positions_are_every_match_in_file_order() {
+    let episodes = synth_run(30);
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    for query in ["page:item", "success:false AND step:>=1", "NOT page:search", "action:nothing_like_this"] {
+        let all = index.search(query, 100_000).unwrap();
+        let mut want: Vec<(usize, usize)> = all.hits.iter().map(|h| (h.episode, h.step)).collect();
+        want.sort_unstable();
+        assert_eq!(index.positions(query).unwrap(), want, "{query}");
+    }
+    assert!(index.positions("page:item").unwrap().len() > 10);
+    assert!(matches!(index.positions("adv:<<"), Err(IndexError::Query { .. })));
+}
+
 #[test]
 fn equal_scores_come_back_in_file_order() {
     let mut episodes = worked_example();
@@ -591,4 +608,70 @@ fn a_damaged_index_is_rebuilt_on_open() {
             assert_eq!(positions(&index, "id:t1").len(), 3, "{file} {what}");
         }
     }
+}
+
+/// verl-agent responses: a thought, then the action in `<action>…</action>`. τ1 and τ2 buy with different
+/// thoughts; τ3's thought weighs buying but its action picks an option.
+fn tagged_responses() -> Vec<Episode> {
+    let item = "Item B01 red running shoes [SEP] medium [SEP] Buy Now";
+    vec![
+        episode(
+            "t1",
+            "g1",
+            1,
+            true,
+            vec![step(item, "<think>right size</think><action>click[buy now]</action>", 1.0, "item")],
+        ),
+        episode(
+            "t2",
+            "g1",
+            1,
+            true,
+            vec![step(item, "<think>cheap enough, go</think>\n<action> click[buy now] </action>", 1.0, "item")],
+        ),
+        episode(
+            "t3",
+            "g1",
+            1,
+            false,
+            vec![step(item, "<think>buy now? the size first</think><action>click[medium]</action>", 0.0, "item")],
+        ),
+    ]
+}
+
+/// `action` is the action the environment parsed: the two purchases match `action:"buy now"` whatever their
+/// thoughts say, τ3 (whose thought says "buy now") does not; the whole response stays searchable as `response`,
+/// and unfielded words search it too.
+#[test]
+fn the_action_field_holds_the_extracted_action_and_response_the_whole_response() {
+    let episodes = tagged_responses();
+    let fx = Fixture::new(&episodes);
+    let index = fx.indexed(&episodes);
+    assert_eq!(positions(&index, r#"action:"buy now""#), ids(&[("t1", 0), ("t2", 0)]));
+    assert_eq!(positions(&index, "action:medium"), ids(&[("t3", 0)]));
+    // The tags and the thought are not part of the action.
+    assert!(positions(&index, "action:think").is_empty());
+    assert!(positions(&index, "action:size").is_empty());
+    assert_eq!(positions(&index, r#"response:"buy now""#), ids(&[("t1", 0), ("t2", 0), ("t3", 0)]));
+    assert_eq!(positions(&index, "response:cheap"), ids(&[("t2", 0)]));
+    assert_eq!(positions(&index, "size AND page:item"), ids(&[("t1", 0), ("t3", 0)]));
+    // Every match as (episode, step), as the credit audit groups by a query.
+    assert_eq!(index.positions(r#"action:"buy now""#).unwrap(), vec![(0, 0), (1, 0)]);
+}
+
+/// A run's own regex is the rule the index extracts with, and it is part of the index's key: the same run under
+/// the tagged rule and under a regex has two indexes that answer differently.
+#[test]
+fn a_runs_action_regex_decides_the_action_field() {
+    let episodes = tagged_responses();
+    let mut fx = Fixture::new(&episodes);
+    let tagged = fx.indexed(&episodes);
+    // The regex takes what the thought begins with instead.
+    fx.settings.action = gigscope::advantage::ActionRule::pattern(r"<think>(\w+)").unwrap();
+    let by_regex = fx.indexed(&episodes);
+    assert_ne!(tagged.dir(), by_regex.dir());
+    assert_eq!(positions(&by_regex, "action:buy"), ids(&[("t3", 0)]));
+    assert_eq!(positions(&by_regex, "action:right"), ids(&[("t1", 0)]));
+    assert!(positions(&by_regex, r#"action:"buy now""#).is_empty());
+    assert_eq!(positions(&tagged, "action:buy"), ids(&[("t1", 0), ("t2", 0)]));
 }

@@ -27,6 +27,14 @@ const SEARCH_LIMIT: usize = 1000;
 /// Episodes indexed per commit of a background build: each commit makes them searchable.
 const INDEX_BATCH: usize = 10_000;
 
+/// What a query is asked for: the search view's list of the best hits, or every step it matches (the credit
+/// view's grouping).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asked {
+    Hits,
+    Every,
+}
+
 /// The run's search index, built and brought up to date in the background (a job) and searched meanwhile
 /// through a handle on what is committed. Opened on the first search and again when the settings change
 /// (the advantage fields it indexes depend on them).
@@ -36,22 +44,22 @@ struct Searcher {
     handle: Option<(AdvantageSettings, IndexSearcher)>,
     /// The index while no update runs (an update takes it to its thread and gives it back).
     index: Option<TrajectoryIndex>,
-    /// A query answered from part of the run while the index was being built: asked again when it is done.
-    rerun: Option<String>,
+    /// Queries answered from part of the run while the index was being built: asked again when it is done.
+    rerun: Vec<(String, Asked)>,
 }
 
 impl Searcher {
     /// Search for `query`: a search job over what the index has committed, and an update job first when the
     /// index does not hold every episode yet (the search then covers part of the run and runs again when the
     /// update is done).
-    fn search(&mut self, runner: &mut Runner, state: &State, query: String) -> Result<(), IndexError> {
+    fn search(&mut self, runner: &mut Runner, state: &State, query: String, asked: Asked) -> Result<(), IndexError> {
         let settings = state.domain.settings;
         let updating = runner.has(|k| matches!(k, JobKind::Index { .. }));
         // Opened for other settings, or the index went with a cancelled update: open it (again).
         if self.handle.as_ref().is_none_or(|(s, _)| *s != settings) || (self.index.is_none() && !updating) {
             if updating {
                 // The update of the previous settings' index must give it back first.
-                self.rerun = Some(query);
+                self.rerun_later(query, asked);
                 return Ok(());
             }
             let index = TrajectoryIndex::open_default(&state.domain.run.dir, &settings)?
@@ -66,7 +74,7 @@ impl Searcher {
             if let Some(index) = self.index.take() {
                 start_index_update(runner, index, state);
             }
-            self.rerun = Some(query.clone());
+            self.rerun_later(query.clone(), asked);
             if snapshot.episodes_indexed() == 0 {
                 // Nothing searchable yet: the search runs once the update is done (the status bar says how
                 // far it is).
@@ -74,11 +82,26 @@ impl Searcher {
             }
         }
         runner.spawn(JobKind::Search, move |_| {
-            let partial = (snapshot.episodes_indexed() < total).then_some((snapshot.episodes_indexed(), total));
-            let result = snapshot.search(&query, SEARCH_LIMIT).map_err(JobError::from);
-            Outcome::Msg(Msg::SearchDone { query, result, partial })
+            let searched = snapshot.episodes_indexed();
+            Outcome::Msg(match asked {
+                Asked::Hits => {
+                    let partial = (searched < total).then_some((searched, total));
+                    let result = snapshot.search(&query, SEARCH_LIMIT).map_err(JobError::from);
+                    Msg::SearchDone { query, result, partial }
+                }
+                Asked::Every => {
+                    let result = snapshot.positions(&query).map_err(JobError::from);
+                    Msg::Matched { query, result, searched: (searched, total) }
+                }
+            })
         });
         Ok(())
+    }
+
+    /// Ask `query` again once the index is up to date (the latest of each kind).
+    fn rerun_later(&mut self, query: String, asked: Asked) {
+        self.rerun.retain(|(_, a)| *a != asked);
+        self.rerun.push((query, asked));
     }
 }
 
@@ -157,12 +180,14 @@ impl Effector {
             Outcome::Cancelled => None,
             Outcome::Index(index, result) => {
                 self.searcher.index = Some(*index);
-                let rerun = self.searcher.rerun.take();
-                match (result, rerun) {
-                    (Err(e), _) => Some(Msg::SearchDone { query: String::new(), result: Err(e.into()), partial: None }),
-                    (Ok(()), Some(query)) => self.search(state, query),
-                    (Ok(()), None) => None,
+                let rerun = std::mem::take(&mut self.searcher.rerun);
+                if let Err(e) = result {
+                    return Some(Msg::SearchDone { query: String::new(), result: Err(e.into()), partial: None });
                 }
+                // Each query asked again; the first to fail at once is said (the others' answers come as jobs).
+                let errors: Vec<Msg> =
+                    rerun.into_iter().filter_map(|(query, asked)| self.search(state, query, asked)).collect();
+                errors.into_iter().next()
             }
         }
     }
@@ -173,12 +198,12 @@ impl Effector {
     }
 
     /// Start a search (see [`Searcher::search`]); an error to show at once.
-    fn search(&mut self, state: &State, query: String) -> Option<Msg> {
+    fn search(&mut self, state: &State, query: String, asked: Asked) -> Option<Msg> {
         let Effector { searcher, runner, .. } = self;
-        searcher.search(runner, state, query.clone()).err().map(|e| Msg::SearchDone {
-            query,
-            result: Err(e.into()),
-            partial: None,
+        let error = searcher.search(runner, state, query.clone(), asked).err()?;
+        Some(match asked {
+            Asked::Hits => Msg::SearchDone { query, result: Err(error.into()), partial: None },
+            Asked::Every => Msg::Matched { query, result: Err(error.into()), searched: (0, 0) },
         })
     }
 
@@ -225,7 +250,8 @@ impl Effector {
     fn carry_out(&mut self, state: &State, effect: Effect) -> Option<Msg> {
         match effect {
             Effect::Redraw | Effect::Quit => None,
-            Effect::Search(query) => self.search(state, query),
+            Effect::Search(query) => self.search(state, query, Asked::Hits),
+            Effect::Matches(query) => self.search(state, query, Asked::Every),
             Effect::EstimatorBatch(request) => {
                 self.runner.spawn(JobKind::Estimators, move |_| Outcome::Msg(Msg::EstimatorBatch(request.compute())));
                 None
