@@ -49,6 +49,7 @@ pub enum Action {
     TokenJump,
     TokenScrollUp,
     TokenScrollDown,
+    TokenZoom,
 }
 
 impl Action {
@@ -73,6 +74,7 @@ impl Action {
         Action::TokenJump,
         Action::TokenScrollUp,
         Action::TokenScrollDown,
+        Action::TokenZoom,
         Action::Overview,
         Action::Groups,
         Action::Episode,
@@ -159,6 +161,7 @@ impl Action {
             Action::TokenJump => "jump to the next step of largest token mismatch or KL (the run's token summaries)",
             Action::TokenScrollUp => "token strip: scroll back through a long response",
             Action::TokenScrollDown => "token strip: scroll on through a long response",
+            Action::TokenZoom => "token pane: take the episode view's observation and actions' room (again: back)",
         }
     }
 
@@ -201,6 +204,7 @@ impl Action {
             Action::TokenChannel => "token channel",
             Action::TokenJump => "token outliers",
             Action::TokenScrollUp | Action::TokenScrollDown => "scroll tokens",
+            Action::TokenZoom => "zoom tokens",
         }
     }
 }

@@ -67,8 +67,11 @@ pub struct EpisodeUi {
     pub obs_scroll: usize,
     /// Long plain-text observations show whole instead of folded (kept while moving between steps).
     pub unfolded: bool,
-    /// Token strip scroll in lines (kept in range when drawn; back to 0 on another step).
+    /// Token strip scroll in lines (kept within the selected step's strip as laid out; back to 0 on another
+    /// step).
     pub token_scroll: usize,
+    /// The token pane takes the episode view's whole detail area (kept while moving between steps).
+    pub token_zoom: bool,
     /// What the token strip colours its tokens by.
     pub token_channel: super::tokens::TokenChannel,
     /// The entry of the token summaries' jump list the jump key went to last (`None`: none yet).

@@ -106,6 +106,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
         }
         Msg::Resize(w, h) => {
             state.ui.size = (w, h);
+            views::episode::bound_token_scroll(state);
             Effects::redraw()
         }
         Msg::Tick(now) => {
@@ -381,7 +382,8 @@ fn on_action(state: &mut State, a: Action) -> Effects {
         | Action::ScrollUp
         | Action::ScrollDown
         | Action::TokenScrollUp
-        | Action::TokenScrollDown => return Effects::none(),
+        | Action::TokenScrollDown
+        | Action::TokenZoom => return Effects::none(),
     }
     Effects::redraw()
 }

@@ -254,7 +254,8 @@ fn the_scroll_keys_move_the_strip_and_another_step_starts_it_from_the_top() {
     write(&dir, "it0-socks-t1", &[(0, long_step(600)), (1, step1())]);
     let mut s = state(&dir, (80, 24));
     socks_episode(&mut s);
-    keys(&mut s, &[Action::TokenScrollDown, Action::TokenScrollDown]);
+    // At 80×24 the strip has room only in the zoomed pane.
+    keys(&mut s, &[Action::TokenZoom, Action::TokenScrollDown, Action::TokenScrollDown]);
     assert_eq!(s.ui.episode.token_scroll, 8);
     keys(&mut s, &[Action::TokenScrollUp]);
     assert_eq!(s.ui.episode.token_scroll, 4);
@@ -311,4 +312,62 @@ fn a_long_strip_scrolls_with_its_position_shown() {
     }
     let end = render(&s);
     assert!(marker(&end).ends_with("-2048"), "{end}");
+}
+
+/// The strip's lines on screen: those in the token pane under its position line (` w` words).
+fn strip_rows(screen: &str) -> usize {
+    screen.lines().filter(|l| l.contains(" w1") || l.matches(" w").count() >= 5).count()
+}
+
+#[test]
+fn at_80x24_the_token_pane_says_the_strip_is_hidden_and_its_zoom_shows_it() {
+    for present in [false, true] {
+        let (_tmp, dir) = copy_fixture("basic");
+        write(&dir, "it0-socks-t1", &[(0, long_step(600)), (1, step1())]);
+        let config = Config::defaults(true).unwrap().with_display(None, present).unwrap();
+        let mut s = open(&dir, config, (80, 24)).unwrap().0;
+        socks_episode(&mut s);
+        let small = render(&s);
+        assert!(small.contains("the strip of 600 tokens has no room here · Z zooms this pane"), "{small}");
+        assert!(small.contains("Observation") && small.contains("Actions"), "{small}");
+        keys(&mut s, &[Action::TokenZoom]);
+        let zoomed = render(&s);
+        assert!(strip_rows(&zoomed) >= 2, "present {present}:\n{zoomed}");
+        assert!(zoomed.contains("tokens 1-") && zoomed.contains(" of 600 · </> scroll · Z unzoom"), "{zoomed}");
+        assert!(!zoomed.contains("Observation") && !zoomed.contains("Actions ("), "{zoomed}");
+        insta::assert_snapshot!(format!("token_pane_zoomed_80x24_present_{present}"), zoomed);
+        // The zoom stays while moving between steps; the key again gives the panes back.
+        keys(&mut s, &[Action::Down]);
+        assert!(render(&s).contains("Tokens ·") && !render(&s).contains("Observation"));
+        keys(&mut s, &[Action::Up, Action::TokenZoom]);
+        assert_eq!(render(&s), small);
+    }
+}
+
+#[test]
+fn the_token_scroll_stays_within_the_steps_strip_whatever_the_keys_and_the_screen() {
+    let (_tmp, dir) = copy_fixture("basic");
+    write(&dir, "it0-socks-t1", &[(0, long_step(600)), (1, step1())]);
+    let mut s = state(&dir, (80, 24));
+    socks_episode(&mut s);
+    keys(&mut s, &[Action::TokenScrollDown]);
+    assert_eq!(s.ui.episode.token_scroll, 0, "the strip shows no line here: nothing to scroll");
+    keys(&mut s, &[Action::TokenZoom]);
+    for _ in 0..500 {
+        keys(&mut s, &[Action::TokenScrollDown]);
+    }
+    let end = s.ui.episode.token_scroll;
+    let screen = render(&s);
+    assert!(screen.contains("-600 of 600"), "the last window shows the last token:\n{screen}");
+    assert!(end > 0 && end < 600 / 5, "bounded by the strip's lines, not by the presses: {end}");
+    keys(&mut s, &[Action::TokenScrollUp]);
+    assert_eq!(s.ui.episode.token_scroll, end - 4, "one key up from the end moves the strip at once");
+    keys(&mut s, &[Action::TokenScrollDown]);
+    assert_eq!(s.ui.episode.token_scroll, end);
+    // A taller screen shows more of the strip: the scroll shrinks with its room; unzoomed, nothing scrolls.
+    update(&mut s, Msg::Resize(80, 60));
+    assert!(s.ui.episode.token_scroll < end, "{} after resize", s.ui.episode.token_scroll);
+    update(&mut s, Msg::Resize(80, 24));
+    keys(&mut s, &[Action::TokenZoom]);
+    assert_eq!(s.ui.episode.token_scroll, 0);
 }

@@ -44,6 +44,10 @@ impl Component for EpisodeView {
         ];
         if state.episode_index().is_some_and(|e| step_tokens(state, e).is_some()) {
             hints.push(hint(&[TokenChannel], "token channel", "colour the token strip by the next channel"));
+            // Spare: the token pane names the key where its strip does not show whole.
+            let zoom =
+                hint(&[TokenZoom], "zoom tokens", "the token pane takes the observation's and the actions' room");
+            hints.push(Hint { spare: true, ..zoom });
             // Spare: the line over the strip names these keys where the strip is long enough to scroll.
             let scroll = hint(&[TokenScrollUp, TokenScrollDown], "scroll tokens", "scroll the token strip");
             hints.push(Hint { spare: true, ..scroll });
@@ -118,10 +122,15 @@ impl Component for EpisodeView {
         let by = match a {
             Action::TokenScrollUp => -TOKEN_SCROLL,
             Action::TokenScrollDown => TOKEN_SCROLL,
+            Action::TokenZoom => {
+                state.ui.episode.token_zoom = !state.ui.episode.token_zoom;
+                0
+            }
             _ => return super::standard(self, state, a),
         };
         let scroll = &mut state.ui.episode.token_scroll;
         *scroll = (*scroll as isize).saturating_add(by).max(0) as usize;
+        bound_token_scroll(state);
         Some(crate::tui::update::Effects::redraw())
     }
 
@@ -253,21 +262,63 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
 
 fn detail(state: &State, e: usize, step: &Step, area: Rect, buf: &mut Buffer) {
     let actions = step.available_actions.as_deref().unwrap_or(&[]);
+    let tokens = step_tokens(state, e);
+    // The strip is laid out once a frame: its line count sizes the pane, its lines fill it.
+    let strip = tokens
+        .and_then(|t| t.as_ref().ok())
+        .map(|(t, _)| strip::strip_lines(&state.config.theme, t, state.ui.episode.token_channel, token_width(area)));
+    let split = split_detail(state, e, step, tokens, strip.as_ref().map(|(lines, _)| lines.len()), area);
+    if let (Some(tokens), Some(rect)) = (tokens, split.tokens) {
+        tokens_pane(state, e, tokens, strip, rect, buf);
+    }
+    if let Some(rect) = split.observation {
+        observation(state, step, rect, buf);
+    }
+    if let Some(rect) = split.info {
+        info(state, e, step, actions, rect, buf);
+    }
+}
+
+/// The strip's width in the detail area `area` (inside the pane's border).
+fn token_width(area: Rect) -> usize {
+    area.width.saturating_sub(2) as usize
+}
+
+/// The detail area's panes: the observation, the token pane (where the step has tokens) and the actions;
+/// zoomed, the token pane takes the whole area.
+struct DetailSplit {
+    observation: Option<Rect>,
+    tokens: Option<Rect>,
+    info: Option<Rect>,
+}
+
+/// `strip`: the line count of the selected step's strip at [`token_width`] (`None`: its record is unreadable).
+fn split_detail(
+    state: &State,
+    e: usize,
+    step: &Step,
+    tokens: Option<&Result<(Arc<StepTokens>, StepSummary), String>>,
+    strip: Option<usize>,
+    area: Rect,
+) -> DetailSplit {
+    if tokens.is_some() && state.ui.episode.token_zoom {
+        return DetailSplit { observation: None, tokens: Some(area), info: None };
+    }
+    let actions = step.available_actions.as_deref().map_or(0, <[String]>::len);
     // A TRL completion's line of reward functions may wrap once.
     let rewards_h = if state.domain.episodes.get(e).is_some_and(|ep| ep.rewards().is_some()) { 2 } else { 0 };
-    let info_h = (actions.len().min(8) as u16 + 5 + rewards_h).min(area.height / 2);
+    let mut info_h = (actions.min(8) as u16 + 5 + rewards_h).min(area.height / 2);
+    if tokens.is_some() {
+        // The token pane keeps a line (the strip's, or one naming the zoom key) and the observation one.
+        info_h = info_h.min(area.height.saturating_sub(6));
+    }
     let [obs_area, info_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(info_h)]).areas(area);
-    let obs_area = match step_tokens(state, e) {
-        Some(tokens) => {
-            let h = tokens_height(state, tokens, obs_area);
-            let [obs_area, tokens_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(h)]).areas(obs_area);
-            tokens_pane(state, e, tokens, tokens_area, buf);
-            obs_area
-        }
-        None => obs_area,
+    let Some(tokens) = tokens else {
+        return DetailSplit { observation: Some(obs_area), tokens: None, info: Some(info_area) };
     };
-    observation(state, step, obs_area, buf);
-    info(state, e, step, actions, info_area, buf);
+    let h = tokens_height(state, tokens, strip.unwrap_or(0), obs_area);
+    let [obs_area, tokens_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(h)]).areas(obs_area);
+    DetailSplit { observation: Some(obs_area), tokens: Some(tokens_area), info: Some(info_area) }
 }
 
 /// The selected step's tokens as the domain read them (`None`: the step has none recorded).
@@ -276,65 +327,136 @@ fn step_tokens(state: &State, e: usize) -> Option<&Result<(Arc<StepTokens>, Step
     episode.steps.get(&(state.ui.sel.step as u32))
 }
 
-/// The token pane's height: its strip whole with the summary and the legend, leaving the observation three
-/// lines where `area` has room for them.
-fn tokens_height(state: &State, tokens: &Result<(Arc<StepTokens>, StepSummary), String>, area: Rect) -> u16 {
-    let (theme, width) = (&state.config.theme, area.width.saturating_sub(2) as usize);
+/// The token pane's height: its strip of `strip` lines whole with the summary and the legend, leaving the
+/// observation three lines where `area` has room for them.
+fn tokens_height(
+    state: &State,
+    tokens: &Result<(Arc<StepTokens>, StepSummary), String>,
+    strip: usize,
+    area: Rect,
+) -> u16 {
     let lines = match tokens {
-        Ok((t, s)) => {
-            strip::strip_lines(theme, t, state.ui.episode.token_channel, width).0.len()
-                + strip::summary_lines(theme, s, width).len()
-        }
+        Ok((_, s)) => strip + strip::summary_lines(&state.config.theme, s, token_width(area)).len(),
         Err(_) => 1,
     };
     let most = area.height.saturating_sub(3).max(area.height * 3 / 5);
-    (lines as u16 + 3).min(most)
+    (lines as u16 + 3).min(most).max(3.min(area.height))
+}
+
+/// What the token pane's `height` lines hold, for a summary of `summary` lines and a strip of `strip`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PaneWindow {
+    /// The summary's lines kept (where room is short, the legend goes first, then the summary's later lines).
+    summary: usize,
+    legend: bool,
+    strip: StripWindow,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StripWindow {
+    Whole,
+    /// `shown` lines from the user's scroll kept in range, under a line saying where they are.
+    Scrolled {
+        skip: usize,
+        shown: usize,
+    },
+    /// No room for a line of it: one line says so and how to zoom the pane.
+    Hidden,
+}
+
+fn pane_window(height: usize, summary: usize, strip: usize, scroll: usize) -> PaneWindow {
+    let legend = height > summary + strip.min(2);
+    let mut kept = summary.min(height.saturating_sub(1 + usize::from(legend)).max(1));
+    let room = height.saturating_sub(kept + usize::from(legend));
+    let window = if strip <= room {
+        StripWindow::Whole
+    } else if room >= 2 {
+        let shown = room - 1;
+        StripWindow::Scrolled { skip: scroll.min(strip - shown), shown }
+    } else {
+        // The line saying so takes the summary's last where the pane has one line.
+        kept = kept.min(height.saturating_sub(1));
+        StripWindow::Hidden
+    };
+    PaneWindow { summary: kept, legend, strip: window }
+}
+
+/// The largest token scroll of the selected step's strip as the episode view lays it out now (0: the step has
+/// no tokens, or its strip shows whole or not at all).
+fn token_scroll_max(state: &State) -> usize {
+    let Some(e) = state.episode_index() else { return 0 };
+    let Ok(ep) = state.domain.episode(e) else { return 0 };
+    let Some(step) = ep.steps.get(state.ui.sel.step) else { return 0 };
+    let Some(tokens @ Ok((t, summary))) = step_tokens(state, e) else { return 0 };
+    let detail = areas(state, super::body(state)).detail;
+    let width = token_width(detail);
+    let strip = strip::strip_lines(&state.config.theme, t, state.ui.episode.token_channel, width).0.len();
+    let Some(pane) = split_detail(state, e, step, Some(tokens), Some(strip), detail).tokens else { return 0 };
+    let summary = strip::summary_lines(&state.config.theme, summary, width).len();
+    match pane_window(layout::inner(pane).height as usize, summary, strip, usize::MAX).strip {
+        StripWindow::Scrolled { skip, .. } => skip,
+        StripWindow::Whole | StripWindow::Hidden => 0,
+    }
+}
+
+/// Keep the token scroll within the selected step's strip as laid out now (after a scroll key, the zoom key or
+/// a resize).
+pub fn bound_token_scroll(state: &mut State) {
+    if state.ui.view == View::Episode && state.ui.episode.token_scroll > 0 {
+        state.ui.episode.token_scroll = state.ui.episode.token_scroll.min(token_scroll_max(state));
+    }
 }
 
 fn tokens_pane(
     state: &State,
     e: usize,
     tokens: &Result<(Arc<StepTokens>, StepSummary), String>,
+    strip: Option<(Vec<Line<'static>>, Vec<usize>)>,
     area: Rect,
     buf: &mut Buffer,
 ) {
     let theme = &state.config.theme;
-    let (t, summary) = match tokens {
-        Ok(read) => read,
-        Err(err) => {
+    let (t, summary, (strip, starts)) = match (tokens, strip) {
+        (Ok((t, summary)), Some(strip)) => (t, summary, strip),
+        (Err(err), _) => {
             let line = Line::styled(err.clone(), theme.warn());
             return Paragraph::new(line).wrap(Wrap { trim: false }).block(block(state, "Tokens")).render(area, buf);
         }
+        (Ok(_), None) => return,
     };
     let channel = state.ui.episode.token_channel;
     let inner = layout::inner(area);
-    let height = inner.height as usize;
     let mut lines = strip::summary_lines(theme, summary, inner.width as usize);
-    let (strip, starts) = strip::strip_lines(theme, t, channel, inner.width as usize);
-    // Where room is short, the legend goes first, then the summary's later lines; the strip keeps a line.
-    let legend = height > lines.len() + strip.len().min(2);
-    lines.truncate(height.saturating_sub(1 + usize::from(legend)).max(1));
-    let room = height.saturating_sub(lines.len() + usize::from(legend));
-    if strip.len() > room {
-        // A window of the strip from the user's scroll, kept in range, and where it is among the tokens.
-        let shown = room.saturating_sub(1).max(1);
-        let skip = state.ui.episode.token_scroll.min(strip.len() - shown);
-        let first = starts.get(skip).map_or(0, |&i| i + 1);
-        let last = starts.get(skip + shown).map_or(t.len(), |&i| i);
-        let keys = [Action::TokenScrollUp, Action::TokenScrollDown]
-            .map(|a| state.config.keymap.first_label(a).unwrap_or_default())
-            .join("/");
-        lines.push(Line::styled(format!("tokens {first}-{last} of {} · {keys} scroll", t.len()), theme.dim()));
-        lines.extend(strip.into_iter().skip(skip).take(shown));
-    } else {
-        lines.extend(strip);
+    let window = pane_window(inner.height as usize, lines.len(), strip.len(), state.ui.episode.token_scroll);
+    lines.truncate(window.summary);
+    let label = |a: Action| state.config.keymap.first_label(a).unwrap_or_default();
+    let zoom = format!("{} {}", label(Action::TokenZoom), if state.ui.episode.token_zoom { "unzoom" } else { "zoom" });
+    match window.strip {
+        StripWindow::Whole => lines.extend(strip),
+        StripWindow::Scrolled { skip, shown } => {
+            let first = starts.get(skip).map_or(0, |&i| i + 1);
+            let last = starts.get(skip + shown).map_or(t.len(), |&i| i);
+            let keys = [Action::TokenScrollUp, Action::TokenScrollDown].map(label).join("/");
+            let marker = format!("tokens {first}-{last} of {} · {keys} scroll · {zoom}", t.len());
+            lines.push(Line::styled(marker, theme.dim()));
+            lines.extend(strip.into_iter().skip(skip).take(shown));
+        }
+        StripWindow::Hidden => {
+            let hidden = format!("the strip of {} tokens has no room here · {zoom}s this pane", t.len());
+            lines.push(Line::styled(hidden, theme.warn()));
+        }
     }
-    if legend {
+    if window.legend {
         lines.push(strip::legend_line(theme, channel));
     }
     let episode = state.domain.episodes.get(e).and_then(|ep| state.domain.tokens.episode(&ep.id));
-    let key = state.config.keymap.first_label(Action::TokenChannel).unwrap_or_default();
-    let title = strip::title(t, channel, &key, &episode.map_or(*summary, |ep| ep.total), inner.width as usize);
+    let title = strip::title(
+        t,
+        channel,
+        &label(Action::TokenChannel),
+        &episode.map_or(*summary, |ep| ep.total),
+        inner.width as usize,
+    );
     Paragraph::new(lines).block(block(state, title)).render(area, buf);
 }
 
