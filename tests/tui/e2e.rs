@@ -461,3 +461,49 @@ fn sighup_gives_the_terminal_back_as_q_does() {
 fn sigquit_gives_the_terminal_back_as_q_does() {
     the_terminal_is_given_back("end-quit", Ending::Signal("QUIT"));
 }
+
+/// The credit view grouped by the last search's query in the real binary: the query's matches come from the run's
+/// index through the search job, and the view's figures are `gigscope audit --query`'s for the same iteration.
+#[test]
+fn the_credit_view_groups_by_the_last_search_as_the_audit_does() {
+    if !tmux_available() {
+        return;
+    }
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/webshop-gigpo");
+    let s = Session::start("credit-query", &sample, "");
+    s.wait_for(&["[Overview]", "› iter"]);
+    s.keys(&["/"]);
+    s.type_text("action:\"buy now\"");
+    s.keys(&["Enter"]);
+    s.wait_for(&["[Search]"]);
+    s.keys(&["u"]);
+    s.wait_for(&["[Credit]", "search[*]"]);
+    s.keys(&["u"]);
+    let screen = s.wait_for(&["[Credit]", "by action:\"buy now\"", "(unmatched)"]);
+    let iteration: String = screen
+        .split("Credit of iteration ")
+        .nth(1)
+        .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect())
+        .unwrap_or_else(|| panic!("{screen}"));
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gigscope"))
+        .args(["audit", sample.to_str().unwrap(), "--iteration", &iteration, "--format", "json"])
+        .args(["--query", "action:\"buy now\"", "--cache", cache.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for behaviour in audit["behaviours"].as_array().unwrap() {
+        let name = behaviour["behaviour"].as_str().unwrap();
+        let line = screen
+            .lines()
+            .find(|l| l.contains(name) && !l.contains("Credit of"))
+            .unwrap_or_else(|| panic!("{name}:\n{screen}"));
+        let mass = format!("{:+.3}", behaviour["mass"].as_f64().unwrap());
+        let count = behaviour["count"].to_string();
+        assert!(line.contains(&format!(" {count} ")) && line.contains(&mass), "{name} {count} {mass}: {line}");
+    }
+    // Once more: back by verb and target.
+    s.keys(&["u"]);
+    s.wait_until("grouped by verb again", |screen| screen.contains("search[*]") && !screen.contains("(unmatched)"));
+}
