@@ -14,6 +14,8 @@ pub enum Layout {
     Verl,
     /// TRL GRPOTrainer's `log_completions`: `completions/completions_{step:05d}.parquet`.
     Trl,
+    /// verifiers' saved rollouts (prime-rl's traces): `traces.jsonl`, one rollout episode per line.
+    Verifiers,
 }
 
 impl Layout {
@@ -22,6 +24,7 @@ impl Layout {
             Layout::Gigscope => "gigscope-run/1",
             Layout::Verl => "verl rollout dump",
             Layout::Trl => "TRL completions log",
+            Layout::Verifiers => "verifiers traces",
         }
     }
 }

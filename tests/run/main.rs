@@ -10,4 +10,5 @@ mod problems;
 mod reader;
 mod tokens;
 mod trl;
+mod verifiers;
 mod verl;

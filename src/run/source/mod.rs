@@ -1,7 +1,7 @@
 //! Run sources: every layout gigscope reads a run from, behind one incremental interface, and their registry.
 //!
 //! A run is a directory written by some trainer. [`Layout`] names the layouts gigscope understands (its own
-//! `gigscope-run/1`, verl's rollout dumps, TRL's completion logs); [`detect`] tells them apart from the files
+//! `gigscope-run/1`, verl's rollout dumps, TRL's completion logs, verifiers' saved rollouts); [`detect`] tells them apart from the files
 //! present, and [`open_source`] gives a [`RunSource`] that reads the directory incrementally: each
 //! [`RunSource::poll`] returns what arrived since the last one as [`LiveEvent`]s, in order (the contract is in
 //! `events.rs`). The one-shot readers of the CLI ([`crate::run::Run::open_as`]) and the live watcher of the TUI
@@ -12,7 +12,8 @@
 //!
 //! - `events.rs`: the [`RunSource`] interface, its events, and the [`RegisteredLayout`] a reader gives;
 //! - `step_files.rs`: the bookkeeping of layouts written as one file per training step (verl, TRL);
-//! - one file per layout, which parses that layout's files alone: `gigscope.rs`, `verl.rs`, `trl.rs`;
+//! - one file per layout, which parses that layout's files alone: `gigscope.rs`, `verl.rs`, `trl.rs`,
+//!   `verifiers.rs`;
 //! - this file: the registry [`LAYOUTS`], and detection and opening through it.
 //!
 //! # A new trainer's format
@@ -26,6 +27,7 @@ mod events;
 mod gigscope;
 mod step_files;
 mod trl;
+mod verifiers;
 mod verl;
 
 use std::path::Path;
@@ -40,11 +42,13 @@ pub use events::{
 };
 pub use gigscope::{GigscopeSource, EPISODES_PART_BYTES};
 pub use trl::TrlSource;
+pub use verifiers::VerifiersSource;
 pub use verl::VerlSource;
 
 /// Every layout gigscope reads, in the order [`detect`] tries them: gigscope's own files first, then a TRL
-/// completions log, then verl step files.
-pub const LAYOUTS: [&RegisteredLayout; 3] = [&gigscope::REGISTERED, &trl::REGISTERED, &verl::REGISTERED];
+/// completions log, then verifiers' saved rollouts, then verl step files.
+pub const LAYOUTS: [&RegisteredLayout; 4] =
+    [&gigscope::REGISTERED, &trl::REGISTERED, &verifiers::REGISTERED, &verl::REGISTERED];
 
 /// The registry's entry for `layout`.
 fn registered(layout: Layout) -> &'static RegisteredLayout {

@@ -16,13 +16,19 @@
 //! per step) and reads a step's record with one positioned read when asked: the store's size does not
 //! matter to opening it. A bad index line or a record that cannot be read is an error naming the file, the
 //! line and the record; every other record still reads.
+//!
+//! The same store also reads the per-token data verifiers' saved rollouts carry (`traces.jsonl` beside
+//! `tokens/`, prime-rl's traces; [`verifiers`]): each sampled assistant turn is a step, its line read again
+//! when the step is asked for.
 
 mod lengths;
 mod record;
 mod store;
 mod summary;
+mod verifiers;
 
 pub use lengths::{count_lengths, Counted, Lengths};
 pub use record::{record_len, Channel, Derived, StepTokens, VALUE_COLUMNS};
 pub use store::{IndexLine, StepEntry, StepRecord, TokenError, TokenStore, TokenWriter, TOKENS_DIR, TOKEN_INDEX_FILE};
 pub use summary::{foreign_turns, StepSummary};
+pub use verifiers::TRACES_FILE;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::record::{record_len, Channel, StepTokens};
+use super::verifiers::{NodeAt, TracesLine, TRACES_FILE};
 use crate::run::span::read_at;
 use crate::run::{JsonlTail, LineError};
 
@@ -72,6 +73,8 @@ struct Entry {
     channels: Box<[Option<Channel>]>,
     iteration: Option<i64>,
     line: u64,
+    /// A step of verifiers' `traces.jsonl` (`offset` and `length` are its line's): where its node is.
+    node: Option<NodeAt>,
 }
 
 /// A step's place in the store, as listed by [`TokenStore::steps`].
@@ -96,6 +99,8 @@ pub struct TokenStore {
     errors: Vec<LineError>,
     /// How many times the index was found replaced or rewritten and read again from the start.
     resets: u64,
+    /// verifiers' saved rollouts beside the store, when the run has them (missing: read as empty).
+    traces: JsonlTail<TracesLine>,
 }
 
 impl TokenStore {
@@ -111,6 +116,7 @@ impl TokenStore {
             episodes: HashMap::new(),
             errors: Vec::new(),
             resets: 0,
+            traces: JsonlTail::new(run_dir.join(TRACES_FILE)),
         };
         store.refresh()?;
         Ok(store)
@@ -143,9 +149,66 @@ impl TokenStore {
             // Lines that are not records and records refused, in line order.
             self.errors[known..].sort_by_key(|e| e.line);
             if !batch.more {
-                return Ok(changed);
+                return Ok(changed || self.refresh_traces()?);
             }
         }
+    }
+
+    /// Take in the lines verifiers appended to `traces.jsonl` since the last refresh: each sampled node a step.
+    fn refresh_traces(&mut self) -> Result<bool, TokenError> {
+        let path = self.traces.path().to_path_buf();
+        let batch = self
+            .traces
+            .poll_map(|line, span| (line, span))
+            .map_err(|err| TokenError::Io { path: path.clone(), source: std::io::Error::other(err.to_string()) })?;
+        if batch.reset {
+            self.resets += 1;
+            self.episodes.values_mut().for_each(|steps| steps.retain(|_, e| e.node.is_none()));
+            self.episodes.retain(|_, steps| !steps.is_empty());
+            self.errors.retain(|e| e.file.as_deref() != Some(TRACES_FILE));
+        }
+        let changed = batch.reset || !batch.records.is_empty() || !batch.errors.is_empty();
+        let traces_error = |mut error: LineError| {
+            error.file = Some(TRACES_FILE.to_string());
+            error
+        };
+        self.errors.extend(batch.errors.into_iter().map(traces_error));
+        for (line, (record, span)) in batch.records {
+            let iteration = record.iteration();
+            for (step, indexed) in record.steps().into_iter().enumerate() {
+                let (tokens, trained, recorded) = match indexed.read {
+                    Ok(read) => read,
+                    Err(reason) => {
+                        let reason = format!("episode {:?} step {step}: {reason}", record.id);
+                        self.errors.push(traces_error(LineError::new(line, reason)));
+                        continue;
+                    }
+                };
+                let entry = Entry {
+                    chunk: 0,
+                    offset: span.offset,
+                    length: span.len,
+                    tokens,
+                    text_bytes: 0,
+                    trained: Some(trained),
+                    channels: recorded.into_iter().map(Some).collect(),
+                    iteration,
+                    line,
+                    node: Some(indexed.at),
+                };
+                let steps = self.episodes.entry(record.id.as_str().into()).or_default();
+                if let Some(first) = steps.get(&(step as u32)) {
+                    let reason = format!(
+                        "episode {:?} was recorded before, on line {} (that one is kept)",
+                        record.id, first.line
+                    );
+                    self.errors.push(traces_error(LineError::new(line, reason)));
+                    break;
+                }
+                steps.insert(step as u32, entry);
+            }
+        }
+        Ok(changed)
     }
 
     fn add(&mut self, line: u64, record: IndexLine) -> Result<(), String> {
@@ -200,6 +263,7 @@ impl TokenStore {
                 channels: channels.into(),
                 iteration: record.iteration,
                 line,
+                node: None,
             },
         );
         Ok(())
@@ -256,10 +320,13 @@ impl TokenStore {
         let Some(entry) = self.episodes.get(episode).and_then(|steps| steps.get(&step)) else {
             return Ok(None);
         };
-        let chunk = self.dir.join(&*self.chunks[entry.chunk as usize]);
+        let (chunk, index) = match entry.node {
+            Some(_) => (self.traces.path().to_path_buf(), self.traces.path().to_path_buf()),
+            None => (self.dir.join(&*self.chunks[entry.chunk as usize]), self.index.path().to_path_buf()),
+        };
         let refuse = |message: String| TokenError::Record {
             chunk: chunk.clone(),
-            index: self.index.path().to_path_buf(),
+            index: index.clone(),
             line: entry.line,
             episode: episode.to_string(),
             step,
@@ -278,6 +345,14 @@ impl TokenStore {
                 refuse(err.to_string())
             }
         })?;
+        if let Some(at) = entry.node {
+            let line: TracesLine = serde_json::from_slice(&bytes)
+                .map_err(|err| refuse(format!("the line no longer reads as it did when indexed: {err}")))?;
+            return match line.tokens(at) {
+                Some(tokens) => tokens.map(Some).map_err(refuse),
+                None => Err(refuse("the line no longer holds the step's node".to_string())),
+            };
+        }
         StepTokens::decode(&bytes, entry.tokens as usize, entry.text_bytes as usize, &entry.channels)
             .map(Some)
             .map_err(refuse)
