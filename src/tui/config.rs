@@ -65,14 +65,14 @@ impl Config {
     fn parse(text: &str, file: &Path, color: bool) -> Result<Config, ConfigError> {
         let parsed: ConfigFile =
             toml::from_str(text).map_err(|e| ConfigError::Parse { file: file.to_path_buf(), reason: e.to_string() })?;
-        let keymap = Keymap::new(&parsed.keys)?;
+        let keymap = Keymap::new(&parsed.keys).map_err(|e| e.in_file(file))?;
         // Ctrl-C always quits, but nobody should have to know that to leave.
         if keymap.keys(Action::Quit).is_empty() {
             return Err(ConfigError::NoQuitKey { file: file.to_path_buf() });
         }
         Ok(Config {
             keymap,
-            theme: Theme::new(&parsed.theme, color)?,
+            theme: Theme::new(&parsed.theme, color).map_err(|e| e.in_file(file))?,
             background_grouping_steps: parsed.advantages.background_grouping_steps.unwrap_or(BACKGROUND_GROUPING_STEPS),
             present: false,
             burst: parsed.burst,
@@ -164,6 +164,19 @@ mod tests {
         assert!(matches!(&err, ConfigError::NoQuitKey { file: named } if *named == file), "{err:?}");
         let message = err.to_string();
         assert!(message.starts_with(&format!("{}: ", file.display())) && message.contains("quit"), "{message}");
+    }
+
+    #[test]
+    fn a_bad_key_or_colour_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        for (text, what) in
+            [("[keys]\nquit = [\"ctrl-nope\"]\n", "ctrl-nope"), ("[theme]\naccent = \"blurple\"\n", "accent")]
+        {
+            std::fs::write(&file, text).unwrap();
+            let message = Config::load(Some(&file), true).unwrap_err().to_string();
+            assert!(message.starts_with(&format!("{}: ", file.display())) && message.contains(what), "{message}");
+        }
     }
 
     #[test]

@@ -15,12 +15,28 @@ pub enum ConfigError {
     BadKey(String),
     #[error("key {key:?} is bound to both {first:?} and {second:?}")]
     KeyConflict { key: String, first: Action, second: Action },
-    #[error("bad colour {0:?}")]
-    BadColor(String),
+    #[error("[theme] {key}: {value} is not a colour (a name such as \"blue\", \"#rrggbb\", or 0-255)")]
+    BadColor { key: String, value: String },
     #[error("unknown theme key {0:?}")]
     UnknownThemeKey(String),
     #[error("unknown theme {0:?} (dark, light or high-contrast)")]
     UnknownTheme(String),
     #[error("{file}: [keys] gives `quit` no key; give it one (the default is q)")]
     NoQuitKey { file: PathBuf },
+    /// A key, colour or theme error met while reading a config file, named with that file.
+    #[error("{file}: {error}")]
+    InFile { file: PathBuf, error: Box<ConfigError> },
+}
+
+impl ConfigError {
+    /// This error as met in `file`: named with it unless it names a file already.
+    pub fn in_file(self, file: &std::path::Path) -> ConfigError {
+        match self {
+            ConfigError::Read { .. }
+            | ConfigError::Parse { .. }
+            | ConfigError::NoQuitKey { .. }
+            | ConfigError::InFile { .. } => self,
+            other => ConfigError::InFile { file: file.to_path_buf(), error: Box::new(other) },
+        }
+    }
 }

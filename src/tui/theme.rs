@@ -86,7 +86,9 @@ impl Theme {
     pub fn new(overrides: &ThemeTable, color: bool) -> Result<Theme, ConfigError> {
         let preset = match overrides.get("preset") {
             Some(ThemeValue::One(name)) => name.as_str(),
-            Some(ThemeValue::Ramp(_)) => return Err(ConfigError::BadColor("preset".into())),
+            Some(ThemeValue::Ramp(_)) => {
+                return Err(ConfigError::BadColor { key: "preset".into(), value: "a list".into() })
+            }
             None => "dark",
         };
         Theme::with_preset(preset, overrides, color)
@@ -120,14 +122,20 @@ impl Theme {
         }
         let one = |k: &str| -> Result<Color, ConfigError> {
             match table.get(k) {
-                Some(ThemeValue::One(s)) => parse_color(s),
-                _ => Err(ConfigError::BadColor(k.to_string())),
+                Some(ThemeValue::One(s)) => parse_color(k, s),
+                Some(ThemeValue::Ramp(_)) => Err(ConfigError::BadColor { key: k.to_string(), value: "a list".into() }),
+                None => Err(ConfigError::BadColor { key: k.to_string(), value: "nothing".into() }),
             }
         };
         let ramp = |k: &str| -> Result<Vec<Color>, ConfigError> {
             match table.get(k) {
-                Some(ThemeValue::Ramp(v)) if !v.is_empty() => v.iter().map(|s| parse_color(s)).collect(),
-                _ => Err(ConfigError::BadColor(k.to_string())),
+                Some(ThemeValue::Ramp(v)) if !v.is_empty() => v.iter().map(|s| parse_color(k, s)).collect(),
+                Some(ThemeValue::Ramp(_)) => Err(ConfigError::BadColor { key: k.to_string(), value: "[]".into() }),
+                Some(ThemeValue::One(s)) => Err(ConfigError::BadColor {
+                    key: k.to_string(),
+                    value: format!("{s:?} (a list of colours is wanted)"),
+                }),
+                None => Err(ConfigError::BadColor { key: k.to_string(), value: "nothing".into() }),
             }
         };
         Ok(Theme {
@@ -214,8 +222,9 @@ impl Theme {
     }
 }
 
-fn parse_color(s: &str) -> Result<Color, ConfigError> {
-    s.parse::<Color>().map_err(|_| ConfigError::BadColor(s.to_string()))
+/// The colour `s` given for the theme key `key`.
+fn parse_color(key: &str, s: &str) -> Result<Color, ConfigError> {
+    s.parse::<Color>().map_err(|_| ConfigError::BadColor { key: key.to_string(), value: format!("{s:?}") })
 }
 
 /// `NO_COLOR` set to anything non-empty disables colour (https://no-color.org).

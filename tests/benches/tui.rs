@@ -1,7 +1,8 @@
 //! TUI benchmark on a generated run of 100,000 episodes (~1.5 M steps; `TUI_BENCH_EPISODES` to change):
 //! time to open it, key press to frame (update + render of a 120×40 screen) p50/p99, recompute after a
-//! settings change, memory relative to the file size, and the delay from an appended group to the frame
-//! that shows it (through the live watcher, as in the app).
+//! settings change, memory relative to the file size, the delay from an appended group to the frame that shows
+//! it (through the live watcher, as in the app), and key press to frame while the app follows a writer of 20,000
+//! lines a second (`TUI_BENCH_FOLLOW_ONLY=1` for that row alone).
 //!
 //! `cargo bench --no-default-features --bench tui` (a plain binary: prints a table).
 
@@ -199,6 +200,51 @@ struct Loading {
     loaded: Duration,
     /// Key press → the frame that shows it, for keys pressed every few ms while the run was loading, sorted.
     keys: Vec<Duration>,
+    /// The same while a writer appended to the run afterwards ([`Load`]), sorted; empty without one.
+    following: Vec<Duration>,
+}
+
+/// A writer that appends short episodes (two steps, groups of four) to the run once it is on screen, while the
+/// app follows it: `lines_per_second` in a batch every 10 ms, one `write` each, for `seconds`.
+#[derive(Clone, Copy)]
+struct Load {
+    lines_per_second: usize,
+    seconds: u32,
+}
+
+impl Load {
+    /// Start appending to `dir`'s episodes file on a thread; it returns how many lines it wrote.
+    fn spawn(self, dir: &Path) -> std::thread::JoinHandle<usize> {
+        let path = dir.join("episodes.jsonl");
+        std::thread::spawn(move || {
+            let mut f = OpenOptions::new().append(true).open(path).unwrap();
+            let every = Duration::from_millis(10);
+            let (per_batch, total) = (self.lines_per_second / 100, self.lines_per_second * self.seconds as usize);
+            let start = Instant::now();
+            let mut written = 0;
+            for batch in 0u32.. {
+                if written == total {
+                    break;
+                }
+                if let Some(wait) = (start + every * batch).checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                let end = (written + per_batch).min(total);
+                let text: String = (written..end)
+                    .map(|i| {
+                        let mut steps = vec![Step::new("Search", format!("search[load {}]", i / 4), 0.0)];
+                        steps.push(Step::new("Item [SEP] Buy Now", "click[buy now]", (i % 3) as f64));
+                        let mut e = Episode::new(format!("load-{i}"), format!("load-g{}", i / 4), steps);
+                        e.iteration = 20_000 + (i / self.lines_per_second) as i64;
+                        serde_json::to_string(&e).unwrap() + "\n"
+                    })
+                    .collect();
+                f.write_all(text.as_bytes()).unwrap();
+                written = end;
+            }
+            written
+        })
+    }
 }
 
 /// Everything the app's main loop waits for, on one channel (as in `tui::app`).
@@ -210,8 +256,9 @@ enum Incoming {
 /// Open `dir` the way the app does (an empty state and a frame at once; the reading thread delivering the load
 /// cache kept under `cache`, when it holds the run, then the watcher's first scan in parts) while a thread
 /// presses a key every 5 ms; the loop handles everything queued, merges one part, then draws once, like the
-/// app's.
-fn progressive_open(dir: &Path, cache: &Path) -> Loading {
+/// app's. With a `load`, the app then follows the run while the load's writer appends to it, until every line
+/// written is on screen.
+fn progressive_open(dir: &Path, cache: &Path, load: Option<Load>) -> Loading {
     use std::sync::mpsc;
     let start = Instant::now();
     let config = Config::defaults(true).unwrap();
@@ -240,7 +287,8 @@ fn progressive_open(dir: &Path, cache: &Path) -> Loading {
     let mut pressed = 0usize;
     let (mut caught_up, mut loaded) = (false, None);
     let mut loading = app::Loading::default();
-    while loaded.is_none() {
+    let (mut writer, mut following, mut expected) = (None, Vec::new(), 0);
+    loop {
         let first = if loading.pending(&state) { rx.try_recv().ok() } else { Some(rx.recv().unwrap()) };
         let mut waiting = Vec::new();
         for incoming in first.into_iter().chain(rx.try_iter()) {
@@ -262,17 +310,35 @@ fn progressive_open(dir: &Path, cache: &Path) -> Loading {
         if due || !waiting.is_empty() {
             frame(&mut terminal, &state);
         }
-        keys.extend(waiting.iter().map(|at| at.elapsed()));
-        if caught_up && !loading.merging(&state) {
+        let latencies = waiting.iter().map(|at| at.elapsed());
+        if writer.is_some() {
+            following.extend(latencies);
+        } else {
+            keys.extend(latencies);
+        }
+        if loaded.is_none() && caught_up && !loading.merging(&state) {
             loaded = Some(start.elapsed());
+            let Some(load) = load else { break };
+            expected = state.domain.episodes.len() + load.lines_per_second * load.seconds as usize;
+            writer = Some(load.spawn(dir));
+        }
+        if writer.as_ref().is_some_and(|w| w.is_finished())
+            && state.domain.episodes.len() == expected
+            && !loading.merging(&state)
+        {
+            break;
         }
     }
+    if let Some(writer) = writer {
+        writer.join().unwrap();
+    }
+    following.sort();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     presser.join().unwrap();
     // The load cache the read saved (off the UI thread), for the next open.
     state.domain.finish_load_cache();
     keys.sort();
-    Loading { first_frame, loaded: loaded.unwrap(), keys }
+    Loading { first_frame, loaded: loaded.unwrap(), keys, following }
 }
 
 /// Key press → frame latencies on the UI thread while a job ran on another thread ([`keys_while`]), sorted, and
@@ -316,36 +382,61 @@ fn keys_while<T: Send + 'static>(
 /// reads the run and saves the cache, a second open of the unchanged run takes it from there. The table rows.
 fn app_way_rows(dir: &Path, bytes: u64) -> String {
     let load_cache = tempfile::tempdir().unwrap();
-    let loading = progressive_open(dir, load_cache.path());
-    let reopening = progressive_open(dir, load_cache.path());
+    let loading = progressive_open(dir, load_cache.path(), None);
+    let reopening = progressive_open(dir, load_cache.path(), None);
     let cache_bytes = walk_sizes(load_cache.path());
-    let keys = |loading: &Loading| match loading.keys.last() {
-        None => "no key was pressed before it was over".to_string(),
-        Some(max) => format!(
-            "{:.2?} / {:.2?} / {max:.2?} ({} keys)",
-            percentile(&loading.keys, 0.5),
-            percentile(&loading.keys, 0.99),
-            loading.keys.len()
-        ),
-    };
     [
         format!("| first frame (app's way: the run is read by the watcher in the background) | {:.2?} |", loading.first_frame),
         format!("| whole run on screen (read in parts, merged and drawn as they come; {:.0} MB/s) | {:.2?} |", bytes as f64 / 1e6 / loading.loaded.as_secs_f64(), loading.loaded),
-        format!("| key press → frame while loading, p50 / p99 / max | {} |", keys(&loading)),
+        format!("| key press → frame while loading, p50 / p99 / max | {} |", latencies(&loading.keys)),
         format!(
             "| second open of the unchanged run (load cache of {:.0} MB): first frame / whole run on screen | {:.2?} / {:.2?} |",
             cache_bytes as f64 / 1e6,
             reopening.first_frame,
             reopening.loaded
         ),
-        format!("| key press → frame during the second open, p50 / p99 / max | {} |", keys(&reopening)),
+        format!("| key press → frame during the second open, p50 / p99 / max | {} |", latencies(&reopening.keys)),
     ]
     .join("\n")
+}
+
+/// Sorted key press → frame latencies as `p50 / p99 / max (N keys)`.
+fn latencies(sorted: &[Duration]) -> String {
+    match sorted.last() {
+        None => "no key was pressed before it was over".to_string(),
+        Some(max) => format!(
+            "{:.2?} / {:.2?} / {max:.2?} ({} keys)",
+            percentile(sorted, 0.5),
+            percentile(sorted, 0.99),
+            sorted.len()
+        ),
+    }
+}
+
+/// Key press → frame while the app follows a run of `episodes` generated episodes that a writer appends to at
+/// 20,000 lines a second for five seconds ([`Load`]): the table row.
+fn following_row(episodes: usize, rng: &mut ChaCha8Rng) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path(), episodes, rng);
+    let load = Load { lines_per_second: 20_000, seconds: 5 };
+    let cache = tempfile::tempdir().unwrap();
+    let following = progressive_open(tmp.path(), cache.path(), Some(load)).following;
+    format!(
+        "| key press → frame while following a writer of {} lines/s for {} s (a run of {episodes} episodes), p50 / p99 / max | {} |",
+        load.lines_per_second,
+        load.seconds,
+        latencies(&following)
+    )
 }
 
 fn main() {
     if let Some(dir) = std::env::var_os("TUI_BENCH_OPEN") {
         return open_only(Path::new(&dir));
+    }
+    // `TUI_BENCH_FOLLOW_ONLY=1`: the row of following a fast writer alone.
+    if std::env::var_os("TUI_BENCH_FOLLOW_ONLY").is_some() {
+        println!("| measure | figure |\n|---|---|\n{}", following_row(10_000, &mut ChaCha8Rng::seed_from_u64(7)));
+        return;
     }
     let episodes: usize = std::env::var("TUI_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let tmp = tempfile::tempdir().unwrap();
@@ -357,7 +448,7 @@ fn main() {
     // `TUI_BENCH_OPEN_ONLY=1` (a very large run): the memory row alone; `TUI_BENCH_LOAD_ONLY=1`: the rows of
     // opening the app's way alone.
     let open_only = std::env::var_os("TUI_BENCH_OPEN_ONLY").is_some();
-    let load_rows = (!open_only).then(|| app_way_rows(tmp.path(), bytes));
+    let load_rows = (!open_only).then(|| app_way_rows(tmp.path(), bytes) + "\n" + &following_row(10_000, &mut rng));
     if let (Some(rows), Some(_)) = (&load_rows, std::env::var_os("TUI_BENCH_LOAD_ONLY")) {
         println!("{header}\n{rows}");
         return;

@@ -442,6 +442,35 @@ fn a_plugin_whose_libtorch_is_gone_says_so() {
     }
 }
 
+/// A build of the plugin played by a test: the TUI on a copy of the basic fixture, looking for the plugin in a
+/// directory of its own where a status file, as `scripts/dev` writes it (see `plugin_host::building`), names this
+/// test's own process as the builder of 320 crates.
+struct PlayedBuild {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    _lib: tempfile::TempDir,
+    plugin_path: PathBuf,
+    status: PathBuf,
+    /// The status file's first line, with its newline.
+    header: String,
+    s: Session,
+}
+
+impl PlayedBuild {
+    /// The status file holds the header and then `lines`; the TUI is started and its overview is on screen.
+    fn start(test: &str, lines: &str) -> PlayedBuild {
+        let (_tmp, dir) = copy_fixture("basic");
+        let lib = tempfile::tempdir().unwrap();
+        let plugin_path = lib.path().join("libgigscope_train.so");
+        let status = lib.path().join("libgigscope_train.so.building");
+        let header = format!("gigscope-train build: pid {}, 320 crates\n", std::process::id());
+        std::fs::write(&status, format!("{header}{lines}")).unwrap();
+        let s = Session::tui(test, &dir, &format!("GIGSCOPE_TRAIN_LIB={}", plugin_path.display()));
+        s.wait_for(&["Iterations"]);
+        PlayedBuild { _tmp, dir, _lib: lib, plugin_path, status, header, s }
+    }
+}
+
 /// `./scripts/dev run` opens the TUI while the plugin is still being built beside the binary: the burst dialog
 /// says how far the build is, a burst asked for meanwhile waits for it, and starts once the plugin is in place.
 /// The build is played by the test: a status file as `scripts/dev` writes it (see `plugin_host::building`),
@@ -452,30 +481,24 @@ fn a_burst_asked_for_while_the_plugin_is_built_waits_for_it_and_starts() {
     if !tmux_available() {
         return;
     }
-    let (_tmp, dir) = copy_fixture("basic");
-    let lib = tempfile::tempdir().unwrap();
-    let plugin_path = lib.path().join("libgigscope_train.so");
-    let status = lib.path().join("libgigscope_train.so.building");
-    let header = format!("gigscope-train build: pid {}, 320 crates\n", std::process::id());
-    std::fs::write(&status, format!("{header}compiled libc\ncompiled serde\n")).unwrap();
-    let s = Session::tui("building", &dir, &format!("GIGSCOPE_TRAIN_LIB={}", plugin_path.display()));
-    s.wait_for(&["Iterations"]);
+    let build = PlayedBuild::start("building", "compiled libc\ncompiled serde\n");
+    let (s, dir, header) = (&build.s, &build.dir, &build.header);
     s.keys(&["t"]);
     s.wait_for(&["the trainer is being built: 2 of 320 crates compiled (serde)", "starts when it is ready"]);
     // The dialog follows the build.
-    std::fs::write(&status, format!("{header}compiled libc\ncompiled serde\ncompiled torch-sys\n")).unwrap();
+    std::fs::write(&build.status, format!("{header}compiled libc\ncompiled serde\ncompiled torch-sys\n")).unwrap();
     s.wait_for(&["3 of 320 crates compiled (torch-sys)"]);
     s.keys(&["Escape"]);
     s.wait_for(&["[Overview]", "Iterations (2)"]);
-    start_a_small_burst(&s);
+    start_a_small_burst(s);
     s.wait_for(&["waiting for the trainer's build: 3 of 320 crates compiled (torch-sys)"]);
     assert!(!s.has_libtorch());
-    assert!(!episode_lines(&dir).iter().any(|e| e["iteration"] == 2), "nothing trained before the build ended");
+    assert!(!episode_lines(dir).iter().any(|e| e["iteration"] == 2), "nothing trained before the build ended");
     // The build ends: the plugin is in place and the status file gone; the burst starts by itself.
-    std::fs::copy(&built, &plugin_path).unwrap();
-    std::fs::remove_file(&status).unwrap();
+    std::fs::copy(&built, &build.plugin_path).unwrap();
+    std::fs::remove_file(&build.status).unwrap();
     s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
-    assert_eq!(episode_lines(&dir).iter().filter(|e| e["iteration"] == 2).count(), 4);
+    assert_eq!(episode_lines(dir).iter().filter(|e| e["iteration"] == 2).count(), 4);
     s.quit();
 }
 
@@ -485,22 +508,16 @@ fn a_failed_or_stopped_plugin_build_is_what_a_burst_reports() {
     if !tmux_available() {
         return;
     }
-    let (_tmp, dir) = copy_fixture("basic");
-    let lib = tempfile::tempdir().unwrap();
-    let plugin_path = lib.path().join("libgigscope_train.so");
-    let status = lib.path().join("libgigscope_train.so.building");
-    let header = format!("gigscope-train build: pid {}, 320 crates\n", std::process::id());
-    std::fs::write(&status, format!("{header}compiled libc\nfailed: cargo build -p gigscope-train exited with 101\n"))
-        .unwrap();
-    let s = Session::tui("build-failed", &dir, &format!("GIGSCOPE_TRAIN_LIB={}", plugin_path.display()));
-    s.wait_for(&["Iterations"]);
-    start_a_small_burst(&s);
+    let build =
+        PlayedBuild::start("build-failed", "compiled libc\nfailed: cargo build -p gigscope-train exited with 101\n");
+    let s = &build.s;
+    start_a_small_burst(s);
     // The reason is wrapped in the dialog: its words, not its lines.
     s.wait_for(&["building", "failed:", "101", "libgigscope_train.so.build.log"]);
     s.keys(&["Escape"]);
     s.wait_for(&["[Overview]"]);
     // A builder that is gone (a pid no process has) without a last word: the build stopped.
-    std::fs::write(&status, "gigscope-train build: pid 4194303, 320 crates\ncompiled libc\n").unwrap();
+    std::fs::write(&build.status, "gigscope-train build: pid 4194303, 320 crates\ncompiled libc\n").unwrap();
     s.keys(&["Enter"]);
     s.wait_for(&["[Groups]"]);
     s.keys(&["Escape"]);

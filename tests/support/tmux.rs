@@ -98,6 +98,28 @@ impl Session {
     }
 }
 
+impl Session {
+    /// One format of the session's pane, as `tmux display` expands it.
+    pub fn pane(&self, format: &str) -> String {
+        let out =
+            Command::new("tmux").args(["display", "-p", "-t", &self.name, format]).output().expect("tmux display");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The gigscope process the pane's shell started (its child: `env` execs the binary).
+    pub fn gigscope_pid(&self) -> String {
+        let shell = self.pane("#{pane_pid}");
+        let child = std::fs::read_dir("/proc").ok().into_iter().flatten().find_map(|entry| {
+            let pid = entry.ok()?.file_name().into_string().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`: comm may hold spaces, so the fields after its closing parenthesis.
+            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            (rest.split(' ').nth(1)? == shell && comm == "gigscope").then_some(pid)
+        });
+        child.unwrap_or_else(|| panic!("no gigscope process under the pane's shell {shell}"))
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();

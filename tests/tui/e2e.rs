@@ -378,25 +378,6 @@ enum Ending {
     Signal(&'static str),
 }
 
-/// One format of the session's pane, as `tmux display` expands it.
-fn pane(s: &Session, format: &str) -> String {
-    let out = Command::new("tmux").args(["display", "-p", "-t", &s.name, format]).output().expect("tmux display");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// The gigscope process the pane's shell started (its child: `env` execs the binary).
-fn gigscope_pid(s: &Session) -> String {
-    let shell = pane(s, "#{pane_pid}");
-    let child = std::fs::read_dir("/proc").unwrap().find_map(|entry| {
-        let pid = entry.ok()?.file_name().into_string().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (comm) state ppid …`: comm may hold spaces, so the fields after its closing parenthesis.
-        let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
-        (rest.split(' ').nth(1)? == shell && comm == "gigscope").then_some(pid)
-    });
-    child.unwrap_or_else(|| panic!("no gigscope process under the pane's shell {shell}"))
-}
-
 /// Open the basic fixture, end the TUI as `ending` says, and check that the shell has its terminal back as it
 /// was: gigscope exited 0 (as after `q`), the pane is off the alternate screen, mouse tracking is off, and the
 /// tty is in cooked mode (`stty -a`, run by the shell afterwards, shows `icanon` and `echo`).
@@ -408,11 +389,11 @@ fn the_terminal_is_given_back(test: &str, ending: Ending) {
     let command_line = format!("tui {}; echo GIGSCOPE-EXIT:$?; stty -a", fixture.display());
     let s = Session::launch(test, &command_line, (120, 40));
     s.wait_for(&["[Overview]", "12 ep"]);
-    assert_eq!(pane(&s, "#{alternate_on} #{mouse_any_flag}"), "1 1", "the TUI holds the terminal");
+    assert_eq!(s.pane("#{alternate_on} #{mouse_any_flag}"), "1 1", "the TUI holds the terminal");
     match ending {
         Ending::Key(key) => s.keys(&[key]),
         Ending::Signal(signal) => {
-            let status = Command::new("kill").args(["-s", signal, &gigscope_pid(&s)]).status().expect("kill runs");
+            let status = Command::new("kill").args(["-s", signal, &s.gigscope_pid()]).status().expect("kill runs");
             assert!(status.success(), "kill -s {signal}");
         }
     }
@@ -427,8 +408,8 @@ fn the_terminal_is_given_back(test: &str, ending: Ending) {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(screen.contains("GIGSCOPE-EXIT:0"), "gigscope ends as after q:\n{screen}");
-    assert_eq!(pane(&s, "#{alternate_on}"), "0", "back on the shell's screen:\n{screen}");
-    let mouse = pane(&s, "#{mouse_any_flag} #{mouse_standard_flag} #{mouse_button_flag} #{mouse_sgr_flag}");
+    assert_eq!(s.pane("#{alternate_on}"), "0", "back on the shell's screen:\n{screen}");
+    let mouse = s.pane("#{mouse_any_flag} #{mouse_standard_flag} #{mouse_button_flag} #{mouse_sgr_flag}");
     assert_eq!(mouse, "0 0 0 0", "mouse tracking off");
     let modes: Vec<&str> = screen.split(|c: char| c.is_whitespace() || c == ';').collect();
     for mode in ["icanon", "echo", "isig"] {

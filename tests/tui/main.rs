@@ -11,6 +11,7 @@ mod e2e;
 mod e2e_layouts;
 mod estimators;
 mod explain;
+mod live_load;
 mod other_trainers;
 mod overview_spread;
 mod picture;
