@@ -23,7 +23,7 @@ const STEPS: usize = 2;
 /// Episode `i` of the load: groups of four, a new iteration every 20,000 episodes (a second).
 fn episode_line(i: usize) -> String {
     let (group, iteration) = (i / GROUP_SIZE, 100 + i / 20_000);
-    let success = i % 3 == 0;
+    let success = i.is_multiple_of(3);
     format!(
         r#"{{"id":"load-{i}","group":"load-g{group}","iteration":{iteration},"task":{{"id":"t{group}","instruction":"buy load socks {group}"}},"steps":[{{"observation":"Search","action":"search[socks {group}]","reward":0}},{{"observation":"Item [SEP] Buy Now","action":"click[buy now]","reward":{}}}],"outcome":{{"success":{success},"score":{}}}}}"#,
         if success { 10 } else { 0 },
