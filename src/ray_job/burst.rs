@@ -2,8 +2,10 @@
 //! sent, watched until it ends (its log streamed line by line), stopped when asked, and its outcome recorded.
 //!
 //! The record is one entry of `run.json`'s `bursts` list, `{"backend": "ray", "profile", "address",
-//! "job_id", "settings", "command", "submitted", "outcome"}`; gigscope's own trainer, when it is the job's
-//! entrypoint, appends its configuration after it as for any burst. `run.json` is read, changed and replaced
+//! "job_id", "settings", "command", "submitted", "episodes_from", "outcome"}`, with `episodes_to` once the job
+//! has ended (the size of `episodes.jsonl` then and at submission: the job's part of the run,
+//! [`crate::run::bursts`]); gigscope's own trainer, when it is the job's entrypoint, appends its configuration
+//! after it as for any burst. `run.json` is read, changed and replaced
 //! atomically each time, keeping whatever else it holds: it is written before the submission (so the job's
 //! own writer, which starts after, keeps the entry) and after the job has ended.
 
@@ -14,7 +16,8 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::client::{JobSpec, JobState, RayClient, RayError};
-use crate::run::{read_meta, write_atomic, RunError, RUN_META_FILE};
+use crate::run::bursts::{BURSTS_KEY, EPISODES_FROM_KEY, EPISODES_TO_KEY};
+use crate::run::{episodes_size, read_meta, write_atomic, RunError, RUN_META_FILE};
 
 /// How often a running job is asked for its state and log.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -81,6 +84,7 @@ impl RayBurst {
             "settings": settings,
             "command": self.spec.entrypoint,
             "submitted": now(),
+            EPISODES_FROM_KEY: episodes_size(&self.run)?,
             "outcome": {"status": "SUBMITTING"},
         });
         update_bursts(&self.run, |list| list.push(record))?;
@@ -151,18 +155,21 @@ impl RayBurst {
         }
     }
 
+    /// Record how the job ended, and where its part of `episodes.jsonl` ends.
     fn record_outcome(&self, outcome: &Value) -> Result<(), RunError> {
         let id = Value::String(self.spec.submission_id.clone());
+        let end = episodes_size(&self.run)?;
         update_bursts(&self.run, |list| {
             if let Some(entry) = list.iter_mut().rev().find(|b| b.get("job_id") == Some(&id)) {
                 entry["outcome"] = outcome.clone();
+                entry[EPISODES_TO_KEY] = end.into();
             }
         })
     }
 }
 
 fn has_episodes(run: &Path) -> bool {
-    std::fs::metadata(run.join(crate::run::EPISODES_FILE)).is_ok_and(|m| m.len() > 0)
+    episodes_size(run).is_ok_and(|n| n > 0)
 }
 
 /// Where Ray's message for a failed entrypoint starts its copy of the job's log: `Job entrypoint command failed
@@ -190,13 +197,13 @@ pub fn tail(log: &str, n: usize) -> String {
 /// replace the file atomically.
 fn update_bursts(dir: &Path, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), RunError> {
     let mut meta = read_meta(dir)?.unwrap_or_default();
-    let mut list = match meta.extra.shift_remove("bursts") {
+    let mut list = match meta.extra.shift_remove(BURSTS_KEY) {
         Some(Value::Array(list)) => list,
         Some(other) => vec![other],
         None => Vec::new(),
     };
     change(&mut list);
-    meta.extra.insert("bursts".into(), Value::Array(list));
+    meta.extra.insert(BURSTS_KEY.into(), Value::Array(list));
     let path = dir.join(RUN_META_FILE);
     let mut text =
         serde_json::to_string_pretty(&meta).map_err(|source| RunError::Encode { path: path.clone(), source })?;

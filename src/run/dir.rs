@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::error::RunError;
-use super::format::{RunMeta, RUN_META_FILE};
+use super::format::{RunMeta, EPISODES_FILE, RUN_META_FILE};
 
 /// The directory exists and is a directory.
 pub fn check_run_dir(dir: &Path) -> Result<(), RunError> {
@@ -32,6 +32,17 @@ pub fn read_meta(dir: &Path) -> Result<Option<RunMeta>, RunError> {
         message: err.to_string(),
         path,
     })
+}
+
+/// The size of the run's `episodes.jsonl` in bytes (0 when there is none yet): where a burst starting now
+/// begins, and where one ending now ends ([`super::bursts`]).
+pub fn episodes_size(dir: &Path) -> Result<u64, RunError> {
+    let path = dir.join(EPISODES_FILE);
+    match std::fs::metadata(&path) {
+        Ok(meta) => Ok(meta.len()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(err) => Err(RunError::io(path)(err)),
+    }
 }
 
 /// The file names in `dir` (not recursive), sorted; names that are not UTF-8 are left out.

@@ -6,6 +6,7 @@
 //! - `error.rs` ([`RunError`], [`LineError`]), `settings.rs` (the trainer's advantage settings), `span.rs`
 //!   (where a line is on disk, its checksum, one positioned read, file stamps), `layout.rs` ([`Layout`]);
 //! - `format.rs`: the records of gigscope-run/1; `dir.rs`: the run directory's plain files (`run.json`);
+//!   `bursts.rs`: which burst wrote which bytes of `episodes.jsonl` (`run.json`'s `bursts` ranges);
 //! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
 //! - `text_on_disk.rs`: episodes without their text ([`text_on_disk::LeanEpisode`]) and the store that reads
 //!   the text back; `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
@@ -14,6 +15,7 @@
 //! - `in_memory.rs`: [`Run`], the run in memory, built by [`apply`]ing a source's events;
 //! - `truth.rs`: measured ground truth kept beside a run.
 
+pub mod bursts;
 pub mod cache;
 mod dir;
 mod error;
@@ -32,7 +34,7 @@ pub mod tokens;
 pub mod truth;
 mod writer;
 
-pub use dir::{check_run_dir, read_meta};
+pub use dir::{check_run_dir, episodes_size, read_meta};
 pub use error::{LineError, RunError};
 pub use format::*;
 pub use in_memory::{

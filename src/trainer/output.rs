@@ -4,18 +4,23 @@
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use super::checkpoint::TrainerState;
 use super::error::TrainError;
 use crate::advantage::{AdvantageOverrides, AdvantageSettings};
 use crate::plugin_host::protocol::{TrainConfig, ESTIMATOR_KEY};
+use crate::run::bursts::{BURSTS_KEY, EPISODES_FROM_KEY, EPISODES_TO_KEY};
 use crate::run::{
-    read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
+    episodes_size, read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
 };
 
 pub struct RunOutput {
     dir: PathBuf,
     env: String,
     writer: RunWriter,
+    /// This burst's entry in `run.json`'s `bursts` (its index), once [`RunOutput::write_meta`] has made it.
+    burst: Option<usize>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
@@ -36,7 +41,7 @@ impl RunOutput {
         if !resume && file_len(&dir.join(EPISODES_FILE))? > 0 {
             return Err(TrainError::RunNotEmpty(dir.to_path_buf()));
         }
-        Ok(RunOutput { dir: dir.to_path_buf(), env: env.to_owned(), writer: RunWriter::create(dir)? })
+        Ok(RunOutput { dir: dir.to_path_buf(), env: env.to_owned(), writer: RunWriter::create(dir)?, burst: None })
     }
 
     /// The advantage settings recorded in `run.json` (none when there is no `run.json`).
@@ -45,8 +50,9 @@ impl RunOutput {
     }
 
     /// Record the settings in use (every key, so `gigscope advantages` recomputes exactly what trains) and the
-    /// burst's configuration in `run.json`, keeping whatever else it holds.
-    pub fn write_meta(&self, settings: &AdvantageSettings, config: &TrainConfig) -> Result<(), TrainError> {
+    /// burst's configuration in `run.json`, keeping whatever else it holds. The burst's entry also records where
+    /// its part of `episodes.jsonl` starts (`episodes_from`, [`crate::run::bursts`]).
+    pub fn write_meta(&mut self, settings: &AdvantageSettings, config: &TrainConfig) -> Result<(), TrainError> {
         let mut meta = read_meta(&self.dir)?.unwrap_or_default();
         meta.format = Some(FORMAT_V1.to_string());
         meta.env.get_or_insert_with(|| self.env.clone());
@@ -71,10 +77,29 @@ impl RunOutput {
         // trainer wrote (gigscope's or another writer's) is never replaced.
         let record = serde_json::to_value(config)?;
         meta.extra.entry("train").or_insert_with(|| record.clone());
-        match meta.extra.entry("bursts").or_insert_with(|| serde_json::Value::Array(Vec::new())) {
-            serde_json::Value::Array(bursts) => bursts.push(record),
-            other => *other = serde_json::Value::Array(vec![other.take(), record]),
+        let mut entry = record;
+        if let Value::Object(fields) = &mut entry {
+            fields.insert(EPISODES_FROM_KEY.into(), episodes_size(&self.dir)?.into());
         }
+        let mut bursts = match meta.extra.shift_remove(BURSTS_KEY) {
+            Some(Value::Array(bursts)) => bursts,
+            Some(other) => vec![other],
+            None => Vec::new(),
+        };
+        bursts.push(entry);
+        self.burst = Some(bursts.len() - 1);
+        meta.extra.insert(BURSTS_KEY.into(), Value::Array(bursts));
+        Ok(self.writer.write_meta(&meta)?)
+    }
+
+    /// Record where this burst's part of `episodes.jsonl` ends (`episodes_to`: its size now) in the entry
+    /// [`RunOutput::write_meta`] made; nothing when it made none or the entry is gone.
+    pub fn record_burst_end(&self) -> Result<(), TrainError> {
+        let Some(index) = self.burst else { return Ok(()) };
+        let Some(mut meta) = read_meta(&self.dir)? else { return Ok(()) };
+        let entry = meta.extra.get_mut(BURSTS_KEY).and_then(|b| b.get_mut(index));
+        let Some(Value::Object(fields)) = entry else { return Ok(()) };
+        fields.insert(EPISODES_TO_KEY.into(), episodes_size(&self.dir)?.into());
         Ok(self.writer.write_meta(&meta)?)
     }
 

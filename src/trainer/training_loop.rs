@@ -121,7 +121,7 @@ impl<T: Tasks> Trainer<T> {
                 config: serde_json::to_value(&config)?,
             }
         };
-        let trainer = Trainer {
+        let mut trainer = Trainer {
             tasks,
             config,
             run_dir: run_dir.to_path_buf(),
@@ -174,7 +174,7 @@ impl<T: Tasks> Trainer<T> {
             let report = self.iterate()?;
             progress(&Progress::Iteration(Box::new(report)));
         }
-        Ok(())
+        self.output.record_burst_end()
     }
 
     /// The rule baseline on the evaluation goals (deterministic, so computed once).

@@ -50,6 +50,7 @@ pub enum Action {
     TokenScrollUp,
     TokenScrollDown,
     TokenZoom,
+    ApplyReconciled,
 }
 
 impl Action {
@@ -86,6 +87,7 @@ impl Action {
         Action::Truth,
         Action::Settings,
         Action::ResetSettings,
+        Action::ApplyReconciled,
         Action::Follow,
         Action::Search,
         Action::SearchNext,
@@ -140,6 +142,9 @@ impl Action {
             }
             Action::Settings => "advantage settings panel",
             Action::ResetSettings => "reset settings to the run's recorded ones",
+            Action::ApplyReconciled => {
+                "apply the TRL settings offered because they reproduce the trainer's stored advantages"
+            }
             Action::Follow => "follow mode: jump to the newest episodes as they arrive",
             Action::Search => "search the run",
             Action::SearchNext => "next search result",
@@ -192,6 +197,7 @@ impl Action {
             Action::Truth => "truth",
             Action::Settings => "settings",
             Action::ResetSettings => "reset",
+            Action::ApplyReconciled => "apply offered settings",
             Action::Follow => "follow",
             Action::Search => "search",
             Action::SearchNext | Action::SearchPrev => "next/prev hit",

@@ -14,6 +14,7 @@ use crate::advantage::{
     AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
+use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
 use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::tokens::{count_lengths, Lengths};
@@ -663,6 +664,31 @@ impl Domain {
 
     pub fn settings_modified(&self) -> bool {
         self.settings != self.recorded
+    }
+
+    /// The bursts whose groups are marked ([`crate::run::bursts`]): none when marking tells nothing (no burst
+    /// recorded its range, or one burst made the whole run).
+    pub fn marked_bursts(&self) -> Vec<BurstSpan> {
+        let spans = burst_spans(self.run.meta.as_ref());
+        if marks_tell(&spans) {
+            spans
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The burst that wrote episode group `g`: the one whose part of `episodes.jsonl` holds its first episode's
+    /// line.
+    pub fn group_burst(&self, bursts: &[BurstSpan], g: u32) -> Option<u32> {
+        let group = self.derived.table.episode_groups.get(g as usize)?;
+        let first = self.episodes.get(*group.episodes.first()? as usize)?;
+        burst_at(bursts, first.span()?.offset)
+    }
+
+    /// The bursts that wrote `groups`, each once, in order.
+    pub fn bursts_of(&self, bursts: &[BurstSpan], groups: &[u32]) -> Vec<u32> {
+        let found: BTreeSet<u32> = groups.iter().filter_map(|&g| self.group_burst(bursts, g)).collect();
+        found.into_iter().collect()
     }
 
     /// The settings the table is computed with: the user's, with the anchor mode the table has.

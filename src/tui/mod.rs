@@ -2,14 +2,14 @@
 //!
 //! The Elm architecture, in layers (a file imports only files below it):
 //! - plain data: [`action`], [`config`] (with [`keymap`], [`theme`] and [`config_error`]), [`settings_fields`],
-//!   [`burst_dialog`], [`play`], [`truth_job`];
+//!   [`burst_dialog`], [`play`], [`truth_job`], [`reconcile_offer`];
 //! - the state, [`state::State`]: the run and its groupings ([`domain`]), the estimators' numbers and the truth
 //!   files the views show ([`estimates`], computed and read before a frame), the jobs, and each view's UI state;
 //! - [`msg`]: what reaches `update` ([`Msg`]) and what one update asks of the world ([`Effect`], a list of them);
 //! - drawing, which only reads the state: the pieces in `ui::widgets`, `ui::layout` and `ui::text`, one
 //!   component per view ([`views`], owning the view's keys, hints, drawing and mouse regions), and `ui`, which
 //!   draws the frame and the popups around it (`impl Widget for &State`);
-//! - [`update::update`] (with [`truth_update`]): the only thing that changes the state; no terminal, no clock;
+//! - [`update::update`] (with [`truth_update`] and [`reconcile_update`]): the only thing that changes the state; no terminal, no clock;
 //! - `app`: the terminal, the main loop, and the effect runner, which carries effects out (slow ones as jobs)
 //!   and feeds their outcomes back to `update` as messages.
 
@@ -24,6 +24,8 @@ pub(crate) mod keymap;
 pub(crate) mod msg;
 pub mod picture;
 pub mod play;
+pub mod reconcile_offer;
+pub(crate) mod reconcile_update;
 mod runner;
 pub mod settings_fields;
 pub mod state;

@@ -9,6 +9,7 @@ use super::action::Action;
 use super::burst_dialog::{BurstRequest, BurstUpdate, RayPlan};
 use super::estimates::{BatchColumns, BatchRequest};
 use super::play::TasksHandle;
+use super::reconcile_offer::{ReconcileRequest, Reconciled};
 use super::state::{GroupingRequest, JobKind};
 use super::truth_job::{TruthJobError, TruthJobRequest};
 use crate::advantage::AnchorGrouping;
@@ -79,6 +80,8 @@ pub enum Msg {
     Truth(Result<String, TruthJobError>),
     /// An iteration's estimator columns computed in the background for an [`Effect::EstimatorBatch`].
     EstimatorBatch(Arc<BatchColumns>),
+    /// The settings that reproduce the stored advantages, searched for an [`Effect::Reconcile`].
+    Reconciled(Reconciled),
 }
 
 /// Why something the app did in the background for `update` did not happen, as the status line says it. The
@@ -166,6 +169,8 @@ pub enum Effect {
     /// Compute an iteration's estimator columns (the estimators view) in the background and answer with
     /// [`Msg::EstimatorBatch`].
     EstimatorBatch(Box<BatchRequest>),
+    /// Search for the TRL settings that reproduce the stored advantages and answer with [`Msg::Reconciled`].
+    Reconcile(Box<ReconcileRequest>),
 }
 
 /// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.

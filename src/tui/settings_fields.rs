@@ -8,7 +8,8 @@ use clap::ValueEnum;
 use crate::advantage::explain::epsilon_text;
 use crate::advantage::trl::TRL_STD_EPSILON;
 use crate::advantage::{
-    AdvantageSettings, Aggregation, AnchorMode, Estimator, Norm, Pooling, ScaleRewards, DEFAULT_SIMILARITY, STD_EPSILON,
+    AdvantageSettings, Aggregation, AnchorMode, Estimator, Norm, Pooling, RewardWeights, ScaleRewards,
+    DEFAULT_SIMILARITY, STD_EPSILON,
 };
 
 /// One advantage setting the panel can change.
@@ -26,6 +27,7 @@ pub enum Field {
     EfficiencyAlpha1,
     EfficiencyAlpha2,
     ScaleRewards,
+    RewardWeights,
     Aggregation,
 }
 
@@ -53,6 +55,7 @@ pub const FIELDS: &[FieldSpec] = &[
     FieldSpec { field: Field::EfficiencyAlpha1, label: "α₁ tokens bonus", key: "efficiency_alpha1" },
     FieldSpec { field: Field::EfficiencyAlpha2, label: "α₂ steps bonus", key: "efficiency_alpha2" },
     FieldSpec { field: Field::ScaleRewards, label: "scale_rewards", key: "scale_rewards" },
+    FieldSpec { field: Field::RewardWeights, label: "reward weights", key: "reward_weights" },
     FieldSpec { field: Field::Aggregation, label: "aggregation", key: "aggregation" },
 ];
 
@@ -130,6 +133,9 @@ impl Field {
                 "off: GiGPO's A_E; group/batch/none: TRL GRPOTrainer's (r − group mean) / (std + {})",
                 epsilon_text(TRL_STD_EPSILON)
             ),
+            Field::RewardWeights => {
+                "TRL: the weight of each reward function, in the run's order (Enter or ←/→: type them, e.g. 1,2)".into()
+            }
             Field::Aggregation => "TRL: weighted sum then normalise, or normalise each reward then sum".into(),
         }
     }
@@ -149,6 +155,7 @@ impl Field {
             Field::EfficiencyAlpha1 => format!("{:.2}", s.efficiency_alpha1),
             Field::EfficiencyAlpha2 => format!("{:.2}", s.efficiency_alpha2),
             Field::ScaleRewards => s.scale_rewards.map_or("off (GiGPO's A_E)".into(), name),
+            Field::RewardWeights => s.reward_weights.map_or("1 each".into(), |w| weights_text(w.as_slice())),
             Field::Aggregation => name(s.aggregation),
         }
     }
@@ -168,6 +175,7 @@ impl Field {
             Field::EfficiencyAlpha1 => format!("α₁{:.2}", s.efficiency_alpha1),
             Field::EfficiencyAlpha2 => format!("α₂{:.2}", s.efficiency_alpha2),
             Field::ScaleRewards => s.scale_rewards.map_or("GiGPO A_E".into(), |x| format!("scale={}", name(x))),
+            Field::RewardWeights => format!("w={}", s.reward_weights.map_or("1".into(), |w| weights_text(w.as_slice()))),
             Field::Estimator | Field::Norm | Field::Pooling | Field::Aggregation => self.value(s),
         }
     }
@@ -187,7 +195,7 @@ impl Field {
             Field::Pooling => gigpo_a_e,
             Field::InvalidPenalty | Field::SuccessReward | Field::EfficiencyAlpha1 | Field::EfficiencyAlpha2 => true,
             Field::ScaleRewards => episode_component,
-            Field::Aggregation => episode_component && s.scale_rewards.is_some(),
+            Field::Aggregation | Field::RewardWeights => episode_component && s.scale_rewards.is_some(),
         }
     }
 
@@ -207,6 +215,7 @@ impl Field {
             Field::EfficiencyAlpha1 => a.efficiency_alpha1 != b.efficiency_alpha1,
             Field::EfficiencyAlpha2 => a.efficiency_alpha2 != b.efficiency_alpha2,
             Field::ScaleRewards => a.scale_rewards != b.scale_rewards,
+            Field::RewardWeights => a.reward_weights != b.reward_weights,
             Field::Aggregation => a.aggregation != b.aggregation,
         }
     }
@@ -248,9 +257,45 @@ impl Field {
                 s.scale_rewards = options[if up { (i + 1) % n } else { (i + n - 1) % n }];
             }
             Field::Aggregation => s.aggregation = cycle::<Aggregation>(s.aggregation, up),
+            // A list is typed, not stepped (`update` opens a prompt for it).
+            Field::RewardWeights => {}
         }
         s
     }
+
+    /// Whether the field's value is typed in a prompt rather than stepped with ←/→.
+    pub fn typed(self) -> bool {
+        self == Field::RewardWeights
+    }
+}
+
+/// Reward weights as they are typed and shown: `1,2`, `0.5,1`.
+pub fn weights_text(weights: &[f64]) -> String {
+    weights.iter().map(f64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Typed reward weights (`1,2`, `1, 0.5`, spaces allowed), or why not: one number per reward function of the
+/// run (`functions`, when the run names them), none negative, not all zero, at most the weights the settings
+/// hold.
+pub fn parse_weights(text: &str, functions: Option<usize>) -> Result<RewardWeights, String> {
+    let values: Vec<f64> = text
+        .split([',', ' '])
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<f64>().map_err(|_| format!("`{t}` is not a number")))
+        .collect::<Result<_, _>>()?;
+    if values.is_empty() {
+        return Err("no weight given".into());
+    }
+    if let Some(n) = functions.filter(|&n| n != values.len()) {
+        return Err(format!("the run has {n} reward function(s), {} weight(s) given", values.len()));
+    }
+    if values.iter().any(|w| !w.is_finite() || *w < 0.0) {
+        return Err("a weight must be a number ≥ 0".into());
+    }
+    if values.iter().all(|&w| w == 0.0) {
+        return Err("at least one weight must be above 0".into());
+    }
+    RewardWeights::new(&values).map_err(|e| e.to_string())
 }
 
 /// `exact`, `similarity` or `page`.
@@ -292,6 +337,21 @@ pub fn poolings() -> &'static [Pooling] {
 mod tests {
     use super::*;
     use crate::advantage::AdvantageOverrides;
+
+    #[test]
+    fn typed_reward_weights_are_one_number_per_reward_function() {
+        let w = parse_weights("2, 0.5", Some(2)).unwrap();
+        assert_eq!((w.as_slice(), weights_text(w.as_slice()).as_str()), (&[2.0, 0.5][..], "2,0.5"));
+        assert_eq!(parse_weights("1 2 3", None).unwrap().as_slice(), &[1.0, 2.0, 3.0]);
+        assert_eq!(parse_weights("2", Some(2)).unwrap_err(), "the run has 2 reward function(s), 1 weight(s) given");
+        assert_eq!(parse_weights("1,x", None).unwrap_err(), "`x` is not a number");
+        assert_eq!(parse_weights("-1,1", None).unwrap_err(), "a weight must be a number ≥ 0");
+        assert_eq!(parse_weights("0,0", None).unwrap_err(), "at least one weight must be above 0");
+        assert_eq!(parse_weights(" ", None).unwrap_err(), "no weight given");
+        // Typed, not stepped: ←/→ leave the settings as they are.
+        let s = AdvantageSettings::default();
+        assert!(Field::RewardWeights.typed() && Field::RewardWeights.adjust(s, true) == s);
+    }
 
     #[test]
     fn steps_do_not_drift_and_clamp() {

@@ -45,6 +45,8 @@ pub enum Prompt {
     Search,
     /// A WebShop search typed in live play.
     PlayQuery,
+    /// The reward functions' weights, typed in the settings panel (`1,2`).
+    RewardWeights,
 }
 
 /// The cursor every view shares: indices into the derived lists, kept valid (clamped or re-found) after every
@@ -199,6 +201,8 @@ pub struct Jobs {
     pub running: Vec<JobKind>,
     /// The open group's Monte-Carlo truth being measured (`T`).
     pub truth: Option<super::truth_job::TruthStatus>,
+    /// The search for settings that reproduce the stored advantages, and what it offers.
+    pub reconcile: super::reconcile_offer::ReconcileOffer,
 }
 
 /// The kinds of work the app runs off the UI thread.
@@ -230,6 +234,8 @@ pub enum JobKind {
     },
     /// A training burst as a Ray job, followed until it ends.
     RayJob,
+    /// The search for TRL settings that reproduce the trainer's stored advantages.
+    Reconcile,
 }
 
 /// What cancelling a job does.
@@ -262,6 +268,7 @@ impl JobKind {
             }
             JobKind::Burst { done, of } => format!("training: {done} of {of} iterations"),
             JobKind::RayJob => "training as a Ray job".into(),
+            JobKind::Reconcile => "looking for the settings that reproduce the stored advantages".into(),
         }
     }
 
@@ -269,9 +276,12 @@ impl JobKind {
         match self {
             JobKind::Write | JobKind::Grouping => Cancel::No,
             JobKind::Truth { .. } | JobKind::StartBurst | JobKind::Burst { .. } | JobKind::RayJob => Cancel::Stop,
-            JobKind::OpenEnv | JobKind::Autoplay | JobKind::Index { .. } | JobKind::Search | JobKind::Estimators => {
-                Cancel::Drop
-            }
+            JobKind::OpenEnv
+            | JobKind::Autoplay
+            | JobKind::Index { .. }
+            | JobKind::Search
+            | JobKind::Estimators
+            | JobKind::Reconcile => Cancel::Drop,
         }
     }
 }
@@ -286,6 +296,20 @@ pub struct State {
 }
 
 impl State {
+    /// The episodes and settings the advantage table stands on now: what a search for reproducing settings is
+    /// made under ([`super::reconcile_offer`]).
+    pub fn reconcile_key(&self) -> super::reconcile_offer::SearchKey {
+        super::reconcile_offer::SearchKey {
+            episodes_version: self.domain.episodes_version,
+            settings: self.domain.derived.settings,
+        }
+    }
+
+    /// The settings offered because they reproduce the trainer's stored advantages, under the table as it is.
+    pub fn offered_settings(&self) -> Option<&crate::advantage::AdvantageSettings> {
+        self.jobs.reconcile.offered(&self.reconcile_key())
+    }
+
     /// A state showing `run` (already read) on a terminal of `size`.
     pub fn new(run: Run, config: Config, size: (u16, u16)) -> State {
         let ui = Ui {

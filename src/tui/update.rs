@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::action::Action;
 use super::burst_dialog::{ray_choices, BurstField, BurstStatus};
 use super::play::Play;
-use super::settings_fields::Field;
+use super::settings_fields::{self, Field};
 use super::state::{Cancel, GroupingRequest, Popup, Prompt, SearchState, State, View};
 use super::views::{self, component};
 use crate::live::LiveEvent;
@@ -16,6 +16,8 @@ pub use super::msg::{AutoplayRequest, Effect, Effects, InputKey, JobError, Msg};
 
 pub fn update(state: &mut State, msg: Msg) -> Effects {
     let mut fx = handle(state, msg);
+    // Stored advantages that disagree with the recomputation: look for the settings that reproduce them.
+    fx.extend(super::reconcile_update::wanted(state));
     // What the view about to be drawn shows is computed now (drawing only reads it), or asked of a job.
     fx.extend(refresh_estimates(state));
     read_shown_text(state);
@@ -171,7 +173,13 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             redraw_if(changed)
         }
         Msg::Burst(news) => {
-            state.jobs.burst.get_or_insert_with(BurstStatus::default).apply(news);
+            let burst = state.jobs.burst.get_or_insert_with(BurstStatus::default);
+            let cancelling = burst.running() && burst.cancelling;
+            burst.apply(news);
+            // The "cancelling: …" message gives way to how the burst ended once it has.
+            if let Some(ended) = burst.ended.as_ref().filter(|_| cancelling) {
+                state.ui.message = Some(format!("burst {}", ended.lines().next().unwrap_or_default()));
+            }
             Effects::redraw()
         }
         Msg::Jobs(kinds) => {
@@ -186,6 +194,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             state.estimates.batch_arrived(batch);
             Effects::redraw()
         }
+        Msg::Reconciled(answer) => redraw_if(super::reconcile_update::arrived(state, answer)),
     }
 }
 
@@ -204,6 +213,9 @@ fn on_input(state: &mut State, key: InputKey) -> Effects {
             }
             if state.ui.prompt == Prompt::PlayQuery {
                 return views::play::play_typed(state, &query);
+            }
+            if state.ui.prompt == Prompt::RewardWeights {
+                return redraw_grouping(set_reward_weights(state, &query));
             }
             state.ui.message = Some(format!("searching for {query} …"));
             return Effects::redraw_and(Effect::Search(query));
@@ -353,6 +365,7 @@ fn on_action(state: &mut State, a: Action) -> Effects {
             let group_anchors = reset_settings(state);
             return redraw_grouping(group_anchors);
         }
+        Action::ApplyReconciled => return redraw_grouping(super::reconcile_update::apply(state)),
         Action::Follow => {
             state.ui.follow = !state.ui.follow;
             if state.ui.follow && !state.domain.episodes.is_empty() {
@@ -538,6 +551,25 @@ fn reset_settings(state: &mut State) -> Option<GroupingRequest> {
     state.apply_settings()
 }
 
+/// Typed reward weights: the settings' (with TRL's computation, `scale_rewards` group, if it was off), or why
+/// not in the status line.
+fn set_reward_weights(state: &mut State, text: &str) -> Option<GroupingRequest> {
+    let functions = state.domain.episodes.iter().filter_map(|e| e.reward_names()).map(<[String]>::len).max();
+    match settings_fields::parse_weights(text, functions) {
+        Ok(weights) => {
+            let settings = &mut state.domain.settings;
+            settings.reward_weights = Some(weights);
+            settings.scale_rewards.get_or_insert(crate::advantage::ScaleRewards::Group);
+            state.ui.message = Some(format!("reward weights {}", settings_fields::weights_text(weights.as_slice())));
+            state.apply_settings()
+        }
+        Err(why) => {
+            state.ui.message = Some(format!("reward weights not changed: {why}"));
+            None
+        }
+    }
+}
+
 fn on_settings(state: &mut State, field: Field, a: Action) -> Effects {
     let mut group_anchors = None;
     let field = match a {
@@ -545,6 +577,16 @@ fn on_settings(state: &mut State, field: Field, a: Action) -> Effects {
         Action::Down => field.moved(1),
         Action::Top => Field::all().next().unwrap_or(field),
         Action::Bottom => Field::all().last().unwrap_or(field),
+        Action::Left | Action::Right | Action::Open if field.typed() => {
+            let weights = state.domain.settings.reward_weights;
+            state.ui.input = Some(weights.map_or(String::new(), |w| settings_fields::weights_text(w.as_slice())));
+            state.ui.prompt = Prompt::RewardWeights;
+            field
+        }
+        Action::ApplyReconciled => {
+            group_anchors = super::reconcile_update::apply(state);
+            field
+        }
         Action::Left | Action::Right => {
             let mut settings = field.adjust(state.domain.settings, a == Action::Right);
             // Page anchors are an environment's (WebShop's page types): a run of one without them skips them.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use gigscope::ray_job::{render_command, BurstTable};
-use gigscope::tui::burst_dialog::{ray_choices, BurstField, BurstHost, BurstRequest, RayPlan};
+use gigscope::tui::burst_dialog::{ray_choices, BurstField, BurstHost, BurstRequest, BurstUpdate, RayPlan};
 use gigscope::tui::state::Popup;
 use gigscope::tui::{open, update, Action, Config, Effect, Effects, Msg, State};
 use ratatui::buffer::Buffer;
@@ -128,6 +128,16 @@ fn a_ray_backend_shows_and_submits_the_profiles_own_command_with_the_dialogs_set
     assert_eq!((plan.profile.as_str(), plan.address.as_str()), ("verl", "http://head:8265"));
     assert_eq!((plan.settings, plan.run, plan.own_train), (settings, run, false));
     assert!(s.jobs.burst.as_ref().is_some_and(|b| b.ray_job.is_some() && b.running()));
+
+    // X asks the job to stop; once it has, the status bar says so instead of "cancelling".
+    act(&mut s, Action::Back);
+    act(&mut s, Action::CancelBurst);
+    assert_eq!(s.ui.message.as_deref(), Some("cancelling: the Ray job is asked to stop"));
+    let stopped = "stopped: Ray job gigscope-burst-1 (the run keeps what it wrote)";
+    update(&mut s, Msg::Burst(BurstUpdate::RayEnded(stopped.into())));
+    assert_eq!(s.ui.message.as_deref(), Some(format!("burst {stopped}").as_str()));
+    let text = screen(&s);
+    assert!(text.contains("burst stopped: Ray job gigscope-burst-1") && !text.contains("cancelling"), "{text}");
 }
 
 #[test]

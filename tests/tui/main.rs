@@ -5,6 +5,7 @@
 mod support;
 
 mod app_open;
+mod burst_marks;
 mod burst_ray;
 mod credit;
 mod e2e;
@@ -22,5 +23,6 @@ mod small_screens;
 mod snapshots;
 mod text_on_disk;
 mod tokens;
+mod trl_settings;
 mod truth;
 mod update;

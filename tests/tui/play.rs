@@ -327,11 +327,15 @@ fn the_burst_dialog_starts_one_burst_and_follows_it() {
     assert!((b.progress() - 1.0 / 3.0).abs() < 1e-12);
 
     assert!(act(&mut s, Action::CancelBurst).contains(&Effect::CancelJobs));
+    assert_eq!(s.ui.message.as_deref(), Some("cancelling: the burst stops after its current iteration"));
     assert!(!act(&mut s, Action::CancelBurst).contains(&Effect::CancelJobs), "cancel is asked once");
     update(&mut s, Msg::Burst(BurstUpdate::Finished { completed: 1, cancelled: true }));
     let b = s.jobs.burst.as_ref().unwrap();
     assert!(!b.running());
     assert_eq!(b.ended.as_deref(), Some("cancelled after 1 iteration(s)"));
+    // The status bar says how it ended, no longer that it is cancelling.
+    assert_eq!(s.ui.message.as_deref(), Some("burst cancelled after 1 iteration(s)"));
+    assert!(screen(&s).contains("burst cancelled after 1 iteration(s)"), "{}", screen(&s));
     assert!(burst(act(&mut s, Action::Open)).is_some(), "a new burst can start once it ended");
 }
 

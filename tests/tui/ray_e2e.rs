@@ -86,6 +86,7 @@ fn ray_bursts_from_the_dialog_run_on_a_local_head() {
 fn a_burst_runs_and_its_groups_arrive_live(head: &Head) {
     let (tmp, dir) = copy_fixture("basic");
     let before = episode_lines(&dir).len();
+    let bytes_before = std::fs::metadata(dir.join("episodes.jsonl")).unwrap().len();
     // 1 iteration of 2 goals, groups of 2.
     let keys = ["h", "h", "h", "j", "h", "h", "h", "j", "h", "h"];
     let s = dialog_on_ray(head, &dir, tmp.path(), "ray-burst", &keys);
@@ -111,6 +112,16 @@ fn a_burst_runs_and_its_groups_arrive_live(head: &Head) {
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let ray_burst = meta["bursts"].as_array().unwrap().iter().find(|b| b["backend"] == "ray").expect("recorded");
     assert_eq!(ray_burst["outcome"]["status"], "SUCCEEDED", "{meta:#}");
+    // The job's part of the episodes file is recorded, and its groups carry its mark: the overview's burst
+    // column on the new iteration, the groups list and the group's header.
+    let bytes_after = std::fs::metadata(dir.join("episodes.jsonl")).unwrap().len();
+    assert_eq!((ray_burst["episodes_from"].as_u64(), ray_burst["episodes_to"].as_u64()), (Some(bytes_before), Some(bytes_after)));
+    let screen = s.wait_for(&["burst"]);
+    let new_row = screen.lines().find(|l| l.starts_with("│2 ")).unwrap_or_else(|| panic!("iteration 2:\n{screen}"));
+    assert!(new_row.contains("b1"), "{new_row}");
+    assert!(!screen.lines().any(|l| l.starts_with("│0 ") && l.contains("b1")), "older groups carry no mark:\n{screen}");
+    s.keys(&["j", "j", "Enter"]);
+    s.wait_for(&["· burst b1", "bst"]);
     assert_eq!(ray_burst["command"].as_str(), Some(command.as_str()), "the command shown is the one that ran");
 }
 
@@ -128,6 +139,8 @@ fn x_stops_a_running_burst(head: &Head) {
     });
     s.keys(&["X"]);
     s.wait_for(&["cancelling: the Ray job is asked to stop"]);
+    // Once the job has stopped the status bar says so, no longer "cancelling".
+    s.wait_for(&["burst stopped: Ray job gigscope-burst-"]);
     // The dialog says how it ended.
     s.keys(&["t"]);
     s.wait_for(&["stopped: Ray job gigscope-burst-"]);

@@ -256,6 +256,10 @@ impl Effector {
                 self.runner.spawn(JobKind::Estimators, move |_| Outcome::Msg(Msg::EstimatorBatch(request.compute())));
                 None
             }
+            Effect::Reconcile(request) => {
+                self.runner.spawn(JobKind::Reconcile, move |_| Outcome::Msg(Msg::Reconciled(request.compute())));
+                None
+            }
             Effect::OpenEnv => self.open_env(&state.domain.run),
             Effect::Write(episodes) => {
                 let dir = state.domain.run.dir.clone();

@@ -43,6 +43,7 @@ pub(super) fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
                 let session = state.ui.play.as_ref().and_then(|p| p.session.as_ref());
                 format!("{}[", session.and_then(|s| s.selected_template()).unwrap_or_default())
             }
+            Prompt::RewardWeights => "reward weights: ".to_owned(),
         };
         let line = Line::from(vec![
             Span::styled(label, theme.accent()),
@@ -136,6 +137,9 @@ pub(crate) fn status_fields(state: &State) -> Vec<Field> {
         .collect();
     if s.scale_rewards.is_some() {
         shown.push(Field::ScaleRewards);
+        if s.reward_weights.is_some() {
+            shown.push(Field::RewardWeights);
+        }
         if s.aggregation != crate::advantage::Aggregation::default() {
             shown.push(Field::Aggregation);
         }
@@ -215,12 +219,16 @@ pub fn hints(state: &State) -> Vec<Hint> {
             return vec![hint(&[Up, Down], "scroll", "scroll the help"), essential(&[Back], "close", "close the help")]
         }
         Some(Popup::Settings { .. }) => {
-            return vec![
+            let mut v = vec![
                 hint(&[Up, Down], "field", "choose a setting"),
                 hint(&[Left, Right], "change", "change it: everything is recomputed at once"),
                 hint(&[ResetSettings], "reset", "back to the run's recorded settings"),
-                essential(&[Back], "close", "close the panel (the settings stay)"),
-            ]
+            ];
+            if state.offered_settings().is_some() {
+                v.push(hint(&[ApplyReconciled], "apply offered", "the settings that reproduce the stored advantages"));
+            }
+            v.push(essential(&[Back], "close", "close the panel (the settings stay)"));
+            return v;
         }
         Some(Popup::Burst { .. }) => {
             return vec![
@@ -244,6 +252,10 @@ pub fn view_hints(state: &State) -> Vec<Hint> {
     } else {
         component(state.ui.view).hints(state)
     };
+    // Settings that reproduce the trainer's stored advantages, offered: first, since the offer is news.
+    if state.offered_settings().is_some() {
+        v.insert(0, essential(&[ApplyReconciled], "apply offered settings", "the settings that reproduce the stored advantages"));
+    }
     v.push(hint(&[Search], "search", "search the run's steps"));
     if state.ui.search.is_some() {
         v.push(hint(&[SearchNext, SearchPrev], "hits", "next / previous search hit"));
@@ -292,6 +304,7 @@ pub(super) fn hint_bar(state: &State, area: Rect, buf: &mut Buffer) {
                 let typed = state.domain.capabilities().typed_action.unwrap_or("type the argument · Enter plays it");
                 format!("{typed} · Esc cancels")
             }
+            Prompt::RewardWeights => "one weight per reward function, in the run's order (1,2) · Enter · Esc".into(),
         };
         Paragraph::new(Span::styled(text, theme.dim())).render(area, buf);
         return;

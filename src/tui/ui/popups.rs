@@ -164,6 +164,9 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
     if let Some(pending) = state.domain.grouping_job {
         wrapped(&super::bars::grouping_note(state, pending), theme.warn(), &mut lines);
     }
+    if let Some(offer) = super::widgets::offer_line(state) {
+        wrapped(&offer, theme.accent(), &mut lines);
+    }
     // What the change does to the selected step, live: the panel it covers, summarised.
     if let (Some(x), true) = (state.explanation(), summarises(state)) {
         let head = super::widgets::term_text(&x.advantage);

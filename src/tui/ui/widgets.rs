@@ -47,6 +47,13 @@ pub fn device_label(device: &str) -> String {
 }
 
 /// The gap between table columns: wider in present mode.
+/// "stored advantages match `…`: apply? (y)", while settings that reproduce them are offered.
+pub fn offer_line(state: &State) -> Option<String> {
+    let found = state.offered_settings()?;
+    let keys = state.config.keymap.first_label(Action::ApplyReconciled).unwrap_or_default();
+    Some(format!("{}: apply? ({keys})", crate::tui::reconcile_offer::offer_text(found)))
+}
+
 pub fn spacing(state: &State) -> u16 {
     if state.ui.present {
         2

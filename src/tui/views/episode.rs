@@ -590,6 +590,9 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
             Span::raw(format!("trainer A {} · recomputed A {} · Δ ", adv(rec), adv(r.advantage))),
             Span::styled(super::diff_text(d), if d.abs() > 1e-6 { theme.warn() } else { theme.dim() }),
         ]));
+        if let Some(offer) = crate::tui::ui::widgets::offer_line(state) {
+            lines.push(Line::styled(offer, theme.accent()));
+        }
     }
     let title = format!("Actions ({}) · chosen highlighted", actions.len());
     Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, title)).render(area, buf);

@@ -9,6 +9,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use ratatui::layout::Layout;
 
 use super::{adv, block, clamp_add, go, hint, layout, trunc, Component, Hint, ListRegion};
+use crate::run::bursts::BurstSpan;
 use crate::tui::action::Action;
 use crate::tui::state::{State, View};
 
@@ -147,23 +148,37 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
     let sel = groups.iter().position(|&g| g == state.ui.sel.group).unwrap_or(0);
     let start = layout::window_start(sel, groups.len(), body.height as usize);
     let t = &state.domain.derived.table;
+    // The burst column (`b2`) only on runs whose bursts tell groups apart; the name gives it room.
+    let bursts = state.domain.marked_bursts();
+    let gap = super::spacing(state);
+    let name_w = if bursts.is_empty() { 14 } else { 16 - 3 * gap };
     let rows = groups.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &g)| {
         let eg = &t.episode_groups[g as usize];
         let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
-        let row = Row::new(vec![
-            trunc(&eg.name, 14),
+        let mut cells = vec![
+            trunc(&eg.name, name_w as usize),
             format!("{}/{}", ok, eg.episodes.len()),
             if eg.zero_variance.is_some() { "∅".into() } else { String::new() },
-        ]);
+        ];
+        if !bursts.is_empty() {
+            cells.push(state.domain.group_burst(&bursts, g).map(BurstSpan::mark).unwrap_or_default());
+        }
+        let row = Row::new(cells);
         if i == sel {
             row.style(theme.selected())
         } else {
             row
         }
     });
-    Table::new(rows, [Constraint::Length(14), Constraint::Length(7), Constraint::Length(2)])
-        .column_spacing(super::spacing(state))
-        .header(Row::new(["group", "ok", ""]).style(theme.title()))
+    let mut widths = vec![Constraint::Length(name_w), Constraint::Length(7), Constraint::Length(2)];
+    let mut header = vec!["group", "ok", ""];
+    if !bursts.is_empty() {
+        widths.push(Constraint::Length(3));
+        header.push("bst");
+    }
+    Table::new(rows, widths)
+        .column_spacing(gap)
+        .header(Row::new(header).style(theme.title()))
         .block(block(state, format!("Groups ({})", groups.len())))
         .render(area, buf);
 }
@@ -175,10 +190,17 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
     let groups = state.current_groups();
     let t = &state.domain.derived.table;
     let sel = groups.iter().position(|&g| g == state.ui.sel.group).unwrap_or(0);
+    let bursts = state.domain.marked_bursts();
     let label = |g: u32| {
         let eg = &t.episode_groups[g as usize];
         let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
-        format!(" {} {ok}/{}{} ", eg.name, eg.episodes.len(), if eg.zero_variance.is_some() { " ∅" } else { "" })
+        let burst = state.domain.group_burst(&bursts, g).map_or(String::new(), |b| format!(" {}", BurstSpan::mark(b)));
+        format!(
+            " {} {ok}/{}{}{burst} ",
+            eg.name,
+            eg.episodes.len(),
+            if eg.zero_variance.is_some() { " ∅" } else { "" }
+        )
     };
     let width = area.width as usize;
     let head = format!("groups ({}/{}):", sel + 1, groups.len());
@@ -217,9 +239,14 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
             out.push(Line::styled(format!("{m}{l}"), style))
         });
     };
+    let bursts = state.domain.marked_bursts();
+    let burst = state
+        .domain
+        .group_burst(&bursts, state.ui.sel.group)
+        .map_or(String::new(), |b| format!(" · burst {}", BurstSpan::mark(b)));
     push(
         format!(
-            "group {} ({pos}/{}) · {} trajectories · pool {} · mean {:.3} · std {:.3}",
+            "group {} ({pos}/{}) · {} trajectories · pool {} · mean {:.3} · std {:.3}{burst}",
             g.name,
             state.current_groups().len(),
             g.episodes.len(),

@@ -9,6 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::{block, clamp_add, go, hint, layout, Component, Hint, ListRegion};
+use crate::run::bursts::BurstSpan;
 use crate::advantage::stats::{records_success, AdvantageQuantiles, Quantiles};
 use crate::tui::action::Action;
 use crate::tui::domain::IterationStats;
@@ -46,8 +47,12 @@ impl Component for Overview {
         } else {
             String::new()
         };
+        let bursts = state.domain.marked_bursts();
+        let marks: Vec<String> =
+            state.domain.bursts_of(&bursts, &it.stats.groups).into_iter().map(BurstSpan::mark).collect();
+        let written = if marks.is_empty() { String::new() } else { format!(" (written by burst {})", marks.join(", ")) };
         Some(format!(
-            "{}: {} episodes in {} groups{succeeded}, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
+            "{}{written}: {} episodes in {} groups{succeeded}, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
             if it.is_play() { "played groups".to_string() } else { format!("iteration {}", it.iteration) },
             it.stats.episodes,
             it.stats.groups.len(),
@@ -131,8 +136,10 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.ui.sel.iteration, its.len(), body.height as usize);
     // TRL's completions record no success: "—", not "0%".
     let success = records_success(&state.domain.episodes);
+    // Which bursts wrote each iteration's groups, on runs whose bursts tell groups apart.
+    let bursts = state.domain.marked_bursts();
     let rows = its.iter().enumerate().skip(start).take(body.height as usize).map(|(i, it)| {
-        let row = Row::new(vec![
+        let mut cells = vec![
             it.label(),
             it.stats.episodes.to_string(),
             it.stats.groups.len().to_string(),
@@ -142,16 +149,24 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
             it.stats.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
             pct(it.stats.zero_variance_share),
             format!("{:.2}", it.stats.mean_step_group_size),
-        ]);
+        ];
+        if !bursts.is_empty() {
+            let marks: Vec<String> =
+                state.domain.bursts_of(&bursts, &it.stats.groups).into_iter().map(BurstSpan::mark).collect();
+            cells.push(marks.join(","));
+        }
+        let row = Row::new(cells);
         if i == state.ui.sel.iteration {
             row.style(theme.selected())
         } else {
             row
         }
     });
-    let header =
-        Row::new(["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"])
-            .style(theme.title());
+    let mut header = vec!["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"];
+    if !bursts.is_empty() {
+        header.push("burst");
+    }
+    let header = Row::new(header).style(theme.title());
     let mut title = format!("Iterations ({})", its.len());
     if state.domain.run.layout != crate::run::Layout::Gigscope {
         title.push_str(&format!(" · {}", state.domain.run.layout.name()));
@@ -159,20 +174,21 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some(note) = state.domain.run.notices.last() {
         title.push_str(&format!(" · note: {note}"));
     }
-    Table::new(
-        rows,
-        [
-            Constraint::Length(5),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(7),
-        ],
-    )
+    let mut widths = vec![
+        Constraint::Length(5),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(7),
+    ];
+    if !bursts.is_empty() {
+        widths.push(Constraint::Length(8));
+    }
+    Table::new(rows, widths)
     .column_spacing(super::spacing(state))
     .header(header)
     .block(block(state, title))

@@ -1,0 +1,54 @@
+//! `update`'s side of the offer of settings that reproduce the stored advantages ([`super::reconcile_offer`]):
+//! asking for the search when the table's stored and recomputed advantages disagree under TRL's computation,
+//! taking its answer in, and applying the settings offered (`y`).
+
+use super::msg::Effect;
+use super::reconcile_offer::{offer_text, ReconcileRequest, Reconciled};
+use super::state::{GroupingRequest, State};
+use super::ui::widgets::offer_line;
+use crate::advantage::stats::MISMATCH_TOLERANCE;
+
+/// The search to run, once per episodes and settings: when the table is computed with TRL's A_E (the search
+/// changes only TRL's settings), the run has been read, and stored and recomputed advantages disagree.
+pub fn wanted(state: &mut State) -> Option<Effect> {
+    let key = state.reconcile_key();
+    let disagree = state.domain.derived.max_trainer_diff.is_some_and(|d| d > MISMATCH_TOLERANCE);
+    let ready = state.domain.live.loading.is_none() && !state.domain.episodes.is_empty();
+    if key.settings.scale_rewards.is_none() || !disagree || !ready || state.jobs.reconcile.asked == Some(key) {
+        return None;
+    }
+    state.jobs.reconcile.asked = Some(key);
+    // The search needs each episode's stored advantages and reward functions' values: the full records.
+    let episodes: Vec<_> = (0..state.domain.episodes.len())
+        .filter_map(|e| state.domain.read_episode(e).ok())
+        .map(|episode| (*episode).clone())
+        .collect();
+    Some(Effect::Reconcile(Box::new(ReconcileRequest { key, episodes })))
+}
+
+/// A search's answer: kept, and said in the status line when it offers something under today's table.
+pub fn arrived(state: &mut State, answer: Reconciled) -> bool {
+    let now = state.reconcile_key();
+    let shown = answer.key == now && answer.found.is_some();
+    state.jobs.reconcile.answer = Some(answer);
+    if shown {
+        state.ui.message = offer_line(state);
+    }
+    shown
+}
+
+/// `y`: put the settings offered in place (the table is computed again with them).
+pub fn apply(state: &mut State) -> Option<GroupingRequest> {
+    let Some(found) = state.offered_settings().copied() else {
+        state.ui.message = Some(
+            "nothing to apply: the settings that reproduce the trainer's stored advantages are offered when \
+             they disagree with the recomputation and a search finds some"
+                .into(),
+        );
+        return None;
+    };
+    state.domain.settings = found;
+    let request = state.apply_settings();
+    state.ui.message = Some(format!("applied: {} (R puts the run's recorded settings back)", offer_text(&found)));
+    request
+}
