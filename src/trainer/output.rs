@@ -12,7 +12,8 @@ use crate::advantage::{AdvantageOverrides, AdvantageSettings};
 use crate::plugin_host::protocol::{TrainConfig, ESTIMATOR_KEY};
 use crate::run::bursts::{BURSTS_KEY, EPISODES_FROM_KEY, EPISODES_TO_KEY};
 use crate::run::{
-    episodes_size, read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1, METRICS_FILE,
+    episodes_size, read_meta, write_atomic, Episode, MetricsRecord, Run, RunWriter, EPISODES_FILE, FORMAT_V1,
+    METRICS_FILE,
 };
 
 pub struct RunOutput {

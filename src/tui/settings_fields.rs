@@ -175,7 +175,9 @@ impl Field {
             Field::EfficiencyAlpha1 => format!("α₁{:.2}", s.efficiency_alpha1),
             Field::EfficiencyAlpha2 => format!("α₂{:.2}", s.efficiency_alpha2),
             Field::ScaleRewards => s.scale_rewards.map_or("GiGPO A_E".into(), |x| format!("scale={}", name(x))),
-            Field::RewardWeights => format!("w={}", s.reward_weights.map_or("1".into(), |w| weights_text(w.as_slice()))),
+            Field::RewardWeights => {
+                format!("w={}", s.reward_weights.map_or("1".into(), |w| weights_text(w.as_slice())))
+            }
             Field::Estimator | Field::Norm | Field::Pooling | Field::Aggregation => self.value(s),
         }
     }

@@ -115,7 +115,10 @@ fn a_burst_runs_and_its_groups_arrive_live(head: &Head) {
     // The job's part of the episodes file is recorded, and its groups carry its mark: the overview's burst
     // column on the new iteration, the groups list and the group's header.
     let bytes_after = std::fs::metadata(dir.join("episodes.jsonl")).unwrap().len();
-    assert_eq!((ray_burst["episodes_from"].as_u64(), ray_burst["episodes_to"].as_u64()), (Some(bytes_before), Some(bytes_after)));
+    assert_eq!(
+        (ray_burst["episodes_from"].as_u64(), ray_burst["episodes_to"].as_u64()),
+        (Some(bytes_before), Some(bytes_after))
+    );
     let screen = s.wait_for(&["burst"]);
     let new_row = screen.lines().find(|l| l.starts_with("│2 ")).unwrap_or_else(|| panic!("iteration 2:\n{screen}"));
     assert!(new_row.contains("b1"), "{new_row}");

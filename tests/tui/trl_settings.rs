@@ -59,8 +59,10 @@ fn the_settings_that_reproduce_the_stored_advantages_are_offered_and_y_applies_t
     let offer = s.ui.message.clone().expect("the offer is said");
     assert!(offer.starts_with("stored advantages match `--scale-rewards batch --reward-weights "), "{offer}");
     assert!(offer.ends_with("`: apply? (y)"), "{offer}");
-    assert!(update(&mut s, Msg::Tick(Instant::now())).find(|e| matches!(e, Effect::Reconcile(_)).then_some(())).is_none(),
-        "one search per episodes and settings");
+    assert!(
+        update(&mut s, Msg::Tick(Instant::now())).find(|e| matches!(e, Effect::Reconcile(_)).then_some(())).is_none(),
+        "one search per episodes and settings"
+    );
 
     // The hint bar names the key everywhere; the episode view (given room) shows the offer under the trainer's
     // and the recomputed A, until it is applied.
@@ -68,14 +70,24 @@ fn the_settings_that_reproduce_the_stored_advantages_are_offered_and_y_applies_t
     keys(&mut s, &[Action::Open, Action::Open]);
     update(&mut s, Msg::Resize(200, 60));
     let screen = render(&s);
-    assert!(screen.contains("trainer A ") && screen.contains("stored advantages match `--scale-rewards batch"), "{screen}");
+    assert!(
+        screen.contains("trainer A ") && screen.contains("stored advantages match `--scale-rewards batch"),
+        "{screen}"
+    );
     keys(&mut s, &[Action::ApplyReconciled]);
     assert_eq!(s.domain.settings.scale_rewards, Some(ScaleRewards::Batch));
     assert!(disagreement(&s) <= 1e-4, "the settings applied reproduce every stored advantage");
-    assert!(s.ui.message.as_deref().is_some_and(|m| m.starts_with("applied: stored advantages match")), "{:?}", s.ui.message);
+    assert!(
+        s.ui.message.as_deref().is_some_and(|m| m.starts_with("applied: stored advantages match")),
+        "{:?}",
+        s.ui.message
+    );
     keys(&mut s, &[Action::Top]);
     let screen = render(&s);
-    assert!(!screen.contains("stored advantages match") && !screen.contains("apply offered"), "nothing left:\n{screen}");
+    assert!(
+        !screen.contains("stored advantages match") && !screen.contains("apply offered"),
+        "nothing left:\n{screen}"
+    );
     // trainer A and recomputed A agree at the shown precision.
     let shown = screen.lines().find(|l| l.contains("trainer A ")).expect("the stored advantage is shown");
     let value = |after: &str| shown.split(after).nth(1).and_then(|r| r.split(' ').next()).unwrap_or_default();

@@ -254,7 +254,14 @@ pub fn view_hints(state: &State) -> Vec<Hint> {
     };
     // Settings that reproduce the trainer's stored advantages, offered: first, since the offer is news.
     if state.offered_settings().is_some() {
-        v.insert(0, essential(&[ApplyReconciled], "apply offered settings", "the settings that reproduce the stored advantages"));
+        v.insert(
+            0,
+            essential(
+                &[ApplyReconciled],
+                "apply offered settings",
+                "the settings that reproduce the stored advantages",
+            ),
+        );
     }
     v.push(hint(&[Search], "search", "search the run's steps"));
     if state.ui.search.is_some() {

@@ -195,12 +195,7 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
         let eg = &t.episode_groups[g as usize];
         let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
         let burst = state.domain.group_burst(&bursts, g).map_or(String::new(), |b| format!(" {}", BurstSpan::mark(b)));
-        format!(
-            " {} {ok}/{}{}{burst} ",
-            eg.name,
-            eg.episodes.len(),
-            if eg.zero_variance.is_some() { " ∅" } else { "" }
-        )
+        format!(" {} {ok}/{}{}{burst} ", eg.name, eg.episodes.len(), if eg.zero_variance.is_some() { " ∅" } else { "" })
     };
     let width = area.width as usize;
     let head = format!("groups ({}/{}):", sel + 1, groups.len());

@@ -9,8 +9,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::{block, clamp_add, go, hint, layout, Component, Hint, ListRegion};
-use crate::run::bursts::BurstSpan;
 use crate::advantage::stats::{records_success, AdvantageQuantiles, Quantiles};
+use crate::run::bursts::BurstSpan;
 use crate::tui::action::Action;
 use crate::tui::domain::IterationStats;
 use crate::tui::state::{State, View};
@@ -50,7 +50,8 @@ impl Component for Overview {
         let bursts = state.domain.marked_bursts();
         let marks: Vec<String> =
             state.domain.bursts_of(&bursts, &it.stats.groups).into_iter().map(BurstSpan::mark).collect();
-        let written = if marks.is_empty() { String::new() } else { format!(" (written by burst {})", marks.join(", ")) };
+        let written =
+            if marks.is_empty() { String::new() } else { format!(" (written by burst {})", marks.join(", ")) };
         Some(format!(
             "{}{written}: {} episodes in {} groups{succeeded}, mean return {:.3}, {:.0}% of groups zero-variance (A_E = 0)",
             if it.is_play() { "played groups".to_string() } else { format!("iteration {}", it.iteration) },
@@ -189,10 +190,10 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
         widths.push(Constraint::Length(8));
     }
     Table::new(rows, widths)
-    .column_spacing(super::spacing(state))
-    .header(header)
-    .block(block(state, title))
-    .render(area, buf);
+        .column_spacing(super::spacing(state))
+        .header(header)
+        .block(block(state, title))
+        .render(area, buf);
 }
 
 fn charts(state: &State, area: Rect, buf: &mut Buffer) {
