@@ -263,10 +263,13 @@ fn episodes_a_policy_plays_carry_the_reward_breakdown_as_hand_played_ones_do() {
 #[test]
 fn every_burst_is_recorded_and_the_first_training_record_is_kept() {
     let dir = tempfile::tempdir().unwrap();
+    let size = || std::fs::metadata(dir.path().join("episodes.jsonl")).map_or(0, |m| m.len());
     Trainer::new(ToyShop, TrainConfig { name: Some("first".into()), ..tiny(1) }, dir.path())
         .unwrap()
         .run(&AtomicBool::new(false), |_| {})
         .unwrap();
+    let first_end = size();
+    assert!(first_end > 0);
     Trainer::new(ToyShop, TrainConfig { resume: true, ..tiny(2) }, dir.path())
         .unwrap()
         .run(&AtomicBool::new(false), |_| {})
@@ -277,6 +280,16 @@ fn every_burst_is_recorded_and_the_first_training_record_is_kept() {
     assert_eq!(meta["train"]["iterations"], 1);
     let bursts = meta["bursts"].as_array().expect("bursts");
     assert_eq!(bursts.iter().map(|b| b["iterations"].as_u64()).collect::<Vec<_>>(), [Some(1), Some(2)]);
+    // Each records the part of episodes.jsonl it wrote, and the second burst's groups are its own.
+    let ranges: Vec<_> = bursts.iter().map(|b| (b["episodes_from"].as_u64(), b["episodes_to"].as_u64())).collect();
+    assert_eq!(ranges, [(Some(0), Some(first_end)), (Some(first_end), Some(size()))], "{meta:#}");
+    let run = gigscope::run::Run::open(dir.path()).unwrap();
+    let spans = gigscope::run::bursts::burst_spans(run.meta.as_ref());
+    for episode in &run.episodes {
+        let offset = episode.read_from.0.expect("read from its line").offset;
+        let burst = gigscope::run::bursts::burst_at(&spans, offset);
+        assert_eq!(burst, Some(if episode.iteration == 1 { 1 } else { 2 }), "episode {}", episode.id);
+    }
 }
 
 #[test]

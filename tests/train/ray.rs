@@ -95,6 +95,13 @@ fn bursts_run_as_ray_jobs_on_a_local_head() {
     assert_eq!(meta["advantage"]["gamma"], 0.9, "the job's trainer recorded the settings it trained with");
     assert_eq!(meta["advantage"]["omega"], 0.5);
     assert_eq!(meta["bursts"][1]["iterations"], 12, "{meta:#}");
+    // The Ray record and its job's trainer cover the same bytes of the episodes file: one burst.
+    let written = std::fs::metadata(run.join("episodes.jsonl")).unwrap().len();
+    for entry in [&meta["bursts"][0], &meta["bursts"][1]] {
+        assert_eq!((entry["episodes_from"].as_u64(), entry["episodes_to"].as_u64()), (Some(0), Some(written)));
+    }
+    let meta: gigscope::run::RunMeta = serde_json::from_value(meta).unwrap();
+    assert_eq!(gigscope::run::bursts::burst_spans(Some(&meta)).len(), 1);
     assert_eq!(client.status(&job_id).unwrap().status, JobState::Succeeded);
     let validated = gigscope(&["validate", run_arg]).output().unwrap();
     assert!(validated.status.success(), "{}{}", text(&validated.stdout), text(&validated.stderr));
