@@ -407,6 +407,7 @@ mod tests {
         let props = &schema["$defs"]["AdvantageSettings"]["properties"];
         let full = AdvantageSettings {
             scale_rewards: Some(ScaleRewards::Group),
+            reward_weights: Some(RewardWeights::new(&[1.0, 2.0]).unwrap()),
             anchor: AnchorMode::Similarity(0.5),
             ..AdvantageSettings::default()
         };
