@@ -81,7 +81,7 @@ pub enum Msg {
     /// An iteration's estimator columns computed in the background for an [`Effect::EstimatorBatch`].
     EstimatorBatch(Arc<BatchColumns>),
     /// The settings that reproduce the stored advantages, searched for an [`Effect::Reconcile`].
-    Reconciled(Reconciled),
+    Reconciled(Box<Reconciled>),
 }
 
 /// Why something the app did in the background for `update` did not happen, as the status line says it. The

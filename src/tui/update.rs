@@ -194,7 +194,7 @@ fn handle(state: &mut State, msg: Msg) -> Effects {
             state.estimates.batch_arrived(batch);
             Effects::redraw()
         }
-        Msg::Reconciled(answer) => redraw_if(super::reconcile_update::arrived(state, answer)),
+        Msg::Reconciled(answer) => redraw_if(super::reconcile_update::arrived(state, *answer)),
     }
 }
 

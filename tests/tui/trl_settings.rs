@@ -32,7 +32,7 @@ fn answer_search(s: &mut State, fx: Effects) -> Effects {
             _ => None,
         })
         .expect("the disagreement asks for a search");
-    update(s, Msg::Reconciled(request.compute()))
+    update(s, Msg::Reconciled(Box::new(request.compute())))
 }
 
 fn type_text(s: &mut State, text: &str) {

@@ -257,7 +257,8 @@ impl Effector {
                 None
             }
             Effect::Reconcile(request) => {
-                self.runner.spawn(JobKind::Reconcile, move |_| Outcome::Msg(Msg::Reconciled(request.compute())));
+                self.runner
+                    .spawn(JobKind::Reconcile, move |_| Outcome::Msg(Msg::Reconciled(Box::new(request.compute()))));
                 None
             }
             Effect::OpenEnv => self.open_env(&state.domain.run),
