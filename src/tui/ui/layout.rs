@@ -3,7 +3,7 @@
 //! each view's own panes by its component, which draws into them and maps mouse clicks through the same
 //! rectangles, so a click lands on what was drawn.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
 
 use crate::tui::state::State;
 
@@ -42,6 +42,31 @@ pub fn window_start(sel: usize, len: usize, height: usize) -> usize {
         return 0;
     }
     sel.saturating_sub(height / 2).min(len - height)
+}
+
+/// The width each column of a table gets in `width` columns (inside its border), laid out as ratatui's
+/// `Table` lays them out (from the left, `spacing` between columns, no selection column): a view cuts a
+/// cell's text to its column with `…` instead of letting the table cut it silently.
+pub fn column_widths(widths: &[Constraint], spacing: u16, width: u16) -> Vec<usize> {
+    let rects =
+        Layout::horizontal(widths.iter().copied()).flex(Flex::Start).spacing(spacing).split(Rect::new(0, 0, width, 1));
+    rects.iter().map(|r| r.width as usize).collect()
+}
+
+/// A table's title naming the rows it shows when it cannot show them all, the arrows saying on which side
+/// the hidden ones are: `Steps · 2–4 of 5 ↑↓`. `start` and `height` as [`window_start`] and the table's body
+/// give them.
+pub fn rows_title(name: &str, start: usize, height: usize, len: usize) -> String {
+    let end = (start + height).min(len);
+    if start == 0 && end >= len {
+        return name.to_string();
+    }
+    if end <= start {
+        return format!("{name} · none of {len} shown ↓");
+    }
+    let up = if start > 0 { "↑" } else { "" };
+    let down = if end < len { "↓" } else { "" };
+    format!("{name} · {}–{end} of {len} {up}{down}", start + 1)
 }
 
 /// Inside of a bordered block.

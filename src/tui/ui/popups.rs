@@ -82,6 +82,10 @@ pub const GLYPHS: &[(&str, &str)] = &[
     ("⟳", "an anchor grouping is being computed in the background"),
     ("traj 1…", "trajectories are numbered from 1 in their group; steps from 0, as gigscope advantages numbers them"),
     ("sg", "the size of the step's anchor (step) group; 1 means A_S = 0"),
+    ("it grp succ", "the overview's iterations table where its full headers do not fit: iteration, groups, success rate"),
+    ("ret 0-var", "the same: mean return, share of zero-variance groups (A_E = 0)"),
+    ("st/ep tok/st", "the same: steps per episode, tokens per step (sg: the mean step-group size)"),
+    ("2–4 of 5 ↑↓", "a table's title when it cannot show all its rows: the rows shown, and on which side the hidden ones are"),
 ];
 
 /// The formula's terms in words, ε from the engine.

@@ -288,6 +288,27 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let id_w =
         ag.members.iter().map(|m| state.domain.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
     let id_w = if narrow { 7 } else { id_w.clamp(7, (area.width as usize / 3).max(12)) } as u16;
+    let mut widths = vec![
+        Constraint::Length(4),
+        Constraint::Length(id_w),
+        Constraint::Length(4),
+        Constraint::Min(if narrow { 6 } else { 10 }),
+        Constraint::Length(8),
+        Constraint::Length(7),
+    ];
+    let mut titles = vec!["traj", "episode", "step", "action", "R_t", "A_S"];
+    if with_truth {
+        if !narrow {
+            widths.push(Constraint::Length(5));
+            titles.push("state");
+        }
+        widths.extend([Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
+        titles.extend(["Q̂", "V̂", "A* ± se"]);
+    }
+    widths.push(Constraint::Length(if narrow { 1 } else { 11 }));
+    titles.push("");
+    // The action cut to its column with `…`, so that a cut shows.
+    let action_w = layout::column_widths(&widths, super::spacing(state), body.width)[3];
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
         let ep = &state.domain.episodes[m.episode as usize];
         let row = t.row(*m);
@@ -302,8 +323,8 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from(super::trunc_start(&ep.id, id_w as usize)),
             Cell::from(m.step.to_string()),
             Cell::from(match state.domain.episode(m.episode as usize) {
-                Ok(full) => full.steps.get(m.step as usize).map_or(String::new(), |s| s.action.clone()),
-                Err(_) => "(cannot read it back)".into(),
+                Ok(full) => full.steps.get(m.step as usize).map_or(String::new(), |s| trunc(&s.action, action_w)),
+                Err(_) => trunc("(cannot read it back)", action_w),
             }),
             Cell::from(format!("{:.4}", row.ret)),
             Cell::from(adv_span(state, row.step_advantage)),
@@ -332,29 +353,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             r
         }
     });
-    let mut widths = vec![
-        Constraint::Length(4),
-        Constraint::Length(id_w),
-        Constraint::Length(4),
-        Constraint::Min(if narrow { 6 } else { 10 }),
-        Constraint::Length(8),
-        Constraint::Length(7),
-    ];
-    let mut titles = vec!["traj", "episode", "step", "action", "R_t", "A_S"];
-    if with_truth {
-        if !narrow {
-            widths.push(Constraint::Length(5));
-            titles.push("state");
-        }
-        widths.extend([Constraint::Length(7), Constraint::Length(7), Constraint::Length(13)]);
-        titles.extend(["Q̂", "V̂", "A* ± se"]);
-    }
-    widths.push(Constraint::Length(if narrow { 1 } else { 11 }));
-    titles.push("");
+    let shown = layout::rows_title("Members", start, body.height as usize, ag.members.len());
+    let title = format!("{shown} (every trajectory of the group, any time step)");
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(titles).style(theme.title()))
-        .block(block(state, "Members (every trajectory of the group, any time step)"))
+        .block(block(state, title))
         .render(a.members, buf);
 
     formula_panel(state, a.formula, buf);

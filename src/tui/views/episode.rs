@@ -195,7 +195,13 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     hanging("", &l1, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.title())));
     let task = format!("task: {}", super::task_text(ep));
     hanging("", &task, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.dim())));
-    out.truncate(3);
+    if out.len() > 3 {
+        // The task goes on (whole in the observation): its last line shown says so.
+        out.truncate(3);
+        if let Some(last) = out.last_mut() {
+            *last = Line::styled(trunc(&format!("{} …", last.to_string().trim_end()), width as usize), theme.dim());
+        }
+    }
     out
 }
 
@@ -214,9 +220,27 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     let pages = ep.steps.iter().any(|s| s.page.is_some());
     let scored = !crate::advantage::trl::unscored(&state.domain.episodes, e);
     let number = move |x: f64, decimals: usize| if scored { format!("{x:.decimals$}") } else { "—".into() };
+    let mut names = vec!["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"];
+    let mut widths = vec![
+        Constraint::Length(2),
+        Constraint::Length(8),
+        Constraint::Min(12),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(3),
+    ];
+    if !pages {
+        names.remove(1);
+        widths.remove(1);
+    }
+    // The action cut to its column with `…`, so that a cut shows.
+    let action_w = layout::column_widths(&widths, super::spacing(state), body.width)[if pages { 2 } else { 1 }];
     let rows = ep.steps.iter().zip(rows_adv).enumerate().skip(start).take(body.height as usize).map(|(i, (s, r))| {
         let size = t.anchor_groups[r.step_group as usize].members.len();
-        let action = if s.valid { s.action.clone() } else { format!("⚠ {}", s.action) };
+        let action = trunc(&if s.valid { s.action.clone() } else { format!("⚠ {}", s.action) }, action_w);
         let mut cells = vec![Cell::from(i.to_string())];
         if pages {
             cells.push(Cell::from(trunc(s.page.as_deref().unwrap_or("—"), 8)));
@@ -237,26 +261,11 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
             row
         }
     });
-    let mut names = vec!["#", "page", "action", "reward", "return", "A_E", "A_S", "A", "sg"];
-    let mut widths = vec![
-        Constraint::Length(2),
-        Constraint::Length(8),
-        Constraint::Min(12),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(3),
-    ];
-    if !pages {
-        names.remove(1);
-        widths.remove(1);
-    }
+    let title = layout::rows_title("Steps", start, body.height as usize, ep.steps.len());
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(names).style(theme.title()))
-        .block(block(state, "Steps"))
+        .block(block(state, title))
         .render(area, buf);
 }
 
@@ -304,10 +313,15 @@ fn split_detail(
     if tokens.is_some() && state.ui.episode.token_zoom {
         return DetailSplit { observation: None, tokens: Some(area), info: None };
     }
-    let actions = step.available_actions.as_deref().map_or(0, <[String]>::len);
+    let actions = step.available_actions.as_deref().unwrap_or(&[]);
+    let action_lines = if one_line_actions(actions, token_width(area)) { 1 } else { actions.len().min(8) };
     // A TRL completion's line of reward functions may wrap once.
     let rewards_h = if state.domain.episodes.get(e).is_some_and(|ep| ep.rewards().is_some()) { 2 } else { 0 };
-    let mut info_h = (actions.min(8) as u16 + 5 + rewards_h).min(area.height / 2);
+    // The border, the facts line, a line of thought and one comparing the trainer's A where the run has them.
+    let thought = step.thought.as_deref().is_some_and(|t| !t.is_empty());
+    let recorded = state.domain.episodes[e].advantages().is_some_and(|a| a.get(state.ui.sel.step).is_some());
+    let facts = 3 + u16::from(thought) + u16::from(recorded);
+    let mut info_h = (action_lines as u16 + facts + rewards_h).min(area.height / 2);
     if tokens.is_some() {
         // The token pane keeps a line (the strip's, or one naming the zoom key) and the observation one.
         info_h = info_h.min(area.height.saturating_sub(6));
@@ -552,6 +566,20 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
         actions.iter().position(|a| *a == step.action).or_else(|| actions.iter().position(|a| fills(a, &step.action)));
     if actions.is_empty() {
         lines.push(Line::styled("no available actions recorded", theme.dim()));
+    } else if let (true, Some(c)) = (one_line_actions(actions, layout::inner(area).width as usize), chosen) {
+        // Few short actions (Sokoban's four moves) on one line, leaving the rows to the observation.
+        let mut spans = Vec::new();
+        for (i, a) in actions.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::raw("  "));
+            }
+            spans.push(if i == c {
+                Span::styled(format!("▶ {a}"), theme.selected().add_modifier(Modifier::BOLD))
+            } else {
+                Span::raw(format!("  {a}"))
+            });
+        }
+        lines.push(Line::from(spans));
     } else {
         // A window of actions around the chosen one.
         let show = 8usize;
@@ -596,6 +624,13 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
     }
     let title = format!("Actions ({}) · chosen highlighted", actions.len());
     Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, title)).render(area, buf);
+}
+
+/// Whether the available actions go on one line of `width` (each with room for the `▶ ` marker and a gap):
+/// a few short words (Sokoban's moves), not WebShop's bracketed actions, which take a line each.
+fn one_line_actions(actions: &[String], width: usize) -> bool {
+    let total: usize = actions.iter().map(|a| a.chars().count() + 4).sum();
+    actions.len() > 1 && actions.len() <= 8 && total <= width && !actions.iter().any(|a| a.contains('['))
 }
 
 /// Each reward function's value for a TRL completion (`None` where it returned None), with the weights when

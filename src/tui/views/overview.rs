@@ -5,7 +5,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Row, Table, Widget};
 
 use super::{block, clamp_add, go, hint, layout, Component, Hint, ListRegion};
@@ -130,6 +130,45 @@ fn pct(v: f64) -> String {
     format!("{:.0}%", v * 100.0)
 }
 
+/// The iterations table's column headers in full, abbreviated (the help's glyph list says what each
+/// abbreviation stands for), and the width a column gets where there is room.
+const ITERATION_COLUMNS: [(&str, &str, u16); 9] = [
+    ("iter", "it", 5),
+    ("eps", "eps", 6),
+    ("groups", "grp", 6),
+    ("success", "succ", 7),
+    ("return", "ret", 8),
+    ("steps/ep", "st/ep", 8),
+    ("tok/step", "tok/st", 8),
+    ("zero-var", "0-var", 8),
+    ("sg size", "sg", 7),
+];
+
+/// The columns' headers and widths in `width`: the roomy widths where they fit, else each column as wide as
+/// its widest cell and header, with the full headers where they fit and the abbreviated ones where not, so
+/// that no header is cut mid-word.
+fn iteration_columns(cells: &[Vec<String>], spacing: u16, width: u16) -> (Vec<&'static str>, Vec<Constraint>) {
+    let fitted = |short: bool, roomy: bool| -> (Vec<&'static str>, Vec<u16>) {
+        ITERATION_COLUMNS
+            .iter()
+            .enumerate()
+            .map(|(c, &(full, abbreviated, room))| {
+                let name = if short { abbreviated } else { full };
+                let cell = cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0);
+                let least = cell.max(name.chars().count()) as u16;
+                (name, if roomy { least.max(room) } else { least })
+            })
+            .unzip()
+    };
+    let total = |w: &[u16]| w.iter().sum::<u16>() + spacing * (w.len() as u16 - 1);
+    let (names, widths) = [(false, true), (false, false)]
+        .into_iter()
+        .map(|(short, roomy)| fitted(short, roomy))
+        .find(|(_, w)| total(w) <= width)
+        .unwrap_or_else(|| fitted(true, false));
+    (names, widths.into_iter().map(Constraint::Length).collect())
+}
+
 fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
     let its = &state.domain.derived.iterations;
@@ -137,57 +176,62 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.ui.sel.iteration, its.len(), body.height as usize);
     // TRL's completions record no success: "—", not "0%".
     let success = records_success(&state.domain.episodes);
-    // Which bursts wrote each iteration's groups, on runs whose bursts tell groups apart.
+    // Which bursts wrote each iteration's groups, on runs whose bursts tell groups apart: a last column,
+    // its room kept before the others are fitted.
     let bursts = state.domain.marked_bursts();
-    let rows = its.iter().enumerate().skip(start).take(body.height as usize).map(|(i, it)| {
-        let mut cells = vec![
-            it.label(),
-            it.stats.episodes.to_string(),
-            it.stats.groups.len().to_string(),
-            if success { pct(it.stats.success_rate) } else { "—".into() },
-            format!("{:.3}", it.stats.mean_return),
-            format!("{:.1}", it.stats.mean_len),
-            it.stats.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
-            pct(it.stats.zero_variance_share),
-            format!("{:.2}", it.stats.mean_step_group_size),
-        ];
-        if !bursts.is_empty() {
-            let marks: Vec<String> =
-                state.domain.bursts_of(&bursts, &it.stats.groups).into_iter().map(BurstSpan::mark).collect();
-            cells.push(marks.join(","));
-        }
-        let row = Row::new(cells);
+    let marks: Vec<String> = its
+        .iter()
+        .map(|it| {
+            let marks = state.domain.bursts_of(&bursts, &it.stats.groups).into_iter().map(BurstSpan::mark);
+            marks.collect::<Vec<String>>().join(",")
+        })
+        .collect();
+    let burst_w = marks.iter().map(|m| m.chars().count()).max().unwrap_or(0).max("burst".len()) as u16;
+    let room = if bursts.is_empty() { body.width } else { body.width.saturating_sub(burst_w + super::spacing(state)) };
+    let cells: Vec<Vec<String>> = its
+        .iter()
+        .zip(&marks)
+        .map(|(it, marks)| {
+            let mut row = vec![
+                it.label(),
+                it.stats.episodes.to_string(),
+                it.stats.groups.len().to_string(),
+                if success { pct(it.stats.success_rate) } else { "—".into() },
+                format!("{:.3}", it.stats.mean_return),
+                format!("{:.1}", it.stats.mean_len),
+                it.stats.tokens_per_step.map_or("—".into(), |t| format!("{t:.1}")),
+                pct(it.stats.zero_variance_share),
+                format!("{:.2}", it.stats.mean_step_group_size),
+            ];
+            if !bursts.is_empty() {
+                row.push(marks.clone());
+            }
+            row
+        })
+        .collect();
+    let (mut names, mut widths) = iteration_columns(&cells, super::spacing(state), room);
+    if !bursts.is_empty() {
+        names.push("burst");
+        widths.push(Constraint::Length(burst_w));
+    }
+    let rows = cells.iter().enumerate().skip(start).take(body.height as usize).map(|(i, row)| {
+        let row = Row::new(row.clone());
         if i == state.ui.sel.iteration {
             row.style(theme.selected())
         } else {
             row
         }
     });
-    let mut header = vec!["iter", "eps", "groups", "success", "return", "steps/ep", "tok/step", "zero-var", "sg size"];
-    if !bursts.is_empty() {
-        header.push("burst");
+    let header = Row::new(names).style(theme.title());
+    let mut title = layout::rows_title("Iterations", start, body.height as usize, its.len());
+    if start == 0 && its.len() <= body.height as usize {
+        title = format!("Iterations ({})", its.len());
     }
-    let header = Row::new(header).style(theme.title());
-    let mut title = format!("Iterations ({})", its.len());
     if state.domain.run.layout != crate::run::Layout::Gigscope {
         title.push_str(&format!(" · {}", state.domain.run.layout.name()));
     }
     if let Some(note) = state.domain.run.notices.last() {
         title.push_str(&format!(" · note: {note}"));
-    }
-    let mut widths = vec![
-        Constraint::Length(5),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(8),
-        Constraint::Length(8),
-        Constraint::Length(8),
-        Constraint::Length(8),
-        Constraint::Length(7),
-    ];
-    if !bursts.is_empty() {
-        widths.push(Constraint::Length(8));
     }
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
@@ -232,6 +276,9 @@ pub(crate) fn line_chart(
         }
     });
     let last = data.last().map_or(String::new(), |p| format!(" · last {:.3}", p.1));
+    if area.height < CHART_MIN_HEIGHT {
+        return compact_chart(state, &format!("{title}{last}"), data, (y0, y1), area, buf);
+    }
     let ds = Dataset::default()
         .marker(Marker::Braille)
         .graph_type(if data.len() > 1 { GraphType::Line } else { GraphType::Scatter })
@@ -242,6 +289,41 @@ pub(crate) fn line_chart(
         .x_axis(Axis::default().bounds([x0, x1]).labels([format!("{x0}"), format!("{x1}")]).style(theme.dim()))
         .y_axis(Axis::default().bounds([y0, y1]).labels([format!("{y0:.2}"), format!("{y1:.2}")]).style(theme.dim()))
         .render(area, buf);
+}
+
+/// The least height a chart is drawn with as a chart: its border, the x axis and its labels, and two rows of
+/// plot, so that the y axis's two labels sit on rows of their own. Lower, [`compact_chart`] draws it.
+const CHART_MIN_HEIGHT: u16 = 6;
+
+/// A chart too low for its axes: the values as one line of bars, eighths of the y range `y`, between the
+/// range's ends as labels (`0.00 ▁▂▁▃ 1.00`), so that what is drawn reads against its labels; more values
+/// than columns are averaged in buckets.
+fn compact_chart(state: &State, title: &str, data: &[(f64, f64)], y: (f64, f64), area: Rect, buf: &mut Buffer) {
+    let theme = &state.config.theme;
+    block(state, title.to_string()).render(area, buf);
+    let inner = layout::inner(area);
+    if inner.height == 0 || data.is_empty() {
+        return;
+    }
+    let (lo, hi) = (format!("{:.2}", y.0), format!("{:.2}", y.1));
+    let room = (inner.width as usize).saturating_sub(lo.len() + hi.len() + 2).max(1);
+    let columns = data.len().min(room);
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let bars: String = (0..columns)
+        .map(|c| {
+            let from = c * data.len() / columns;
+            let bucket = &data[from..((c + 1) * data.len() / columns).max(from + 1)];
+            let v = bucket.iter().map(|p| p.1).sum::<f64>() / bucket.len() as f64;
+            let at = if y.1 > y.0 { ((v - y.0) / (y.1 - y.0) * 7.0).round().clamp(0.0, 7.0) } else { 0.0 };
+            LEVELS[at as usize]
+        })
+        .collect();
+    let line = Line::from(vec![
+        Span::styled(format!("{lo} "), theme.dim()),
+        Span::styled(bars, theme.accent()),
+        Span::styled(format!(" {hi}"), theme.dim()),
+    ]);
+    Paragraph::new(line).render(inner, buf);
 }
 
 /// A channel of the advantage panel: its name and its quantiles.

@@ -112,14 +112,30 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         let step = state.domain.episodes.get(h.episode).and_then(|e| e.steps.get(h.step));
         step.and_then(|s| state.domain.pages.name(s.page)).is_some_and(|page| !page.is_empty())
     });
+    let mut header = vec!["#", "episode", "iter", "step"];
+    let mut widths = vec![Constraint::Length(4), Constraint::Length(14), Constraint::Length(4), Constraint::Length(4)];
+    if pages {
+        header.push("page");
+        widths.push(Constraint::Length(8));
+    }
+    header.extend(["action", "reward"]);
+    widths.extend([Constraint::Min(12), Constraint::Length(6)]);
+    for c in &extra {
+        header.push(c.header);
+        widths.push(Constraint::Length(7));
+    }
+    header.extend(["A", "ok"]);
+    widths.extend([Constraint::Length(7), Constraint::Length(2)]);
+    // The action cut to its column with `…` (`click[buy n…`), so that a cut shows.
+    let action_w = layout::column_widths(&widths, super::spacing(state), body.width)[if pages { 5 } else { 4 }];
     let rows = search.hits.iter().enumerate().skip(start).take(body.height as usize).filter_map(|(i, h)| {
         let ep = state.domain.episodes.get(h.episode)?;
         let lean_step = ep.steps.get(h.step)?;
         let row = t.get_row(h.episode, h.step)?;
         // The action is text kept on disk; a hit whose episode cannot be read back still shows, saying so.
         let action = match state.domain.episode(h.episode) {
-            Ok(full) => full.steps.get(h.step).map_or_else(String::new, |step| step.action.clone()),
-            Err(err) => format!("(cannot read it back: {err})"),
+            Ok(full) => full.steps.get(h.step).map_or_else(String::new, |step| trunc(&step.action, action_w)),
+            Err(err) => trunc(&format!("(cannot read it back: {err})"), action_w),
         };
         let mut cells = vec![
             Cell::from((i + 1).to_string()),
@@ -154,23 +170,10 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     } else {
         format!("{}", search.total)
     };
-    let mut header = vec!["#", "episode", "iter", "step"];
-    let mut widths = vec![Constraint::Length(4), Constraint::Length(14), Constraint::Length(4), Constraint::Length(4)];
-    if pages {
-        header.push("page");
-        widths.push(Constraint::Length(8));
-    }
-    header.extend(["action", "reward"]);
-    widths.extend([Constraint::Min(12), Constraint::Length(6)]);
-    for c in &extra {
-        header.push(c.header);
-        widths.push(Constraint::Length(7));
-    }
-    header.extend(["A", "ok"]);
-    widths.extend([Constraint::Length(7), Constraint::Length(2)]);
+    let rows_shown = layout::rows_title("", start, body.height as usize, search.hits.len());
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(header).style(theme.title()))
-        .block(block(state, format!("Search {} · {shown} matching steps", search.query)))
+        .block(block(state, format!("Search {} · {shown} matching steps{rows_shown}", search.query)))
         .render(area, buf);
 }
