@@ -317,10 +317,12 @@ fn split_detail(
     let action_lines = if one_line_actions(actions, token_width(area)) { 1 } else { actions.len().min(8) };
     // A TRL completion's line of reward functions may wrap once.
     let rewards_h = if state.domain.episodes.get(e).is_some_and(|ep| ep.rewards().is_some()) { 2 } else { 0 };
-    // The border, the facts line, a line of thought and one comparing the trainer's A where the run has them.
+    // The border, the facts line, a line of thought and one comparing the trainer's A where the run has them,
+    // with the settings offered to reconcile them below it (it may wrap once).
     let thought = step.thought.as_deref().is_some_and(|t| !t.is_empty());
     let recorded = state.domain.episodes[e].advantages().is_some_and(|a| a.get(state.ui.sel.step).is_some());
-    let facts = 3 + u16::from(thought) + u16::from(recorded);
+    let offer = recorded && crate::tui::ui::widgets::offer_line(state).is_some();
+    let facts = 3 + u16::from(thought) + u16::from(recorded) + 2 * u16::from(offer);
     let mut info_h = (action_lines as u16 + facts + rewards_h).min(area.height / 2);
     if tokens.is_some() {
         // The token pane keeps a line (the strip's, or one naming the zoom key) and the observation one.
