@@ -55,6 +55,8 @@ use std::time::{Duration, Instant, SystemTime};
 use parquet::basic::{ConvertedType, Type as PhysicalType};
 use parquet::column::reader::get_typed_column_reader;
 use parquet::data_type::ByteArrayType;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde_json::{json, Map, Value};
@@ -483,12 +485,33 @@ enum ReadError {
     Parquet(#[from] parquet::errors::ParquetError),
 }
 
+/// parquet's readers assert that a column chunk's offset and size are not negative (a panic otherwise), so a
+/// damaged footer is refused here: every chunk must lie inside the file's `len` bytes.
+fn check_column_chunks(metadata: &ParquetMetaData, len: u64) -> Result<(), ParquetError> {
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        for (c, column) in group.columns().iter().enumerate() {
+            let start = column.dictionary_page_offset().unwrap_or_else(|| column.data_page_offset());
+            let size = column.compressed_size();
+            let end = u64::try_from(start).ok().zip(u64::try_from(size).ok()).and_then(|(s, n)| s.checked_add(n));
+            if end.is_none_or(|end| end > len) {
+                return Err(ParquetError::General(format!(
+                    "row group {g}, column {c}: its footer places it at byte {start}, {size} bytes long, in a file of \
+                     {len} bytes"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Read a whole step file: its episodes, broken rows and quirks, and the stamp of what was read. An error
 /// means the file is not (yet) a readable parquet file.
 fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Result<(Stamp, Parsed), ReadError> {
     let file = File::open(path)?;
-    let stamp = Stamp::of(&file.metadata()?);
+    let meta = file.metadata()?;
+    let stamp = Stamp::of(&meta);
     let reader = SerializedFileReader::new(file)?;
+    check_column_chunks(reader.metadata(), meta.len())?;
     let total = reader.metadata().file_metadata().num_rows().max(0) as u64;
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let columns = classify_columns(&fields);
