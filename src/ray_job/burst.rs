@@ -137,7 +137,7 @@ impl RayBurst {
     }
 
     /// The outcome as a result: a failed job is an error quoting its log's tail; a job that succeeded without
-    /// writing an episode is one too.
+    /// adding an episode to the run is one too.
     pub fn check(&self, client: &RayClient, outcome: &Outcome) -> Result<(), BurstError> {
         match outcome.state {
             JobState::Failed => Err(BurstError::Failed {
@@ -146,7 +146,7 @@ impl RayBurst {
                 message: outcome.message.clone(),
                 tail: outcome.tail.clone(),
             }),
-            JobState::Succeeded if !has_episodes(&self.run) => Err(BurstError::NothingWritten {
+            JobState::Succeeded if !self.wrote_episodes() => Err(BurstError::NothingWritten {
                 job_id: self.spec.submission_id.clone(),
                 address: client.address().to_string(),
                 run: self.run.clone(),
@@ -168,8 +168,23 @@ impl RayBurst {
     }
 }
 
-fn has_episodes(run: &Path) -> bool {
-    episodes_size(run).is_ok_and(|n| n > 0)
+impl RayBurst {
+    /// Whether `episodes.jsonl` grew while the job ran, by the range its `bursts` entry records; without a
+    /// recorded range, whether the run has episodes at all.
+    fn wrote_episodes(&self) -> bool {
+        let id = Value::String(self.spec.submission_id.clone());
+        let meta = read_meta(&self.run).ok().flatten();
+        let entry = meta
+            .as_ref()
+            .and_then(|m| m.extra.get(BURSTS_KEY))
+            .and_then(Value::as_array)
+            .and_then(|list| list.iter().rev().find(|b| b.get("job_id") == Some(&id)));
+        let offset = |key: &str| entry.and_then(|e| e.get(key)).and_then(Value::as_u64);
+        match (offset(EPISODES_FROM_KEY), offset(EPISODES_TO_KEY)) {
+            (Some(from), Some(to)) => to > from,
+            _ => episodes_size(&self.run).is_ok_and(|n| n > 0),
+        }
+    }
 }
 
 /// Where Ray's message for a failed entrypoint starts its copy of the job's log: `Job entrypoint command failed

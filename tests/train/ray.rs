@@ -161,6 +161,19 @@ fn bursts_run_as_ray_jobs_on_a_local_head() {
     let record = ray_record(&run);
     assert_eq!(record["outcome"]["status"], "FAILED", "{record:#}");
     assert_eq!(record["profile"], "doomed");
+
+    // A job that succeeds without adding an episode to a run that already has some (its run directory is not
+    // where the job writes) is reported, although the run is not empty.
+    std::fs::write(&config, "[burst.profiles.idle]\nbackend = \"ray\"\nentrypoint = \"echo nothing to do\"\n").unwrap();
+    let run = home.path().join("burst");
+    let before = episodes_len(&run);
+    assert!(before > 0, "the first burst's run has episodes");
+    let args = ["train", "--address", &head.address, "--profile", "idle", "--config", config.to_str().unwrap()];
+    let out = gigscope(&[&args[..], &["--run", run.to_str().unwrap()][..]].concat()).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("succeeded but wrote no episodes"), "{err}");
+    assert_eq!(episodes_len(&run), before);
 }
 
 #[test]
