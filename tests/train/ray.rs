@@ -164,7 +164,12 @@ fn bursts_run_as_ray_jobs_on_a_local_head() {
 
     // A job that succeeds without adding an episode to a run that already has some (its run directory is not
     // where the job writes) is reported, although the run is not empty.
-    std::fs::write(&config, "[burst.profiles.idle]\nbackend = \"ray\"\nentrypoint = \"echo nothing to do\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[burst.profiles.idle]\nbackend = \"ray\"\nentrypoint = \"echo nothing to do\"\n\
+         [burst.profiles.idle.keys]\niterations = \"trainer.total_training_steps\"\n",
+    )
+    .unwrap();
     let run = home.path().join("burst");
     let before = episodes_len(&run);
     assert!(before > 0, "the first burst's run has episodes");
