@@ -24,7 +24,7 @@ pub(crate) mod keymap;
 pub(crate) mod msg;
 pub mod picture;
 pub mod play;
-pub mod reconcile_offer;
+pub(crate) mod reconcile_offer;
 pub(crate) mod reconcile_update;
 mod runner;
 pub mod settings_fields;
