@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(km.action(&ev(KeyCode::Down, KeyModifiers::NONE)), Some(Action::Down));
         assert_eq!(km.action(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Action::Quit));
         assert_eq!(km.action(&ev(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Action::Bottom));
-        assert_eq!(km.action(&ev(KeyCode::Char('y'), KeyModifiers::NONE)), None);
+        assert_eq!(km.action(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
     }
 
     #[test]
