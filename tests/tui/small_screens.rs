@@ -34,15 +34,23 @@ fn word_char(c: char) -> bool {
 
 /// The places where a word runs into the right edge of the screen unmarked (a bar, the breadcrumb, a strip
 /// cut there mid-word): the word is cut, or may be, and nothing says so. A word that ends at the edge reads as
-/// cut too: the screens leave a space there.
+/// cut too: the screens leave a space there. And the boxes whose title runs into the top right corner
+/// (`┌Steps · 1–4 of 5 ↑┐`, or cut after a space: `size ┐`): a title that fits leaves at least a stroke of the
+/// border before the corner, one that does not ends in `…` and that stroke.
 fn cut_words(screen: &[Vec<char>]) -> Vec<String> {
     let mut out = Vec::new();
     for (y, line) in screen.iter().enumerate() {
+        let text = line.iter().collect::<String>();
         let x = line.len() - 1;
         if word_char(line[x]) && word_char(line[x - 1]) {
             let from = line[..=x].iter().rposition(|&c| !word_char(c)).map_or(0, |i| i + 1);
             let word: String = line[from..=x].iter().collect();
-            out.push(format!("row {y}: {word:?} in {:?}", line.iter().collect::<String>()));
+            out.push(format!("row {y}: {word:?} in {text:?}"));
+        }
+        for corner in (1..line.len()).filter(|&x| line[x] == '┐' && line[x - 1] != '─') {
+            let from = line[..corner].iter().rposition(|&c| c == '┌').unwrap_or(0);
+            let title: String = line[from..=corner].iter().collect();
+            out.push(format!("row {y}: title {title:?} runs into its corner in {text:?}"));
         }
     }
     out
@@ -305,4 +313,13 @@ fn the_present_line_says_where_it_is_cut() {
         checked += 1;
     }
     assert!(checked >= 8, "{checked} present lines checked");
+}
+
+#[test]
+fn the_checker_catches_a_title_cut_at_its_corner() {
+    let screen = |rows: &[&str]| rows.iter().map(|r| r.chars().collect()).collect::<Screen>();
+    let cut = screen(&["│└──│┌step-group sizes · 17 · 35% size 1┐ ", "┌Steps · 35% size ┐┌x──┐     "]);
+    assert_eq!(cut_words(&cut).len(), 2, "{:?}", cut_words(&cut));
+    let marked = screen(&["│└──│┌step-group sizes · 17 · 35% size…─┐ ", "┌Steps────────────┐┌x──┐     "]);
+    assert!(cut_words(&marked).is_empty(), "{:?}", cut_words(&marked));
 }

@@ -150,3 +150,25 @@ fn settings_panel_with_the_offer_120x40() {
     settings_on(&mut s, Field::RewardWeights);
     insta::assert_snapshot!(render(&s));
 }
+
+/// At 120×40 the episode view's actions pane shows the offer whole, wrapped under the trainer's and the
+/// recomputed A (issue 29 item 2).
+#[test]
+fn the_offer_shows_whole_in_the_episode_view_at_120x40() {
+    let mut s = opened();
+    let fx = update(&mut s, Msg::Tick(Instant::now()));
+    answer_search(&mut s, fx);
+    let offer = s.ui.message.clone().expect("the offer is said");
+    keys(&mut s, &[Action::Open, Action::Open]);
+    let screen = render(&s);
+    // The actions pane's rows, from the line of the trainer's A on, joined as the pane wrapped them.
+    let pane: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.contains("trainer A "))
+        .take_while(|l| !l.contains('└'))
+        .map(|l| l.rsplit('│').nth(1).unwrap_or_default().trim())
+        .collect();
+    let joined = pane[1..].join(" ");
+    assert!(joined.contains(&offer), "{offer:?} is not whole in the pane:\n{screen}");
+    insta::assert_snapshot!(screen);
+}

@@ -54,5 +54,5 @@ fn empty(state: &State, area: Rect, buf: &mut Buffer) {
             state.config.keymap.first_label(Action::Train).unwrap_or_default()
         )),
     ];
-    Paragraph::new(text).block(block(state, "Run")).render(area, buf);
+    Paragraph::new(text).block(block(state, "Run", area)).render(area, buf);
 }

@@ -120,7 +120,7 @@ pub fn help(state: &State, scroll: u16, area: Rect, buf: &mut Buffer) {
     Clear.render(r, buf);
     let title =
         format!("Help · {}–{}/{} · ↑↓ scroll", skip + 1, (skip + inner.height as usize).min(lines.len()), lines.len());
-    Paragraph::new(lines).scroll((skip as u16, 0)).block(block(state, title)).render(r, buf);
+    Paragraph::new(lines).scroll((skip as u16, 0)).block(block(state, title, r)).render(r, buf);
 }
 
 /// How far the help can scroll on a screen of `size`.
@@ -191,7 +191,7 @@ pub fn settings(state: &State, field: Field, area: Rect, buf: &mut Buffer) {
         centered(area, width, h)
     };
     Clear.render(r, buf);
-    Paragraph::new(lines).block(block(state, "Advantage settings (every change recomputes)")).render(r, buf);
+    Paragraph::new(lines).block(block(state, "Advantage settings (every change recomputes)", r)).render(r, buf);
 }
 
 /// Views where a step is selected, whose advantage the settings panel summarises.
@@ -246,7 +246,7 @@ pub fn burst(state: &State, field: BurstField, area: Rect, buf: &mut Buffer) {
     Clear.render(r, buf);
     let title =
         if running { "Training burst (running: X cancels, Esc hides)" } else { "Training burst (Enter starts)" };
-    let outer = block(state, title);
+    let outer = block(state, title, r);
     let inner = outer.inner(r);
     outer.render(r, buf);
     let [form, status] = Layout::vertical([Constraint::Length(lines.len() as u16), Constraint::Min(0)]).areas(inner);

@@ -2,6 +2,7 @@
 //! text, the column gap, a term of an explanation, and the hint a key is advertised by. Below the views and
 //! the frame, which both use them.
 
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
@@ -9,12 +10,14 @@ use crate::advantage::explain::{self, Term};
 use crate::tui::action::Action;
 use crate::tui::state::State;
 
-/// A bordered block with the theme's border and title styles.
-pub fn block<'a>(state: &State, title: impl Into<Line<'a>>) -> Block<'a> {
+/// A bordered block drawn over `area`, with the theme's border and title styles; a title longer than the top
+/// border is cut with `…`, leaving a stroke of the border after it (ratatui would cut it silently).
+pub fn block<'a>(state: &State, title: impl Into<Line<'a>>, area: Rect) -> Block<'a> {
+    let title = fit_line(title.into(), area.width.saturating_sub(3) as usize);
     Block::default()
         .borders(Borders::ALL)
         .border_style(state.config.theme.border())
-        .title(title.into().style(state.config.theme.title()))
+        .title(title.style(state.config.theme.title()))
 }
 
 /// A signed advantage as text: always a sign, so meaning survives without colour.
@@ -76,12 +79,12 @@ pub fn trunc_start(s: &str, width: usize) -> String {
 
 /// `line` cut to `width` columns with `…` as its last when it does not fit, so that a cut shows (a bar's
 /// line is otherwise cut at the edge mid-word).
-pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
+pub fn fit_line<'a>(line: Line<'a>, width: usize) -> Line<'a> {
     if line.width() <= width {
         return line;
     }
     let mut left = width.saturating_sub(1);
-    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut spans: Vec<Span<'a>> = Vec::new();
     for span in line.spans {
         if left == 0 {
             break;

@@ -358,7 +358,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(titles).style(theme.title()))
-        .block(block(state, title))
+        .block(block(state, title, a.members))
         .render(a.members, buf);
 
     formula_panel(state, a.formula, buf);
@@ -376,7 +376,7 @@ pub fn formula_panel(state: &State, area: Rect, buf: &mut Buffer) {
         String::new()
     };
     let shown: Vec<Line> = lines.into_iter().skip(skip).take(h).collect();
-    Paragraph::new(shown).block(block(state, format!("Where the numbers come from{more}"))).render(area, buf);
+    Paragraph::new(shown).block(block(state, format!("Where the numbers come from{more}"), area)).render(area, buf);
 }
 
 /// How many rows the formula panel needs at `width` columns (borders included).

@@ -183,7 +183,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     )
     .column_spacing(super::spacing(state))
     .header(Row::new(["step", "A action", "A adv", "B action", "B adv"]).style(theme.title()))
-    .block(block(state, "Side by side (▶ first divergent step)"))
+    .block(block(state, "Side by side (▶ first divergent step)", table))
     .render(table, buf);
 }
 

@@ -308,7 +308,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(header).style(theme.title()))
-        .block(block(state, title))
+        .block(block(state, title, top))
         .render(top, buf);
     let (Some(row), Some(b)) = (ui.row, a.behaviours.get(ui.selected)) else { return };
     let body = layout::table_body(bottom);
@@ -336,6 +336,6 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(lines, [Constraint::Length(16), Constraint::Length(4), Constraint::Length(8), Constraint::Min(10)])
         .column_spacing(super::spacing(state))
         .header(Row::new(["episode", "step", "A", "response (raw)"]).style(theme.title()))
-        .block(block(state, format!("{}: {} rows", b.behaviour, b.rows.len())))
+        .block(block(state, format!("{}: {} rows", b.behaviour, b.rows.len()), bottom))
         .render(bottom, buf);
 }

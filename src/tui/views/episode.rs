@@ -265,7 +265,7 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(names).style(theme.title()))
-        .block(block(state, title))
+        .block(block(state, title, area))
         .render(area, buf);
 }
 
@@ -313,17 +313,12 @@ fn split_detail(
     if tokens.is_some() && state.ui.episode.token_zoom {
         return DetailSplit { observation: None, tokens: Some(area), info: None };
     }
+    // The actions pane as tall as its lines wrapped to its width (the offer to reconcile the trainer's A may
+    // take several), at most half the area.
     let actions = step.available_actions.as_deref().unwrap_or(&[]);
-    let action_lines = if one_line_actions(actions, token_width(area)) { 1 } else { actions.len().min(8) };
-    // A TRL completion's line of reward functions may wrap once.
-    let rewards_h = if state.domain.episodes.get(e).is_some_and(|ep| ep.rewards().is_some()) { 2 } else { 0 };
-    // The border, the facts line, a line of thought and one comparing the trainer's A where the run has them,
-    // with the settings offered to reconcile them below it (it may wrap once).
-    let thought = step.thought.as_deref().is_some_and(|t| !t.is_empty());
-    let recorded = state.domain.episodes[e].advantages().is_some_and(|a| a.get(state.ui.sel.step).is_some());
-    let offer = recorded && crate::tui::ui::widgets::offer_line(state).is_some();
-    let facts = 3 + u16::from(thought) + u16::from(recorded) + 2 * u16::from(offer);
-    let mut info_h = (action_lines as u16 + facts + rewards_h).min(area.height / 2);
+    let width = token_width(area);
+    let wrapped: usize = info_lines(state, e, step, actions, width).iter().map(|l| wrapped_rows(l, width)).sum();
+    let mut info_h = (wrapped as u16 + 2).min(area.height / 2);
     if tokens.is_some() {
         // The token pane keeps a line (the strip's, or one naming the zoom key) and the observation one.
         info_h = info_h.min(area.height.saturating_sub(6));
@@ -436,7 +431,10 @@ fn tokens_pane(
         (Ok((t, summary)), Some(strip)) => (t, summary, strip),
         (Err(err), _) => {
             let line = Line::styled(err.clone(), theme.warn());
-            return Paragraph::new(line).wrap(Wrap { trim: false }).block(block(state, "Tokens")).render(area, buf);
+            return Paragraph::new(line)
+                .wrap(Wrap { trim: false })
+                .block(block(state, "Tokens", area))
+                .render(area, buf);
         }
         (Ok(_), None) => return,
     };
@@ -473,7 +471,7 @@ fn tokens_pane(
         &episode.map_or(*summary, |ep| ep.total),
         inner.width as usize,
     );
-    Paragraph::new(lines).block(block(state, title)).render(area, buf);
+    Paragraph::new(lines).block(block(state, title, area)).render(area, buf);
 }
 
 /// Whether `chosen` fills in a templated action such as `search[<query>]`.
@@ -558,17 +556,33 @@ pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: 
     let skip = state.ui.episode.obs_scroll.min(total.saturating_sub(h));
     let (lines, _) = observation_lines(obs, w, skip, h, pages, fold);
     let title = format!("Observation{label} · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total));
-    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>()).block(block(state, title)).render(area, buf);
+    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
+        .block(block(state, title, area))
+        .render(area, buf);
 }
 
 fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, buf: &mut Buffer) {
+    let lines = info_lines(state, e, step, actions, layout::inner(area).width as usize);
+    let title = format!("Actions ({}) · chosen highlighted", actions.len());
+    Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, title, area)).render(area, buf);
+}
+
+/// The rows `line` takes wrapped at spaces to `width`, as the actions pane wraps it.
+fn wrapped_rows(line: &Line, width: usize) -> usize {
+    let mut rows = 0;
+    wrap(&line.to_string(), width, &mut |_| rows += 1);
+    rows.max(1)
+}
+
+/// The actions pane's lines for a pane `width` columns wide inside its border (before the pane wraps them).
+fn info_lines(state: &State, e: usize, step: &Step, actions: &[String], width: usize) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
     let mut lines = Vec::new();
     let chosen =
         actions.iter().position(|a| *a == step.action).or_else(|| actions.iter().position(|a| fills(a, &step.action)));
     if actions.is_empty() {
         lines.push(Line::styled("no available actions recorded", theme.dim()));
-    } else if let (true, Some(c)) = (one_line_actions(actions, layout::inner(area).width as usize), chosen) {
+    } else if let (true, Some(c)) = (one_line_actions(actions, width), chosen) {
         // Few short actions (Sokoban's four moves) on one line, leaving the rows to the observation.
         let mut spans = Vec::new();
         for (i, a) in actions.iter().enumerate() {
@@ -586,7 +600,6 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
         // A window of actions around the chosen one.
         let show = 8usize;
         let start = chosen.map_or(0, |c| c.saturating_sub(show / 2)).min(actions.len().saturating_sub(show));
-        let width = layout::inner(area).width as usize;
         for (i, a) in actions.iter().enumerate().skip(start).take(show) {
             if Some(i) == chosen {
                 let text = if *a == step.action { a.clone() } else { format!("{a} → {}", step.action) };
@@ -624,8 +637,7 @@ fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, bu
             lines.push(Line::styled(offer, theme.accent()));
         }
     }
-    let title = format!("Actions ({}) · chosen highlighted", actions.len());
-    Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, title)).render(area, buf);
+    lines
 }
 
 /// Whether the available actions go on one line of `width` (each with room for the `▶ ` marker and a gap):

@@ -297,7 +297,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(lines, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(titles).style(theme.title()))
-        .block(block(state, format!("Step rows × estimators{more}")))
+        .block(block(state, format!("Step rows × estimators{more}"), a.table))
         .render(a.table, buf);
 
     let inner = layout::inner(a.panel);
@@ -316,7 +316,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
         Truth::NotMeasured | Truth::Absent(_) => "Truth A* and absent columns".into(),
     };
     Paragraph::new(lines.into_iter().skip(skip).take(h).collect::<Vec<_>>())
-        .block(block(state, format!("{title}{scrolled}")))
+        .block(block(state, format!("{title}{scrolled}"), a.panel))
         .render(a.panel, buf);
 }
 

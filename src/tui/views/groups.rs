@@ -179,7 +179,7 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(rows, widths)
         .column_spacing(gap)
         .header(Row::new(header).style(theme.title()))
-        .block(block(state, format!("Groups ({})", groups.len())))
+        .block(block(state, format!("Groups ({})", groups.len()), area))
         .render(area, buf);
 }
 
@@ -353,6 +353,6 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     )
     .column_spacing(super::spacing(state))
     .header(Row::new(["#", "episode", "return", "ok", "len", "A_E", "A per step (heatmap)"]).style(theme.title()))
-    .block(block(state, format!("Trajectories · max |A| {max:.3}")))
+    .block(block(state, format!("Trajectories · max |A| {max:.3}"), area))
     .render(area, buf);
 }

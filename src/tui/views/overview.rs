@@ -236,7 +236,7 @@ fn iterations(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(header)
-        .block(block(state, title))
+        .block(block(state, title, area))
         .render(area, buf);
 }
 
@@ -285,7 +285,7 @@ pub(crate) fn line_chart(
         .style(theme.accent())
         .data(data);
     Chart::new(vec![ds])
-        .block(block(state, format!("{title}{last}")))
+        .block(block(state, format!("{title}{last}"), area))
         .x_axis(Axis::default().bounds([x0, x1]).labels([format!("{x0}"), format!("{x1}")]).style(theme.dim()))
         .y_axis(Axis::default().bounds([y0, y1]).labels([format!("{y0:.2}"), format!("{y1:.2}")]).style(theme.dim()))
         .render(area, buf);
@@ -300,7 +300,7 @@ const CHART_MIN_HEIGHT: u16 = 6;
 /// than columns are averaged in buckets.
 fn compact_chart(state: &State, title: &str, data: &[(f64, f64)], y: (f64, f64), area: Rect, buf: &mut Buffer) {
     let theme = &state.config.theme;
-    block(state, title.to_string()).render(area, buf);
+    block(state, title.to_string(), area).render(area, buf);
     let inner = layout::inner(area);
     if inner.height == 0 || data.is_empty() {
         return;
@@ -375,7 +375,7 @@ fn advantages(state: &State, area: Rect, buf: &mut Buffer) {
         .map(|name| format!("{name}{legend}"))
         .find(|t| t.chars().count() <= area.width.saturating_sub(2) as usize)
         .unwrap_or_else(|| format!("A · {legend}"));
-    block(state, title).render(area, buf);
+    block(state, title, area).render(area, buf);
     if inner.height < 2 || inner.width < 12 {
         return;
     }
@@ -483,7 +483,7 @@ fn histogram(state: &State, area: Rect, buf: &mut Buffer) {
         if total == 0 { 0.0 } else { singletons / total as f64 * 100.0 }
     );
     BarChart::default()
-        .block(block(state, title))
+        .block(block(state, title, area))
         .data(BarGroup::default().bars(&bars))
         .bar_width(width)
         .bar_gap(1)
@@ -507,7 +507,7 @@ fn metrics(state: &State, area: Rect, buf: &mut Buffer) {
         }
     };
     Paragraph::new(lines)
-        .block(block(state, format!("metrics.jsonl ({} records)", state.domain.run.metrics.len())))
+        .block(block(state, format!("metrics.jsonl ({} records)", state.domain.run.metrics.len()), area))
         .render(area, buf);
 }
 
@@ -555,7 +555,7 @@ fn tokens(state: &State, area: Rect, buf: &mut Buffer) {
     if !outliers.is_empty() {
         title.push_str(&format!(" · {key}: outliers"));
     }
-    let b = block(state, title);
+    let b = block(state, title, area);
     let inner = b.inner(area);
     b.render(area, buf);
     let [table, below] = Layout::vertical([Constraint::Min(0), Constraint::Length(outliers.len() as u16)]).areas(inner);

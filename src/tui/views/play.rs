@@ -316,7 +316,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Some(opening) => format!("Opening the environment ({opening}) …"),
             None => "Opening the environment …".to_owned(),
         };
-        Paragraph::new(text).block(block(state, "Play")).render(area, buf);
+        Paragraph::new(text).block(block(state, "Play", area)).render(area, buf);
         return;
     };
     let a = areas(area);
@@ -414,7 +414,7 @@ fn finished_page(state: &State, page: &play::FinishedPage, a: &PlayAreas, buf: &
     let [obs, side] = Layout::vertical([Constraint::Min(3), Constraint::Length(lines.len() as u16 + 2)]).areas(body);
     observation_pane(state, &page.observation, " · the last page", obs, buf);
     let title = if page.explained.is_empty() { "Next" } else { "Reward · Next" };
-    Paragraph::new(lines).block(block(state, title)).render(side, buf);
+    Paragraph::new(lines).block(block(state, title, side)).render(side, buf);
 }
 
 fn picker_header(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
@@ -467,7 +467,7 @@ fn cursor_list(
             }
         })
         .collect();
-    Paragraph::new(lines).block(block(state, title)).render(area, buf);
+    Paragraph::new(lines).block(block(state, title, area)).render(area, buf);
 }
 
 fn goal_detail(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
@@ -476,7 +476,7 @@ fn goal_detail(state: &State, play: &Play, area: Rect, buf: &mut Buffer) {
     let row = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<11}"), theme.dim()), Span::raw(v)]);
     let mut lines = vec![Line::raw(task.instruction), Line::raw(""), row("task", task.id)];
     lines.extend(task.details.into_iter().map(|(k, v)| row(&k, v)));
-    Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, "Goal")).render(area, buf);
+    Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(state, "Goal", area)).render(area, buf);
 }
 
 fn group_note(state: &State, area: Rect, buf: &mut Buffer) {

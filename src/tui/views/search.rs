@@ -174,6 +174,6 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     Table::new(rows, widths)
         .column_spacing(super::spacing(state))
         .header(Row::new(header).style(theme.title()))
-        .block(block(state, format!("Search {} · {shown} matching steps{rows_shown}", search.query)))
+        .block(block(state, format!("Search {} · {shown} matching steps{rows_shown}", search.query), area))
         .render(area, buf);
 }

@@ -156,5 +156,9 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     }
     let title = format!("State timeline · {} visits over {} iterations", visits.len(), iterations.len());
     let scroll = u16::try_from(state.ui.timeline.scroll).unwrap_or(u16::MAX);
-    Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(state, title)).render(area, buf);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0))
+        .block(block(state, title, area))
+        .render(area, buf);
 }
