@@ -164,6 +164,9 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             applied.errors.push(message);
         }
         LiveEvent::Skipped { file, reason } => {
+            // What was said of the file before is no longer so: its note goes with it.
+            let stale: Vec<String> = run.skipped.iter().filter(|s| s.file == file).map(ToString::to_string).collect();
+            run.notices.retain(|n| !stale.contains(n));
             run.skipped.retain(|s| s.file != file);
             if let Some(reason) = reason {
                 let skipped = SkippedFile { file, reason };

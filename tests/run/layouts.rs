@@ -107,25 +107,57 @@ fn convert_removes_staging_left_by_a_killed_conversion_and_keeps_a_running_ones(
 }
 
 #[test]
-fn a_closed_standard_output_ends_a_command_quietly() {
+fn a_closed_standard_output_ends_every_command_that_prints_quietly() {
     use std::os::fd::FromRawFd;
     use std::os::unix::process::ExitStatusExt;
-    // The reading end is closed before the command starts: its first write finds no reader.
-    let mut fds = [0; 2];
-    // SAFETY: pipe fills two new descriptors; the write end is owned by the Stdio below.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: fds[0] is a descriptor pipe just opened, closed once here.
-    unsafe { libc::close(fds[0]) };
-    // SAFETY: fds[1] is open and owned by nothing else.
-    let stdout = unsafe { std::process::Stdio::from_raw_fd(fds[1]) };
-    let out = Command::new(BIN)
-        .args(["advantages", "--format", "jsonl", path(&fixture("tui/basic"))])
-        .stdout(stdout)
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .expect("runs");
+    let run = fixture("tui/basic");
+    let cache = tempfile::tempdir().expect("tempdir");
+    let commands: [&[&str]; 7] = [
+        &["advantages", "--format", "jsonl", path(&run)],
+        &["stats", path(&run)],
+        &["stats", "--json", path(&run)],
+        &["validate", path(&run)],
+        &["search", path(&run), "success:true"],
+        &["webshop", "search", "shoes"],
+        &["state", path(&run), "--help"],
+    ];
+    for args in commands {
+        // The reading end is closed before the command starts: its first write finds no reader.
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills two new descriptors; the write end is owned by the Stdio below.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fds[0] is a descriptor pipe just opened, closed once here.
+        unsafe { libc::close(fds[0]) };
+        // SAFETY: fds[1] is open and owned by nothing else.
+        let stdout = unsafe { std::process::Stdio::from_raw_fd(fds[1]) };
+        let out = Command::new(BIN)
+            .args(args)
+            .env("GIGSCOPE_CACHE", cache.path())
+            .env("XDG_CACHE_HOME", cache.path())
+            .stdout(stdout)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {err}");
+        let quiet = out.status.signal() == Some(libc::SIGPIPE) || out.status.success();
+        assert!(
+            quiet,
+            "{args:?} ended as `cat` ends on a closed pipe (or done before writing): {:?} {err}",
+            out.status
+        );
+    }
+}
+
+#[test]
+fn an_os_error_is_said_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // The copy's parent is a file: creating its staging directory fails with ENOTDIR.
+    std::fs::write(tmp.path().join("file"), "").expect("write");
+    let out = gigscope(&["convert", path(&fixture("tui/basic")), "--out", path(&tmp.path().join("file/copy"))]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    assert_ne!(out.status.code(), Some(101), "{err}");
-    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "ended as `cat` ends on a closed pipe: {err}");
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.matches("Not a directory").count(), 1, "the cause once: {err}");
+    assert!(err.contains("file/copy"), "names the copy: {err}");
 }

@@ -298,3 +298,17 @@ fn a_bad_trl_cell_skips_its_row_alone_named_by_file_and_row() {
     assert!(error.reason.contains("`completion`") && error.reason.contains("UTF-8"), "{}", error.reason);
     assert!(!error.reason.contains("255"), "no raw bytes: {}", error.reason);
 }
+
+#[test]
+fn a_file_that_reads_again_takes_its_skipped_note_with_it() {
+    use gigscope::run::source::LiveEvent;
+    use gigscope::run::{apply, Layout};
+    let mut run = Run::empty(Path::new("run"), Layout::Trl);
+    let reason = "cannot be read (no footer yet); skipped until it changes".to_string();
+    apply(&mut run, LiveEvent::Skipped { file: "completions/completions_00002.parquet".into(), reason: Some(reason) });
+    apply(&mut run, LiveEvent::Error("an unrelated note".into()));
+    assert_eq!((run.skipped.len(), run.notices.len()), (1, 2), "{:?}", run.notices);
+    apply(&mut run, LiveEvent::Skipped { file: "completions/completions_00002.parquet".into(), reason: None });
+    assert!(run.skipped.is_empty());
+    assert_eq!(run.notices, vec!["an unrelated note".to_string()], "the stale note is gone, the other kept");
+}
