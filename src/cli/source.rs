@@ -27,7 +27,7 @@ impl SourceFlags {
     /// are not silently dropped.
     pub fn open(&self, dir: &Path) -> anyhow::Result<Run> {
         let run = Run::open_as(dir, self.from, &self.options())?;
-        report(dir, &run);
+        report(dir, &run, &run.partial_groups());
         Ok(run)
     }
 
@@ -37,7 +37,7 @@ impl SourceFlags {
     /// where it has an episode's every step (`crate::run::tokens::count_lengths`, said in `run.lengths`).
     pub fn open_anchored(&self, dir: &Path) -> anyhow::Result<Run> {
         let run = self.read_anchored(dir)?;
-        report(dir, &run);
+        report(dir, &run, &run.partial_groups());
         Ok(run)
     }
 
@@ -64,8 +64,8 @@ pub fn meta_or_warn(dir: &Path) -> Option<crate::run::RunMeta> {
     })
 }
 
-/// The broken lines (counted) and the reader's notices of `run`, on stderr.
-fn report(dir: &Path, run: &Run) {
+/// The broken lines (counted), the reader's notices and the `partial` groups of `run`, on stderr.
+pub fn report(dir: &Path, run: &Run, partial: &[crate::run::PartialGroup]) {
     if !run.errors.is_empty() {
         eprintln!(
             "warning: {}: skipped {} broken line(s) of the episodes (see `gigscope validate`)",
@@ -76,7 +76,7 @@ fn report(dir: &Path, run: &Run) {
     for notice in &run.notices {
         eprintln!("warning: {notice}");
     }
-    for group in run.partial_groups() {
+    for group in partial {
         eprintln!("warning: {}: {group}", dir.display());
     }
 }

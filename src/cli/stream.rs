@@ -37,16 +37,17 @@ struct Head {
     id: Option<serde_json::Value>,
 }
 
-/// The rows of one episode, computed and waiting for their turn in file order.
+/// The rows of one episode, computed and waiting for their turn in file order: its id and group once (not a
+/// copy a row: most of the time a row would otherwise spend allocating), and each row's numbers.
 struct Done {
-    rows: Vec<OwnedRow>,
-}
-
-/// An output row that outlives its group's table.
-struct OwnedRow {
     episode: String,
     group: String,
     iteration: i64,
+    rows: Vec<OwnedRow>,
+}
+
+/// The numbers of an output row, which outlive its group's table.
+struct OwnedRow {
     reward: Option<f64>,
     ret: Option<f64>,
     numbers: [f64; 3],
@@ -56,38 +57,45 @@ struct OwnedRow {
     step_group_size: usize,
 }
 
-impl OwnedRow {
-    fn of(r: &OutRow<'_>) -> Self {
-        OwnedRow {
-            episode: r.episode.to_owned(),
-            group: r.group.to_owned(),
-            iteration: r.iteration,
-            reward: r.reward,
-            ret: r.ret,
-            numbers: [r.episode_advantage, r.step_advantage, r.advantage],
-            stored_advantage: r.stored_advantage,
-            step: r.step,
-            step_group: r.step_group,
-            step_group_size: r.step_group_size,
+impl Done {
+    fn of<'a>(mut rows: impl Iterator<Item = OutRow<'a>>) -> Option<Self> {
+        let first = rows.next()?;
+        let mut done = Done {
+            episode: first.episode.to_owned(),
+            group: first.group.to_owned(),
+            iteration: first.iteration,
+            rows: Vec::new(),
+        };
+        for r in std::iter::once(first).chain(rows) {
+            done.rows.push(OwnedRow {
+                reward: r.reward,
+                ret: r.ret,
+                numbers: [r.episode_advantage, r.step_advantage, r.advantage],
+                stored_advantage: r.stored_advantage,
+                step: r.step,
+                step_group: r.step_group,
+                step_group_size: r.step_group_size,
+            });
         }
+        Some(done)
     }
 
-    fn out(&self) -> OutRow<'_> {
-        let [episode_advantage, step_advantage, advantage] = self.numbers;
+    fn out<'a>(&'a self, row: &OwnedRow) -> OutRow<'a> {
+        let [episode_advantage, step_advantage, advantage] = row.numbers;
         OutRow {
             episode: &self.episode,
             group: &self.group,
             iteration: self.iteration,
-            step: self.step,
-            reward: self.reward,
-            ret: self.ret,
+            step: row.step,
+            reward: row.reward,
+            ret: row.ret,
             episode_advantage,
             step_advantage,
             advantage,
-            step_group: self.step_group,
-            step_group_size: self.step_group_size,
-            stored_advantage: self.stored_advantage,
-            delta: self.stored_advantage.map(|s| s - advantage),
+            step_group: row.step_group,
+            step_group_size: row.step_group_size,
+            stored_advantage: row.stored_advantage,
+            delta: row.stored_advantage.map(|s| s - advantage),
         }
     }
 }
@@ -268,7 +276,7 @@ struct Ordered<W: Write> {
     group_of: HashMap<u64, u32>,
     /// Rows of episodes whose group is complete, by line.
     done: HashMap<u64, Done>,
-    /// Lines that turned out broken (or duplicate ids): nothing to write.
+    /// Lines with nothing to write: broken lines, duplicate ids, episodes without steps.
     skipped: HashSet<u64>,
     /// Anchor groups of each complete episode group, and the first output number of each group written.
     anchor_count: HashMap<u32, u32>,
@@ -294,8 +302,14 @@ impl<W: Write> Ordered<W> {
         let table = compute_grouped(&group, &group_lean(&group, settings.anchor)?, settings);
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
         for (e, line) in lines.into_iter().enumerate() {
-            let rows = episode_rows(&group, &table, e).map(|r| OwnedRow::of(&r)).collect();
-            self.done.insert(line, Done { rows });
+            match Done::of(episode_rows(&group, &table, e)) {
+                Some(done) => {
+                    self.done.insert(line, done);
+                }
+                None => {
+                    self.skipped.insert(line);
+                }
+            }
         }
         Ok(())
     }
@@ -322,7 +336,7 @@ impl<W: Write> Ordered<W> {
                 }
             };
             for row in &episode.rows {
-                let mut out = row.out();
+                let mut out = episode.out(row);
                 out.step_group += base;
                 self.writer.row(&out)?;
             }

@@ -5,7 +5,8 @@
 //! file and line: broken lines (duplicate ids among them: every reader skips those), files or parts of files
 //! that could not be read (skipped), an unfinished last line that has stopped growing (a torn tail), and
 //! groups cut short by a writer that stopped (partial groups). The exit status is 0 when there is no problem,
-//! 1 when there is any.
+//! 1 when there is any. The run is streamed ([`Run::stream_as`]): each episode is counted and dropped, so memory
+//! grows with a part of the run and with the ids and groups met, not with the run's text.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::source::SourceFlags;
-use crate::run::{Run, EPISODES_FILE, METRICS_FILE};
+use crate::run::{GroupSizes, Run, RunMeta, EPISODES_FILE, METRICS_FILE};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -26,14 +27,28 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A missing directory or a missing episodes file is an error (exit status 1 as well).
-    let run = Run::open_as(&args.run, args.source.from, &args.source.options())?;
-    let problems = problems(&args, &run);
+    let (mut episodes, mut groups) = (0, GroupSizes::default());
+    let run = Run::stream_as(&args.run, args.source.from, &args.source.options(), |_, read| {
+        episodes += read.len();
+        for episode in &read {
+            groups.add(&episode.group, episode.iteration);
+        }
+    })?;
+    let read = Read { run, episodes, groups };
+    let problems = problems(&args, &read);
     let mut err = std::io::stderr().lock();
     for problem in &problems.lines {
         writeln!(err, "{problem}")?;
     }
-    report(&args, &run, &problems, &mut std::io::stdout().lock()).context("writing the report to standard output")?;
+    report(&args, &read, &problems, &mut std::io::stdout().lock()).context("writing the report to standard output")?;
     Ok(if problems.lines.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The run as streamed: all but its episodes, which were counted.
+struct Read {
+    run: Run,
+    episodes: usize,
+    groups: GroupSizes,
 }
 
 /// Every problem, one line each, and how many of each kind.
@@ -47,7 +62,8 @@ struct Problems {
     said: Vec<String>,
 }
 
-fn problems(args: &Args, run: &Run) -> Problems {
+fn problems(args: &Args, read: &Read) -> Problems {
+    let run = &read.run;
     let episodes = args.run.join(EPISODES_FILE);
     let file_of = |file: Option<&str>| file.map_or_else(|| episodes.clone(), |f| args.run.join(f));
     // Broken lines in file and line order.
@@ -67,7 +83,7 @@ fn problems(args: &Args, run: &Run) -> Problems {
         lines.push(format!("{}:{}: torn tail: {tail}", args.run.join(&tail.file).display(), tail.line));
         said.push(tail.to_string());
     }
-    let partial = run.partial_groups();
+    let partial = read.groups.partial(&run.meta.as_ref().map(RunMeta::group_sizes).unwrap_or_default());
     for group in &partial {
         lines.push(format!("{}: {group}", episodes.display()));
     }
@@ -81,12 +97,12 @@ fn problems(args: &Args, run: &Run) -> Problems {
     }
 }
 
-fn report(args: &Args, run: &Run, problems: &Problems, out: &mut impl Write) -> std::io::Result<()> {
-    let groups: std::collections::HashSet<&str> = run.episodes.iter().map(|e| e.group.as_str()).collect();
+fn report(args: &Args, read: &Read, problems: &Problems, out: &mut impl Write) -> std::io::Result<()> {
+    let run = &read.run;
     let notes: Vec<&String> = run.notices.iter().filter(|n| !problems.said.contains(n)).collect();
     writeln!(out, "{}", args.run.display())?;
     writeln!(out, "  layout           {}", run.layout.name())?;
-    writeln!(out, "  episodes         {} in {} group(s)", run.episodes.len(), groups.len())?;
+    writeln!(out, "  episodes         {} in {} group(s)", read.episodes, read.groups.len())?;
     writeln!(out, "  metrics records  {}", run.metrics.len())?;
     writeln!(out, "  broken lines     {}", problems.broken)?;
     writeln!(out, "  skipped files    {}", problems.skipped)?;

@@ -24,6 +24,8 @@ pub enum RunError {
     BadTruth { path: PathBuf, line: usize, message: String },
     #[error("{path}: holds the truth of {what} {found}, not of {what} {expected}")]
     TruthMismatch { path: PathBuf, what: &'static str, found: String, expected: String },
+    #[error("{0}: its files were replaced or cut while they were read; read it again")]
+    ChangedWhileRead(PathBuf),
     #[error("{path}: could not encode a record: {source}")]
     Encode { path: PathBuf, source: serde_json::Error },
 }

@@ -16,6 +16,9 @@ use super::lean_reading::LeanReading;
 use super::source::{open_source, resolve_layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourceOptions, TornTail};
 use super::text_on_disk::{LeanEpisode, PageClassifier, TextStore};
 
+/// The parts [`Run::stream_as`] reads a run's episodes file in, bytes.
+const STREAMED_PART_BYTES: u64 = 4 << 20;
+
 /// A whole run, read once or followed live (see [`super::source`]).
 #[derive(Debug)]
 pub struct Run {
@@ -240,6 +243,51 @@ impl Run {
         Ok(run)
     }
 
+    /// [`Run::open_as`] without holding the episodes: each batch of episodes that joins the run (duplicate ids
+    /// refused as every reader refuses them) is handed to `each` as it is read, and not kept. Memory grows with
+    /// a part of the run (a part of the episodes file, a few step files: the sources deliver a run in parts) and
+    /// with the episode ids met, not with the run. Everything else is kept in the run returned as the whole
+    /// read keeps it (`run.json`, broken lines, metrics, notices, skipped files, a torn tail); its `episodes`
+    /// stay empty. A run whose files are replaced while it is read is an error: what was handed out cannot be
+    /// taken back.
+    pub fn stream_as(
+        dir: &Path,
+        from: Option<Layout>,
+        options: &SourceOptions,
+        mut each: impl FnMut(&Run, Vec<Episode>),
+    ) -> Result<Run, RunError> {
+        let layout = resolve_layout(dir, from, false)?;
+        if layout == Layout::Gigscope {
+            check_episodes_file(dir)?;
+        }
+        let mut source = open_source(dir, layout, options)?;
+        source.read_in_parts_of(STREAMED_PART_BYTES);
+        let mut run = Run::empty(dir, layout);
+        let mut take = |run: &mut Run, event: LiveEvent| {
+            if apply(run, event).episodes_reset {
+                return Err(RunError::ChangedWhileRead(dir.to_path_buf()));
+            }
+            if !run.episodes.is_empty() {
+                let episodes = std::mem::take(&mut run.episodes);
+                each(run, episodes);
+            }
+            Ok(())
+        };
+        loop {
+            let poll = source.poll();
+            for event in poll.events {
+                take(&mut run, event)?;
+            }
+            if !poll.more {
+                break;
+            }
+        }
+        for event in source.finish() {
+            take(&mut run, event)?;
+        }
+        Ok(run)
+    }
+
     /// Read the gigscope-run/1 directory `dir` once: `run.json` (optional), `episodes.jsonl` (required) and
     /// `metrics.jsonl` (optional).
     pub fn open(dir: &Path) -> Result<Run, RunError> {
@@ -331,29 +379,57 @@ pub fn partial_groups<'a>(
     episodes: impl IntoIterator<Item = (&'a str, i64)>,
     group_sizes: &[usize],
 ) -> Vec<PartialGroup> {
-    let Some(&largest) = group_sizes.iter().max() else { return Vec::new() };
-    // Each group's iteration and size, in order of first appearance.
-    let mut groups: Vec<(&str, i64, usize)> = Vec::new();
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut sizes = GroupSizes::default();
     for (group, iteration) in episodes {
-        match index.get(group) {
-            Some(&g) => groups[g].2 += 1,
+        sizes.add(group, iteration);
+    }
+    sizes.partial(group_sizes)
+}
+
+/// Each episode group's iteration and size, counted episode by episode, for a reader that does not keep the
+/// episodes (`validate`): what [`partial_groups`] needs.
+#[derive(Debug, Default)]
+pub struct GroupSizes {
+    /// Group → its place in order of first appearance, its iteration and its episodes.
+    groups: std::collections::HashMap<String, (usize, i64, usize)>,
+}
+
+impl GroupSizes {
+    /// One more episode of `group`, in `iteration` (that of the group's first episode is kept).
+    pub fn add(&mut self, group: &str, iteration: i64) {
+        match self.groups.get_mut(group) {
+            Some(counts) => counts.2 += 1,
             None => {
-                index.insert(group, groups.len());
-                groups.push((group, iteration, 1));
+                let order = self.groups.len();
+                self.groups.insert(group.to_string(), (order, iteration, 1));
             }
         }
     }
-    groups
-        .into_iter()
-        .filter(|&(_, iteration, size)| iteration != 0 && size < largest && !group_sizes.contains(&size))
-        .map(|(group, iteration, episodes)| PartialGroup {
-            group: group.to_string(),
-            iteration,
-            episodes,
-            expected: group_sizes.iter().copied().filter(|&s| s > episodes).min().unwrap_or(largest),
-        })
-        .collect()
+
+    /// How many groups were met.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// The partial groups under the recorded `group_sizes` ([`partial_groups`]), in order of first appearance.
+    pub fn partial(&self, group_sizes: &[usize]) -> Vec<PartialGroup> {
+        let Some(&largest) = group_sizes.iter().max() else { return Vec::new() };
+        let mut partial: Vec<(usize, PartialGroup)> = self
+            .groups
+            .iter()
+            .filter(|&(_, &(_, iteration, size))| iteration != 0 && size < largest && !group_sizes.contains(&size))
+            .map(|(group, &(order, iteration, episodes))| {
+                let expected = group_sizes.iter().copied().filter(|&s| s > episodes).min().unwrap_or(largest);
+                (order, PartialGroup { group: group.clone(), iteration, episodes, expected })
+            })
+            .collect();
+        partial.sort_by_key(|(order, _)| *order);
+        partial.into_iter().map(|(_, group)| group).collect()
+    }
 }
 
 impl Run {

@@ -4,6 +4,8 @@
 
 #[path = "../support/depo.rs"]
 mod depo_run;
+#[path = "../support/peak.rs"]
+mod peak;
 #[path = "../support/python.rs"]
 mod python;
 

@@ -8,6 +8,7 @@ mod live;
 mod load_cache;
 mod problems;
 mod reader;
+mod stream_memory;
 mod tokens;
 mod trl;
 mod verifiers;

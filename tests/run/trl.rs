@@ -303,9 +303,17 @@ fn repeated_batches_of_num_iterations_are_marked_with_a_notice() {
     }
 }
 
+/// Poll until the source has delivered what it can (a run comes in parts, `more`; a reset reads it again from
+/// the next poll on): every event, and whether a file is still pending.
 fn poll_until_quiet(source: &mut Box<dyn RunSource>) -> (Vec<LiveEvent>, bool) {
-    let poll = source.poll();
-    (poll.events, poll.pending)
+    let mut events = Vec::new();
+    loop {
+        let poll = source.poll();
+        events.extend(poll.events);
+        if !poll.more {
+            return (events, poll.pending);
+        }
+    }
 }
 
 fn episodes_of(events: &[LiveEvent]) -> Vec<String> {
@@ -412,7 +420,7 @@ fn a_rewritten_step_file_resets_with_a_notice() {
     let mut source = open_source(dir.path(), Layout::Trl, &SourceOptions::default()).unwrap();
     assert_eq!(episodes_of(&source.poll().events).len(), 8);
     fs::copy(file("default", 1), target(dir.path(), 1)).unwrap();
-    let events = source.poll().events;
+    let (events, _) = poll_until_quiet(&mut source);
     assert_eq!(events.iter().filter(|e| matches!(e, LiveEvent::Reset(_))).count(), 1);
     assert_eq!(episodes_of(&events)[0], "s1-r1");
 }

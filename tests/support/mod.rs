@@ -6,6 +6,7 @@
 pub mod depo;
 pub mod live;
 pub mod opening;
+pub mod peak;
 pub mod plugin;
 pub mod ray;
 pub mod runs;

@@ -84,6 +84,11 @@ pub trait RunSource: Send + std::fmt::Debug {
         Vec::new()
     }
 
+    /// A one-shot reader that does not keep the episodes ([`crate::run::Run::stream_as`]) reads the run in parts of
+    /// about `bytes` (the episodes file's parts; step files come in parts of their own already), so that it
+    /// holds less at a time than a viewer, whose parts are larger for speed.
+    fn read_in_parts_of(&mut self, _bytes: u64) {}
+
     /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by
     /// `reading` as they are parsed; a source whose episodes keep their text in memory (built from other
     /// files) goes on delivering them whole.

@@ -279,6 +279,10 @@ impl RunSource for GigscopeSource {
         vec![LiveEvent::Skipped { file: EPISODES_FILE.to_string(), reason: Some(reason) }]
     }
 
+    fn read_in_parts_of(&mut self, bytes: u64) {
+        self.episodes.set_budget(bytes);
+    }
+
     fn read_lean(&mut self, reading: LeanReading) {
         // Parsing is most of reading a large run: a thread per core, up to four.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));

@@ -15,6 +15,15 @@ use super::events::{ErrorOnce, LiveEvent, LiveFile};
 use crate::run::dir::list_dir;
 use crate::run::span::Stamp;
 
+/// About how much a poll delivers of a run in step files: the files in step order until their bytes (verl) or
+/// rows (TRL, whose parquet bytes are compressed: [`PART_ROWS`]) reach this, at least one file; the rest comes
+/// with the next polls (`more`). A one-shot reader that does not keep the episodes (`validate`, `convert`) then
+/// holds a part of the run at a time, not the run.
+pub const PART_BYTES: u64 = 4 << 20;
+
+/// [`PART_BYTES`] for step files counted in rows.
+pub const PART_ROWS: usize = 4096;
+
 /// What a reader of step files keyed by `K` (in step order) has said and delivered.
 #[derive(Debug)]
 pub struct StepFiles<K> {

@@ -63,7 +63,7 @@ use serde_json::{json, Map, Value};
 
 use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
 use super::events::{LiveEvent, LiveFile};
-use super::step_files::StepFiles;
+use super::step_files::{StepFiles, PART_ROWS};
 use crate::run::error::{LineError, RunError};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, REWARDS_KEY, SOURCE_KEY};
 use crate::run::layout::Layout;
@@ -208,22 +208,25 @@ impl TrlSource {
 
     /// The events delivering step file `step`, which follows step file `previous` in step order.
     fn deliver(&mut self, step: u64, previous: Option<u64>, prefix: &str, events: &mut Vec<LiveEvent>) {
-        let Some(file) = self.files.get(&step) else { return };
-        let Some((stamp, parsed)) = file.content.as_ref() else { return };
-        let rel = format!("{prefix}{}", file.name);
         let repeat_of = previous.and_then(|p| self.files.get(&p)).and_then(|prev| {
             let (_, before) = prev.content.as_ref()?;
+            let (_, parsed) = self.files.get(&step)?.content.as_ref()?;
             let same = before.fingerprint == parsed.fingerprint && parsed.fingerprint.0 > 0;
             same.then(|| format!("{prefix}{}", prev.name))
         });
-        let mut episodes = parsed.episodes.clone();
+        let Some(file) = self.files.get_mut(&step) else { return };
+        let Some((stamp, parsed)) = file.content.as_mut() else { return };
+        let rel = format!("{prefix}{}", file.name);
+        // Taken, not copied: the source keeps what it needs to compare the file later (stamp, fingerprint), not
+        // its rows; a reset reads the file again ([`TrlSource::poll`]).
+        let mut episodes = std::mem::take(&mut parsed.episodes);
         if let Some(of) = &repeat_of {
             for (_, episode) in &mut episodes {
                 episode.extra.insert("repeat_of".into(), Value::String(of.clone()));
             }
         }
-        let broken = parsed.broken.clone();
-        let mut notices = parsed.notices.clone();
+        let broken = std::mem::take(&mut parsed.broken);
+        let mut notices = std::mem::take(&mut parsed.notices);
         if let Some(of) = repeat_of {
             notices.push(format!(
                 "{rel} repeats the {} rows of {of} (same prompts and completions, new step): TRL logs a generation \
@@ -340,8 +343,13 @@ impl RunSource for TrlSource {
         for file in self.files.values_mut() {
             file.present = false;
         }
-        for name in names {
-            let Some(step) = file_step(&name) else { continue };
+        // New files are read in step order, about a part of the run a poll ([`PART_ROWS`]); the files after it
+        // are read by the next polls.
+        let mut names: Vec<(u64, String)> =
+            names.into_iter().filter_map(|name| Some((file_step(&name)?, name))).collect();
+        names.sort();
+        let (mut rows_read, mut more) = (0, false);
+        for (step, name) in names {
             let rel = format!("{prefix}{name}");
             let file = self.files.entry(step).or_insert_with(|| StepFile {
                 name: name.clone(),
@@ -355,7 +363,17 @@ impl RunSource for TrlSource {
                 continue;
             }
             file.present = true;
+            let before = file.content.as_ref().map(|(stamp, _)| *stamp);
+            if before.is_none() && rows_read >= PART_ROWS {
+                more = true;
+                continue;
+            }
             pending |= self.refresh(step, &dir.join(&name), &rel, &mut events);
+            if let Some((stamp, parsed)) = self.files.get(&step).and_then(|f| f.content.as_ref()) {
+                if before != Some(*stamp) {
+                    rows_read += parsed.fingerprint.0;
+                }
+            }
         }
         let removed: Vec<u64> = self.files.iter().filter(|(_, f)| !f.present).map(|(&s, _)| s).collect();
         for step in removed {
@@ -377,7 +395,7 @@ impl RunSource for TrlSource {
                 .filter_map(|(step, stamp)| {
                     let file = self.files.get(step)?;
                     let (now, parsed) = file.content.as_ref()?;
-                    (now != stamp).then(|| (format!("{prefix}{}", file.name), parsed.episodes.len()))
+                    (now != stamp).then(|| (format!("{prefix}{}", file.name), parsed.fingerprint.0))
                 })
                 .collect();
             for (rel, rows) in changed {
@@ -388,6 +406,11 @@ impl RunSource for TrlSource {
                 self.book.say(message, &mut events);
             }
             self.book.reset(&mut events);
+            // Delivered rows are not kept: every file is read again, and delivered from the next poll on.
+            for file in self.files.values_mut() {
+                file.content = None;
+            }
+            return SourcePoll { events, pending, more: true };
         }
         for i in self.book.delivered_count()..desired.len() {
             let previous = i.checked_sub(1).map(|p| desired[p].0);
@@ -399,7 +422,7 @@ impl RunSource for TrlSource {
             events.insert(0, LiveEvent::Meta(Some(Box::new(meta.clone()))));
             self.meta = Some(meta);
         }
-        SourcePoll { events, pending, more: false }
+        SourcePoll { events, pending, more }
     }
 
     fn finish(&mut self) -> Vec<LiveEvent> {

@@ -82,7 +82,7 @@ use serde_json::{Map, Value};
 
 use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
 use super::events::{LiveEvent, LiveFile};
-use super::step_files::StepFiles;
+use super::step_files::{StepFiles, PART_BYTES};
 use crate::run::error::{LineError, RunError};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
 use crate::run::layout::Layout;
@@ -378,14 +378,21 @@ impl RunSource for VerlSource {
 
         // Remember what is there now.
         self.seen = current;
+        // A part of the run a poll ([`PART_BYTES`]); the files after it are delivered by the next polls.
+        let (mut bytes, mut more) = (0, false);
         for (key, stamp) in deliver {
+            if bytes >= PART_BYTES {
+                more = true;
+                break;
+            }
+            bytes += stamp.len;
             match self.deliver(&key, stamp, false, &mut events) {
                 Delivery::Done => self.book.record(key, stamp),
                 Delivery::Changed => pending = true,
                 Delivery::Failed => {}
             }
         }
-        SourcePoll { events, pending, more: false }
+        SourcePoll { events, pending, more }
     }
 
     fn finish(&mut self) -> Vec<LiveEvent> {
