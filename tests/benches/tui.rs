@@ -2,7 +2,8 @@
 //! time to open it, key press to frame (update + render of a 120×40 screen) p50/p99, recompute after a
 //! settings change, memory relative to the file size, the delay from an appended group to the frame that shows
 //! it (through the live watcher, as in the app), and key press to frame while the app follows a writer of 20,000
-//! lines a second (`TUI_BENCH_FOLLOW_ONLY=1` for that row alone).
+//! lines a second (`TUI_BENCH_FOLLOW_ONLY=1` for that row alone), and key press to frame in the episode view of a
+//! 100 MB observation (`TUI_BENCH_OBSERVATION_ONLY=1` for that row alone).
 //!
 //! `cargo bench --no-default-features --bench tui` (a plain binary: prints a table).
 
@@ -255,8 +256,8 @@ enum Incoming {
 
 /// Open `dir` the way the app does (an empty state and a frame at once; the reading thread delivering the load
 /// cache kept under `cache`, when it holds the run, then the watcher's first scan in parts) while a thread
-/// presses a key every 5 ms; the loop handles everything queued, merges one part, then draws once, like the
-/// app's. With a `load`, the app then follows the run while the load's writer appends to it, until every line
+/// presses a key every 5 ms; the loop handles everything queued, draws what keys changed, merges one part, then
+/// draws when the merges are due a frame, like the app's. With a `load`, the app then follows the run while the load's writer appends to it, until every line
 /// written is on screen.
 fn progressive_open(dir: &Path, cache: &Path, load: Option<Load>) -> Loading {
     use std::sync::mpsc;
@@ -303,11 +304,9 @@ fn progressive_open(dir: &Path, cache: &Path, load: Option<Load>) -> Loading {
                 }
             }
         }
-        // One part per turn, as the app merges them, and a frame when a key asks for one or the merges are due
-        // one.
-        let (due, caught) = loading.merge_next(&mut state);
-        caught_up |= caught;
-        if due || !waiting.is_empty() {
+        // Keys first, as the app answers them: a frame for them before the next part is merged; then one part
+        // per turn, and a frame when the merges are due one.
+        if !waiting.is_empty() {
             frame(&mut terminal, &state);
         }
         let latencies = waiting.iter().map(|at| at.elapsed());
@@ -315,6 +314,11 @@ fn progressive_open(dir: &Path, cache: &Path, load: Option<Load>) -> Loading {
             following.extend(latencies);
         } else {
             keys.extend(latencies);
+        }
+        let (due, caught) = loading.merge_next(&mut state);
+        caught_up |= caught;
+        if due {
+            frame(&mut terminal, &state);
         }
         if loaded.is_none() && caught_up && !loading.merging(&state) {
             loaded = Some(start.elapsed());
@@ -429,9 +433,53 @@ fn following_row(episodes: usize, rng: &mut ChaCha8Rng) -> String {
     )
 }
 
+/// Key press → frame (update + render of a 120×40 screen) in the episode view on a step whose observation is
+/// 100 MB of log lines, folded (the default) and unfolded (`TUI_BENCH_OBSERVATION_ONLY=1` for that row alone).
+fn large_observation_row() -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let log: String = (0..2_700_000).map(|i| format!("log line {i:08} of the tool's output\n")).collect();
+    let bytes = log.len();
+    let mut text = String::new();
+    for k in 0..2 {
+        let observation = if k == 0 { log.clone() } else { "a short page".to_string() };
+        let steps = vec![Step::new(observation, "run the tool", 0.0), Step::new("done", "stop", 1.0)];
+        text += &(serde_json::to_string(&Episode::new(format!("e{k}"), "g0", steps)).unwrap() + "\n");
+    }
+    drop(log);
+    std::fs::write(tmp.path().join("episodes.jsonl"), text).unwrap();
+    let (mut state, _) = open(tmp.path(), Config::defaults(true).unwrap(), (120, 40)).unwrap();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    update(&mut state, Msg::Action(Action::Open));
+    update(&mut state, Msg::Action(Action::Open));
+    frame(&mut terminal, &state);
+    let script = [Action::ScrollDown, Action::ScrollDown, Action::ScrollUp, Action::PageDown, Action::Down, Action::Up];
+    let mut measure = |state: &mut State| {
+        let mut times = Vec::new();
+        for i in 0..300 {
+            let t = Instant::now();
+            update(state, Msg::Action(script[i % script.len()]));
+            frame(&mut terminal, state);
+            times.push(t.elapsed());
+        }
+        times.sort();
+        latencies(&times)
+    };
+    let folded = measure(&mut state);
+    update(&mut state, Msg::Action(Action::Fold));
+    let unfolded = measure(&mut state);
+    format!(
+        "| key press → frame in the episode view on a step of a {:.0} MB observation (folded / unfolded), p50 / p99 / max | {folded} · {unfolded} |",
+        bytes as f64 / 1e6
+    )
+}
+
 fn main() {
     if let Some(dir) = std::env::var_os("TUI_BENCH_OPEN") {
         return open_only(Path::new(&dir));
+    }
+    if std::env::var_os("TUI_BENCH_OBSERVATION_ONLY").is_some() {
+        println!("| measure | figure |\n|---|---|\n{}", large_observation_row());
+        return;
     }
     // `TUI_BENCH_FOLLOW_ONLY=1`: the row of following a fast writer alone.
     if std::env::var_os("TUI_BENCH_FOLLOW_ONLY").is_some() {
@@ -729,4 +777,5 @@ fn main() {
     println!("| appended group → watcher event (notify + 150 ms debounce) | {seen:.2?} |");
     println!("| appended group → frame showing it | {append:.2?} ({append_cpu:.2?} to merge, compute, draw) |");
     println!("{memory_row}");
+    println!("{}", large_observation_row());
 }

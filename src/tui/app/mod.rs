@@ -1,7 +1,7 @@
 //! The app: a run opened ([`loading`]) and shown in a terminal held by a guard ([`terminal`]), every event
 //! (keys, mouse, resizes, the run watcher's news, jobs' news, the ending signals) fed to `update` on one main
 //! loop, and what `update` asks for carried out by the effect runner ([`effects`]); a frame is drawn only when
-//! something changed.
+//! something changed. Keys come first: a turn that handled one draws it before merging the next part of the run.
 
 mod effects;
 mod error;
@@ -105,10 +105,17 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         match rx.recv_timeout(wait) {
             // Everything queued (key repeat, wheel bursts, jobs' news) is handled before the next frame.
             Ok(first) => {
+                let mut keyed = false;
                 for incoming in std::iter::once(first).chain(rx.try_iter()) {
+                    keyed |= matches!(incoming, Incoming::Terminal(_));
                     if app.take(incoming)?.is_break() {
                         return Ok(());
                     }
+                }
+                // Keys come first: what they changed is drawn before more of the run is merged, so that a key
+                // waits for at most the part being merged when it came, not for one more.
+                if keyed {
+                    app.draw_if_changed()?;
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
