@@ -32,6 +32,7 @@ pub mod synth;
 pub mod text_on_disk;
 pub mod tokens;
 pub mod truth;
+mod verifiers_traces;
 mod writer;
 
 pub use dir::{check_run_dir, episodes_size, read_meta};

@@ -1,7 +1,8 @@
 //! verifiers' saved rollouts (verifiers 0.4.0's `traces.jsonl`, the schema prime-rl trains from): one JSON line
 //! per rollout episode, tailed line by line.
 //!
-//! A line (`Episode`: `id`, `group.id`, `run.work.step`, `task`, `traces`) is one gigscope episode: its group
+//! The schema and the step rule are [`crate::run::verifiers_traces`]'s, shared with the token store. A line
+//! (`id`, `group.id`, `run.work.step`, `task`, `traces`) is one gigscope episode: its group
 //! is verifiers' rollout group (`group.id`; else the task's `key`, else its `hash`: the rollouts of one
 //! example), its iteration the training step it was dispatched at (`run.work.step`, else 0). Each node the
 //! model sampled (an assistant turn, `sampled: true`), in node order across the episode's traces, is a step:
@@ -14,7 +15,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::events::{Listing, LiveEvent, LiveFile, RegisteredLayout, RunSource, SourcePoll};
@@ -23,7 +23,7 @@ use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, REWARDS_KEY, SOU
 use crate::run::jsonl::JsonlTail;
 use crate::run::layout::Layout;
 use crate::run::settings::{AdvantageOverrides, Estimator, Norm, Pooling};
-use crate::run::tokens::TRACES_FILE;
+use crate::run::verifiers_traces::{TracesLine, TRACES_FILE};
 
 /// The `format` of the run description made up for these runs.
 pub const VERIFIERS_FORMAT: &str = "verifiers-traces";
@@ -36,158 +36,68 @@ pub const REGISTERED: RegisteredLayout = RegisteredLayout {
     open: |dir, _| Box::new(VerifiersSource::new(dir)),
 };
 
-/// One line of `traces.jsonl`, as far as the episode needs it.
-#[derive(Debug, Deserialize)]
-struct Line {
-    id: String,
-    #[serde(default)]
-    group: Option<Named>,
-    #[serde(default)]
-    task: Option<TaskInfo>,
-    #[serde(default)]
-    run: Option<RunInfo>,
-    #[serde(default)]
-    ok: bool,
-    #[serde(default)]
-    traces: Vec<Trace>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Named {
-    id: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct TaskInfo {
-    #[serde(default)]
-    key: Option<String>,
-    #[serde(default)]
-    hash: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct RunInfo {
-    #[serde(default)]
-    work: Option<Work>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Work {
-    step: i64,
-}
-
-#[derive(Debug, Deserialize)]
-struct Trace {
-    #[serde(default)]
-    nodes: Vec<Node>,
-    #[serde(default)]
-    rewards: Map<String, Value>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Node {
-    message: Message,
-    #[serde(default)]
-    sampled: bool,
-    #[serde(default)]
-    mask: Vec<bool>,
-    #[serde(default)]
-    advantages: Option<Vec<f64>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Message {
-    role: String,
-    #[serde(default)]
-    content: Value,
-    #[serde(default)]
-    tool_calls: Option<Vec<ToolCall>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ToolCall {
-    name: String,
-    #[serde(default)]
-    arguments: String,
-}
-
-/// A message's text: a string, or its text parts joined by lines (images dropped, as verifiers does).
-fn text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+/// The episode of one line (`line`: its number in the file).
+fn episode(traces: TracesLine, line: u64) -> Episode {
+    let group =
+        traces.group.as_ref().map(|g| g.id.clone()).or_else(|| traces.task.as_ref().and_then(|t| t.key.clone()));
+    let group =
+        group.or_else(|| traces.task.as_ref().and_then(|t| t.hash.clone())).unwrap_or_else(|| traces.id.clone());
+    let mut steps = Vec::new();
+    let mut advantages = Some(Vec::new());
+    let mut instruction = None;
+    // What came in since the model's previous turn of the same trace.
+    let mut seen: Vec<String> = Vec::new();
+    let mut trace = 0;
+    for (at, node) in traces.nodes() {
+        if at.trace != trace {
+            trace = at.trace;
+            seen.clear();
         }
-        _ => String::new(),
-    }
-}
-
-impl Message {
-    /// What the policy did in an assistant turn: its text, then each tool call as `name(arguments)`.
-    fn action(&self) -> String {
-        let calls = self.tool_calls.iter().flatten().map(|c| format!("{}({})", c.name, c.arguments));
-        std::iter::once(text(&self.content)).filter(|t| !t.is_empty()).chain(calls).collect::<Vec<_>>().join("\n")
-    }
-}
-
-impl Line {
-    fn into_episode(self, line: u64) -> Episode {
-        let group = self.group.map(|g| g.id).or_else(|| self.task.as_ref().and_then(|t| t.key.clone()));
-        let group =
-            group.or_else(|| self.task.as_ref().and_then(|t| t.hash.clone())).unwrap_or_else(|| self.id.clone());
-        let mut steps = Vec::new();
-        let mut advantages = Some(Vec::new());
-        let mut instruction = None;
-        let mut rewards = Map::new();
-        for trace in &self.traces {
-            let mut seen: Vec<String> = Vec::new();
-            for node in &trace.nodes {
-                let message = &node.message;
-                if !node.sampled {
-                    let body = text(&message.content);
-                    if message.role == "user" && instruction.is_none() {
-                        instruction = Some(body.clone());
-                    }
-                    seen.push(format!("[{}] {body}", message.role));
-                    continue;
-                }
-                let mut step = Step::new(seen.join("\n\n"), message.action(), 0.0);
-                step.tokens = Some(node.mask.iter().filter(|&&m| m).count() as u64);
-                steps.push(step);
-                seen.clear();
-                let first = node.advantages.as_ref().and_then(|a| a.first().copied());
-                advantages = advantages.zip(first).map(|(mut all, a)| {
-                    all.push(a);
-                    all
-                });
+        let message = &node.message;
+        if !node.sampled {
+            let body = message.text();
+            if message.role == "user" && instruction.is_none() {
+                instruction = Some(body.clone());
             }
-            for (name, reward) in &trace.rewards {
-                let weighted = reward
-                    .get("score")
-                    .and_then(Value::as_f64)
-                    .map(|score| score * reward.get("weight").and_then(Value::as_f64).unwrap_or(1.0));
-                rewards.insert(name.clone(), weighted.map_or(Value::Null, |v| json!(v)));
-            }
+            seen.push(format!("[{}] {body}", message.role));
+            continue;
         }
-        let score: f64 = rewards.values().filter_map(Value::as_f64).sum();
-        if let Some(last) = steps.last_mut() {
-            last.reward = score;
-        }
-        let mut outcome_extra = Map::new();
-        outcome_extra.insert(REWARDS_KEY.into(), Value::Object(rewards));
-        let mut extra = Map::new();
-        extra.insert(SOURCE_KEY.into(), json!({"file": TRACES_FILE, "line": line}));
-        Episode {
-            id: self.id,
-            group,
-            iteration: self.run.and_then(|r| r.work).map_or(0, |w| w.step),
-            task: Some(Task { id: String::new(), instruction: instruction.unwrap_or_default(), extra: Map::new() }),
-            advantages: advantages.filter(|a| a.len() == steps.len() && !a.is_empty()),
-            steps,
-            outcome: Some(Outcome { success: self.ok && score > 0.0, score, extra: outcome_extra }),
-            extra,
-            read_from: Default::default(),
-        }
+        let mut step = Step::new(seen.join("\n\n"), message.action(), 0.0);
+        step.tokens = Some(node.sampled_tokens() as u64);
+        steps.push(step);
+        seen.clear();
+        let first = node.advantages.as_ref().and_then(|a| a.first().copied());
+        advantages = advantages.zip(first).map(|(mut all, a)| {
+            all.push(a);
+            all
+        });
+    }
+    let mut rewards = Map::new();
+    for (name, reward) in traces.traces.iter().flat_map(|t| &t.rewards) {
+        let weighted = reward
+            .get("score")
+            .and_then(Value::as_f64)
+            .map(|score| score * reward.get("weight").and_then(Value::as_f64).unwrap_or(1.0));
+        rewards.insert(name.clone(), weighted.map_or(Value::Null, |v| json!(v)));
+    }
+    let score: f64 = rewards.values().filter_map(Value::as_f64).sum();
+    if let Some(last) = steps.last_mut() {
+        last.reward = score;
+    }
+    let mut outcome_extra = Map::new();
+    outcome_extra.insert(REWARDS_KEY.into(), Value::Object(rewards));
+    let mut extra = Map::new();
+    extra.insert(SOURCE_KEY.into(), json!({"file": TRACES_FILE, "line": line}));
+    Episode {
+        iteration: traces.iteration().unwrap_or(0),
+        id: traces.id,
+        group,
+        task: Some(Task { id: String::new(), instruction: instruction.unwrap_or_default(), extra: Map::new() }),
+        advantages: advantages.filter(|a| a.len() == steps.len() && !a.is_empty()),
+        steps,
+        outcome: Some(Outcome { success: traces.ok && score > 0.0, score, extra: outcome_extra }),
+        extra,
+        read_from: Default::default(),
     }
 }
 
@@ -195,7 +105,7 @@ impl Line {
 #[derive(Debug)]
 pub struct VerifiersSource {
     dir: PathBuf,
-    traces: JsonlTail<Line>,
+    traces: JsonlTail<TracesLine>,
     described: bool,
     /// The last error reading the file, reported once while it lasts.
     failing: Option<String>,
@@ -253,7 +163,7 @@ impl RunSource for VerifiersSource {
                     events.push(LiveEvent::Reset(LiveFile::Episodes));
                 }
                 if !batch.records.is_empty() {
-                    let episodes = batch.records.into_iter().map(|(line, l)| (line, l.into_episode(line))).collect();
+                    let episodes = batch.records.into_iter().map(|(line, l)| (line, episode(l, line))).collect();
                     events.push(LiveEvent::Episodes(episodes));
                 }
                 if !batch.errors.is_empty() {

@@ -31,4 +31,3 @@ pub use lengths::{count_lengths, Counted, Lengths};
 pub use record::{record_len, Channel, Derived, StepTokens, VALUE_COLUMNS};
 pub use store::{IndexLine, StepEntry, StepRecord, TokenError, TokenStore, TokenWriter, TOKENS_DIR, TOKEN_INDEX_FILE};
 pub use summary::{foreign_turns, StepSummary};
-pub use verifiers::TRACES_FILE;

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::record::{record_len, Channel, StepTokens};
-use super::verifiers::{NodeAt, TracesLine, TRACES_FILE};
+use super::verifiers::{indexed_steps, tokens_at};
 use crate::run::span::read_at;
+use crate::run::verifiers_traces::{NodeAt, TracesLine, TRACES_FILE};
 use crate::run::{JsonlTail, LineError};
 
 /// The token store's directory inside a run directory.
@@ -175,7 +176,7 @@ impl TokenStore {
         self.errors.extend(batch.errors.into_iter().map(traces_error));
         for (line, (record, span)) in batch.records {
             let iteration = record.iteration();
-            for (step, indexed) in record.steps().into_iter().enumerate() {
+            for (step, indexed) in indexed_steps(&record).into_iter().enumerate() {
                 let (tokens, trained, recorded) = match indexed.read {
                     Ok(read) => read,
                     Err(reason) => {
@@ -348,7 +349,7 @@ impl TokenStore {
         if let Some(at) = entry.node {
             let line: TracesLine = serde_json::from_slice(&bytes)
                 .map_err(|err| refuse(format!("the line no longer reads as it did when indexed: {err}")))?;
-            return match line.tokens(at) {
+            return match tokens_at(&line, at) {
                 Some(tokens) => tokens.map(Some).map_err(refuse),
                 None => Err(refuse("the line no longer holds the step's node".to_string())),
             };
