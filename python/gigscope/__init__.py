@@ -89,7 +89,8 @@ class Run:
 
     def steps(self) -> "pyarrow.Table":
         """One row per step: episode, group, iteration, step, observation, anchor, action, reward, valid, page,
-        tokens, logprob, thought, trainer_advantage (what the trainer recorded, when it did)."""
+        state (the environment's full state, hashed, where the step records it), tokens, logprob, thought,
+        trainer_advantage (what the trainer recorded, when it did)."""
         return self._native.steps()
 
     def advantages(
@@ -101,7 +102,7 @@ class Run:
         norm: Optional[str] = None,
         pooling: Optional[str] = None,
         invalid_penalty: Optional[float] = None,
-        anchor: Optional[str] = None,
+        anchor: Optional[str] = None,  # exact, similarity, page, step or state
         similarity: Optional[float] = None,
         success_reward: Optional[bool] = None,
         efficiency_alpha1: Optional[float] = None,

@@ -105,6 +105,8 @@ SETTINGS = [
     {"pooling": "trajectories", "invalid_penalty": 0.25},
     {"similarity": 0.8},
     {"anchor": "page"},
+    {"anchor": "step"},
+    {"anchor": "state"},
     {"success_reward": True, "efficiency_alpha1": 0.5, "efficiency_alpha2": 0.25},
     {"estimator": "hgpo", "hgpo_history": 1},
     {"estimator": "graphgpo", "graph_gamma": 0.5},

@@ -2,8 +2,9 @@
 //! says where that fails. Truth rows carry the environment's fingerprint of their full state
 //! ([`TruthRow::state`]), so for every anchor-state group this counts the true states it merges and how far
 //! apart their values V̂ lie; it lists the rows whose step advantage A_S points the other way from A*, beyond
-//! two standard errors ("wrong-sign credit"), largest |A_S| first; and it regroups the same rows by two anchors
-//! that alias less, to show what GiGPO would compute with them ([`WhatIfAnchor`]).
+//! two standard errors ("wrong-sign credit"), largest |A_S| first; and it regroups the same rows by the engine's
+//! two anchor modes that alias less (observation + step, full state), to show what GiGPO would compute with
+//! them ([`WhatIfAnchor`]).
 //!
 //! Pure functions of one iteration's episodes (file order), the advantage table computed over them and truth
 //! rows (rows of other episodes are left out); no opinion on where the numbers come from.
@@ -13,9 +14,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::agreement::agreement;
-use super::{regroup, AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode};
+use super::{group_anchors, regroup, unrecorded_states, AdvantageSettings, AdvantageTable, AnchorMode};
 use crate::run::truth::TruthRow;
-use crate::run::Episode;
+use crate::run::{state_hash, Episode};
 
 /// One anchor-state group's measured members and the true states among them.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -161,10 +162,10 @@ pub fn aliasing(episodes: &[Episode], table: &AdvantageTable, rows: &[TruthRow])
 pub enum WhatIfAnchor {
     /// The table's own anchors (the run's anchor mode).
     AsComputed,
-    /// The table's anchor and the step index: the same observation with other steps left is another state.
+    /// [`AnchorMode::ObservationStep`]: the same observation with other steps left is another state.
     ObservationStep,
-    /// The environment's full state, from the truth rows' fingerprints; a row without one keeps
-    /// (anchor, step).
+    /// [`AnchorMode::State`]: the environment's full state, as the steps record it or, for steps recorded
+    /// without one, as their truth rows' fingerprints give it; a row with neither keeps (anchor, step).
     State,
 }
 
@@ -178,6 +179,15 @@ impl WhatIfAnchor {
             WhatIfAnchor::State => "full state",
         }
     }
+
+    /// The engine's anchor mode this is, for a table computed under `computed`.
+    pub fn mode(self, computed: AnchorMode) -> AnchorMode {
+        match self {
+            WhatIfAnchor::AsComputed => computed,
+            WhatIfAnchor::ObservationStep => AnchorMode::ObservationStep,
+            WhatIfAnchor::State => AnchorMode::State,
+        }
+    }
 }
 
 /// What GiGPO computes on the measured rows under one anchor.
@@ -186,6 +196,8 @@ pub struct WhatIf {
     pub anchor: WhatIfAnchor,
     /// Anchor groups of the whole iteration under this anchor.
     pub anchor_groups: usize,
+    /// Rows of the iteration keyed by (anchor, step) for want of a state (full state only; 0 for the others).
+    pub fell_back: usize,
     /// The aliasing figures the truth rows show under it.
     pub aliased_groups: usize,
     pub aliased_rows: usize,
@@ -196,7 +208,7 @@ pub struct WhatIf {
 }
 
 /// `table` (computed over `episodes` under `settings`, whose anchor mode made its groups) regrouped by each
-/// what-if anchor and recomputed, against the truth `rows`.
+/// what-if anchor with the engine's own anchor modes and recomputed, against the truth `rows`.
 pub fn what_if(
     episodes: &[Episode],
     table: &AdvantageTable,
@@ -204,21 +216,17 @@ pub fn what_if(
     rows: &[TruthRow],
 ) -> Vec<WhatIf> {
     let located = located(episodes, rows);
-    let fingerprint: HashMap<(usize, usize), &str> =
-        located.iter().filter_map(|&(e, t, r)| Some(((e, t), r.state.as_deref()?))).collect();
+    let states = with_truth_states(episodes, &located);
     let truth: Vec<f64> = located.iter().map(|l| l.2.a_star).collect();
     WhatIfAnchor::ALL
         .into_iter()
         .map(|anchor| {
+            let mode = anchor.mode(settings.anchor);
             let regrouped = match anchor {
                 WhatIfAnchor::AsComputed => table.clone(),
                 _ => {
-                    let grouping = keyed_grouping(table, |e, t, exact| match (anchor, fingerprint.get(&(e, t))) {
-                        (WhatIfAnchor::State, Some(state)) => Key::State(state),
-                        _ => Key::AnchorStep(exact, t),
-                    });
                     let mut regrouped = table.clone();
-                    regroup(&mut regrouped, episodes, &grouping, settings);
+                    regroup(&mut regrouped, &states, &group_anchors(&states, mode), settings);
                     regrouped
                 }
             };
@@ -228,6 +236,7 @@ pub fn what_if(
             WhatIf {
                 anchor,
                 anchor_groups: regrouped.anchor_groups.len(),
+                fell_back: if mode == AnchorMode::State { unrecorded_states(&states) } else { 0 },
                 aliased_groups: figures.aliased_groups,
                 aliased_rows: figures.aliased_rows,
                 wrong_sign: figures.wrong_sign.len(),
@@ -238,37 +247,84 @@ pub fn what_if(
         .collect()
 }
 
-/// What a regrouped row is keyed by inside its episode group.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Key<'a> {
-    AnchorStep(u32, usize),
-    State(&'a str),
-}
-
-/// The grouping of `table`'s rows by `key(episode, step, its anchor group in the table)`, numbered episode group
-/// by episode group in order of first appearance (file order), as the engine numbers its own.
-fn keyed_grouping<'a>(table: &AdvantageTable, key: impl Fn(usize, usize, u32) -> Key<'a>) -> AnchorGrouping {
-    let mut keys: Vec<HashMap<Key<'a>, u32>> = vec![HashMap::new(); table.episode_groups.len()];
-    let mut local = vec![0u32; table.row_count()];
-    let mut group_of_row = vec![0usize; table.row_count()];
-    for (g, group) in table.episode_groups.iter().enumerate() {
-        for &e in &group.episodes {
-            let e = e as usize;
-            let offset = table.row_offsets[e];
-            for (t, row) in table.episode_rows(e).iter().enumerate() {
-                let next = keys[g].len() as u32;
-                local[offset + t] = *keys[g].entry(key(e, t, row.step_group)).or_insert(next);
-                group_of_row[offset + t] = g;
-            }
+/// `episodes` with the state of every step that records none taken from its truth row's fingerprint, where it
+/// has one (runs recorded before steps recorded their state).
+fn with_truth_states(episodes: &[Episode], located: &[(usize, usize, &TruthRow)]) -> Vec<Episode> {
+    let mut filled = episodes.to_vec();
+    for &(e, t, row) in located {
+        let step = &mut filled[e].steps[t];
+        if step.state.is_none() {
+            step.state = row.state.as_deref().map(state_hash);
         }
     }
-    let mut bases = Vec::with_capacity(keys.len());
-    let mut total = 0u32;
-    for k in &keys {
-        bases.push(total);
-        total += k.len() as u32;
+    filled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advantage::compute;
+    use crate::run::Step;
+
+    /// Two trajectories meeting the item page: a at steps 1 (no option) and 2 (an option selected, hidden from
+    /// the text), b at step 2 (no option). Rows: a0 search, a1 item, a2 item, b0 search, b1 results, b2 item.
+    fn run() -> (Vec<Episode>, Vec<&'static str>) {
+        let states = vec!["search@0", "item none@1", "item medium@2", "search@0", "results@1", "item none@2"];
+        let steps = |pages: [&str; 3], rewards: [f64; 3]| {
+            pages.iter().zip(rewards).map(|(p, r)| Step::new(*p, "act", r)).collect::<Vec<_>>()
+        };
+        let a = Episode::new("a", "task", steps(["search", "item", "item"], [0.0, 0.0, 1.0]));
+        let b = Episode::new("b", "task", steps(["search", "results", "item"], [0.0, 0.0, 0.0]));
+        (vec![a, b], states)
     }
-    let episode_group = keys.iter().enumerate().flat_map(|(g, k)| std::iter::repeat_n(g as u32, k.len())).collect();
-    let row_group = local.iter().zip(&group_of_row).map(|(&l, &g)| bases[g] + l).collect();
-    AnchorGrouping { mode: AnchorMode::Exact, row_group, episode_group }
+
+    fn truth(states: &[&str], fingerprinted: bool) -> Vec<TruthRow> {
+        states
+            .iter()
+            .enumerate()
+            .map(|(i, state)| TruthRow {
+                run: "r".into(),
+                episode: if i < 3 { "a" } else { "b" }.into(),
+                step: i % 3,
+                group: "task".into(),
+                q: 0.0,
+                v: if state.contains("medium") { 1.0 } else { 0.0 },
+                a_star: 0.0,
+                q_se: 0.0,
+                v_se: 0.0,
+                k: 2,
+                state: fingerprinted.then(|| state.to_string()),
+            })
+            .collect()
+    }
+
+    fn figures(w: &[WhatIf]) -> Vec<(WhatIfAnchor, usize, usize, usize, usize)> {
+        w.iter().map(|w| (w.anchor, w.anchor_groups, w.fell_back, w.aliased_groups, w.aliased_rows)).collect()
+    }
+
+    #[test]
+    fn the_what_if_groups_with_the_engines_modes_by_the_truth_rows_fingerprints() {
+        let (episodes, states) = run();
+        let settings = AdvantageSettings::default();
+        let table = compute(&episodes, &settings);
+        let rows = truth(&states, true);
+        use WhatIfAnchor::*;
+        // Exact: the item page merges three states; observation + step: two (a2 and b2); full state: none.
+        let expected = vec![(AsComputed, 3, 0, 1, 3), (ObservationStep, 4, 0, 1, 2), (State, 5, 0, 0, 0)];
+        assert_eq!(figures(&what_if(&episodes, &table, &settings, &rows)), expected);
+
+        // The same states recorded with the steps instead: the same groups, and the engine's mode is the what-if's.
+        let mut recorded = episodes.clone();
+        for (step, state) in recorded.iter_mut().flat_map(|e| &mut e.steps).zip(&states) {
+            step.state = Some(state_hash(state));
+        }
+        let by_state = compute(&recorded, &AdvantageSettings { anchor: AnchorMode::State, ..settings });
+        let what_if_state = what_if(&recorded, &table, &settings, &truth(&states, false));
+        assert_eq!(what_if_state[2].anchor_groups, by_state.anchor_groups.len());
+        assert_eq!(what_if_state[2].fell_back, 0);
+
+        // Neither: full state falls back to observation + step for every row, and says so.
+        let bare = what_if(&episodes, &table, &settings, &truth(&states, false));
+        assert_eq!((bare[2].anchor_groups, bare[2].fell_back), (4, 6));
+    }
 }

@@ -4,7 +4,14 @@
 //! similarity mode) and depends only on the anchor mode, so a viewer keeps the groupings it has made and
 //! switches between anchor modes with [`super::regroup`]. Similarity clustering can also run as a [`SimilarityJob`]
 //! that owns its inputs, on another thread: it needs only each episode group's distinct anchors in order of
-//! first appearance (identical strings always land in the same cluster, see [`Clusterer`]).
+//! first appearance. Identical strings always land in the same cluster: clustering is deterministic and clusters
+//! are only ever appended, so a repeated string fails the clusters before the one it joined as it did then, and
+//! that one (or the one it opened, whose first member is the string itself, ratio 1) still matches.
+//!
+//! Every mode but similarity groups by equal 64-bit keys ([`EngineInput::anchor_key`]): the anchor's hash
+//! (exact), the page's (page), the anchor's hash and the step index hashed together (observation + step), the
+//! recorded state's hash, else the observation + step key (state). [`unrecorded_states`] counts the rows that
+//! fell back.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -46,29 +53,40 @@ impl AdvantageTable {
 
 /// The anchor grouping of `episodes` (in file order) under `mode`, the one [`super::compute`] computes over.
 pub fn group_anchors(episodes: &[Episode], mode: AnchorMode) -> AnchorGrouping {
-    match mode {
-        AnchorMode::Exact => group_keyed(episodes, KeyedAnchor::Exact),
-        AnchorMode::Page => group_keyed(episodes, KeyedAnchor::Page),
-        AnchorMode::Similarity(theta) => {
-            SimilarityJob::new(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).run()
-        }
+    match keyed(mode) {
+        Ok(anchor) => group_keyed(episodes, anchor),
+        Err(theta) => SimilarityJob::new(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).run(),
     }
+}
+
+/// The keyed anchor of `mode`, or the θ of a similarity mode.
+fn keyed(mode: AnchorMode) -> Result<KeyedAnchor, f64> {
+    match mode {
+        AnchorMode::Exact => Ok(KeyedAnchor::Exact),
+        AnchorMode::Page => Ok(KeyedAnchor::Page),
+        AnchorMode::ObservationStep => Ok(KeyedAnchor::ObservationStep),
+        AnchorMode::State => Ok(KeyedAnchor::State),
+        AnchorMode::Similarity(theta) => Err(theta),
+    }
+}
+
+/// How many of `input`'s rows record no state: under [`AnchorMode::State`] they are keyed by their anchor and
+/// step ([`KeyedAnchor::State`]).
+pub fn unrecorded_states<I: EngineInput + ?Sized>(input: &I) -> usize {
+    (0..input.episode_count()).map(|e| (0..input.step_count(e)).filter(|&t| input.state(e, t).is_none()).count()).sum()
 }
 
 /// [`group_anchors`] of lean episodes: a similarity grouping reads the anchors' text back from disk where it
 /// is there, and fails when that text can no longer be read (the file changed).
 pub fn group_lean(episodes: &[LeanEpisode], mode: AnchorMode) -> Result<AnchorGrouping, TextError> {
-    match mode {
-        AnchorMode::Exact => Ok(group_keyed(episodes, KeyedAnchor::Exact)),
-        AnchorMode::Page => Ok(group_keyed(episodes, KeyedAnchor::Page)),
-        AnchorMode::Similarity(theta) => {
-            SimilarityJob::lean(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).try_run()
-        }
+    match keyed(mode) {
+        Ok(anchor) => Ok(group_keyed(episodes, anchor)),
+        Err(theta) => SimilarityJob::lean(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).try_run(),
     }
 }
 
-/// The grouping of `input` by equal anchor keys ([`EngineInput::anchor_key`]): [`AnchorMode::Exact`] or
-/// [`AnchorMode::Page`]. Each episode group's anchor groups are numbered in order of first appearance.
+/// The grouping of `input` by equal anchor keys ([`EngineInput::anchor_key`]): every mode but
+/// [`AnchorMode::Similarity`]. Each episode group's anchor groups are numbered in order of first appearance.
 pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> AnchorGrouping {
     let (groups, group_of) = group_episodes(input);
     // Each episode group's rows (its episodes in file order), numbered from 0 in that group.
@@ -103,6 +121,8 @@ pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> A
     let mode = match anchor {
         KeyedAnchor::Exact => AnchorMode::Exact,
         KeyedAnchor::Page => AnchorMode::Page,
+        KeyedAnchor::ObservationStep => AnchorMode::ObservationStep,
+        KeyedAnchor::State => AnchorMode::State,
     };
     AnchorGrouping { mode, row_group, episode_group: numbered_groups(&counts) }
 }
@@ -275,43 +295,20 @@ fn numbered_groups(counts: &[u32]) -> Vec<u32> {
     counts.iter().enumerate().flat_map(|(g, &n)| std::iter::repeat_n(g as u32, n as usize)).collect()
 }
 
-/// Assigns steps to anchor-state clusters by their text, numbered from 0 in order of opening (the estimators'
-/// exact groups of one episode group; the engine's own groupings are made by the functions above). Page mode
-/// sees only recorded pages (a step without one is keyed by its anchor).
+/// Numbers one episode group's exact anchors from 0 in order of first appearance (the estimators' exact groups;
+/// the engine's own groupings are made by the functions above).
 pub(super) struct Clusterer<'a> {
-    mode: AnchorMode,
-    /// Exact and page modes: key → cluster. Similarity mode: every distinct string seen → the cluster it
-    /// joined. Clustering is deterministic and clusters are only ever appended, so a repeated string joins
-    /// the same cluster again (the clusters before it still fail, and that one — or the one it opened, whose
-    /// first member is the string itself, ratio 1 — still matches): the memo cannot change the result, and
-    /// clustering a group's distinct strings in order of first appearance gives the same clusters.
     by_key: HashMap<&'a str, u32>,
-    clusters: u32,
-    similar: SimilarClusters,
 }
 
 impl<'a> Clusterer<'a> {
-    pub(super) fn new(mode: AnchorMode) -> Self {
-        Clusterer { mode, by_key: HashMap::new(), clusters: 0, similar: SimilarClusters::default() }
+    pub(super) fn new() -> Self {
+        Clusterer { by_key: HashMap::new() }
     }
 
     pub(super) fn assign(&mut self, step: &'a Step) -> u32 {
-        let key = match self.mode {
-            AnchorMode::Page => step.page.as_deref().unwrap_or_else(|| step.anchor_key()),
-            AnchorMode::Exact | AnchorMode::Similarity(_) => step.anchor_key(),
-        };
-        if let Some(&c) = self.by_key.get(key) {
-            return c;
-        }
-        let c = match self.mode {
-            AnchorMode::Similarity(theta) => self.similar.assign(key, theta),
-            AnchorMode::Exact | AnchorMode::Page => {
-                self.clusters += 1;
-                self.clusters - 1
-            }
-        };
-        self.by_key.insert(key, c);
-        c
+        let next = self.by_key.len() as u32;
+        *self.by_key.entry(step.anchor_key()).or_insert(next)
     }
 }
 

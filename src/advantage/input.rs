@@ -4,6 +4,8 @@
 //! when it plays; for runs recorded without it, the environment layer fills it in first:
 //! `crate::env::fill_page_anchors`, and the lean reader is handed it the same way). A step with no page anchor
 //! is keyed as the empty name, so such steps of an episode group share one page-anchor group, in either form.
+//! A step's state is its recorded `state` (the environment's fingerprint, hashed when it played); a step with
+//! none is keyed by its anchor and step index, as in [`KeyedAnchor::ObservationStep`].
 
 use std::borrow::Cow;
 
@@ -17,6 +19,34 @@ pub enum KeyedAnchor {
     Exact,
     /// The environment's anchor of the step (WebShop's page type).
     Page,
+    /// The step's anchor and its index in the episode.
+    ObservationStep,
+    /// The step's recorded state ([`EngineInput::state`]), else as [`KeyedAnchor::ObservationStep`].
+    State,
+}
+
+/// The key of anchor hash `anchor` at step `t` ([`KeyedAnchor::ObservationStep`]).
+fn at_step(anchor: u64, t: usize) -> u64 {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&anchor.to_le_bytes());
+    bytes[8..].copy_from_slice(&(t as u64).to_le_bytes());
+    twox_hash::XxHash3_64::oneshot(&bytes)
+}
+
+/// A step's key under `anchor`, given its exact anchor hash, page key and recorded state.
+fn keyed(
+    anchor: KeyedAnchor,
+    exact: u64,
+    page: impl FnOnce() -> u64,
+    state: impl FnOnce() -> Option<u64>,
+    t: usize,
+) -> u64 {
+    match anchor {
+        KeyedAnchor::Exact => exact,
+        KeyedAnchor::Page => page(),
+        KeyedAnchor::ObservationStep => at_step(exact, t),
+        KeyedAnchor::State => state().unwrap_or_else(|| at_step(exact, t)),
+    }
 }
 
 /// A run's episodes in file order, as the engine reads them: `e` is an episode's index, `t` a step's.
@@ -44,6 +74,8 @@ pub trait EngineInput: Sync {
     fn recorded_advantages(&self, e: usize) -> Option<&[f64]>;
     /// The step's anchor key: steps of an episode group with equal keys share an anchor-state group.
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64;
+    /// The hash ([`crate::run::anchor_hash`]) of the state the step records ([`crate::run::Step::state`]).
+    fn state(&self, e: usize, t: usize) -> Option<u64>;
 }
 
 impl<T> EngineInput for Vec<T>
@@ -96,6 +128,9 @@ where
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         self.as_slice().anchor_key(e, t, anchor)
     }
+    fn state(&self, e: usize, t: usize) -> Option<u64> {
+        self.as_slice().state(e, t)
+    }
 }
 
 impl EngineInput for [Episode] {
@@ -143,10 +178,11 @@ impl EngineInput for [Episode] {
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         let step = &self[e].steps[t];
-        match anchor {
-            KeyedAnchor::Exact => anchor_hash(step.anchor_key()),
-            KeyedAnchor::Page => anchor_hash(step.page.as_deref().unwrap_or_default()),
-        }
+        let page = || anchor_hash(step.page.as_deref().unwrap_or_default());
+        keyed(anchor, anchor_hash(step.anchor_key()), page, || self.state(e, t), t)
+    }
+    fn state(&self, e: usize, t: usize) -> Option<u64> {
+        self[e].steps[t].state.as_deref().map(anchor_hash)
     }
 }
 
@@ -195,9 +231,9 @@ impl EngineInput for [LeanEpisode] {
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         let step = &self[e].steps[t];
-        match anchor {
-            KeyedAnchor::Exact => step.anchor,
-            KeyedAnchor::Page => u64::from(step.page),
-        }
+        keyed(anchor, step.anchor, || u64::from(step.page), || self.state(e, t), t)
+    }
+    fn state(&self, e: usize, t: usize) -> Option<u64> {
+        self[e].state(t)
     }
 }

@@ -25,6 +25,36 @@ pub enum AnchorMode {
     Similarity(f64),
     /// WebShop page type (search / results / item / item_sub / done).
     Page,
+    /// Identical anchors at the same step index: the same observation with other steps left (an episode ends at
+    /// the step limit) is another state (CLI `--anchor step`).
+    ObservationStep,
+    /// The environment's full state the step was taken in, as the step records it ([`crate::run::Step::state`]);
+    /// a step that records none is keyed as in [`AnchorMode::ObservationStep`] (CLI `--anchor state`).
+    State,
+}
+
+impl AnchorMode {
+    /// The mode's name on the command line and in `run.json`.
+    pub fn kind(self) -> AnchorKind {
+        match self {
+            AnchorMode::Exact => AnchorKind::Exact,
+            AnchorMode::Similarity(_) => AnchorKind::Similarity,
+            AnchorMode::Page => AnchorKind::Page,
+            AnchorMode::ObservationStep => AnchorKind::Step,
+            AnchorMode::State => AnchorKind::State,
+        }
+    }
+
+    /// The mode in a few words: `exact`, `page`, `similarity 0.90`, `observation + step`, `full state`.
+    pub fn label(self) -> String {
+        match self {
+            AnchorMode::Exact => "exact".into(),
+            AnchorMode::Similarity(theta) => format!("similarity {theta:.2}"),
+            AnchorMode::Page => "page".into(),
+            AnchorMode::ObservationStep => "observation + step".into(),
+            AnchorMode::State => "full state".into(),
+        }
+    }
 }
 
 /// Fully resolved settings.
@@ -130,6 +160,8 @@ impl AdvantageOverrides {
         let anchor = match (self.anchor, self.similarity) {
             (Some(AnchorKind::Exact), _) => AnchorMode::Exact,
             (Some(AnchorKind::Page), _) => AnchorMode::Page,
+            (Some(AnchorKind::Step), _) => AnchorMode::ObservationStep,
+            (Some(AnchorKind::State), _) => AnchorMode::State,
             (Some(AnchorKind::Similarity), Some(theta)) | (None, Some(theta)) => AnchorMode::Similarity(theta),
             (Some(AnchorKind::Similarity), None) => match base.anchor {
                 AnchorMode::Similarity(theta) => AnchorMode::Similarity(theta),
@@ -164,10 +196,9 @@ impl AdvantageOverrides {
     /// Every key set, so that `run.json` records the full settings a trainer used (the TRL keys only when
     /// TRL's computation is selected).
     pub fn from_settings(s: &AdvantageSettings) -> Self {
-        let (anchor, similarity) = match s.anchor {
-            AnchorMode::Exact => (AnchorKind::Exact, None),
-            AnchorMode::Page => (AnchorKind::Page, None),
-            AnchorMode::Similarity(theta) => (AnchorKind::Similarity, Some(theta)),
+        let similarity = match s.anchor {
+            AnchorMode::Similarity(theta) => Some(theta),
+            _ => None,
         };
         AdvantageOverrides {
             estimator: Some(s.estimator),
@@ -176,7 +207,7 @@ impl AdvantageOverrides {
             norm: Some(s.norm),
             pooling: Some(s.pooling),
             invalid_penalty: Some(s.invalid_penalty),
-            anchor: Some(anchor),
+            anchor: Some(s.anchor.kind()),
             similarity,
             success_reward: Some(s.success_reward),
             efficiency_alpha1: Some(s.efficiency_alpha1),

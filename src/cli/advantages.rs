@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::estimate::{chosen_family, estimate};
-use super::flags::{FamilyFlags, SettingsFlags};
+use super::flags::{note_unrecorded_states, FamilyFlags, SettingsFlags};
 use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
 use super::source::SourceFlags;
 use crate::advantage::{AdvantageSettings, AdvantageTable};
@@ -48,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Ok(streamed) => {
                     warn_broken(&args.run, streamed.broken_lines);
                     note_lengths(&settings, &streamed.lengths);
+                    note_unrecorded_states(&settings, &args.run, streamed.unrecorded_states, streamed.steps);
                     Ok(())
                 }
                 Err(err) => match err.downcast::<io::Error>() {

@@ -107,5 +107,14 @@ pub fn write(out: &mut impl Write, figures: &IterationAliasing) -> io::Result<()
             number(w.sign_agreement)
         )?;
     }
+    if let Some(w) = figures.what_if.iter().find(|w| w.fell_back > 0) {
+        writeln!(
+            out,
+            "  ({}: {} rows have no state, neither recorded with the step nor in their truth row: grouped by \
+             observation + step)",
+            w.anchor.label(),
+            w.fell_back
+        )?;
+    }
     Ok(())
 }

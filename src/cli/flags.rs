@@ -1,6 +1,8 @@
 //! The advantage flags that `advantages`, `stats` and `train` share: the engine's settings
 //! ([`SettingsFlags`]) and the estimator family's ([`FamilyFlags`]).
 
+use std::path::Path;
+
 use anyhow::{bail, Context};
 
 use crate::advantage::estimators::{EstimatorKind, EstimatorSettings};
@@ -35,7 +37,9 @@ pub struct SettingsFlags {
     /// Penalty subtracted from the score and return of invalid-action steps.
     #[arg(long, value_name = "C")]
     pub invalid_penalty: Option<f64>,
-    /// Anchor-state grouping: identical anchors, WebShop page type, or difflib similarity.
+    /// Anchor-state grouping: identical anchors, difflib similarity, WebShop page type, identical anchors at
+    /// the same step (step), or the environment's full state recorded with each step (state; a step without
+    /// one keeps its anchor and step).
     #[arg(long, value_enum)]
     pub anchor: Option<AnchorKind>,
     /// Similarity anchors with threshold θ (0 < θ < 1): difflib ratio with each cluster's first member.
@@ -74,7 +78,9 @@ pub struct SettingsFlags {
 impl SettingsFlags {
     /// The flags that were given, as overrides.
     pub(crate) fn overrides(&self) -> anyhow::Result<AdvantageOverrides> {
-        if let (Some(kind @ (AnchorKind::Exact | AnchorKind::Page)), Some(_)) = (self.anchor, self.similarity) {
+        if let (Some(kind @ (AnchorKind::Exact | AnchorKind::Page | AnchorKind::Step | AnchorKind::State)), Some(_)) =
+            (self.anchor, self.similarity)
+        {
             bail!("--similarity selects similarity anchors; it cannot be combined with --anchor {kind:?}");
         }
         Ok(AdvantageOverrides {
@@ -114,6 +120,7 @@ impl SettingsFlags {
         settings.validate().with_context(|| format!("advantage settings for {}", run.dir.display()))?;
         check_reward_weights(&settings, run)?;
         check_page_anchors(&settings, run)?;
+        note_state_fallbacks(&settings, run);
         Ok(settings)
     }
 }
@@ -132,6 +139,23 @@ fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result
         );
     }
     Ok(())
+}
+
+/// State anchors group by the state each step records; steps that record none (runs of other trainers, or
+/// recorded before gigscope kept it) are grouped by anchor and step, and the user is told how many.
+fn note_state_fallbacks(settings: &AdvantageSettings, run: &Run) {
+    let steps = run.episodes.iter().map(|e| e.steps.len()).sum();
+    note_unrecorded_states(settings, &run.dir, crate::advantage::unrecorded_states(run.episodes.as_slice()), steps);
+}
+
+/// [`note_state_fallbacks`] from the counts: `unrecorded` of the `steps` of the run in `dir` record no state.
+pub(super) fn note_unrecorded_states(settings: &AdvantageSettings, dir: &Path, unrecorded: usize, steps: usize) {
+    if settings.anchor == crate::advantage::AnchorMode::State && unrecorded > 0 {
+        eprintln!(
+            "note: --anchor state: {unrecorded} of {steps} steps of {} record no state; they are grouped by anchor and step",
+            dir.display()
+        );
+    }
 }
 
 /// TRL refuses reward weights whose number differs from the number of reward functions; so does gigscope,

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use super::aliasing::{self, IterationAliasing};
 use crate::advantage::reconcile::{reproducing_trl_settings, trl_flags};
 use crate::advantage::stats::MISMATCH_TOLERANCE;
-use crate::advantage::{run_stats, AdvantageSettings, RunStats, ZeroVariance};
+use crate::advantage::{run_stats, unrecorded_states, AdvantageSettings, AnchorMode, RunStats, ZeroVariance};
 use crate::run::truth::{read_truth, truth_path, RunIdentity};
 use crate::run::Run;
 
@@ -38,6 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (settings, table) = estimate(&run, &args.settings, &args.family)?;
     let stats = run_stats(&run.episodes, &table);
     let aliasing = truth_aliasing(&run, &settings);
+    let state_fallbacks = (settings.anchor == AnchorMode::State).then(|| unrecorded_states(run.episodes.as_slice()));
     // Groups cut short by a writer that stopped are counted as what they are, not as smaller groups.
     let partial_groups: Vec<PartialGroupOut> = run
         .partial_groups()
@@ -51,11 +52,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .flatten()
         .map(|found| Reproducing { flags: trl_flags(&found) });
     if args.json {
-        let out = StatsOut { stats: &stats, reproducing: reproducing.as_ref(), partial_groups, aliasing };
+        let out =
+            StatsOut { stats: &stats, state_fallbacks, reproducing: reproducing.as_ref(), partial_groups, aliasing };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let mut out = io::stdout().lock();
-        let written = readable(&mut out, &stats)
+        let written = readable(&mut out, &stats, state_fallbacks)
             .and_then(|()| match &reproducing {
                 Some(r) => writeln!(
                     out,
@@ -79,6 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct StatsOut<'a> {
     #[serde(flatten)]
     stats: &'a RunStats,
+    /// Under `--anchor state`: the rows that record no state, grouped by anchor and step (absent under the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state_fallbacks: Option<usize>,
     /// The TRL settings that reproduce the stored advantages where the recomputation disagrees (absent else).
     #[serde(skip_serializing_if = "Option::is_none")]
     reproducing: Option<&'a Reproducing>,
@@ -139,7 +144,8 @@ fn percent(share: f64) -> String {
 }
 
 /// The statistics as an aligned text report.
-fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
+/// `state_fallbacks`: under `--anchor state`, the rows that record no state.
+fn readable(out: &mut impl Write, s: &RunStats, state_fallbacks: Option<usize>) -> io::Result<()> {
     writeln!(out, "episodes          {}", s.episodes)?;
     writeln!(out, "steps             {}", s.steps)?;
     writeln!(out, "episode groups    {}", s.episode_groups)?;
@@ -157,6 +163,9 @@ fn readable(out: &mut impl Write, s: &RunStats) -> io::Result<()> {
         s.singleton_step_groups,
         percent(s.singleton_share)
     )?;
+    if let Some(n) = state_fallbacks {
+        writeln!(out, "  fell back       {n} rows record no state: grouped by anchor and step")?;
+    }
     writeln!(out, "\nstep-group sizes")?;
     let largest = s.step_group_sizes.iter().map(|c| c.count).max().unwrap_or(0).max(1);
     for c in &s.step_group_sizes {

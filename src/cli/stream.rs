@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
-use crate::advantage::{compute_grouped, group_lean, AdvantageSettings};
+use crate::advantage::{compute_grouped, group_lean, unrecorded_states, AdvantageSettings};
 use crate::run::text_on_disk::{LeanEpisode, LeanStep};
 use crate::run::tokens::{count_lengths, Lengths, TokenStore};
 use crate::run::LeanReading;
@@ -105,6 +105,9 @@ impl Done {
 pub struct Streamed {
     pub broken_lines: usize,
     pub lengths: Lengths,
+    /// Steps written, and how many of them record no state ([`crate::advantage::unrecorded_states`]).
+    pub steps: usize,
+    pub unrecorded_states: usize,
 }
 
 /// How much of the run's episodes, in lean form, the first pass keeps for the second (see the module's comment).
@@ -178,6 +181,8 @@ pub fn advantages(
             next_base: 0,
             tokens: TokenStore::open(dir)?,
             lengths: Lengths::default(),
+            steps: 0,
+            unrecorded_states: 0,
         },
         settings,
         lines_of_group,
@@ -222,7 +227,12 @@ pub fn advantages(
     let Streaming { mut out, broken, .. } = streaming;
     out.flush()?;
     out.writer.finish()?;
-    Ok(Streamed { broken_lines: broken, lengths: out.lengths })
+    Ok(Streamed {
+        broken_lines: broken,
+        lengths: out.lengths,
+        steps: out.steps,
+        unrecorded_states: out.unrecorded_states,
+    })
 }
 
 /// About what a lean episode holds, bytes.
@@ -286,6 +296,9 @@ struct Ordered<W: Write> {
     /// ([`count_lengths`]), and how many it counted.
     tokens: TokenStore,
     lengths: Lengths,
+    /// Steps computed, and those of them that record no state.
+    steps: usize,
+    unrecorded_states: usize,
 }
 
 impl<W: Write> Ordered<W> {
@@ -300,6 +313,8 @@ impl<W: Write> Ordered<W> {
         let (lines, mut group): (Vec<u64>, Vec<LeanEpisode>) = members.into_iter().unzip();
         self.lengths.add(count_lengths(&self.tokens, &mut group));
         let table = compute_grouped(&group, &group_lean(&group, settings.anchor)?, settings);
+        self.steps += table.row_count();
+        self.unrecorded_states += unrecorded_states(group.as_slice());
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
         for (e, line) in lines.into_iter().enumerate() {
             match Done::of(episode_rows(&group, &table, e)) {
@@ -386,7 +401,13 @@ mod tests {
             }
         }
         drop(writer);
-        for anchor in [AnchorMode::Exact, AnchorMode::Page, AnchorMode::Similarity(0.9)] {
+        for anchor in [
+            AnchorMode::Exact,
+            AnchorMode::Page,
+            AnchorMode::ObservationStep,
+            AnchorMode::State,
+            AnchorMode::Similarity(0.9),
+        ] {
             let settings = AdvantageSettings { anchor, ..AdvantageSettings::default() };
             let whole = streamed(dir, &settings, usize::MAX);
             assert_eq!(whole.1.broken_lines, 3);

@@ -26,6 +26,6 @@ mod tasks;
 pub use episode::{template_name, Environment, Transition};
 pub use features::{Decision, PolicyFeatures, StateView, Taken};
 pub use page_anchor::{fill_page_anchors, PageAnchor};
-pub use recorder::EpisodeRecorder;
+pub use recorder::{step_taken_in, EpisodeRecorder};
 pub use registered::{Capabilities, EnvOptions, Registered};
 pub use tasks::{EnvError, Split, Started, TaskInfo, Tasks};

@@ -34,7 +34,7 @@ use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId
 use super::writer::write_atomic;
 
 /// Bump when the layout or the meaning of a field changes: caches of other formats are then ignored, never misread.
-pub const LOAD_CACHE_FORMAT: u32 = 2;
+pub const LOAD_CACHE_FORMAT: u32 = 3;
 
 /// Set (to anything but the empty string) to read every run from its files, neither using nor writing the cache.
 pub const NO_CACHE_VAR: &str = "GIGSCOPE_NO_CACHE";
@@ -458,7 +458,8 @@ impl Output {
         let names = extras.and_then(|x| x.reward_names.as_deref());
         let rewards = extras.and_then(|x| x.rewards.as_deref());
         let advantages = extras.and_then(|x| x.advantages.as_deref());
-        let present = [source.is_some(), names.is_some(), rewards.is_some(), advantages.is_some()];
+        let states = extras.and_then(|x| x.states.as_deref());
+        let present = [source.is_some(), names.is_some(), rewards.is_some(), advantages.is_some(), states.is_some()];
         self.u8(present.iter().enumerate().map(|(bit, &p)| u8::from(p) << bit).sum());
         if let Some(source) = source {
             self.bytes_field(source.as_bytes());
@@ -469,6 +470,10 @@ impl Output {
         }
         for values in [rewards, advantages].into_iter().flatten() {
             self.f64s(values);
+        }
+        if let Some(states) = states {
+            self.u64(states.len() as u64);
+            states.iter().for_each(|&state| self.opt_u64(state));
         }
     }
 }
@@ -579,6 +584,11 @@ impl<'a> Input<'a> {
         (0..count).map(|_| self.f64()).collect()
     }
 
+    fn states(&mut self) -> Result<Vec<Option<u64>>, Damage> {
+        let count = self.count(1 + 8)?;
+        (0..count).map(|_| self.opt_u64()).collect()
+    }
+
     fn errors(&mut self) -> Result<Vec<LineError>, Damage> {
         let count = self.count(1 + 8 + 8 + 8)?;
         (0..count)
@@ -602,7 +612,7 @@ impl<'a> Input<'a> {
             })
             .collect::<Result<Box<[LeanStep]>, Damage>>()?;
         let present = self.u8()?;
-        if present > 0b1111 {
+        if present > 0b1_1111 {
             return Err(Damage::Damaged);
         }
         let has = |bit: u8| present & (1 << bit) != 0;
@@ -611,6 +621,7 @@ impl<'a> Input<'a> {
             reward_names: if has(1) { Some(self.strings()?) } else { None },
             rewards: if has(2) { Some(self.f64s()?) } else { None },
             advantages: if has(3) { Some(self.f64s()?) } else { None },
+            states: if has(4) { Some(self.states()?) } else { None },
         };
         let extras = (present != 0).then(|| Box::new(extras));
         let text = EpisodeText::OnDisk { span, store: store.clone() };

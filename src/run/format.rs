@@ -136,6 +136,12 @@ pub struct Step {
     /// WebShop page type (search / results / item / item_sub / done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<String>,
+    /// The environment's full state the action was taken in, compact: [`state_hash`] of its state fingerprint
+    /// (gigscope's own environments record it when they play and train; other trainers' runs have none). Steps
+    /// of one episode group with equal values were in the same state, whatever their observations hide; the
+    /// `state` anchor mode groups by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -158,6 +164,7 @@ impl Step {
             thought: None,
             logprob: None,
             page: None,
+            state: None,
             extra: Map::new(),
         }
     }

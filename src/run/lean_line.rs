@@ -20,7 +20,9 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 use super::format::{copies_of, reward_functions_of, source_file_of, COPIES_KEY, REWARDS_KEY, SOURCE_KEY};
-use super::text_on_disk::{anchor_hash, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds};
+use super::text_on_disk::{
+    anchor_hash, recorded_states, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds,
+};
 
 /// Parse `line` (one JSON object, no newline) into a lean episode whose text is `text`, and the file its
 /// `extra.source.file` names. Steps' page ids come from `pages`, interned only once the whole line has parsed
@@ -226,7 +228,7 @@ impl<'de> Visitor<'de> for EpisodeSeed {
             Ok(())
         })?;
         let (id, group) = (required(id, "id")?, required(group, "group")?);
-        let Steps { steps, page_names, tokens, token_steps } = required(steps, "steps")?;
+        let Steps { steps, page_names, states, tokens, token_steps } = required(steps, "steps")?;
         let OutcomeRead { success, rewards } = outcome.unwrap_or_default();
         let (reward_names, rewards) = rewards.unzip();
         let source_file = source_file_of(source.as_ref()).map(str::to_owned);
@@ -235,6 +237,7 @@ impl<'de> Visitor<'de> for EpisodeSeed {
             reward_names,
             rewards,
             advantages,
+            states: recorded_states(states.into_iter()),
         };
         let steps = steps.into_boxed_slice();
         let extras = extras.boxed();
@@ -308,6 +311,8 @@ impl<'de> Visitor<'de> for OutcomeVisitor {
 struct Steps<'de> {
     steps: Vec<LeanStep>,
     page_names: Vec<Cow<'de, str>>,
+    /// [`anchor_hash`] of each step's recorded state.
+    states: Vec<Option<u64>>,
     /// Σ tokens (0 for a step without a count), and how many steps record a count.
     tokens: u64,
     token_steps: u32,
@@ -330,10 +335,12 @@ impl<'de> Visitor<'de> for StepsSeed {
         f.write_str("a sequence")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Steps<'de>, A::Error> {
-        let mut out = Steps { steps: Vec::new(), page_names: Vec::new(), tokens: 0, token_steps: 0 };
+        let mut out =
+            Steps { steps: Vec::new(), page_names: Vec::new(), states: Vec::new(), tokens: 0, token_steps: 0 };
         while let Some(step) = seq.next_element_seed(StepSeed { classify: self.classify })? {
             out.steps.push(step.lean);
             out.page_names.push(step.page);
+            out.states.push(step.state);
             out.tokens += step.tokens.unwrap_or(0);
             out.token_steps += u32::from(step.tokens.is_some());
         }
@@ -352,15 +359,18 @@ const STEP_KEYS: &[&str] = &[
     "thought",
     "logprob",
     "page",
+    "state",
     COPIES_KEY,
 ];
-const STEP_FIELDS: usize = 10;
+const STEP_FIELDS: usize = 11;
 
 /// One step in lean form (its page id still to be given), its page name and its token count.
 struct StepRead<'de> {
     lean: LeanStep,
     page: Cow<'de, str>,
     tokens: Option<u64>,
+    /// [`anchor_hash`] of the recorded state.
+    state: Option<u64>,
 }
 
 struct StepSeed {
@@ -381,7 +391,7 @@ impl<'de> Visitor<'de> for StepSeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StepRead<'de>, A::Error> {
         let (mut observation, mut anchor, mut action, mut reward) = (None, None, false, None);
-        let (mut valid, mut tokens, mut page, mut copies) = (true, None, None, None);
+        let (mut valid, mut tokens, mut page, mut state, mut copies) = (true, None, None, None, None);
         entries(&mut map, STEP_KEYS, STEP_FIELDS, |k, map| {
             match k {
                 0 => observation = Some(map.next_value::<Text<'de>>()?.0),
@@ -394,6 +404,7 @@ impl<'de> Visitor<'de> for StepSeed {
                 7 => _ = map.next_value::<Option<AnyString>>()?,
                 8 => _ = map.next_value::<Option<f64>>()?,
                 9 => page = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0),
+                10 => state = map.next_value::<Option<Text<'de>>>()?.map(|t| anchor_hash(&t.0)),
                 _ => copies = Some(map.next_value::<Value>()?),
             }
             Ok(())
@@ -410,7 +421,7 @@ impl<'de> Visitor<'de> for StepSeed {
         };
         let copies = copies_of(copies.as_ref());
         let anchor = anchor_hash(anchor.as_deref().unwrap_or(&observation));
-        Ok(StepRead { lean: LeanStep { anchor, reward, copies, page: 0, valid }, page, tokens })
+        Ok(StepRead { lean: LeanStep { anchor, reward, copies, page: 0, valid }, page, tokens, state })
     }
 }
 
@@ -620,6 +631,7 @@ mod tests {
                 field("thought", string()),
                 field("logprob", number()),
                 field("page", prop::sample::select(vec![r#""item""#, r#""results""#]).prop_map(str::to_owned).boxed()),
+                field("state", string()),
             ],
             vec!["copies", "k"],
         )

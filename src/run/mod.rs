@@ -48,5 +48,5 @@ pub use layout::Layout;
 pub use lean_reading::{ClassifierOf, LeanReading};
 pub use source::SourceOptions;
 pub use span::{line_checksum, LineSpan, ReadFrom};
-pub use text_on_disk::anchor_hash;
+pub use text_on_disk::{anchor_hash, state_hash};
 pub use writer::{process_alive, torn_tail_file, write_atomic, RunWriter};

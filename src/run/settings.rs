@@ -177,9 +177,17 @@ impl<'de> Deserialize<'de> for RewardWeights {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum AnchorKind {
+    /// Identical anchors.
     Exact,
+    /// Difflib similarity ≥ θ with a cluster's first member.
     Similarity,
+    /// The environment's page type (WebShop's).
     Page,
+    /// Identical anchors at the same step index (the same observation with other steps left is apart).
+    Step,
+    /// The environment's full state the step was taken in (steps' recorded `state`); a step without one keeps
+    /// its anchor and step index.
+    State,
 }
 
 /// A partial set of settings, as written in `run.json` (`advantage`) or given as CLI flags.

@@ -3,7 +3,8 @@
 //! A viewer of a large run cannot hold every observation, prompt and action in memory (read as [`Episode`]s, a
 //! run takes more than twice its size on disk). It keeps a [`LeanEpisode`] per episode instead: ids, group, iteration, outcome,
 //! per step the reward, validity, copies, a 64-bit hash of the anchor and the environment's anchor (page) as a
-//! small interned id, and the byte span of the episode's line in `episodes.jsonl`. [`TextStore`] reads an
+//! small interned id (and, apart, the hash of the state each step records, where any does), and the byte span of
+//! the episode's line in `episodes.jsonl`. [`TextStore`] reads an
 //! episode back from that span when a view shows it, and checks that the line is still the one that was read
 //! (a checksum of its bytes): a file truncated, replaced or rewritten since is an error, never other text. A
 //! reader makes a lean episode straight from its line (`lean_line`, through `lean_reading`), never holding the
@@ -29,6 +30,13 @@ use super::span::{line_checksum, read_at, FileIdentity, LineSpan, ReadFrom};
 /// The 64-bit hash anchors are grouped by (XXH3-64 of the UTF-8 text).
 pub fn anchor_hash(text: &str) -> u64 {
     twox_hash::XxHash3_64::oneshot(text.as_bytes())
+}
+
+/// A state fingerprint as a step records it ([`super::Step::state`]): its [`anchor_hash`] in 16 hex digits.
+/// Truth rows keep the fingerprint itself, so a step and its truth row agree when this of the row's equals the
+/// step's.
+pub fn state_hash(fingerprint: &str) -> String {
+    format!("{:016x}", anchor_hash(fingerprint))
 }
 
 /// An environment anchor (WebShop's page type) as a small id; [`PageIds`] interns the names.
@@ -134,6 +142,8 @@ pub struct LeanExtras {
     pub rewards: Option<Vec<f64>>,
     /// What the trainer computed, one per step.
     pub advantages: Option<Vec<f64>>,
+    /// [`anchor_hash`] of each step's recorded state ([`super::Step::state`]), when any step records one.
+    pub states: Option<Vec<Option<u64>>>,
 }
 
 impl LeanExtras {
@@ -141,6 +151,12 @@ impl LeanExtras {
     pub(super) fn boxed(self) -> Option<Box<LeanExtras>> {
         (self != LeanExtras::default()).then(|| Box::new(self))
     }
+}
+
+/// The steps' hashed states, kept only when some step records one.
+pub(super) fn recorded_states(states: impl Iterator<Item = Option<u64>>) -> Option<Vec<Option<u64>>> {
+    let states: Vec<Option<u64>> = states.collect();
+    states.iter().any(Option::is_some).then_some(states)
 }
 
 /// A page anchor of an observation, as an environment gives it (`env_registry::page_anchor`).
@@ -195,6 +211,7 @@ impl LeanEpisode {
             reward_names,
             rewards,
             advantages: episode.advantages.clone(),
+            states: recorded_states(episode.steps.iter().map(|s| s.state.as_deref().map(anchor_hash))),
         };
         let (id, group, iteration, success) =
             (episode.id.clone(), episode.group.clone(), episode.iteration, episode.success());
@@ -233,6 +250,11 @@ impl LeanEpisode {
     /// What the trainer computed, one per step.
     pub fn advantages(&self) -> Option<&[f64]> {
         self.extras.as_ref()?.advantages.as_deref()
+    }
+
+    /// [`anchor_hash`] of step `t`'s recorded state, where it records one.
+    pub fn state(&self, t: usize) -> Option<u64> {
+        *self.extras.as_ref()?.states.as_ref()?.get(t)?
     }
 
     /// Per-reward-function rewards, in the trainer's order.

@@ -10,7 +10,7 @@ use tch::Device;
 use super::error::TrainError;
 use super::policy::{Batch, Policy};
 use crate::env::features::{words, Decision, PolicyFeatures, StateView, Taken};
-use crate::env::{Environment, Started, Transition};
+use crate::env::{step_taken_in, Environment, Started, Transition};
 use crate::run::{Episode, Outcome, Step, Task};
 
 /// How actions are picked.
@@ -56,12 +56,11 @@ impl Slot {
         self.env.outcome()
     }
 
-    /// Take `action` in the current state and record the step: its observation, anchor, page, the
+    /// Take `action` in the current state and record the step: its observation, anchor, page, state, the
     /// `candidates` chosen among, the policy's log-probability (when a policy chose it), reward and validity.
     fn record(&mut self, action: &str, anchor: String, candidates: Vec<String>, logprob: Option<f32>) -> Transition {
-        let mut step = Step::new(self.env.observation(), action, 0.0);
+        let mut step = step_taken_in(&*self.env, action);
         step.anchor = Some(anchor.into());
-        step.page = self.env.page().map(str::to_owned);
         // The compact policy reads an action as words, one token each.
         step.tokens = Some(words(action).count() as u64);
         step.logprob = logprob.map(f64::from);

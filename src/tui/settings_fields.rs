@@ -8,8 +8,8 @@ use clap::ValueEnum;
 use crate::advantage::explain::epsilon_text;
 use crate::advantage::trl::TRL_STD_EPSILON;
 use crate::advantage::{
-    AdvantageSettings, Aggregation, AnchorMode, Estimator, Norm, Pooling, RewardWeights, ScaleRewards,
-    DEFAULT_SIMILARITY, STD_EPSILON,
+    AdvantageOverrides, AdvantageSettings, Aggregation, AnchorMode, Estimator, Norm, Pooling, RewardWeights,
+    ScaleRewards, DEFAULT_SIMILARITY, STD_EPSILON,
 };
 
 /// One advantage setting the panel can change.
@@ -80,7 +80,7 @@ fn step(v: f64, by: f64, lo: f64, hi: f64) -> f64 {
 fn theta(s: &AdvantageSettings) -> Option<f64> {
     match s.anchor {
         AnchorMode::Similarity(t) => Some(t),
-        AnchorMode::Exact | AnchorMode::Page => None,
+        _ => None,
     }
 }
 
@@ -124,7 +124,9 @@ impl Field {
                 "A_E's baseline pool: every row's score (steps) or each trajectory's first (trajectories)".into()
             }
             Field::InvalidPenalty => "c, subtracted from an invalid step's score s and return R_t".into(),
-            Field::Anchor => "step groups: identical anchors, similarity ≥ θ, or WebShop page type".into(),
+            Field::Anchor => "step groups: identical anchors, similarity ≥ θ, WebShop page type, identical anchors at \
+                              the same step (step), or the environment's full state recorded with the step (state)"
+                .into(),
             Field::Similarity => "difflib ratio a step needs with a group's first member (similarity anchors)".into(),
             Field::SuccessReward => "rewards replaced by 10 on a successful episode's last step, 0 elsewhere".into(),
             Field::EfficiencyAlpha1 => "bonus α₁/(tokens per step) on a successful episode's last reward".into(),
@@ -149,7 +151,7 @@ impl Field {
             Field::Norm => name(s.norm),
             Field::Pooling => name(s.pooling),
             Field::InvalidPenalty => format!("{:.2}", s.invalid_penalty),
-            Field::Anchor => anchor_kind(s.anchor).into(),
+            Field::Anchor => anchor_kind(s.anchor),
             Field::Similarity => theta(s).map_or("—".into(), |t| format!("{t:.2}")),
             Field::SuccessReward => if s.success_reward { "on (10 if success)" } else { "off" }.into(),
             Field::EfficiencyAlpha1 => format!("{:.2}", s.efficiency_alpha1),
@@ -167,7 +169,8 @@ impl Field {
             Field::Omega => format!("ω{:.2}", s.omega),
             Field::Anchor => match s.anchor {
                 AnchorMode::Similarity(t) => format!("sim θ{t:.2}"),
-                AnchorMode::Exact | AnchorMode::Page => anchor_kind(s.anchor).into(),
+                AnchorMode::ObservationStep => "obs+step".into(),
+                AnchorMode::Exact | AnchorMode::Page | AnchorMode::State => anchor_kind(s.anchor),
             },
             Field::Similarity => theta(s).map_or("θ—".into(), |t| format!("θ{t:.2}")),
             Field::InvalidPenalty => format!("c{:.2}", s.invalid_penalty),
@@ -233,13 +236,9 @@ impl Field {
             Field::Pooling => s.pooling = cycle(s.pooling, up),
             Field::InvalidPenalty => s.invalid_penalty = step(s.invalid_penalty, 0.05 * sign, 0.0, 10.0),
             Field::Anchor => {
-                let modes = [AnchorMode::Exact, AnchorMode::Similarity(DEFAULT_SIMILARITY), AnchorMode::Page];
-                let i = match s.anchor {
-                    AnchorMode::Exact => 0,
-                    AnchorMode::Similarity(_) => 1,
-                    AnchorMode::Page => 2,
-                };
-                s.anchor = modes[if up { (i + 1) % 3 } else { (i + 2) % 3 }];
+                // In the order of the command line's names, each as `--anchor NAME` would select it.
+                let kind = AdvantageOverrides { anchor: Some(cycle(s.anchor.kind(), up)), ..Default::default() };
+                s.anchor = kind.apply(s).anchor;
             }
             Field::Similarity => {
                 // Moving θ selects similarity mode: that is the only mode θ means anything in.
@@ -300,21 +299,9 @@ pub fn parse_weights(text: &str, functions: Option<usize>) -> Result<RewardWeigh
     RewardWeights::new(&values).map_err(|e| e.to_string())
 }
 
-/// `exact`, `similarity` or `page`.
-fn anchor_kind(mode: AnchorMode) -> &'static str {
-    match mode {
-        AnchorMode::Exact => "exact",
-        AnchorMode::Similarity(_) => "similarity",
-        AnchorMode::Page => "page",
-    }
-}
-
-/// An anchor mode in a few words: `exact`, `page`, `similarity 0.90`.
-pub fn anchor_label(mode: AnchorMode) -> String {
-    match mode {
-        AnchorMode::Similarity(t) => format!("similarity {t:.2}"),
-        AnchorMode::Exact | AnchorMode::Page => anchor_kind(mode).into(),
-    }
+/// The anchor mode's name on the command line: `exact`, `similarity`, `page`, `step` or `state`.
+fn anchor_kind(mode: AnchorMode) -> String {
+    name(mode.kind())
 }
 
 /// The fields that differ between two settings.

@@ -10,9 +10,11 @@ use gigscope::run::{Episode, Run};
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
 
-const MODES: [AnchorMode; 5] = [
+const MODES: [AnchorMode; 7] = [
     AnchorMode::Exact,
     AnchorMode::Page,
+    AnchorMode::ObservationStep,
+    AnchorMode::State,
     AnchorMode::Similarity(0.3),
     AnchorMode::Similarity(0.8),
     AnchorMode::Similarity(0.95),

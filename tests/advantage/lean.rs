@@ -29,13 +29,15 @@ fn arb_step() -> impl Strategy<Value = Step> {
         prop::option::of(0u64..40),
         prop::option::of(prop::sample::select(vec!["search", "results", "item"])),
         prop::option::of(1u64..4),
+        prop::option::of(0..3u8),
     )
-        .prop_map(|(obs, anchor, reward, valid, tokens, page, copies)| {
+        .prop_map(|(obs, anchor, reward, valid, tokens, page, copies, state)| {
             let mut s = Step::new(OBSERVATIONS[obs], format!("act{obs}"), reward);
             s.anchor = anchor.map(|a| OBSERVATIONS[a].into());
             s.valid = valid;
             s.tokens = tokens;
             s.page = page.map(String::from);
+            s.state = state.map(|x| format!("state {x}"));
             if let Some(c) = copies {
                 s.extra.insert(gigscope::run::COPIES_KEY.into(), c.into());
             }
@@ -68,6 +70,8 @@ fn arb_settings() -> impl Strategy<Value = AdvantageSettings> {
         prop::sample::select(vec![
             AnchorMode::Exact,
             AnchorMode::Page,
+            AnchorMode::ObservationStep,
+            AnchorMode::State,
             AnchorMode::Similarity(0.6),
             AnchorMode::Similarity(0.9),
         ]),
@@ -119,6 +123,8 @@ proptest! {
         let grouping = match settings.anchor {
             AnchorMode::Exact => group_keyed(lean.as_slice(), KeyedAnchor::Exact),
             AnchorMode::Page => group_keyed(lean.as_slice(), KeyedAnchor::Page),
+            AnchorMode::ObservationStep => group_keyed(lean.as_slice(), KeyedAnchor::ObservationStep),
+            AnchorMode::State => group_keyed(lean.as_slice(), KeyedAnchor::State),
             AnchorMode::Similarity(theta) => {
                 // The anchors' text is read back from the file while the job runs.
                 SimilarityJob::lean(&lean, group_keyed(lean.as_slice(), KeyedAnchor::Exact), theta).try_run().unwrap()

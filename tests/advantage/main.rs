@@ -10,6 +10,7 @@ mod peak;
 mod python;
 
 mod agreement;
+mod anchors;
 mod audit;
 mod cli;
 mod depo;

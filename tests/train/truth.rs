@@ -17,7 +17,7 @@ use gigscope::plugin_host::{
     DeviceChoice, Request, RunMode, TaskSource, TrainConfig, TrainRequest, TruthGroups, TruthProgress, TruthRequest,
 };
 use gigscope::run::truth::TruthFile;
-use gigscope::run::{Episode, Run};
+use gigscope::run::{state_hash, Episode, Run};
 use gigscope::toy_shop::NAME as TOY_ENV;
 
 fn train_toy(run: &std::path::Path) {
@@ -88,7 +88,8 @@ fn one_group_is_measured_as_in_the_whole_iteration_and_cancel_stops() {
 /// Every row of iteration 2 of `run` is measured from its own replayed state: a step that ends its episode (a
 /// purchase, a solved board or the step limit: every recorded episode's last step) has Q̂ equal to its own
 /// return as the advantage engine computes it under the run's settings, with standard error 0 (both
-/// environments are deterministic); rows of one fingerprint share V̂, and fingerprints count the steps taken.
+/// environments are deterministic); rows of one fingerprint share V̂, fingerprints count the steps taken, and each
+/// step records (hashed) the state its truth row was measured from.
 /// Returns the file and the iteration's episodes.
 fn own_states(run: &std::path::Path, env: &str) -> (TruthFile, Vec<Episode>) {
     let request = TruthRequest {
@@ -116,6 +117,9 @@ fn own_states(run: &std::path::Path, env: &str) -> (TruthFile, Vec<Episode>) {
         let after_step = fingerprint.strip_prefix(&format!("step {}", row.step));
         assert!(after_step.is_some_and(|rest| rest.starts_with([' ', '\n'])), "{fingerprint}");
         assert_eq!(*v_of.entry(fingerprint).or_insert(row.v), row.v, "one state, one V̂: {fingerprint}");
+        // Training recorded the same state with the step (compact: its hash), so `--anchor state` groups by it.
+        let recorded = episodes[e].steps[row.step].state.as_deref();
+        assert_eq!(recorded, Some(state_hash(fingerprint).as_str()), "{}: step {}", row.episode, row.step);
         if row.step + 1 == episodes[e].steps.len() {
             endings += 1;
             let own = table.episode_rows(e)[row.step].ret;

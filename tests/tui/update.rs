@@ -367,7 +367,7 @@ fn page_anchors_are_offered_only_on_webshop_runs() {
         while s.ui.popup != Some(Popup::Settings { field: Field::Anchor }) {
             act(&mut s, Action::Down);
         }
-        (0..3)
+        (0..5)
             .map(|_| {
                 act(&mut s, Action::Right);
                 s.domain.settings.anchor
@@ -382,6 +382,45 @@ fn page_anchors_are_offered_only_on_webshop_runs() {
         verl.contains(&AnchorMode::Exact) && verl.iter().any(|m| matches!(m, AnchorMode::Similarity(_))),
         "{verl:?}"
     );
+}
+
+/// The settings panel's anchor field cycles through every mode in the command line's order (exact, similarity,
+/// page, step, state) and back; the status bar names the mode the table was computed with, and the table's
+/// step groups change as the mode does (observation + step splits the fixture's exact groups).
+#[test]
+fn settings_anchor_field_cycles_every_mode_and_the_status_bar_names_it() {
+    use gigscope::advantage::{AnchorMode, DEFAULT_SIMILARITY};
+    let mut s = open(Path::new("tests/fixtures/tui/basic"), Config::defaults(true).unwrap(), (120, 40)).unwrap().0;
+    assert_eq!(s.domain.settings.anchor, AnchorMode::Exact);
+    act(&mut s, Action::Settings);
+    while s.ui.popup != Some(Popup::Settings { field: Field::Anchor }) {
+        act(&mut s, Action::Down);
+    }
+    let exact_groups = s.domain.derived.table.anchor_groups.len();
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        act(&mut s, Action::Right);
+        let anchor = s.domain.settings.anchor;
+        if matches!(anchor, AnchorMode::ObservationStep | AnchorMode::State) {
+            assert_eq!(s.domain.derived.settings.anchor, anchor, "computed at once (a keyed grouping)");
+            assert!(s.domain.derived.table.anchor_groups.len() >= exact_groups);
+            let shown = if anchor == AnchorMode::State { "state" } else { "obs+step" };
+            assert!(status_line(&s).contains(shown), "{}", status_line(&s));
+        }
+        seen.push(anchor);
+    }
+    assert_eq!(
+        seen,
+        [
+            AnchorMode::Similarity(DEFAULT_SIMILARITY),
+            AnchorMode::Page,
+            AnchorMode::ObservationStep,
+            AnchorMode::State,
+            AnchorMode::Exact
+        ]
+    );
+    act(&mut s, Action::Left);
+    assert_eq!(s.domain.settings.anchor, AnchorMode::State, "and back the other way");
 }
 
 /// The app's way of opening: an empty state at once, then the run as the watcher's first scan delivers it.

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::family::{EnvInputs, EstimatorKind, EstimatorOutput, EstimatorSettings};
 use crate::advantage::engine::{mean_std, norm_factor};
 use crate::advantage::grouping::Clusterer;
-use crate::advantage::settings::{AdvantageSettings, AnchorMode, Norm, Pooling};
+use crate::advantage::settings::{AdvantageSettings, Norm, Pooling};
 use crate::advantage::table::{AdvantageTable, RowAdvantage};
 use crate::run::{Episode, Step};
 
@@ -128,7 +128,7 @@ impl Ctx<'_> {
 /// Exact anchor groups of a group's rows: the group number of each row (numbered from 0 in order of first
 /// appearance) and each group's size.
 pub(crate) fn exact_groups(steps: &[&Step]) -> (Vec<u32>, Vec<usize>) {
-    let mut clusterer = Clusterer::new(AnchorMode::Exact);
+    let mut clusterer = Clusterer::new();
     let mut sizes = Vec::new();
     let ids = steps
         .iter()

@@ -107,6 +107,7 @@ impl Run {
                 ("reward", floats(rows.iter().map(|(_, _, s)| s.reward))),
                 ("valid", bools(rows.iter().map(|(_, _, s)| s.valid))),
                 ("page", opt_strings(rows.iter().map(|(_, _, s)| s.page.as_deref()))),
+                ("state", opt_strings(rows.iter().map(|(_, _, s)| s.state.as_deref()))),
                 ("tokens", opt_ints(rows.iter().map(|(_, _, s)| s.tokens.map(|n| n as i64)))),
                 ("logprob", opt_floats(rows.iter().map(|(_, _, s)| s.logprob))),
                 ("thought", opt_strings(rows.iter().map(|(_, _, s)| s.thought.as_deref()))),

@@ -155,11 +155,7 @@ pub(crate) fn status_fields(state: &State) -> Vec<Field> {
 
 /// What the views show while an anchor grouping is computed in the background.
 pub(crate) fn grouping_note(state: &State, pending: crate::advantage::AnchorMode) -> String {
-    format!(
-        "⟳ grouping by {} ({} shown meanwhile)",
-        crate::tui::settings_fields::anchor_label(pending),
-        crate::tui::settings_fields::anchor_label(state.domain.derived.settings.anchor)
-    )
+    format!("⟳ grouping by {} ({} shown meanwhile)", pending.label(), state.domain.derived.settings.anchor.label())
 }
 
 /// One line on the burst: a text gauge while it runs, how it ended after.
