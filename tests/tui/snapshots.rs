@@ -306,7 +306,8 @@ fn status_bar_marks_each_changed_setting() {
     for _ in 0..6 {
         keys(&mut s, &[Action::Down]);
     }
-    keys(&mut s, &[Action::Left]);
+    // Back from exact through state and step to page.
+    keys(&mut s, &[Action::Left, Action::Left, Action::Left]);
     assert_eq!(s.domain.settings.anchor, gigscope::advantage::AnchorMode::Page);
     let screen = render(&s);
     assert!(screen.contains("anchor           page                 * run: exact"), "{screen}");
