@@ -12,6 +12,7 @@ mod e2e;
 mod e2e_layouts;
 mod estimators;
 mod explain;
+mod large_observation;
 mod live_load;
 mod other_trainers;
 mod overview_spread;

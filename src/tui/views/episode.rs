@@ -540,6 +540,81 @@ pub fn observation_lines(
     (lines, n)
 }
 
+/// Observations longer than this (bytes) are laid out lazily, so that a key costs the same whatever their size:
+/// folded (the default), their first [`LARGE_HEAD`] and last [`LARGE_TAIL`] bytes show around a line saying how
+/// much is folded; unfolded, the text is laid out from its start only as far as the pane is scrolled.
+pub const LARGE_OBSERVATION: usize = 256 * 1024;
+pub const LARGE_HEAD: usize = 8 * 1024;
+pub const LARGE_TAIL: usize = 32 * 1024;
+
+/// What the observation pane shows of an observation: its lines from `skip` on, the line count when it is
+/// known (an unfolded large observation is counted only once scrolled to its end), and how many bytes of the
+/// text were laid out to show them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservationWindow {
+    pub lines: Vec<String>,
+    pub skip: usize,
+    pub total: Option<usize>,
+    pub read: usize,
+}
+
+/// The observation pane's `height` lines of `obs` at `width`, scrolled by `scroll` (kept within the text),
+/// laid out by [`observation_lines`]; a large observation ([`LARGE_OBSERVATION`]) only in part.
+pub fn observation_window(
+    obs: &str,
+    width: usize,
+    scroll: usize,
+    height: usize,
+    pages: bool,
+    fold: bool,
+) -> ObservationWindow {
+    let window = |text: &str, fold: bool, read: usize| {
+        let (_, total) = observation_lines(text, width, 0, 0, pages, fold);
+        let skip = scroll.min(total.saturating_sub(height));
+        let (lines, _) = observation_lines(text, width, skip, height, pages, fold);
+        ObservationWindow { lines, skip, total: Some(total), read }
+    };
+    if obs.len() <= LARGE_OBSERVATION {
+        return window(obs, fold, obs.len());
+    }
+    if fold {
+        let head = &obs[..obs.floor_char_boundary(LARGE_HEAD)];
+        let tail = &obs[obs.ceil_char_boundary(obs.len() - LARGE_TAIL)..];
+        let marker = format!(
+            "⋯ {} of {} folded (z unfolds) ⋯",
+            size_text(obs.len() - head.len() - tail.len()),
+            size_text(obs.len())
+        );
+        let joined =
+            if pages { format!("{head} [SEP] {marker} [SEP] {tail}") } else { format!("{head}\n{marker}\n{tail}") };
+        return window(&joined, false, head.len() + tail.len());
+    }
+    // Unfolded: a prefix of the text, doubled until it holds the lines shown and one more (the last line of a
+    // cut prefix may be cut itself); the whole text only once scrolled to its end.
+    let mut end = LARGE_HEAD.max(scroll.saturating_add(height + 2).saturating_mul(width.max(1) * 4));
+    loop {
+        let prefix = &obs[..obs.floor_char_boundary(end)];
+        if prefix.len() == obs.len() {
+            return window(obs, false, obs.len());
+        }
+        let (_, n) = observation_lines(prefix, width, 0, 0, pages, false);
+        if n > scroll + height + 1 {
+            let (lines, _) = observation_lines(prefix, width, scroll, height, pages, false);
+            return ObservationWindow { lines, skip: scroll, total: None, read: prefix.len() };
+        }
+        end = end.saturating_mul(2);
+    }
+}
+
+/// A size in bytes as people read it: `512 B`, `40.0 KB`, `100.0 MB`.
+fn size_text(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{:.1} KB", b as f64 / 1e3),
+        b => format!("{b} B"),
+    }
+}
+
 fn observation(state: &State, step: &Step, area: Rect, buf: &mut Buffer) {
     let label = step.page.as_deref().map(|p| format!(" · {p}")).unwrap_or_default();
     observation_pane(state, &step.observation, &label, area, buf);
@@ -551,14 +626,17 @@ pub fn observation_pane(state: &State, obs: &str, label: &str, area: Rect, buf: 
     let inner = layout::inner(area);
     let (w, h) = (inner.width as usize, inner.height as usize);
     let paged = state.domain.capabilities().paged_observations;
-    let (pages, fold) = (paged || obs.contains("[SEP]"), !state.ui.episode.unfolded);
-    let (_, total) = observation_lines(obs, w, 0, 0, pages, fold);
-    let skip = state.ui.episode.obs_scroll.min(total.saturating_sub(h));
-    let (lines, _) = observation_lines(obs, w, skip, h, pages, fold);
-    let title = format!("Observation{label} · {}–{}/{total}", (skip + 1).min(total), (skip + h).min(total));
-    Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
-        .block(block(state, title, area))
-        .render(area, buf);
+    // Whether the text has page elements, from its start (a large one is not searched whole).
+    let start = &obs[..obs.floor_char_boundary(LARGE_OBSERVATION)];
+    let (pages, fold) = (paged || start.contains("[SEP]"), !state.ui.episode.unfolded);
+    let window = observation_window(obs, w, state.ui.episode.obs_scroll, h, pages, fold);
+    let (first, last) = (window.skip + 1, window.skip + window.lines.len());
+    let title = match window.total {
+        Some(total) => format!("Observation{label} · {}–{}/{total}", first.min(total), (window.skip + h).min(total)),
+        None => format!("Observation{label} · {first}–{last} of a {} text", size_text(obs.len())),
+    };
+    let lines = window.lines.into_iter().map(Line::from).collect::<Vec<_>>();
+    Paragraph::new(lines).block(block(state, title, area)).render(area, buf);
 }
 
 fn info(state: &State, e: usize, step: &Step, actions: &[String], area: Rect, buf: &mut Buffer) {
@@ -726,6 +804,41 @@ mod tests {
         assert_eq!(lines.last().map(String::as_str), Some("turn 99"));
         let (_, total) = observation_lines(&prompt, 40, 0, 0, false, false);
         assert_eq!(total, 100, "unfolded, every line shows");
+    }
+
+    #[test]
+    fn a_huge_observation_is_laid_out_only_where_it_shows() {
+        let obs: String = (0..2_000_000).map(|i| format!("line {i} of the log\n")).collect();
+        assert!(obs.len() > 40_000_000);
+        // Folded: its start and its end around a line saying how much is folded, whatever its size.
+        let folded = observation_window(&obs, 78, 0, 100_000, false, true);
+        assert_eq!(folded.read, LARGE_HEAD + LARGE_TAIL);
+        assert_eq!(folded.lines[0], "line 0 of the log");
+        let marker = folded.lines.iter().find(|l| l.starts_with("⋯ ")).expect("a fold marker");
+        assert!(marker.ends_with(" MB folded (z unfolds) ⋯") && marker.contains(" MB of "), "{marker}");
+        assert_eq!(folded.lines.last().map(String::as_str), Some("line 1999999 of the log"));
+        assert_eq!(folded.total, Some(folded.lines.len()));
+        // Unfolded: laid out as far as the pane is scrolled, the lines those of the whole text.
+        let paged = observation_window(&obs, 78, 5_000, 20, false, false);
+        assert!(paged.read < obs.len() / 10, "{} bytes laid out", paged.read);
+        assert_eq!(paged.total, None);
+        assert_eq!(paged.lines.first().map(String::as_str), Some("line 5000 of the log"));
+        assert_eq!(paged.lines.len(), 20);
+        // Scrolled past the end: the last lines, and now the count.
+        let end = observation_window(&obs, 78, usize::MAX / 2, 20, false, false);
+        assert_eq!(
+            (end.total, end.lines.last().map(String::as_str)),
+            (Some(2_000_000), Some("line 1999999 of the log"))
+        );
+        // Page elements too: the head's first element, the marker as one, the tail's last.
+        let sep: String = (0..500_000).map(|i| format!("element {i} [SEP] ")).collect();
+        let folded = observation_window(&sep, 78, 0, 100_000, true, true);
+        assert_eq!(folded.lines[0], "▪ element 0");
+        assert!(folded.lines.iter().any(|l| l.starts_with("▪ ⋯ ") && l.contains("folded")));
+        assert_eq!(folded.lines.last().map(String::as_str), Some("▪ element 499999"));
+        // A small one is laid out whole, as before.
+        let small = observation_window("a [SEP] b", 78, 0, 10, true, true);
+        assert_eq!((small.lines, small.total), (vec!["▪ a".to_string(), "▪ b".to_string()], Some(2)));
     }
 
     #[test]

@@ -260,6 +260,9 @@ pub fn unreadable(state: &State, err: &crate::run::text_on_disk::TextError, area
         .render(area, buf);
 }
 
+/// The most bytes of a first observation [`task_text`] reads the task from.
+const TASK_SCAN: usize = 64 * 1024;
+
 /// What an episode's `task:` line shows: its instruction, else (a verl-agent export records none) its first
 /// observation; of a chat-templated prompt (verl's dumps, verl-agent's prompts) the user's turn, and of
 /// verl-agent's prompt the sentence after "Your task is to:". Line breaks show as `⏎`.
@@ -267,6 +270,8 @@ pub fn task_text(episode: &crate::run::Episode) -> String {
     let recorded = episode.instruction();
     let text =
         if recorded.trim().is_empty() { episode.steps.first().map_or("", |s| &*s.observation) } else { recorded };
+    // A task is read from the text's start: a key costs the same however long the first observation is.
+    let text = &text[..text.floor_char_boundary(TASK_SCAN)];
     let turn = crate::text::chat::user_turn(text).unwrap_or_else(|| text.to_string());
     let task = match turn.split_once("Your task is to:") {
         Some((_, rest)) => rest.split(". Your ").next().unwrap_or(rest).trim().to_string(),
