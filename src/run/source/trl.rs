@@ -53,6 +53,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use parquet::basic::{ConvertedType, Type as PhysicalType};
+use parquet::column::page::Page;
 use parquet::column::reader::get_typed_column_reader;
 use parquet::data_type::ByteArrayType;
 use parquet::errors::ParquetError;
@@ -527,6 +528,30 @@ fn check_column_chunks(metadata: &ParquetMetaData, len: u64) -> Result<(), Parqu
     Ok(())
 }
 
+/// parquet's dictionary decoder makes room for as many values as a dictionary page's header declares before
+/// decoding one (an allocation of tens of GB, and an abort, for a damaged header), so such a page is refused
+/// here: a dictionary's values take at least a byte each. A page that cannot be read at all is left to the
+/// row reader, which names the rows it loses.
+fn check_dictionary_pages(reader: &SerializedFileReader<File>) -> Result<(), ParquetError> {
+    for g in 0..reader.num_row_groups() {
+        let group = reader.get_row_group(g)?;
+        for c in 0..group.num_columns() {
+            let Ok(Some(page)) = group.get_column_page_reader(c).and_then(|mut pages| pages.get_next_page()) else {
+                continue;
+            };
+            if let Page::DictionaryPage { buf, num_values, .. } = &page {
+                if *num_values as usize > buf.len() {
+                    return Err(ParquetError::General(format!(
+                        "row group {g}, column {c}: its dictionary page declares {num_values} values in {} bytes",
+                        buf.len()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Read a whole step file: its episodes, broken rows and quirks, and the stamp of what was read. An error
 /// means the file is not (yet) a readable parquet file.
 fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Result<(Stamp, Parsed), ReadError> {
@@ -535,6 +560,7 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
     let stamp = Stamp::of(&meta);
     let reader = SerializedFileReader::new(file)?;
     check_column_chunks(reader.metadata(), meta.len())?;
+    check_dictionary_pages(&reader)?;
     let total = reader.metadata().file_metadata().num_rows().max(0) as u64;
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let columns = classify_columns(&fields);
