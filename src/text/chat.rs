@@ -60,15 +60,15 @@ fn by_role_lines(text: &str) -> Option<String> {
 /// Turns written inline: `system: … user: … assistant:`, a role name followed by a colon at the start or
 /// after whitespace.
 fn inline(text: &str) -> Option<String> {
-    let marker_at = |i: usize, role: &str| {
-        text[i..].starts_with(role)
-            && text[i + role.len()..].starts_with(':')
-            && text[..i].chars().next_back().is_none_or(char::is_whitespace)
+    // Found from the colons (a byte search) looking back for a role's name, not by trying every role at every
+    // character: a long prompt or observation is read once.
+    let marker_before = |colon: usize| {
+        let before = &text[..colon];
+        let role = ROLES.iter().copied().find(|r| before.ends_with(r))?;
+        let at = colon - role.len();
+        text[..at].chars().next_back().is_none_or(char::is_whitespace).then_some((at, role))
     };
-    let starts: Vec<(usize, &str)> = text
-        .char_indices()
-        .filter_map(|(i, _)| ROLES.iter().copied().find(|r| marker_at(i, r)).map(|r| (i, r)))
-        .collect();
+    let starts: Vec<(usize, &str)> = text.match_indices(':').filter_map(|(colon, _)| marker_before(colon)).collect();
     let (k, &(at, role)) = starts.iter().enumerate().rev().find(|(_, (_, r))| *r == "user")?;
     let begin = at + role.len() + 1;
     let end = starts.get(k + 1).map_or(text.len(), |&(next, _)| next);
@@ -105,6 +105,15 @@ mod tests {
     fn inline_roles_and_the_last_user_turn_of_several() {
         let prompt = "system: be brief . user: What is 6 * 7 ? assistant: 42 user: and plus 3 ? assistant:";
         assert_eq!(user_turn(prompt).as_deref(), Some("and plus 3 ?"));
+    }
+
+    #[test]
+    fn inline_markers_only_after_whitespace_or_at_the_start() {
+        let prompt = "user: first ok · xuser: not a turn\tassistant: fine ünïcödé user:last one";
+        assert_eq!(user_turn(prompt).as_deref(), Some("last one"));
+        assert_eq!(user_turn("user:alone").as_deref(), Some("alone"));
+        assert_eq!(user_turn("éuser: no tool:").as_deref(), None);
+        assert_eq!(user_turn(": user: x :").as_deref(), Some("x :"));
     }
 
     #[test]

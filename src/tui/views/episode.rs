@@ -194,7 +194,13 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     );
     hanging("", &l1, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.title())));
     let task = format!("task: {}", super::task_text(ep));
-    hanging("", &task, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.dim())));
+    // Three lines' worth of it at most is wrapped: more than that is cut below anyway (a long task, read from a
+    // long first observation, would otherwise be wrapped whole twice a frame).
+    let task = match task.char_indices().nth(3 * width as usize) {
+        Some((cut, _)) => &task[..cut],
+        None => &task,
+    };
+    hanging("", task, width as usize, &mut |m, l| out.push(Line::styled(format!("{m}{l}"), theme.dim())));
     if out.len() > 3 {
         // The task goes on (whole in the observation): its last line shown says so.
         out.truncate(3);
@@ -508,18 +514,24 @@ pub fn observation_lines(
 ) -> (Vec<String>, usize) {
     let mut lines = Vec::with_capacity(take);
     let mut n = 0usize;
-    let mut emit = |marker: &str, l: &str| {
+    lay_out(obs, width, pages, fold, &mut |marker, l| {
         // Only the visible lines are built: a long observation is counted, not laid out.
         if n >= skip && lines.len() < take {
             lines.push(format!("{marker}{l}"));
         }
         n += 1;
-    };
+    });
+    (lines, n)
+}
+
+/// Each line of the observation pane's layout of `obs` (see [`observation_lines`]), in order, as its marker and
+/// its text.
+fn lay_out(obs: &str, width: usize, pages: bool, fold: bool, emit: &mut dyn FnMut(&str, &str)) {
     if pages {
         for seg in segments(obs) {
-            hanging("▪ ", seg, width, &mut emit);
+            hanging("▪ ", seg, width, emit);
         }
-        return (lines, n);
+        return;
     }
     let source_lines = obs.lines().count();
     let folded =
@@ -537,7 +549,48 @@ pub fn observation_lines(
             wrap(line.trim_end(), width, &mut |l| emit("", l));
         }
     }
-    (lines, n)
+}
+
+/// The pane's `height` lines of `obs` from `scroll`, kept within the text (the last `height` lines when scrolled
+/// past its end), the first one's index and the line count, from one layout pass: the lines before `scroll`
+/// are kept in a ring of `height` reused strings in case the text ends before the pane is full.
+fn window_lines(
+    obs: &str,
+    width: usize,
+    scroll: usize,
+    height: usize,
+    pages: bool,
+    fold: bool,
+) -> (Vec<String>, usize, usize) {
+    let (mut from_scroll, mut ring) = (Vec::with_capacity(height), Vec::<String>::new());
+    let mut n = 0usize;
+    lay_out(obs, width, pages, fold, &mut |marker, l| {
+        if n >= scroll {
+            if from_scroll.len() < height {
+                from_scroll.push(format!("{marker}{l}"));
+            }
+        } else if height > 0 {
+            let slot = n % height;
+            if slot == ring.len() {
+                ring.push(String::new());
+            }
+            let kept = &mut ring[slot];
+            kept.clear();
+            kept.push_str(marker);
+            kept.push_str(l);
+        }
+        n += 1;
+    });
+    let skip = scroll.min(n.saturating_sub(height));
+    if skip == scroll {
+        return (from_scroll, skip, n);
+    }
+    // Scrolled past the end: lines `skip..` from the ring (it holds those before `scroll` or the end), then
+    // those from `scroll` on.
+    let before = scroll.min(n);
+    let mut lines: Vec<String> = (skip..before).map(|j| std::mem::take(&mut ring[j % height])).collect();
+    lines.extend(from_scroll);
+    (lines, skip, n)
 }
 
 /// Observations longer than this (bytes) are laid out lazily, so that a key costs the same whatever their size:
@@ -569,9 +622,7 @@ pub fn observation_window(
     fold: bool,
 ) -> ObservationWindow {
     let window = |text: &str, fold: bool, read: usize| {
-        let (_, total) = observation_lines(text, width, 0, 0, pages, fold);
-        let skip = scroll.min(total.saturating_sub(height));
-        let (lines, _) = observation_lines(text, width, skip, height, pages, fold);
+        let (lines, skip, total) = window_lines(text, width, scroll, height, pages, fold);
         ObservationWindow { lines, skip, total: Some(total), read }
     };
     if obs.len() <= LARGE_OBSERVATION {
@@ -839,6 +890,23 @@ mod tests {
         // A small one is laid out whole, as before.
         let small = observation_window("a [SEP] b", 78, 0, 10, true, true);
         assert_eq!((small.lines, small.total), (vec!["▪ a".to_string(), "▪ b".to_string()], Some(2)));
+    }
+
+    #[test]
+    fn one_pass_window_is_the_counted_windows_lines_at_every_scroll() {
+        let plain: String = (0..60).map(|i| format!("line {i} {}\n", "word ".repeat(i % 7))).collect();
+        let paged = "a b c d e f [SEP] gh [SEP] ij kl mn op [SEP] q";
+        for (text, pages, fold) in [(plain.as_str(), false, true), (&plain, false, false), (paged, true, true)] {
+            for height in [0, 1, 3, 10, 200] {
+                for scroll in [0, 1, 2, 5, 9, 30, 59, 75, 76, 80, 500] {
+                    let (_, total) = observation_lines(text, 12, 0, 0, pages, fold);
+                    let skip = scroll.min(total.saturating_sub(height));
+                    let (lines, _) = observation_lines(text, 12, skip, height, pages, fold);
+                    let one = window_lines(text, 12, scroll, height, pages, fold);
+                    assert_eq!(one, (lines, skip, total), "height {height}, scroll {scroll}, pages {pages}");
+                }
+            }
+        }
     }
 
     #[test]
