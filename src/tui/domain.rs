@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use crate::advantage::explain::{explain, Explanation};
 use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, AdvantageQuantiles, SliceStats, StatsBy};
 use crate::advantage::{
-    compute_grouped, group_keyed, group_lean, recompute, regroup, AdvantageOverrides, AdvantageSettings,
-    AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
+    compute_grouped, group_keyed, group_lean, recompute, regroup, unrecorded_states, AdvantageOverrides,
+    AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
 };
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
@@ -87,6 +87,9 @@ pub struct Derived {
     pub max_trainer_diff: Option<f64>,
     /// Why the grouping the settings ask for could not be made (its anchors' text could not be read back).
     pub read_error: Option<String>,
+    /// Under state anchors, the steps that record no state and so fell back to their anchor and step
+    /// ([`crate::advantage::unrecorded_states`]); 0 under the other modes.
+    pub state_fallbacks: usize,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
     /// Each bucket's episodes (indices), and the quantiles of their advantages: an appended part recomputes
@@ -148,6 +151,9 @@ impl Derived {
     /// appended part's, whatever the size of the run before it.
     fn take_in(&mut self, episodes: &[LeanEpisode], old_len: usize, (old_groups, old_anchor_groups): (usize, usize)) {
         self.group_names.extend(self.table.episode_groups[old_groups..].iter().map(|g| anchor_hash(&g.name)));
+        if self.settings.anchor == AnchorMode::State {
+            self.state_fallbacks += unrecorded_states(&episodes[old_len..]);
+        }
         count_step_group_sizes(&mut self.size_histogram, &self.table.anchor_groups[old_anchor_groups..]);
         let appended = compare_stored_over(episodes, &self.table, old_len..episodes.len());
         // The first largest difference stands, as `compare_stored` keeps it over the whole run.

@@ -423,6 +423,56 @@ fn settings_anchor_field_cycles_every_mode_and_the_status_bar_names_it() {
     assert_eq!(s.domain.settings.anchor, AnchorMode::State, "and back the other way");
 }
 
+/// Under state anchors the status bar counts the steps that record no state (they fall back to their anchor and
+/// step, as the command line's note says); it says nothing where every step records one, nor under other modes.
+#[test]
+fn the_status_bar_counts_the_steps_that_fall_back_from_state_anchors() {
+    use gigscope::advantage::AnchorMode;
+    let fixture = Path::new("tests/fixtures/tui/basic");
+    // The fixture's episodes with a state on every step but those of the first `bare` episodes.
+    let with_states = |bare: usize| {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(fixture.join("run.json"), tmp.path().join("run.json")).unwrap();
+        let text = std::fs::read_to_string(fixture.join("episodes.jsonl")).unwrap();
+        let mut out = String::new();
+        for (k, line) in text.lines().enumerate() {
+            let mut episode: serde_json::Value = serde_json::from_str(line).unwrap();
+            for (t, step) in episode["steps"].as_array_mut().unwrap().iter_mut().enumerate() {
+                if k >= bare {
+                    step["state"] = format!("state {t}").into();
+                }
+            }
+            out += &(episode.to_string() + "\n");
+        }
+        std::fs::write(tmp.path().join("episodes.jsonl"), out).unwrap();
+        tmp
+    };
+    let to_state = |s: &mut State| {
+        act(s, Action::Settings);
+        while s.ui.popup != Some(Popup::Settings { field: Field::Anchor }) {
+            act(s, Action::Down);
+        }
+        while s.domain.settings.anchor != AnchorMode::State {
+            act(s, Action::Right);
+        }
+        act(s, Action::Back);
+    };
+    let run = with_states(2);
+    let mut s = open(run.path(), Config::defaults(true).unwrap(), (160, 40)).unwrap().0;
+    assert!(!status_line(&s).contains("record no state"), "exact anchors: {}", status_line(&s));
+    to_state(&mut s);
+    let bare: usize = s.domain.episodes[..2].iter().map(|e| e.steps.len()).sum();
+    let steps = s.domain.derived.table.row_count();
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::State);
+    let said = format!("⚠ {bare} of {steps} steps record no state (grouped by anchor and step)");
+    assert!(status_line(&s).contains(&said), "{said:?} in {}", status_line(&s));
+    let run = with_states(0);
+    let mut s = open(run.path(), Config::defaults(true).unwrap(), (160, 40)).unwrap().0;
+    to_state(&mut s);
+    assert_eq!(s.domain.derived.settings.anchor, AnchorMode::State);
+    assert!(!status_line(&s).contains("record no state"), "every step records one: {}", status_line(&s));
+}
+
 /// The app's way of opening: an empty state at once, then the run as the watcher's first scan delivers it.
 #[test]
 fn a_run_read_in_the_background_fills_in_with_progress_and_takes_its_recorded_settings() {

@@ -97,6 +97,14 @@ pub(super) fn status_bar(state: &State, area: Rect, buf: &mut Buffer) {
             theme.warn(),
         ));
     }
+    let fallbacks = state.domain.derived.state_fallbacks;
+    if fallbacks > 0 {
+        // As the command line's note says it: under state anchors, these steps are keyed by anchor and step.
+        spans.push(Span::styled(
+            format!("⚠ {fallbacks} of {} steps record no state (grouped by anchor and step) · ", t.row_count()),
+            theme.warn(),
+        ));
+    }
     if !state.domain.run.notices.is_empty() {
         spans.push(Span::styled(
             format!("⚠ {} reader note(s), last in the overview · ", state.domain.run.notices.len()),
