@@ -151,6 +151,9 @@ pub fn advantages(
                     head.group
                 }
             }
+        } else if let Some(head) = plain_head(text) {
+            widths.fit(head.id.unwrap_or_default(), head.group);
+            head.group.to_owned()
         } else {
             let head = parse_json::<Head>(text)?;
             widths.fit(head.id.as_ref().and_then(serde_json::Value::as_str).unwrap_or_default(), &head.group);
@@ -235,6 +238,120 @@ pub fn advantages(
     })
 }
 
+/// A line's `group` and `id` (when it is a string) found without parsing the line, where that is simple: the line
+/// is an object whose top-level keys and `group` (and `id`, if present) are strings without escapes, each key
+/// once. `None` otherwise, for the line to be parsed as a [`Head`]. The rest of the line is skipped over, not
+/// checked: a line that is no episode is found broken by the second pass, which parses it whole (and counted
+/// the same: a broken line either way).
+fn plain_head(line: &str) -> Option<PlainHead<'_>> {
+    let b = line.as_bytes();
+    let mut i = skip_space(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    let (mut group, mut id) = (None, None);
+    i += 1;
+    loop {
+        let (key, after) = plain_string(line, skip_space(b, i))?;
+        i = skip_space(b, after);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_space(b, i + 1);
+        let field = match key {
+            "group" => Some(&mut group),
+            "id" => Some(&mut id),
+            _ => None,
+        };
+        i = match field {
+            Some(field) => {
+                if field.is_some() {
+                    return None;
+                }
+                let (value, after) = plain_string(line, i)?;
+                *field = Some(value);
+                after
+            }
+            None => skip_value(b, i)?,
+        };
+        i = skip_space(b, i);
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    (skip_space(b, i + 1) == b.len()).then_some(PlainHead { group: group?, id })
+}
+
+/// What [`plain_head`] finds.
+struct PlainHead<'a> {
+    group: &'a str,
+    id: Option<&'a str>,
+}
+
+fn skip_space(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The string that starts at `line[i]` (a quote) and where it ends, when nothing in it is escaped.
+fn plain_string(line: &str, i: usize) -> Option<(&str, usize)> {
+    let b = line.as_bytes();
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let end = i + 1 + memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+    (b[end] == b'"').then(|| (&line[i + 1..end], end + 1))
+}
+
+/// Where the string that starts at `b[i]` (a quote) ends, escapes and all.
+fn skip_string(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
+        if b[i] == b'"' {
+            return Some(i + 1);
+        }
+        i += 2;
+    }
+}
+
+/// Where the JSON value that starts at `b[i]` ends, found by its brackets and strings (not checked otherwise).
+fn skip_value(b: &[u8], mut i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            loop {
+                match *b.get(i)? {
+                    b'"' => {
+                        i = skip_string(b, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => Some(
+            b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .map_or(b.len(), |n| i + n),
+        ),
+    }
+}
+
 /// About what a lean episode holds, bytes.
 fn lean_bytes(episode: &LeanEpisode) -> usize {
     std::mem::size_of::<LeanEpisode>()
@@ -317,44 +434,58 @@ impl<W: Write> Ordered<W> {
         self.unrecorded_states += unrecorded_states(group.as_slice());
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
         for (e, line) in lines.into_iter().enumerate() {
-            match Done::of(episode_rows(&group, &table, e)) {
-                Some(done) => {
-                    self.done.insert(line, done);
-                }
-                None => {
-                    self.skipped.insert(line);
-                }
+            let mut rows = episode_rows(&group, &table, e).peekable();
+            if rows.peek().is_none() {
+                self.skipped.insert(line);
+            } else if self.front() == Some(line) {
+                // Its turn has come (a group's episodes mostly follow each other): written without waiting.
+                self.pending.pop_front();
+                self.write(g, rows)?;
+            } else if let Some(done) = Done::of(rows) {
+                self.done.insert(line, done);
             }
+        }
+        Ok(())
+    }
+
+    /// The first line whose rows are still to be written, lines with nothing to write passed over.
+    fn front(&mut self) -> Option<u64> {
+        while let Some(&line) = self.pending.front() {
+            if !self.skipped.contains(&line) {
+                return Some(line);
+            }
+            self.pending.pop_front();
+        }
+        None
+    }
+
+    /// Write the rows of an episode of group `g`, numbering its anchor groups as the whole-run table does.
+    fn write<'a>(&mut self, g: u32, rows: impl Iterator<Item = OutRow<'a>>) -> std::io::Result<()> {
+        // Every group that appeared before this one has had its first episode written already, so its count is
+        // known: the numbering is the whole-run table's.
+        let base = match self.base_of.get(&g) {
+            Some(&base) => base,
+            None => {
+                let base = self.next_base;
+                self.next_base += self.anchor_count[&g];
+                self.base_of.insert(g, base);
+                base
+            }
+        };
+        for mut row in rows {
+            row.step_group += base;
+            self.writer.row(&row)?;
         }
         Ok(())
     }
 
     /// Write every episode at the front of `pending` whose rows are done (or which was skipped), in file order.
     fn flush(&mut self) -> std::io::Result<()> {
-        while let Some(&line) = self.pending.front() {
-            if self.skipped.contains(&line) {
-                self.pending.pop_front();
-                continue;
-            }
+        while let Some(line) = self.front() {
             let Some(episode) = self.done.remove(&line) else { return Ok(()) };
             self.pending.pop_front();
             let g = self.group_of[&line];
-            // Every group that appeared before this one has had its first episode written already, so its
-            // count is known: the numbering is the whole-run table's.
-            let base = match self.base_of.get(&g) {
-                Some(&base) => base,
-                None => {
-                    let base = self.next_base;
-                    self.next_base += self.anchor_count[&g];
-                    self.base_of.insert(g, base);
-                    base
-                }
-            };
-            for row in &episode.rows {
-                let mut out = episode.out(row);
-                out.step_group += base;
-                self.writer.row(&out)?;
-            }
+            self.write(g, episode.rows.iter().map(|row| episode.out(row)))?;
         }
         Ok(())
     }
