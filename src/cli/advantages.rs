@@ -57,13 +57,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 },
             }
         }
-        None => {
-            let run = args.source.open_anchored(&args.run)?;
-            let (settings, table) = estimate(&run, &args.settings, &args.family)?;
-            note_lengths(&settings, &run.lengths);
-            let stdout = io::stdout().lock();
-            write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format)
+        None if crate::run::source::resolve_layout(&args.run, args.source.from, false)?
+            != crate::run::Layout::Gigscope =>
+        {
+            // A trainer's own layout: streamed where its groups can be computed alone, else read whole.
+            let stdout = BufWriter::new(io::stdout().lock());
+            match super::stream_layouts::advantages(
+                &args.run,
+                &args.source,
+                &args.settings,
+                &args.family,
+                stdout,
+                args.format,
+            ) {
+                Ok(Some((settings, streamed))) => {
+                    note_lengths(&settings, &streamed.lengths);
+                    Ok(())
+                }
+                Ok(None) => whole(&args)?,
+                Err(err) => match err.downcast::<io::Error>() {
+                    Ok(io) => Err(io),
+                    Err(other) => return Err(other),
+                },
+            }
         }
+        None => whole(&args)?,
     };
     match result {
         // `gigscope advantages RUN | head` is normal use, not an error.
@@ -71,6 +89,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(err) => Err(err).context("writing to standard output"),
         Ok(()) => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The run read whole, its advantages computed (an error where they cannot be) and written (what writing gave):
+/// the estimators of GiGPO's successors, and runs whose episode groups cannot be computed alone.
+fn whole(args: &Args) -> anyhow::Result<io::Result<()>> {
+    let run = args.source.open_anchored(&args.run)?;
+    let (settings, table) = estimate(&run, &args.settings, &args.family)?;
+    note_lengths(&settings, &run.lengths);
+    let stdout = io::stdout().lock();
+    Ok(write_rows(BufWriter::new(stdout), &run.episodes, &table, args.format))
 }
 
 /// Under DEPO's α₁ term, whether its tokens per step were counted from the token store or estimated, on stderr.

@@ -108,6 +108,14 @@ impl SettingsFlags {
 
     /// Flags over the run's recorded settings over the defaults, checked.
     pub fn resolve(&self, run: &Run) -> anyhow::Result<AdvantageSettings> {
+        let mut facts = EpisodeFacts::default();
+        facts.add(&run.episodes);
+        self.resolve_with(run, &facts)
+    }
+
+    /// [`Self::resolve`] for a run whose episodes are not held (`run.episodes` is not looked at): what the checks
+    /// need of them is in `facts`, counted as they were streamed by.
+    pub(super) fn resolve_with(&self, run: &Run, facts: &EpisodeFacts) -> anyhow::Result<AdvantageSettings> {
         let recorded = run.meta.as_ref().and_then(|m| m.advantage.as_ref());
         if let Some(recorded) = recorded {
             recorded
@@ -118,17 +126,40 @@ impl SettingsFlags {
         let base = recorded.map_or_else(AdvantageSettings::default, |r| r.apply(AdvantageSettings::default()));
         let settings = self.overrides()?.apply(base);
         settings.validate().with_context(|| format!("advantage settings for {}", run.dir.display()))?;
-        check_reward_weights(&settings, run)?;
-        check_page_anchors(&settings, run)?;
-        note_state_fallbacks(&settings, run);
+        check_reward_weights(&settings, run, facts)?;
+        check_page_anchors(&settings, run, facts)?;
+        note_unrecorded_states(&settings, &run.dir, facts.unrecorded_states, facts.steps);
         Ok(settings)
+    }
+}
+
+/// What checking the settings needs to know of a run's episodes, counted episode by episode.
+#[derive(Debug, Default)]
+pub(super) struct EpisodeFacts {
+    any: bool,
+    pages_recorded: bool,
+    /// The reward functions of the first episode that records them.
+    reward_names: Option<Vec<String>>,
+    steps: usize,
+    unrecorded_states: usize,
+}
+
+impl EpisodeFacts {
+    pub(super) fn add(&mut self, episodes: &[crate::run::Episode]) {
+        self.any |= !episodes.is_empty();
+        self.pages_recorded |= episodes.iter().any(|e| e.steps.iter().any(|s| s.page.is_some()));
+        if self.reward_names.is_none() {
+            self.reward_names = episodes.iter().find_map(trl::reward_names);
+        }
+        self.steps += episodes.iter().map(|e| e.steps.len()).sum::<usize>();
+        self.unrecorded_states += crate::advantage::unrecorded_states(episodes);
     }
 }
 
 /// Page anchors are an environment's (WebShop's page types): a run whose environment has none, and whose steps
 /// record none, has nothing to group by.
-fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
-    let pages_recorded = run.episodes.iter().any(|e| e.steps.iter().any(|s| s.page.is_some()));
+fn check_page_anchors(settings: &AdvantageSettings, run: &Run, facts: &EpisodeFacts) -> anyhow::Result<()> {
+    let pages_recorded = facts.pages_recorded;
     let no_page_anchor = crate::env_registry::page_anchor(run).is_none();
     if settings.anchor == crate::advantage::AnchorMode::Page && no_page_anchor && !pages_recorded {
         let env = run.meta.as_ref().and_then(|m| m.env.as_deref()).unwrap_or("not recorded");
@@ -142,13 +173,8 @@ fn check_page_anchors(settings: &AdvantageSettings, run: &Run) -> anyhow::Result
 }
 
 /// State anchors group by the state each step records; steps that record none (runs of other trainers, or
-/// recorded before gigscope kept it) are grouped by anchor and step, and the user is told how many.
-fn note_state_fallbacks(settings: &AdvantageSettings, run: &Run) {
-    let steps = run.episodes.iter().map(|e| e.steps.len()).sum();
-    note_unrecorded_states(settings, &run.dir, crate::advantage::unrecorded_states(run.episodes.as_slice()), steps);
-}
-
-/// [`note_state_fallbacks`] from the counts: `unrecorded` of the `steps` of the run in `dir` record no state.
+/// recorded before gigscope kept it) are grouped by anchor and step, and the user is told how many: `unrecorded`
+/// of the `steps` of the run in `dir` record no state.
 pub(super) fn note_unrecorded_states(settings: &AdvantageSettings, dir: &Path, unrecorded: usize, steps: usize) {
     if settings.anchor == crate::advantage::AnchorMode::State && unrecorded > 0 {
         eprintln!(
@@ -160,11 +186,11 @@ pub(super) fn note_unrecorded_states(settings: &AdvantageSettings, dir: &Path, u
 
 /// TRL refuses reward weights whose number differs from the number of reward functions; so does gigscope,
 /// against the reward functions the run's first episode records (one reward where none are recorded).
-fn check_reward_weights(settings: &AdvantageSettings, run: &Run) -> anyhow::Result<()> {
+fn check_reward_weights(settings: &AdvantageSettings, run: &Run, facts: &EpisodeFacts) -> anyhow::Result<()> {
     let (Some(weights), Some(_)) = (settings.reward_weights, settings.scale_rewards) else { return Ok(()) };
-    let names = run.episodes.iter().find_map(trl::reward_names);
+    let names = &facts.reward_names;
     let expected = names.as_ref().map_or(1, Vec::len);
-    if weights.len() != expected && !run.episodes.is_empty() {
+    if weights.len() != expected && facts.any {
         let what = match &names {
             Some(names) => format!("{} reward functions ({})", names.len(), names.join(", ")),
             None => "one reward per episode (no per-function rewards recorded)".to_string(),

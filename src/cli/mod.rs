@@ -20,6 +20,7 @@ mod source;
 mod state;
 mod stats;
 mod stream;
+mod stream_layouts;
 mod tokens;
 mod train;
 mod train_ray;

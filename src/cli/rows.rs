@@ -192,6 +192,10 @@ impl<W: Write> RowWriter<W> {
     }
 
     pub(super) fn finish(mut self) -> io::Result<()> {
+        self.flush()
+    }
+
+    pub(super) fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 }

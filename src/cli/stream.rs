@@ -22,7 +22,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::rows::{episode_rows, Format, OutRow, RowWriter, TableWidths};
-use crate::advantage::{compute_grouped, group_lean, unrecorded_states, AdvantageSettings};
+use crate::advantage::{
+    compute_grouped, group_lean, unrecorded_states, AdvantageSettings, AdvantageTable, EngineInput,
+};
 use crate::run::text_on_disk::{LeanEpisode, LeanStep};
 use crate::run::tokens::{count_lengths, Lengths, TokenStore};
 use crate::run::LeanReading;
@@ -173,20 +175,11 @@ pub fn advantages(
 
     // Pass 2: episodes, group by group as each completes; rows out in file order.
     let mut streaming = Streaming {
-        out: Ordered {
-            writer: RowWriter::new(out, format, widths)?,
-            pending: line_group.iter().map(|&(line, _)| line).collect(),
-            group_of: line_group.iter().copied().collect(),
-            done: HashMap::new(),
-            skipped: HashSet::new(),
-            anchor_count: HashMap::new(),
-            base_of: HashMap::new(),
-            next_base: 0,
-            tokens: TokenStore::open(dir)?,
-            lengths: Lengths::default(),
-            steps: 0,
-            unrecorded_states: 0,
-        },
+        out: Ordered::new(
+            RowWriter::new(out, format, widths)?,
+            line_group.iter().copied(),
+            Some(TokenStore::open(dir)?),
+        ),
         settings,
         lines_of_group,
         open: HashMap::new(),
@@ -228,8 +221,7 @@ pub fn advantages(
         streaming.out.complete(g, members, settings)?;
     }
     let Streaming { mut out, broken, .. } = streaming;
-    out.flush()?;
-    out.writer.finish()?;
+    out.finish()?;
     Ok(Streamed {
         broken_lines: broken,
         lengths: out.lengths,
@@ -396,7 +388,7 @@ impl<W: Write> Streaming<'_, W> {
 }
 
 /// Rows computed group by group, written in file order.
-struct Ordered<W: Write> {
+pub(super) struct Ordered<W: Write> {
     writer: RowWriter<W>,
     /// Lines whose rows are still to be written, in file order.
     pending: VecDeque<u64>,
@@ -411,14 +403,41 @@ struct Ordered<W: Write> {
     next_base: u32,
     /// The run's token store, whose counts replace the recorded response lengths of each group's episodes
     /// ([`count_lengths`]), and how many it counted.
-    tokens: TokenStore,
-    lengths: Lengths,
+    tokens: Option<TokenStore>,
+    pub(super) lengths: Lengths,
     /// Steps computed, and those of them that record no state.
-    steps: usize,
-    unrecorded_states: usize,
+    pub(super) steps: usize,
+    pub(super) unrecorded_states: usize,
 }
 
 impl<W: Write> Ordered<W> {
+    /// Rows to be written by `writer` for the episodes at `positions` (each with its group), in that order.
+    pub(super) fn new(
+        writer: RowWriter<W>,
+        positions: impl Iterator<Item = (u64, u32)> + Clone,
+        tokens: Option<TokenStore>,
+    ) -> Self {
+        Ordered {
+            writer,
+            pending: positions.clone().map(|(line, _)| line).collect(),
+            group_of: positions.collect(),
+            done: HashMap::new(),
+            skipped: HashSet::new(),
+            anchor_count: HashMap::new(),
+            base_of: HashMap::new(),
+            next_base: 0,
+            tokens,
+            lengths: Lengths::default(),
+            steps: 0,
+            unrecorded_states: 0,
+        }
+    }
+
+    /// The token store whose counts replace the recorded response lengths, if the run has one.
+    pub(super) fn tokens(&self) -> Option<&TokenStore> {
+        self.tokens.as_ref()
+    }
+
     /// Episode group `g` is complete: compute its table alone and keep its rows until their turn. Fails only
     /// when a similarity grouping cannot read the anchors back (the file changed meanwhile).
     fn complete(
@@ -428,13 +447,28 @@ impl<W: Write> Ordered<W> {
         settings: &AdvantageSettings,
     ) -> anyhow::Result<()> {
         let (lines, mut group): (Vec<u64>, Vec<LeanEpisode>) = members.into_iter().unzip();
-        self.lengths.add(count_lengths(&self.tokens, &mut group));
+        if let Some(tokens) = &self.tokens {
+            self.lengths.add(count_lengths(tokens, &mut group));
+        }
         let table = compute_grouped(&group, &group_lean(&group, settings.anchor)?, settings);
+        self.take_table(g, &lines, group.as_slice(), &table)?;
+        Ok(())
+    }
+
+    /// Group `g`'s episodes `input`, at `lines`, are complete and `table` is theirs: their rows are written once
+    /// their turn has come (at once where it has), kept as numbers until then.
+    pub(super) fn take_table<I: EngineInput + ?Sized>(
+        &mut self,
+        g: u32,
+        lines: &[u64],
+        input: &I,
+        table: &AdvantageTable,
+    ) -> std::io::Result<()> {
         self.steps += table.row_count();
-        self.unrecorded_states += unrecorded_states(group.as_slice());
+        self.unrecorded_states += unrecorded_states(input);
         self.anchor_count.insert(g, table.anchor_groups.len() as u32);
-        for (e, line) in lines.into_iter().enumerate() {
-            let mut rows = episode_rows(&group, &table, e).peekable();
+        for (e, &line) in lines.iter().enumerate() {
+            let mut rows = episode_rows(input, table, e).peekable();
             if rows.peek().is_none() {
                 self.skipped.insert(line);
             } else if self.front() == Some(line) {
@@ -446,6 +480,12 @@ impl<W: Write> Ordered<W> {
             }
         }
         Ok(())
+    }
+
+    /// Every row written: what is still kept, then the writer's buffer.
+    pub(super) fn finish(&mut self) -> std::io::Result<()> {
+        self.flush()?;
+        self.writer.flush()
     }
 
     /// The first line whose rows are still to be written, lines with nothing to write passed over.
@@ -480,7 +520,7 @@ impl<W: Write> Ordered<W> {
     }
 
     /// Write every episode at the front of `pending` whose rows are done (or which was skipped), in file order.
-    fn flush(&mut self) -> std::io::Result<()> {
+    pub(super) fn flush(&mut self) -> std::io::Result<()> {
         while let Some(line) = self.front() {
             let Some(episode) = self.done.remove(&line) else { return Ok(()) };
             self.pending.pop_front();

@@ -1,8 +1,9 @@
-//! `gigscope validate` and `gigscope convert` stream every layout (issue 28 item 8): their memory grows with
-//! a part of the run, not with the run. Both once read the whole run first (a 105 MB verl dump took 1.9 GB to
-//! validate), and every output test still passed, because the output was right. This test measures the real
-//! binary's peak resident memory on runs of the two shapes that cost the most per byte: a gigscope run of many
-//! short episodes, and a verl dump (one row per step, in step files).
+//! `gigscope validate`, `gigscope convert` and `gigscope advantages` stream every layout (issue 28 item 8): their
+//! memory grows with a part of the run, not with the run. Each once read the whole run first (a 105 MB verl dump
+//! took 1.9 GB to validate), and every output test still passed, because the output was right. This test
+//! measures the real binary's peak resident memory on runs of the shapes that cost the most per byte: a gigscope
+//! run of many short episodes, a verl dump (one row per step, in step files) and a TRL log (one row per
+//! completion, in parquet files).
 
 // `ru_maxrss` is in KiB on Linux, and `peak_of` relies on Linux's child subreapers.
 #![cfg(target_os = "linux")]
@@ -75,12 +76,70 @@ fn write_verl_dump(dir: &Path, steps: usize) -> u64 {
     bytes
 }
 
-/// `gigscope COMMAND DIR` (with `--out OUT` for convert), run as [`peak_of`] runs it: it must succeed. Its peak
-/// resident memory, KiB.
+/// A TRL completions log of `steps` step files of 8,000 rows (`completions/completions_{step:05}.parquet`, written
+/// with parquet's own writer, uncompressed: a prompt shared by each group of 8 rows, a completion of about
+/// 600 bytes, a reward and TRL's advantage). Its bytes.
+fn write_trl_log(dir: &Path, steps: usize) -> u64 {
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType};
+    use parquet::file::writer::SerializedFileWriter;
+    let completions = dir.join("completions");
+    std::fs::create_dir_all(&completions).expect("dir");
+    let schema = std::sync::Arc::new(
+        parquet::schema::parser::parse_message_type(
+            "message schema { REQUIRED BYTE_ARRAY prompt (UTF8); REQUIRED BYTE_ARRAY completion (UTF8); \
+             REQUIRED DOUBLE accuracy; REQUIRED DOUBLE advantage; }",
+        )
+        .expect("schema"),
+    );
+    let mut bytes = 0;
+    for step in 1..=steps {
+        let path = completions.join(format!("completions_{step:05}.parquet"));
+        let rows = 8_000;
+        let prompts: Vec<ByteArray> = (0..rows)
+            .map(|r| format!("step {step} prompt {} {}", r / 8, "add two numbers ".repeat(8)).into_bytes().into())
+            .collect();
+        let answers: Vec<ByteArray> = (0..rows)
+            .map(|r| {
+                format!("row {r}: the answer is {} {}", r % 7, "because I added them ".repeat(28)).into_bytes().into()
+            })
+            .collect();
+        let rewards: Vec<f64> = (0..rows).map(|r| (r % 3 == 0) as u8 as f64).collect();
+        let file = std::fs::File::create(&path).expect("step file");
+        let mut writer = SerializedFileWriter::new(file, schema.clone(), Default::default()).expect("writer");
+        let mut group = writer.next_row_group().expect("row group");
+        let mut index = 0;
+        while let Some(mut column) = group.next_column().expect("column") {
+            match index {
+                0 => column.typed::<ByteArrayType>().write_batch(&prompts, None, None),
+                1 => column.typed::<ByteArrayType>().write_batch(&answers, None, None),
+                _ => column.typed::<DoubleType>().write_batch(&rewards, None, None),
+            }
+            .expect("column written");
+            column.close().expect("column closed");
+            index += 1;
+        }
+        group.close().expect("row group closed");
+        writer.close().expect("file closed");
+        bytes += std::fs::metadata(&path).expect("step file").len();
+    }
+    // Files written a minute ago: not taken for files still being written.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for step in 1..=steps {
+        let path = completions.join(format!("completions_{step:05}.parquet"));
+        std::fs::File::options().write(true).open(&path).and_then(|f| f.set_modified(old)).expect("mtime");
+    }
+    bytes
+}
+
+/// `gigscope COMMAND DIR` (with `--out OUT` for convert, `--format jsonl` for advantages), run as [`peak_of`]
+/// runs it: it must succeed. Its peak resident memory, KiB.
 fn peak(command: &str, dir: &Path, out: &Path, stderr: &Path) -> u64 {
     let mut args: Vec<&OsStr> = vec![command.as_ref(), dir.as_os_str()];
     if command == "convert" {
         args.extend([OsStr::new("--out"), out.as_os_str()]);
+    }
+    if command == "advantages" {
+        args.extend([OsStr::new("--format"), OsStr::new("jsonl")]);
     }
     let (status, peak_kib) = peak_of(&args, stderr);
     let said = std::fs::read_to_string(stderr).unwrap_or_default();
@@ -88,11 +147,10 @@ fn peak(command: &str, dir: &Path, out: &Path, stderr: &Path) -> u64 {
     peak_kib
 }
 
-/// `validate RUN` and `convert RUN --out …` on `run` (of `bytes`) peak within the bound over the same
-/// commands on `small`.
-fn streams(tmp: &Path, what: &str, small: &Path, run: &Path, bytes: u64) {
+/// `commands` on `run` (of `bytes`) peak within the bound over the same commands on `small`.
+fn streams(tmp: &Path, what: &str, small: &Path, run: &Path, bytes: u64, commands: &[&str]) {
     let stderr = tmp.join("stderr");
-    for command in ["validate", "convert"] {
+    for &command in commands {
         let baseline_kib = peak(command, small, &tmp.join("small-copy"), &stderr);
         let peak_kib = peak(command, run, &tmp.join("copy"), &stderr);
         let bound_kib = baseline_kib + (bytes as f64 / 1024.0 * FILE_SHARE) as u64 + SLACK_KIB;
@@ -124,15 +182,25 @@ fn validate_and_convert_stream_a_run_of_short_episodes() {
     let bytes = write_short_episodes(&run, 48_000);
     write_short_episodes(&small, 16);
     assert!(bytes > 40 << 20, "large enough that holding it is unmistakable: {bytes} bytes");
-    streams(tmp.path(), "a run of short episodes", &small, &run, bytes);
+    streams(tmp.path(), "a run of short episodes", &small, &run, bytes, &["validate", "convert"]);
 }
 
 #[test]
-fn validate_and_convert_stream_a_verl_dump() {
+fn validate_convert_and_advantages_stream_a_verl_dump() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (run, small) = (tmp.path().join("dump"), tmp.path().join("small"));
     let bytes = write_verl_dump(&run, 24);
     write_verl_dump(&small, 1);
     assert!(bytes > 40 << 20, "large enough that holding it is unmistakable: {bytes} bytes");
-    streams(tmp.path(), "a verl dump", &small, &run, bytes);
+    streams(tmp.path(), "a verl dump", &small, &run, bytes, &["validate", "convert", "advantages"]);
+}
+
+#[test]
+fn validate_and_advantages_stream_a_trl_log() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (run, small) = (tmp.path().join("log"), tmp.path().join("small"));
+    let bytes = write_trl_log(&run, 10);
+    write_trl_log(&small, 1);
+    assert!(bytes > 40 << 20, "large enough that holding it is unmistakable: {bytes} bytes");
+    streams(tmp.path(), "a TRL log", &small, &run, bytes, &["validate", "advantages"]);
 }

@@ -1,0 +1,171 @@
+//! `gigscope advantages` on a run of a trainer's own layout (a verl dump, a TRL log, ...) without holding the
+//! run: memory grows with the episodes of the groups still open (a group's episodes follow each other within
+//! a step file in these layouts, so about a part of the run) and a few bytes per episode, not with the run.
+//!
+//! Two passes through [`Run::stream_as`], as [`super::stream`] makes over a gigscope run's lines: the first
+//! counts each episode group's episodes (and each iteration's), the table's widths, the groups' sizes for the
+//! partial-group report and what checking the settings needs ([`EpisodeFacts`]); the second holds the episodes
+//! of each unit still open, computes a unit's table as soon as its last episode has come, and writes rows in
+//! the order the episodes came. A unit is an episode group, which never influences another, or under TRL's
+//! batch statistics (`scale_rewards = batch`, or `normalize_then_sum`) a whole iteration, TRL's batch. The
+//! whole read is taken instead (`None`) where a unit could not be computed alone: an estimator of GiGPO's
+//! successors, or batch statistics over a run whose groups span iterations.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use super::flags::{EpisodeFacts, SettingsFlags};
+use super::rows::{Format, RowWriter, TableWidths};
+use super::source::SourceFlags;
+use super::stream::{Ordered, Streamed};
+use crate::advantage::{compute, AdvantageSettings, Aggregation, AnchorMode, ScaleRewards};
+use crate::run::tokens::{count_lengths, TokenStore};
+use crate::run::{Episode, GroupSizes, Run, RunMeta};
+
+/// What the first pass counts.
+#[derive(Default)]
+struct Census {
+    /// Group → its number and its first episode's iteration; iteration → its number.
+    groups: HashMap<String, (u32, i64)>,
+    iterations: HashMap<i64, u32>,
+    /// Each episode's group and iteration numbers, in the order they came.
+    of_episode: Vec<(u32, u32)>,
+    group_episodes: Vec<u32>,
+    iteration_episodes: Vec<u32>,
+    /// Some group has episodes in two iterations.
+    spans_iterations: bool,
+    widths: TableWidths,
+    sizes: GroupSizes,
+    facts: EpisodeFacts,
+}
+
+impl Census {
+    fn add(&mut self, episodes: &[Episode]) {
+        self.facts.add(episodes);
+        for episode in episodes {
+            self.widths.fit(&episode.id, &episode.group);
+            self.sizes.add(&episode.group, episode.iteration);
+            let next = self.iterations.len() as u32;
+            let it = *self.iterations.entry(episode.iteration).or_insert(next);
+            if it as usize == self.iteration_episodes.len() {
+                self.iteration_episodes.push(0);
+            }
+            self.iteration_episodes[it as usize] += 1;
+            let g = match self.groups.get(&episode.group) {
+                Some(&(g, iteration)) => {
+                    self.spans_iterations |= iteration != episode.iteration;
+                    g
+                }
+                None => {
+                    let g = self.groups.len() as u32;
+                    self.groups.insert(episode.group.clone(), (g, episode.iteration));
+                    self.group_episodes.push(0);
+                    g
+                }
+            };
+            self.group_episodes[g as usize] += 1;
+            self.of_episode.push((g, it));
+        }
+    }
+}
+
+/// Whether `settings` compute an episode group's advantages from its iteration's (TRL's batch statistics).
+fn batch_coupled(settings: &AdvantageSettings) -> bool {
+    settings.scale_rewards.is_some()
+        && (settings.scale_rewards == Some(ScaleRewards::Batch)
+            || settings.aggregation == Aggregation::NormalizeThenSum)
+}
+
+/// Write the advantages of the run in `dir` (read as `source` says) under `flags` to `out` in `format`,
+/// streamed; the run's problems on stderr as the whole read reports them. `None` before anything is written
+/// where the run must be read whole (see the module's comment).
+pub fn advantages(
+    dir: &Path,
+    source: &SourceFlags,
+    flags: &SettingsFlags,
+    family: &super::flags::FamilyFlags,
+    out: impl Write,
+    format: Format,
+) -> anyhow::Result<Option<(AdvantageSettings, Streamed)>> {
+    let options = source.options();
+    let mut census = Census::default();
+    let run = Run::stream_as(dir, source.from, &options, |_, episodes| census.add(&episodes))?;
+    if super::estimate::chosen_family(&run, flags, family)?.is_some() {
+        return Ok(None);
+    }
+    let settings = flags.resolve_with(&run, &census.facts)?;
+    let by_iteration = batch_coupled(&settings);
+    if by_iteration && census.spans_iterations {
+        return Ok(None);
+    }
+    let recorded = run.meta.as_ref().map(RunMeta::group_sizes).unwrap_or_default();
+    super::source::report(dir, &run, &census.sizes.partial(&recorded));
+
+    let Census { of_episode, group_episodes, iteration_episodes, widths, .. } = census;
+    let unit_of = move |(g, it): (u32, u32)| if by_iteration { it } else { g };
+    let mut left = if by_iteration { iteration_episodes } else { group_episodes };
+    let tokens = match TokenStore::open(dir) {
+        Ok(store) => Some(store),
+        Err(err) => {
+            eprintln!("warning: response lengths not counted: {err}");
+            None
+        }
+    };
+    let positions = of_episode.iter().enumerate().map(|(p, &units)| (p as u64, unit_of(units)));
+    let mut ordered = Ordered::new(RowWriter::new(out, format, widths)?, positions, tokens);
+    let mut open: HashMap<u32, Vec<(u64, Episode)>> = HashMap::new();
+    let mut position = 0usize;
+    let mut failure: Option<anyhow::Error> = None;
+    let pages = settings.anchor == AnchorMode::Page;
+    let complete = |ordered: &mut Ordered<_>, unit: u32, members: Vec<(u64, Episode)>| -> anyhow::Result<()> {
+        let (lines, mut episodes): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
+        if let Some(tokens) = ordered.tokens() {
+            let counted = count_lengths(tokens, &mut episodes);
+            ordered.lengths.add(counted);
+        }
+        let table = compute(&episodes, &settings);
+        ordered.take_table(unit, &lines, episodes.as_slice(), &table)?;
+        Ok(ordered.flush()?)
+    };
+    Run::stream_as(dir, source.from, &options, |run, mut episodes| {
+        if failure.is_some() {
+            return;
+        }
+        if pages {
+            crate::env::fill_page_anchors(&mut episodes, crate::env_registry::page_anchor(run));
+        }
+        for episode in episodes {
+            // The run changed between the passes: what the first did not see is left out.
+            let Some(&units) = of_episode.get(position) else { return };
+            let unit = unit_of(units);
+            open.entry(unit).or_default().push((position as u64, episode));
+            position += 1;
+            left[unit as usize] -= 1;
+            if left[unit as usize] == 0 {
+                let members = open.remove(&unit).unwrap_or_default();
+                if let Err(err) = complete(&mut ordered, unit, members) {
+                    failure = Some(err);
+                    return;
+                }
+            }
+        }
+    })?;
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    // Units with episodes the second pass did not find (the run changed meanwhile), without them.
+    let mut rest: Vec<(u32, Vec<(u64, Episode)>)> = open.drain().collect();
+    rest.sort_by_key(|(unit, _)| *unit);
+    for (unit, members) in rest {
+        complete(&mut ordered, unit, members)?;
+    }
+    ordered.finish()?;
+    let streamed = Streamed {
+        broken_lines: run.errors.len(),
+        lengths: std::mem::take(&mut ordered.lengths),
+        steps: ordered.steps,
+        unrecorded_states: ordered.unrecorded_states,
+    };
+    Ok(Some((settings, streamed)))
+}
