@@ -109,8 +109,9 @@ fn note_lengths(settings: &AdvantageSettings, lengths: &Lengths) {
 }
 
 /// The settings to stream `args`' run with and the reading that takes its episodes in lean form (with its
-/// environment's page anchor), or `None` when it must be read whole: another layout, a successor estimator
-/// (asked for, or the one the run was trained with), or TRL's batch scaling (which couple episode groups).
+/// environment's page anchor), or `None` when it is not streamed so: another layout (streamed by
+/// [`super::stream_layouts`]), a successor estimator (asked for, or the one the run was trained with), or TRL's
+/// scaling (read whole).
 fn streamable(args: &Args) -> anyhow::Result<Option<(AdvantageSettings, LeanReading)>> {
     let layout = crate::run::source::resolve_layout(&args.run, args.source.from, false)?;
     if layout != crate::run::Layout::Gigscope {

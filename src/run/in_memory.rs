@@ -355,26 +355,35 @@ pub struct PartialGroup {
     pub group: String,
     pub iteration: i64,
     pub episodes: usize,
-    /// The group size the trainer recorded (the smallest of those recorded above `episodes`).
+    /// The group size the trainer recorded (the smallest of those recorded above `episodes`), or where it
+    /// recorded none, the size of most groups of the iteration (`recorded` false).
     pub expected: usize,
+    pub recorded: bool,
 }
 
 impl std::fmt::Display for PartialGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let of = if self.recorded {
+            "its trainer plays per group (run.json)"
+        } else {
+            "of most groups of its iteration (run.json records no group size)"
+        };
         write!(
             f,
-            "group {} (iteration {}) has {} of the {} episodes its trainer plays per group (run.json): partial \
-             (its writer stopped part-way), not a smaller complete group",
+            "group {} (iteration {}) has {} of the {} episodes {of}: partial (its writer stopped part-way), not a \
+             smaller complete group",
             self.group, self.iteration, self.episodes, self.expected
         )
     }
 }
 
-/// The partial groups among `episodes` (each episode's group and iteration) of a run whose trainer recorded
-/// the sizes of its groups (`group_sizes`: [`RunMeta::group_sizes`]): the groups of an iteration >= 1 whose
-/// size is none of those recorded and below the largest. Iteration 0 (episodes played by hand, groups of any
-/// size) is left out, and a run that records no sizes has none: a smaller group is only taken for a cut one
-/// where the trainer said how large its groups are.
+/// The partial groups among `episodes` (each episode's group and iteration): where the trainer recorded the
+/// sizes of its groups (`group_sizes`: [`RunMeta::group_sizes`]), the groups of an iteration >= 1 whose size is
+/// none of those recorded and below the largest; where it recorded none, the groups of an iteration >= 1
+/// smaller than the iteration's usual size: the size most of its groups have, when at least two groups have it
+/// and no other size as many (a trainer plays its groups of an iteration alike; an iteration of one group, or
+/// of two sizes as common, says nothing). Iteration 0 (episodes played by hand, groups of any size) is left
+/// out.
 pub fn partial_groups<'a>(
     episodes: impl IntoIterator<Item = (&'a str, i64)>,
     group_sizes: &[usize],
@@ -415,20 +424,51 @@ impl GroupSizes {
         self.groups.is_empty()
     }
 
-    /// The partial groups under the recorded `group_sizes` ([`partial_groups`]), in order of first appearance.
+    /// The partial groups under the recorded `group_sizes` (none recorded: the iterations' usual sizes;
+    /// [`partial_groups`]), in order of first appearance.
     pub fn partial(&self, group_sizes: &[usize]) -> Vec<PartialGroup> {
-        let Some(&largest) = group_sizes.iter().max() else { return Vec::new() };
-        let mut partial: Vec<(usize, PartialGroup)> = self
-            .groups
-            .iter()
-            .filter(|&(_, &(_, iteration, size))| iteration != 0 && size < largest && !group_sizes.contains(&size))
-            .map(|(group, &(order, iteration, episodes))| {
-                let expected = group_sizes.iter().copied().filter(|&s| s > episodes).min().unwrap_or(largest);
-                (order, PartialGroup { group: group.clone(), iteration, episodes, expected })
-            })
-            .collect();
+        let counted = self.groups.iter().filter(|&(_, &(_, iteration, _))| iteration != 0);
+        let mut partial: Vec<(usize, PartialGroup)> = match group_sizes.iter().max() {
+            Some(&largest) => counted
+                .filter(|&(_, &(_, _, size))| size < largest && !group_sizes.contains(&size))
+                .map(|(group, &(order, iteration, episodes))| {
+                    let expected = group_sizes.iter().copied().filter(|&s| s > episodes).min().unwrap_or(largest);
+                    (order, PartialGroup { group: group.clone(), iteration, episodes, expected, recorded: true })
+                })
+                .collect(),
+            None => {
+                let usual = self.usual_sizes();
+                counted
+                    .filter_map(|(group, &(order, iteration, episodes))| {
+                        let expected = *usual.get(&iteration)?;
+                        let group =
+                            PartialGroup { group: group.clone(), iteration, episodes, expected, recorded: false };
+                        (episodes < expected).then_some((order, group))
+                    })
+                    .collect()
+            }
+        };
         partial.sort_by_key(|(order, _)| *order);
         partial.into_iter().map(|(_, group)| group).collect()
+    }
+}
+
+impl GroupSizes {
+    /// Each iteration's usual group size, where it has one ([`partial_groups`]).
+    fn usual_sizes(&self) -> std::collections::HashMap<i64, usize> {
+        let mut counts: std::collections::HashMap<i64, std::collections::HashMap<usize, usize>> = Default::default();
+        for &(_, iteration, size) in self.groups.values() {
+            *counts.entry(iteration).or_default().entry(size).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .filter_map(|(iteration, sizes)| {
+                let most = *sizes.values().max()?;
+                let mut usual = sizes.iter().filter(|&(_, &n)| n == most).map(|(&size, _)| size);
+                let size = usual.next()?;
+                (most >= 2 && usual.next().is_none()).then_some((iteration, size))
+            })
+            .collect()
     }
 }
 

@@ -134,6 +134,44 @@ fn a_group_cut_short_by_a_stopped_writer_is_partial_not_a_smaller_group() {
 }
 
 #[test]
+fn without_a_recorded_group_size_a_group_smaller_than_its_iterations_usual_size_is_partial() {
+    // No run.json: iteration 1's groups are mostly of 4, so its group of 2 was cut short; iteration 2's two
+    // groups of unequal size, and iteration 3's two sizes each twice, say nothing; iteration 0 is left out.
+    let dir = run_of(&[
+        ("p", 0, 1),
+        ("q", 0, 3),
+        ("q2", 0, 3),
+        ("a", 1, 4),
+        ("b", 1, 4),
+        ("c", 1, 2),
+        ("d", 1, 5),
+        ("e", 2, 4),
+        ("f", 2, 3),
+        ("g", 3, 4),
+        ("h", 3, 4),
+        ("i", 3, 2),
+        ("j", 3, 2),
+    ]);
+    let out = gigscope(&["validate", path(dir.path())]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let problems = stderr(&out);
+    assert!(
+        problems.contains("group c (iteration 1) has 2 of the 4 episodes of most groups of its iteration"),
+        "{problems}"
+    );
+    for other in ["group p ", "group d ", "group f ", "group i ", "group j "] {
+        assert!(!problems.contains(other), "{other}: {problems}");
+    }
+    assert!(stdout(&out).contains("partial groups   1"), "{}", stdout(&out));
+    // The library's count, as stats and the TUI take it.
+    let groups = [("a", 1), ("a", 1), ("b", 1), ("b", 1), ("c", 1)];
+    let partial = partial_groups(groups.iter().copied(), &[]);
+    assert_eq!(partial.len(), 1, "{partial:?}");
+    assert_eq!((partial[0].group.as_str(), partial[0].episodes, partial[0].expected), ("c", 1, 2));
+    assert!(!partial[0].recorded);
+}
+
+#[test]
 fn a_trl_file_that_cannot_be_read_fails_validate_and_convert_writes_nothing() {
     let src = fixture("trl/default");
     let tmp = tempfile::tempdir().unwrap();
