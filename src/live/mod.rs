@@ -463,7 +463,7 @@ impl Scanner {
 
 /// Split off the episodes at the end of `part` that belong to its last episode's group; none when the whole
 /// part is one group (a group larger than a part is sent as it comes).
-fn trailing_group<T>(part: &mut Vec<T>, group: impl Fn(&T) -> &str) -> Vec<T> {
+pub fn trailing_group<T>(part: &mut Vec<T>, group: impl Fn(&T) -> &str) -> Vec<T> {
     let Some(last) = part.last().map(&group) else { return Vec::new() };
     let start = part.iter().rposition(|e| group(e) != last).map_or(0, |i| i + 1);
     if start == 0 {

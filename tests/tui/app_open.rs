@@ -112,3 +112,60 @@ fn a_partial_group_and_a_torn_tail_are_reader_notes_either_way() {
         assert!(state.domain.run.torn_tail.is_some());
     }
 }
+
+/// Following a run, the viewer holds back the last episode group of what the watcher read while its writer may
+/// still be adding to it (a batch read half-written): the complete groups before it are merged at once, the
+/// rest of the group joins it when it arrives and the group is merged whole, and a group nothing follows is
+/// merged once its time is up.
+#[test]
+fn a_group_read_half_written_waits_for_its_rest_and_is_merged_whole() {
+    use gigscope::live::LiveEvent;
+    use gigscope::run::{Episode, Step};
+    use gigscope::tui::app::{Loading, Reading};
+    let mut s = read_whole(Path::new("tests/fixtures/tui/basic"));
+    let before = s.domain.episodes.len();
+    let episode = |id: &str, group: &str, line: u64| {
+        let steps = vec![Step::new("Search", "search[x]", 0.0), Step::new("Item", "click[buy now]", line as f64 % 2.0)];
+        (line, Episode::new(id, group, steps))
+    };
+    fn loading_receive(loading: &mut Loading, s: &mut State, episodes: Vec<(u64, Episode)>) {
+        loading.receive(s, Reading::Live(LiveEvent::Episodes(episodes))).unwrap();
+    }
+    // Held long enough that a slow machine does not let it go early.
+    let mut loading = Loading::holding_back_for(std::time::Duration::from_secs(600));
+    let line = before as u64;
+    loading_receive(
+        &mut loading,
+        &mut s,
+        vec![
+            episode("f0", "new-f", line + 1),
+            episode("f1", "new-f", line + 2),
+            episode("g0", "new-g", line + 3),
+            episode("g1", "new-g", line + 4),
+        ],
+    );
+    loading.merge_next(&mut s);
+    assert_eq!(s.domain.episodes.len(), before + 2, "the complete group merged, the last one held back");
+    assert!(!loading.merging(&s), "nothing else to merge for now");
+    // Its rest arrives, and the next group begins: the group is merged whole, the next one held back in turn.
+    let rest =
+        vec![episode("g2", "new-g", line + 5), episode("g3", "new-g", line + 6), episode("h0", "new-h", line + 7)];
+    loading_receive(&mut loading, &mut s, rest);
+    assert!(loading.merging(&s));
+    while loading.merging(&s) {
+        loading.merge_next(&mut s);
+    }
+    assert_eq!(s.domain.episodes.len(), before + 6);
+    let last = s.domain.derived.table.episode_groups.last().unwrap();
+    assert_eq!((last.name.as_str(), last.episodes.len()), ("new-g", 4), "the group merged whole");
+    assert!(!loading.merging(&s), "the last group held back");
+    // Nothing follows a last group: it is merged once its time is up, when the main loop wakes for it.
+    let mut loading = Loading::holding_back_for(std::time::Duration::from_millis(100));
+    loading_receive(&mut loading, &mut s, vec![episode("i0", "new-i", line + 8)]);
+    let wake = loading.wake_at().expect("a time to wake for the group held back");
+    std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
+    assert!(loading.merging(&s));
+    loading.merge_next(&mut s);
+    assert_eq!(s.domain.episodes.len(), before + 7);
+    assert!(!loading.merging(&s));
+}

@@ -557,7 +557,8 @@ fn a_grouping_job_is_named_once_in_the_status_bar() {
 fn merged_parts_ask_for_a_frame_once_the_last_is_merged() {
     use gigscope::tui::app::{Loading, Reading};
     let mut s = state();
-    let mut loading = Loading::default();
+    // No group held back for its rest (`a_group_read_half_written_waits_for_its_rest_and_is_merged_whole`).
+    let mut loading = Loading::holding_back_for(std::time::Duration::ZERO);
     let parts = 20;
     for i in 0..parts {
         let records = vec![(13 + i, episode(&format!("burst-{i}"), &format!("burst-g{i}"), 2))];

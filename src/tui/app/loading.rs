@@ -178,12 +178,34 @@ pub struct Loading {
     watcher: Option<Watcher>,
     /// What the merges' updates asked for besides a frame, for the app's effect runner.
     effects: Effects,
+    /// When the latest episodes arrived from the watcher, and how long a last group is held back after that
+    /// (`None`: [`HOLD_TAIL`]).
+    episodes_at: Option<Instant>,
+    hold: Option<Duration>,
 }
+
+/// How long the last episode group the watcher read is held back, when nothing has followed it yet, once the
+/// run has been read: a writer may be half-way through that group (its batch read half-written), and episodes
+/// of a group already merged make the viewer compute the whole run again, where a new group is computed alone
+/// (on a large run followed at 20,000 lines a second, a key waited for such a recomputation). Longer than the
+/// watcher's debounce (150 ms), so that the group's rest arrives meanwhile while the writer goes on; a group
+/// appended whole shows this much later.
+const HOLD_TAIL: Duration = Duration::from_millis(250);
 
 /// The least time between two frames asked for by merged parts (60 a second).
 const MERGE_FRAME_INTERVAL: Duration = Duration::from_millis(16);
 
 impl Loading {
+    /// Hold a last group back for `hold` instead of [`HOLD_TAIL`] (tests that must not depend on the machine's
+    /// speed).
+    pub fn holding_back_for(hold: Duration) -> Loading {
+        Loading { hold: Some(hold), ..Loading::default() }
+    }
+
+    fn hold(&self) -> Duration {
+        self.hold.unwrap_or(HOLD_TAIL)
+    }
+
     /// Take in what the reading thread sent; an error when the run cannot be watched.
     pub fn receive(&mut self, state: &mut State, reading: Reading) -> Result<bool, LiveError> {
         match reading {
@@ -209,7 +231,7 @@ impl Loading {
                 Ok(false)
             }
             Reading::Live(ev) => {
-                self.backlog.push_back(ev);
+                self.push_live(ev);
                 Ok(false)
             }
             Reading::Failed(err) => Err(err),
@@ -221,9 +243,91 @@ impl Loading {
         std::mem::take(&mut self.effects)
     }
 
-    /// Whether parts wait to be merged.
+    /// An event from the watcher into the backlog. Episodes that go on with the group the backlog's last
+    /// episodes end with (a group read half-written, held back by [`Loading::held_tail`]) join them, so that the
+    /// group is merged whole.
+    fn push_live(&mut self, ev: LiveEvent) {
+        if batch_groups(&ev).is_some() {
+            self.episodes_at = Some(Instant::now());
+        }
+        let last = self.backlog.iter_mut().rev().find(|e| !matches!(e, LiveEvent::Progress { .. }));
+        let goes_on = match (last.as_deref().and_then(batch_groups), batch_groups(&ev)) {
+            (Some((_, ends)), Some((starts, _))) => ends == starts,
+            _ => false,
+        };
+        let ev = match (last, ev) {
+            (Some(LiveEvent::Episodes(before)), LiveEvent::Episodes(more)) if goes_on => {
+                before.extend(more);
+                return;
+            }
+            (
+                Some(LiveEvent::LeanEpisodes { episodes, pages }),
+                LiveEvent::LeanEpisodes { episodes: more, pages: newer },
+            ) if goes_on => {
+                // The reader's page table only grows: its newer names cover the earlier episodes' ids.
+                episodes.extend(more);
+                *pages = newer;
+                return;
+            }
+            (_, ev) => ev,
+        };
+        self.backlog.push_back(ev);
+    }
+
+    /// Hold back the last episode group of the backlog while it may be incomplete: once the run has been
+    /// read, when the backlog holds one batch of episodes and it arrived less than [`HOLD_TAIL`] ago, its last
+    /// group is split off to wait for the rest. Whether all that waits is that group.
+    fn held_tail(&mut self, state: &State) -> bool {
+        if !self.holding(state) {
+            return false;
+        }
+        let is_episodes = |e: &LiveEvent| matches!(e, LiveEvent::Episodes(_) | LiveEvent::LeanEpisodes { .. });
+        let mut batches = self.backlog.iter().enumerate().filter(|(_, e)| is_episodes(e)).map(|(i, _)| i);
+        let (Some(at), None) = (batches.next(), batches.next()) else { return false };
+        let tail = match &mut self.backlog[at] {
+            LiveEvent::Episodes(episodes) => LiveEvent::Episodes(live::trailing_group(episodes, |(_, e)| &e.group)),
+            LiveEvent::LeanEpisodes { episodes, pages } => LiveEvent::LeanEpisodes {
+                episodes: live::trailing_group(episodes, |r| &r.episode.group),
+                pages: pages.clone(),
+            },
+            _ => return false,
+        };
+        let whole = matches!(&tail, LiveEvent::Episodes(t) if t.is_empty())
+            || matches!(&tail, LiveEvent::LeanEpisodes { episodes, .. } if episodes.is_empty());
+        if !whole {
+            self.backlog.insert(at + 1, tail);
+        }
+        // When the batch is that one group, it waits (and what came before it with it).
+        whole
+    }
+
+    /// When a group held back is due to be merged anyway (the main loop wakes then).
+    pub fn wake_at(&self) -> Option<Instant> {
+        self.episodes_at.map(|at| at + self.hold()).filter(|_| !self.backlog.is_empty())
+    }
+
+    /// Whether parts wait to be merged (a group held back waits for its time).
     pub fn merging(&self, state: &State) -> bool {
-        state.domain.cached_pending() || !self.backlog.is_empty()
+        let held = self.holding(state) && self.one_group_waits();
+        state.domain.cached_pending() || !(self.backlog.is_empty() || held)
+    }
+
+    /// Whether a last group is held back now: the run has been read, and episodes arrived less than the hold
+    /// ago.
+    fn holding(&self, state: &State) -> bool {
+        !state.domain.live.first_read && self.episodes_at.is_some_and(|at| at.elapsed() < self.hold())
+    }
+
+    /// Whether the backlog's episodes are one batch of one group.
+    fn one_group_waits(&self) -> bool {
+        let mut batches = self.backlog.iter().filter_map(|e| match e {
+            LiveEvent::Episodes(episodes) => Some(episodes.windows(2).all(|w| w[0].1.group == w[1].1.group)),
+            LiveEvent::LeanEpisodes { episodes, .. } => {
+                Some(episodes.windows(2).all(|w| w[0].episode.group == w[1].episode.group))
+            }
+            _ => None,
+        });
+        matches!((batches.next(), batches.next()), (Some(true), None))
     }
 
     /// Whether work waits for the next turn of the loop: parts to merge, or the load cache to copy.
@@ -238,7 +342,7 @@ impl Loading {
     pub fn merge_next(&mut self, state: &mut State) -> (bool, bool) {
         let (fx, caught_up) = if state.domain.cached_pending() {
             (update(state, Msg::CachedPart), false)
-        } else if !self.backlog.is_empty() {
+        } else if !self.backlog.is_empty() && !self.held_tail(state) {
             let part = live::next_part(&mut self.backlog);
             let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
             let fx = if part.is_empty() { Effects::none() } else { update(state, Msg::Live(part, Instant::now())) };
@@ -261,5 +365,16 @@ impl Loading {
         self.owed_frame = false;
         self.last_frame = Some(Instant::now());
         (true, caught_up)
+    }
+}
+
+/// The groups of the first and the last episode of a batch of episodes (`None`: not episodes, or none).
+fn batch_groups(ev: &LiveEvent) -> Option<(&str, &str)> {
+    match ev {
+        LiveEvent::Episodes(episodes) => Some((&episodes.first()?.1.group, &episodes.last()?.1.group)),
+        LiveEvent::LeanEpisodes { episodes, .. } => {
+            Some((&episodes.first()?.episode.group, &episodes.last()?.episode.group))
+        }
+        _ => None,
     }
 }

@@ -100,7 +100,10 @@ pub fn run(opts: Options) -> Result<(), AppError> {
     loop {
         let wait = match app.loading.pending(&app.state) {
             true => Duration::ZERO,
-            false => next_tick.saturating_duration_since(Instant::now()),
+            // A group held back while its writer may be adding to it is merged at its time.
+            false => {
+                next_tick.min(app.loading.wake_at().unwrap_or(next_tick)).saturating_duration_since(Instant::now())
+            }
         };
         match rx.recv_timeout(wait) {
             // Everything queued (key repeat, wheel bursts, jobs' news) is handled before the next frame.
