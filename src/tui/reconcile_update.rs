@@ -9,11 +9,15 @@ use super::ui::widgets::offer_line;
 use crate::advantage::stats::MISMATCH_TOLERANCE;
 
 /// The search to run, once per episodes and settings: when the table is computed with TRL's A_E (the search
-/// changes only TRL's settings), the run has been read, and stored and recomputed advantages disagree.
+/// changes only TRL's settings), the run has been read (its first read over), and stored and recomputed
+/// advantages disagree.
 pub fn wanted(state: &mut State) -> Option<Effect> {
     let key = state.reconcile_key();
     let disagree = state.domain.derived.max_trainer_diff.is_some_and(|d| d > MISMATCH_TOLERANCE);
-    let ready = state.domain.live.loading.is_none() && !state.domain.episodes.is_empty();
+    // Not while the run is first read: each merged part is new episodes, and the request copies every record
+    // (a TRL log of 144,000 rows, read in parts, copied its whole run for each of hundreds of parts).
+    let live = &state.domain.live;
+    let ready = live.loading.is_none() && !live.first_read && !state.domain.episodes.is_empty();
     if key.settings.scale_rewards.is_none() || !disagree || !ready || state.jobs.reconcile.asked == Some(key) {
         return None;
     }
