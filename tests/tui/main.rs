@@ -14,6 +14,7 @@ mod estimators;
 mod explain;
 mod large_observation;
 mod live_load;
+mod memory;
 mod other_trainers;
 mod overview_spread;
 mod picture;

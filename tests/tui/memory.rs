@@ -1,0 +1,122 @@
+//! What the viewer holds per step once it has opened a run (issue 28 item 8): runs of many short episodes (one
+//! or two steps of about 600 bytes each, as `scripts/shape-runs gigscope` makes them) of two sizes, each opened
+//! the app's way in a fresh process (this test binary run again for [`open_in_this_process`] alone, so that
+//! nothing this process did before counts), its resident memory read once the viewer has given the heap it
+//! freed while reading back; the growth per step between the two sizes is what the viewer keeps per step.
+//!
+//! The goal is 64 bytes a step; the viewer keeps about 400 today (its lean episodes, the reader's id map, the
+//! advantage table's rows and anchor groups: see docs/performance.md) and more when the reader's heaps stay
+//! fragmented, so the bound below is today's figure with a margin, and the test fails a viewer whose memory per
+//! step grows beyond it (text kept in memory, as for a verl dump's rows, is several kilobytes a step). It is
+//! lowered as the representation is made compact.
+
+use crate::support;
+
+use std::io::Write;
+use std::path::Path;
+
+use gigscope::tui::Config;
+
+/// The most resident bytes the viewer may keep per step of a run of short episodes, after open. Today's figure
+/// varies from run to run, 372 to 809 bytes in two runs of this test: the reader's threads allocate the lean
+/// episodes among the text they parse and free, and how many of their heaps' pages stay taken depends on how the
+/// threads interleave. Each size is opened twice and the smaller figure taken.
+const BYTES_PER_STEP: f64 = 1024.0;
+
+const WORDS: [&str; 17] = [
+    "red", "blue", "green", "shoes", "shirt", "hat", "cotton", "size", "small", "large", "price", "lower", "than",
+    "dollars", "buy", "search", "click",
+];
+
+/// A gigscope run of `episodes` short episodes in groups of 8 (a deterministic stand-in for `scripts/shape-runs
+/// gigscope`); its step count.
+fn short_episodes(dir: &Path, episodes: usize) -> usize {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut words = |n: usize| (0..n).map(|_| WORDS[(next() % 17) as usize]).collect::<Vec<_>>().join(" ");
+    std::fs::write(dir.join("run.json"), r#"{"format": "gigscope-run/1", "env": "webshop"}"#).unwrap();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("episodes.jsonl")).unwrap());
+    let mut steps = 0;
+    for e in 0..episodes {
+        let (it, g) = (e / 12_000, e / 8);
+        let n = 1 + e % 2;
+        let list: Vec<serde_json::Value> = (0..n)
+            .map(|s| {
+                serde_json::json!({
+                    "observation": format!("WebShop [SEP] Instruction: [SEP] {}", words(110)),
+                    "action": if s == 0 { format!("search[{}]", words(3)) } else { "click[buy now]".to_string() },
+                    "reward": if s + 1 == n { (e % 3 == 0) as u8 as f64 } else { 0.0 },
+                    "valid": true, "page": if s == 0 { "search" } else { "item" },
+                    "available_actions": ["search[<query>]"], "tokens": 6, "logprob": -0.5,
+                })
+            })
+            .collect();
+        steps += n;
+        let episode = serde_json::json!({
+            "id": format!("it{it}-g{g}-t{}", e % 8), "group": format!("g{g}-it{it}"), "iteration": it,
+            "task": {"id": format!("task{g}"), "instruction": words(12)}, "steps": list,
+        });
+        writeln!(out, "{episode}").unwrap();
+    }
+    out.flush().unwrap();
+    steps
+}
+
+/// Run again as a fresh process with `GIGSCOPE_TEST_OPEN=DIR`: open the run in `DIR` the app's way, wait for
+/// the freed heap to be given back, and print the resident memory (KiB). Does nothing otherwise.
+#[test]
+fn open_in_this_process() {
+    let Some(dir) = std::env::var_os("GIGSCOPE_TEST_OPEN") else { return };
+    let (state, _loading) = support::opening::open_the_apps_way(Path::new(&dir), Config::defaults(false).unwrap());
+    gigscope::tui::domain::settle_freed_memory();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB");
+    println!("episodes {} rss {rss} end", state.domain.episodes.len());
+}
+
+/// The least resident memory (bytes) of two fresh processes that have opened the run in `dir`, and the
+/// episodes they read.
+fn resident_after_open(dir: &Path) -> (f64, usize) {
+    let (a, b) = (resident_after_one_open(dir), resident_after_one_open(dir));
+    assert_eq!(a.1, b.1, "both read the whole run");
+    (a.0.min(b.0), a.1)
+}
+
+fn resident_after_one_open(dir: &Path) -> (f64, usize) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "memory::open_in_this_process", "--nocapture", "--test-threads=1"])
+        .env("GIGSCOPE_TEST_OPEN", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> usize {
+        let value = text.split_whitespace().skip_while(|w| *w != name).nth(1);
+        value.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    (field("rss") as f64 * 1024.0, field("episodes"))
+}
+
+#[test]
+fn the_viewer_keeps_a_bounded_number_of_bytes_per_step_of_short_episodes() {
+    let (small, large) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let small_steps = short_episodes(small.path(), 16_000);
+    let large_steps = short_episodes(large.path(), 48_000);
+    let (small_rss, small_read) = resident_after_open(small.path());
+    let (large_rss, large_read) = resident_after_open(large.path());
+    assert_eq!((small_read, large_read), (16_000, 48_000), "every episode read");
+    let per_step = (large_rss - small_rss) / (large_steps - small_steps) as f64;
+    let file = std::fs::metadata(large.path().join("episodes.jsonl")).unwrap().len() as f64;
+    eprintln!(
+        "{per_step:.0} bytes a step ({:.1} MB after opening {large_steps} steps, a {:.1} MB file; {:.1} MB for {small_steps})",
+        large_rss / 1e6,
+        file / 1e6,
+        small_rss / 1e6
+    );
+    assert!(per_step <= BYTES_PER_STEP, "the viewer keeps {per_step:.0} bytes a step (at most {BYTES_PER_STEP})");
+}
