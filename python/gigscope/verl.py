@@ -18,9 +18,14 @@ group per write), one line of ``metrics.jsonl``, each response's tokens to the t
 text, loss mask, advantages and whichever log-probabilities and entropies the batch holds), and keeps ``run.json`` (the advantage settings mapped from
 the trainer's config, written atomically) up to date. It never raises: an error is reported once on
 standard error and the step is skipped, so training goes on.
+
+An existing run is appended to. Before its first append the exporter cuts a torn last line (an append that a
+kill or a full disk left unfinished) off ``episodes.jsonl``, ``metrics.jsonl`` and ``tokens/index.jsonl`` and
+keeps its bytes in ``<file>.torn``, so that the next line starts a line of its own instead of being glued to it.
 """
 
 import datetime as _datetime
+import errno
 import json
 import math
 import os
@@ -463,6 +468,7 @@ class RunExporter:
         self.last_error = None
         self._failing = False
         self._meta_written = False
+        self._tails_cut = False
         self._warned = set()
         self._written_groups = {}
         self._steps_written = 0
@@ -504,6 +510,10 @@ class RunExporter:
         try:
             if not self._meta_written:
                 self._write_meta()
+            if not self._tails_cut:
+                for name in (EPISODES_FILE, METRICS_FILE, os.path.join(TOKENS_DIR, TOKEN_INDEX_FILE)):
+                    _cut_torn_tail(os.path.join(self.run_dir, name))
+                self._tails_cut = True
             groups, token_rows = self._episode_groups(batch, int(step))
             self._write_tokens(token_rows, int(step))
             for lines in groups:
@@ -1035,7 +1045,8 @@ class TokenStoreWriter:
 
 
 def _append_bytes(path, data):
-    """Append ``data`` with one write on an O_APPEND descriptor; a failed or short write is cut back."""
+    """Append ``data`` with one write on an O_APPEND descriptor; a failed write is cut back and its error names
+    ``path``."""
     if not data:
         return
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -1043,14 +1054,52 @@ def _append_bytes(path, data):
         start = os.fstat(fd).st_size
         try:
             written = os.write(fd, data)
-        except OSError:
+            # A short write (the disk filled mid-way) is followed by the rest, which fails with the reason.
+            while written < len(data):
+                more = os.write(fd, memoryview(data)[written:])
+                if more == 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += more
+        except OSError as err:
             _truncate_if(fd, start, len(data))
-            raise
-        if written != len(data):
-            _truncate_if(fd, start, len(data))
-            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+            raise _naming(err, path) from err
     finally:
         os.close(fd)
+
+
+def _cut_torn_tail(path):
+    """If ``path`` does not end in a newline, move the bytes after its last newline to ``<path>.torn`` (appended,
+    with a newline of their own, synced) and cut them from ``path``."""
+    try:
+        f = open(path, "r+b")
+    except FileNotFoundError:
+        return
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        end, tail = size, b""
+        while end > 0:
+            start = max(0, end - (64 << 10))
+            f.seek(start)
+            block = f.read(end - start)
+            if end == size and block.endswith(b"\n"):
+                return
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                tail = block[newline + 1 :] + tail
+                end = start + newline + 1
+                break
+            tail = block + tail
+            end = start
+        if not tail:
+            return
+        try:
+            with open(path + ".torn", "ab") as side:
+                side.write(tail + b"\n")
+                side.flush()
+                os.fsync(side.fileno())
+        except OSError as err:
+            raise _naming(err, path + ".torn") from err
+        f.truncate(end)
 
 
 def _truncate_if(fd, start, length):
@@ -1068,13 +1117,17 @@ def _write_run_meta(run_dir, data):
     episodes file, so the directory is a run gigscope opens before the first step is written. Files are created
     with the user's umask (mkstemp's are private, 0600), so a teammate can open the run."""
     path = os.path.join(run_dir, RUN_META_FILE)
+    _remove_abandoned_temporaries(run_dir)
     tmp = os.path.join(run_dir, f".run.json.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as err:
+            raise _naming(err, path) from err
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -1084,6 +1137,42 @@ def _write_run_meta(run_dir, data):
         raise
     os.close(os.open(os.path.join(run_dir, EPISODES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))
     _fsync_dir(run_dir)
+
+
+def _naming(err, path):
+    """``err`` (a failed write, which names no file) as the same error naming ``path``."""
+    if err.filename is not None:
+        return err
+    return OSError(err.errno, err.strerror, path)
+
+
+def _remove_abandoned_temporaries(run_dir):
+    """Remove the ``.run.json.<pid>.<hex>.tmp`` files of exporters killed before their rename (their process no
+    longer runs)."""
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split(".")
+        if not (name.startswith(".run.json.") and name.endswith(".tmp") and len(parts) == 6 and parts[3].isdigit()):
+            continue
+        pid = int(parts[3])
+        if pid != os.getpid() and not _process_alive(pid):
+            try:
+                os.unlink(os.path.join(run_dir, name))
+            except OSError:
+                pass
+
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _fsync_dir(path):
