@@ -31,7 +31,7 @@ use super::format::{EPISODES_FILE, RUN_META_FILE};
 use super::jsonl::TailPosition;
 use super::span::{line_checksum, read_at, LineSpan, Stamp};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageIds, TextStore};
-use super::writer::write_atomic;
+use super::writer::{remove_abandoned_temporaries, write_atomic};
 
 /// Bump when the layout or the meaning of a field changes: caches of other formats are then ignored, never misread.
 pub const LOAD_CACHE_FORMAT: u32 = 3;
@@ -304,6 +304,8 @@ pub fn save(root: &Path, dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, Cac
     bytes.extend_from_slice(&out.0);
     let parent = path.parent().unwrap_or(root);
     std::fs::create_dir_all(parent).map_err(io(parent))?;
+    // A viewer killed while saving left its temporary file: nothing else would ever remove it.
+    remove_abandoned_temporaries(parent);
     write_atomic(&path, &bytes)?;
     Ok(path)
 }

@@ -17,7 +17,7 @@ use support::runs::copy_sample;
 use support::screen::assert_same_run;
 
 /// A run opened as the app opens it with a cache under `root`, read to the end; whether the cache was taken.
-fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
+pub(crate) fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
     let (run, mut tails) = live::start_as(dir, None, &Default::default()).unwrap();
     let mut state = State::new(run, Config::defaults(false).unwrap(), (120, 40));
     let cached = state.domain.keep_load_cache(root.to_path_buf()).load();
@@ -38,7 +38,7 @@ fn open_cached(dir: &Path, root: &Path) -> (State, bool) {
 }
 
 /// The run read from its files alone.
-fn open_fresh(dir: &Path) -> State {
+pub(crate) fn open_fresh(dir: &Path) -> State {
     gigscope::tui::open(dir, Config::defaults(false).unwrap(), (120, 40)).unwrap().0
 }
 

@@ -3,6 +3,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod disk_full;
+mod kill_writers;
 mod layouts;
 mod live;
 mod load_cache;

@@ -11,4 +11,5 @@ pub mod plugin;
 pub mod ray;
 pub mod runs;
 pub mod screen;
+pub mod small_fs;
 pub mod tmux;
