@@ -1,5 +1,5 @@
 //! Kill-anywhere for the writers besides the trainer (`tests/train/kill.rs` and `kill_burst.rs` kill those):
-//! play, `convert`, the load cache and the search index, each killed with SIGKILL again and again at
+//! play, `convert` and the load cache, each killed with SIGKILL again and again at
 //! pseudo-random moments (a fixed seed). After every kill: no complete line written before is lost or changed;
 //! `validate` reports nothing but what a kill may leave (an unfinished last line, a group cut short); the run
 //! opens as a read of its files does; the next writer goes on and leaves no temporary file or staging behind.
@@ -230,47 +230,4 @@ fn convert_killed_anywhere_leaves_either_nothing_or_the_whole_copy_and_no_stagin
     assert!(last.status.success(), "{}", String::from_utf8_lossy(&last.stderr));
     assert_eq!(std::fs::read(out.join(EPISODES_FILE)).unwrap(), reference);
     assert!(staging(work.path()).is_empty(), "staging left: {:?}", staging(work.path()));
-}
-
-const SEARCH_KILLS: u64 = 40;
-
-/// The hits of `search --json`'s output without their relevance scores (BM25 counts the documents of every
-/// segment, so an index grown in steps scores a little differently from one built at once).
-fn hits(json: &[u8]) -> serde_json::Value {
-    let mut value: serde_json::Value = serde_json::from_slice(json).unwrap();
-    for hit in value["hits"].as_array_mut().unwrap() {
-        hit.as_object_mut().unwrap().remove("score");
-    }
-    value
-}
-
-#[test]
-fn the_search_index_killed_anywhere_while_built_answers_as_a_fresh_one_once_run_again() {
-    let (_tmp, run) = sample_prefix("sokoban-gigpo", 40);
-    let cache = tempfile::tempdir().unwrap();
-    let search = |cache: &Path| {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("search").arg(&run).args(["action:down", "--json", "--limit", "1000"]).env("GIGSCOPE_CACHE", cache);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        cmd
-    };
-    let mut schedule = Schedule(0xda94_2042_e4dd_58b5);
-    for kill in 0..SEARCH_KILLS {
-        // A few more episodes each time: the index has something to add.
-        append_copy_of_first_episode(&run);
-        let started = Instant::now();
-        let fresh = tempfile::tempdir().unwrap();
-        let reference = search(fresh.path()).output().unwrap();
-        assert!(reference.status.success());
-        let span = (started.elapsed().as_millis() as u64).max(20);
-        let mut searching = search(cache.path()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(schedule.next(span)));
-        searching.kill().unwrap();
-        searching.wait().unwrap();
-        let again = search(cache.path()).output().unwrap();
-        assert!(again.status.success(), "kill {kill}: {}", String::from_utf8_lossy(&again.stderr));
-        assert_eq!(hits(&again.stdout), hits(&reference.stdout), "kill {kill}: the index answers unlike a fresh one");
-        let left = temporaries(cache.path());
-        assert!(left.is_empty(), "kill {kill}: temporary files left: {left:?}");
-    }
 }
