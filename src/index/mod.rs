@@ -427,12 +427,6 @@ impl TrajectoryIndex {
         let mut policy = LogMergePolicy::default();
         policy.set_max_docs_before_merge(MAX_DOCS_BEFORE_MERGE);
         writer.set_merge_policy(Box::new(policy));
-        // A writer killed before its commit left files the last commit does not use; one of them (a segment's
-        // delete file) has the name this writer's commit would give its own, which then fails: removed first.
-        writer
-            .garbage_collect_files()
-            .wait()
-            .map_err(|source| IndexError::Tantivy { path: self.dir.clone(), source })?;
         Ok(writer)
     }
 
