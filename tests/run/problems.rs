@@ -337,6 +337,105 @@ fn a_bad_trl_cell_skips_its_row_alone_named_by_file_and_row() {
     assert!(!error.reason.contains("255"), "no raw bytes: {}", error.reason);
 }
 
+/// Chat messages: role and content (whatever bytes).
+type Messages = Vec<(&'static str, &'static [u8])>;
+
+/// A TRL step file of a chat dataset, laid out as pyarrow writes a pandas column of message lists: `prompt` and
+/// `completion` are optional lists of optional `{role, content}` structs of optional text (whatever bytes are
+/// given), then a reward and the advantage. Each row is its prompt's and its completion's messages.
+fn write_trl_chat_file(path: &Path, rows: &[(Messages, Messages)]) {
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType};
+    use parquet::file::writer::SerializedFileWriter;
+    let messages = |name: &str| {
+        format!(
+            "OPTIONAL group {name} (LIST) {{ REPEATED group list {{ OPTIONAL group element {{ \
+             OPTIONAL BYTE_ARRAY role (UTF8); OPTIONAL BYTE_ARRAY content (UTF8); }} }} }}"
+        )
+    };
+    let schema = format!(
+        "message schema {{ {} {} OPTIONAL DOUBLE reward_fn; OPTIONAL DOUBLE advantage; }}",
+        messages("prompt"),
+        messages("completion")
+    );
+    let schema = parquet::schema::parser::parse_message_type(&schema).unwrap();
+    let file = fs::File::create(path).unwrap();
+    let mut writer = SerializedFileWriter::new(file, std::sync::Arc::new(schema), Default::default()).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let mut leaf = 0;
+    while let Some(mut column) = group.next_column().unwrap() {
+        if leaf < 4 {
+            // Leaves in schema order: prompt's role and content, completion's role and content. Every message
+            // and its text are present (definition level 4); a row's first message starts it (repetition 0).
+            let (mut values, mut reps) = (Vec::new(), Vec::new());
+            for (prompt, completion) in rows {
+                let list = if leaf < 2 { prompt } else { completion };
+                for (k, (role, content)) in list.iter().enumerate() {
+                    values.push(ByteArray::from(if leaf % 2 == 0 { role.as_bytes() } else { content }.to_vec()));
+                    reps.push(i16::from(k > 0));
+                }
+            }
+            let defs = vec![4; values.len()];
+            column.typed::<ByteArrayType>().write_batch(&values, Some(&defs), Some(&reps)).unwrap();
+        } else {
+            let values: Vec<f64> = (0..rows.len()).map(|r| r as f64).collect();
+            column.typed::<DoubleType>().write_batch(&values, Some(&vec![1; rows.len()]), None).unwrap();
+        }
+        column.close().unwrap();
+        leaf += 1;
+    }
+    group.close().unwrap();
+    writer.close().unwrap();
+}
+
+#[test]
+fn a_bad_trl_chat_cell_skips_its_row_alone_and_the_rows_around_keep_their_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("completions")).unwrap();
+    let file = dir.path().join("completions/completions_00001.parquet");
+    let prompt = |user: &'static [u8]| vec![("system", &b"find items"[..]), ("user", user)];
+    let answer = |text: &'static [u8]| vec![("assistant", text)];
+    let rows = [
+        (prompt(b"red shoes"), answer(b"one")),
+        (prompt(b"red shoes"), answer(b"bad \xff byte")),
+        (prompt(b"blue hat"), answer(b"three")),
+        (prompt(b"blue hat"), answer(b"four")),
+        (prompt(b"green \xc3 coat"), answer(b"five")),
+        (prompt(b"green coat"), answer(b"six")),
+    ];
+    write_trl_chat_file(&file, &rows);
+    set_mtime(&file, Duration::from_secs(60));
+    let run = Run::open_as(dir.path(), None, &Default::default()).unwrap();
+    let ids: Vec<&str> = run.episodes.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["s1-r1", "s1-r3", "s1-r4", "s1-r6"]);
+    for (episode, (user, answer)) in run.episodes.iter().zip([
+        ("red shoes", "one"),
+        ("blue hat", "three"),
+        ("blue hat", "four"),
+        ("green coat", "six"),
+    ]) {
+        let messages = &episode.extra["messages"];
+        assert_eq!(messages["prompt"][1], serde_json::json!({"role": "user", "content": user}), "{}", episode.id);
+        assert_eq!(messages["completion"][0]["content"], answer, "{}", episode.id);
+        assert_eq!(episode.steps[0].action, format!("assistant: {answer}"));
+        assert_eq!(episode.instruction(), user);
+    }
+    let errors: Vec<(Option<&str>, u64)> = run.errors.iter().map(|e| (e.file.as_deref(), e.line)).collect();
+    let name = Some("completions/completions_00001.parquet");
+    assert_eq!(errors, [(name, 2), (name, 5)], "{:?}", run.errors);
+    for (error, column, at) in [(&run.errors[0], "`completion`", "byte 4"), (&run.errors[1], "`prompt`", "byte 6")] {
+        assert!(error.reason.contains(column) && error.reason.contains(at), "{}", error.reason);
+        assert!(error.reason.contains("UTF-8") && error.reason.contains("row skipped"), "{}", error.reason);
+        assert!(!error.reason.contains("255"), "no raw bytes: {}", error.reason);
+    }
+    // validate names the file and each bad row, and counts them.
+    let out = gigscope(&["validate", path(dir.path())]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    for row in [2, 5] {
+        assert!(stderr(&out).contains(&format!("completions_00001.parquet:{row}: ")), "{}", stderr(&out));
+    }
+    assert!(stdout(&out).contains("broken lines     2"), "{}", stdout(&out));
+}
+
 #[test]
 fn a_file_that_reads_again_takes_its_skipped_note_with_it() {
     use gigscope::run::source::LiveEvent;

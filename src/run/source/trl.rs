@@ -1,6 +1,8 @@
 //! TRL GRPOTrainer's completion logs: with `log_completions=True`, `GRPOTrainer.log` writes
 //! `OUTPUT_DIR/completions/completions_{global_step:05d}.parquet` (pandas `DataFrame.to_parquet`: pyarrow,
-//! snappy) at every logging step. Read with the Arrow project's `parquet` crate (its record API).
+//! snappy) at every logging step. Read with the Arrow project's `parquet` crate (its record API), text as bytes
+//! checked row by row: a row with a text cell that is not UTF-8 (in a string column or inside chat messages) is
+//! broken alone, named by its file, row and column, and the rows around it are read.
 //!
 //! Columns (TRL 1.16): `step`, `prompt` and `completion` (strings, or for chat datasets lists of
 //! `{role, content}` messages), one float column per reward function named after it (NaN where the function
@@ -50,16 +52,18 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use parquet::basic::{ConvertedType, Type as PhysicalType};
-use parquet::column::page::Page;
-use parquet::column::reader::get_typed_column_reader;
-use parquet::data_type::ByteArrayType;
+use parquet::bloom_filter::Sbbf;
+use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::ParquetMetaData;
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
+use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
+use parquet::record::reader::RowIter;
 use parquet::record::{Field, Row};
+use parquet::schema::types::{SchemaDescPtr, SchemaDescriptor, Type as SchemaType, TypePtr};
 use serde_json::{json, Map, Value};
 
 use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
@@ -597,7 +601,7 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
             }
         }
         rows.push(data);
-    })?;
+    });
     if let Some(other) = rows.iter().find_map(|r| r.step.filter(|&s| s != step as i64)) {
         notices.push(format!("{rel}: its step column says {other}, its name {step}; the name is used"));
     }
@@ -618,154 +622,151 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
 
 /// Hand every row of the file to `row` with its 1-based number, in order; the rows that could not be read.
 ///
-/// A text cell that is not UTF-8 stops parquet's row reader for the rest of the file. The rows from there on
-/// are then read again without the (top-level) text columns holding such cells, those columns are read on
-/// their own, and only the rows with a bad cell are broken, each named by its row and column. A bad cell inside
-/// a nested column (chat messages), or any other error, still loses the rest of the file, said with its rows.
+/// parquet's row reader stops at a text cell that is not UTF-8, which would lose the rest of the file; so the
+/// rows are read with text as bytes ([`TextAsBytes`]) and each row's text is checked here: a row holding such a
+/// cell, in a top-level column or inside a nested one (chat messages), is broken alone, named by its row and
+/// column, and the rows after it are read. Any other error still loses the rest of the file, said with its rows.
 fn read_rows(
     reader: &SerializedFileReader<File>,
     total: u64,
     rel: &str,
     mut row: impl FnMut(u64, Row),
-) -> Result<Vec<LineError>, ReadError> {
-    let broken = |number: u64, why: String| {
-        let reason = format!("rows {number} to {} could not be read: {why}", total.max(number));
-        vec![LineError { file: Some(rel.to_string()), line: number, reason }]
-    };
-    for (i, read) in reader.get_row_iter(None)?.enumerate() {
-        let number = i as u64 + 1;
-        match read {
-            Ok(read) => row(number, read),
-            Err(err) => {
-                if err.to_string().contains("BYTE_ARRAY as String") {
-                    if let Some(bad) = bad_text_cells(reader)? {
-                        return read_rows_around(reader, number, &bad, rel, row);
-                    }
-                }
-                return Ok(broken(number, row_error_reason(number, &err)));
-            }
-        }
-    }
-    Ok(Vec::new())
-}
-
-/// A top-level text column's cells, one per row: the text (`None` for null), or where its bytes stop being
-/// UTF-8.
-type TextCells = Vec<Option<Result<String, usize>>>;
-
-/// The top-level text columns that hold a cell that is not UTF-8, by field index, with every cell; `None` when
-/// such a cell is inside a nested column (which cannot be read on its own here).
-fn bad_text_cells(reader: &SerializedFileReader<File>) -> Result<Option<BTreeMap<usize, TextCells>>, ReadError> {
-    let schema = reader.metadata().file_metadata().schema_descr_ptr();
-    let fields = schema.root_schema().get_fields();
-    let mut bad = BTreeMap::new();
-    for (leaf, column) in schema.columns().iter().enumerate() {
-        let text = matches!(column.converted_type(), ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON);
-        if column.physical_type() != PhysicalType::BYTE_ARRAY || !text {
-            continue;
-        }
-        let (max_def, nested) = (column.max_def_level(), column.max_rep_level() > 0 || column.path().parts().len() > 1);
-        let mut cells: TextCells = Vec::new();
-        for group in 0..reader.num_row_groups() {
-            let group = reader.get_row_group(group)?;
-            let mut values = get_typed_column_reader::<ByteArrayType>(group.get_column_reader(leaf)?);
-            let (mut defs, mut reps, mut batch) = (Vec::new(), Vec::new(), Vec::new());
-            loop {
-                defs.clear();
-                reps.clear();
-                batch.clear();
-                let (records, _, levels) = values.read_records(1024, Some(&mut defs), Some(&mut reps), &mut batch)?;
-                if records == 0 && levels == 0 {
-                    break;
-                }
-                if nested {
-                    if batch.iter().any(|v: &parquet::data_type::ByteArray| std::str::from_utf8(v.data()).is_err()) {
-                        return Ok(None);
-                    }
-                    continue;
-                }
-                let mut next = batch.iter();
-                for k in 0..levels {
-                    let present = max_def == 0 || defs.get(k) == Some(&max_def);
-                    let cell = present
-                        .then(|| next.next())
-                        .flatten()
-                        .map(|v| String::from_utf8(v.data().to_vec()).map_err(|e| e.utf8_error().valid_up_to()));
-                    cells.push(cell);
-                }
-            }
-        }
-        if cells.iter().any(|c| matches!(c, Some(Err(_)))) {
-            let name = column.path().parts().first().cloned().unwrap_or_default();
-            if let Some(field) = fields.iter().position(|f| f.name() == name) {
-                bad.insert(field, cells);
-            }
-        }
-    }
-    Ok((!bad.is_empty()).then_some(bad))
-}
-
-/// The rows from `from` on, read without the text columns of `bad` and given those columns' cells back; the
-/// rows with a cell that is not UTF-8 are broken, each named.
-fn read_rows_around(
-    reader: &SerializedFileReader<File>,
-    from: u64,
-    bad: &BTreeMap<usize, TextCells>,
-    rel: &str,
-    mut row: impl FnMut(u64, Row),
-) -> Result<Vec<LineError>, ReadError> {
-    let root = reader.metadata().file_metadata().schema_descr().root_schema().clone();
-    let fields = root.get_fields();
-    let kept: Vec<_> =
-        fields.iter().enumerate().filter(|(i, _)| !bad.contains_key(i)).map(|(_, f)| f.clone()).collect();
-    let projection = parquet::schema::types::Type::group_type_builder(root.name()).with_fields(kept).build()?;
-    let mut broken = Vec::new();
-    for (i, read) in reader.get_row_iter(Some(projection))?.enumerate() {
-        let number = i as u64 + 1;
-        let read = match read {
-            Ok(read) if number >= from => read,
-            Ok(_) => continue,
-            Err(err) => {
-                let reason = format!("rows {number} and after could not be read: {}", row_error_reason(number, &err));
-                broken.push(LineError { file: Some(rel.to_string()), line: number, reason });
-                break;
-            }
-        };
-        let cell = |field: usize| bad.get(&field).and_then(|cells| cells.get(i));
-        let bad_cells: Vec<String> = bad
-            .keys()
-            .filter_map(|&f| match cell(f) {
-                Some(Some(Err(at))) => Some(format!("`{}` (at byte {at})", fields[f].name())),
-                _ => None,
-            })
+) -> Vec<LineError> {
+    let schema = reader.metadata().file_metadata().schema_descr();
+    let text_columns: Vec<bool> = schema.root_schema().get_fields().iter().map(|f| holds_text(f)).collect();
+    let broken = |line: u64, reason: String| LineError { file: Some(rel.to_string()), line, reason };
+    let (mut problems, mut number) = (Vec::new(), 0);
+    let read = rows_as_bytes(reader, |read| {
+        number += 1;
+        let bad: Vec<String> = read
+            .get_column_iter()
+            .zip(&text_columns)
+            .filter(|(_, &text)| text)
+            .filter_map(|((name, field), _)| invalid_utf8_at(field).map(|at| format!("`{name}` (at byte {at})")))
             .collect();
-        if !bad_cells.is_empty() {
-            let reason = format!("text not valid UTF-8 in column {}: row skipped", bad_cells.join(", "));
-            broken.push(LineError { file: Some(rel.to_string()), line: number, reason });
-            continue;
+        if bad.is_empty() {
+            row(number, read);
+        } else {
+            let reason = format!("text not valid UTF-8 in column {}: row skipped", bad.join(", "));
+            problems.push(broken(number, reason));
         }
-        let mut others = read.into_columns().into_iter();
-        let whole = (0..fields.len())
-            .filter_map(|f| match cell(f) {
-                Some(Some(Ok(text))) => Some((fields[f].name().to_string(), Field::Str(text.clone()))),
-                Some(_) => Some((fields[f].name().to_string(), Field::Null)),
-                None if bad.contains_key(&f) => Some((fields[f].name().to_string(), Field::Null)),
-                None => others.next(),
-            })
-            .collect();
-        row(number, Row::new(whole));
+    });
+    if let Err(err) = read {
+        let from = number + 1;
+        problems.push(broken(from, format!("rows {from} to {} could not be read: {err}", total.max(from))));
     }
-    Ok(broken)
+    problems
 }
 
-/// Why a row could not be read, in words: a text cell that is not UTF-8 is said so, without the bytes the
-/// parquet reader quotes.
-fn row_error_reason(row: u64, err: &parquet::errors::ParquetError) -> String {
-    let text = err.to_string();
-    if text.contains("BYTE_ARRAY as String") {
-        return format!("row {row} holds a text cell that is not valid UTF-8, and the parquet row reader cannot go on");
+/// Every row of the file in order, read with text as bytes ([`TextAsBytes`]); the first error stops it.
+fn rows_as_bytes(reader: &SerializedFileReader<File>, mut row: impl FnMut(Row)) -> Result<(), ParquetError> {
+    let schema = text_as_bytes(reader.metadata().file_metadata().schema_descr())?;
+    for g in 0..reader.num_row_groups() {
+        let group = TextAsBytes::new(reader.get_row_group(g)?, &schema)?;
+        for read in RowIter::from_row_group(None, &group)? {
+            row(read?);
+        }
     }
-    text
+    Ok(())
+}
+
+/// Whether a type is text: a byte array annotated UTF8, ENUM or JSON (which parquet's row reader checks).
+fn is_text(field: &SchemaType) -> bool {
+    field.is_primitive()
+        && field.get_physical_type() == PhysicalType::BYTE_ARRAY
+        && matches!(
+            field.get_basic_info().converted_type(),
+            ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON
+        )
+}
+
+/// Whether a column is text or holds text (in a list, struct or map): its byte cells are checked as UTF-8 (all
+/// of them, in the rare column that holds plain bytes beside text).
+fn holds_text(field: &SchemaType) -> bool {
+    is_text(field) || (!field.is_primitive() && field.get_fields().iter().any(|f| holds_text(f)))
+}
+
+/// The file's schema with every text leaf a plain byte array: the same columns, levels and names.
+fn text_as_bytes(schema: &SchemaDescriptor) -> Result<SchemaDescPtr, ParquetError> {
+    fn plain(field: &TypePtr) -> Result<TypePtr, ParquetError> {
+        let info = field.get_basic_info();
+        let id = info.has_id().then(|| info.id());
+        if is_text(field) {
+            let leaf = SchemaType::primitive_type_builder(info.name(), PhysicalType::BYTE_ARRAY)
+                .with_repetition(info.repetition())
+                .with_id(id);
+            return Ok(Arc::new(leaf.build()?));
+        }
+        if field.is_primitive() {
+            return Ok(field.clone());
+        }
+        let fields = field.get_fields().iter().map(plain).collect::<Result<Vec<_>, _>>()?;
+        let mut group = SchemaType::group_type_builder(info.name())
+            .with_converted_type(info.converted_type())
+            .with_logical_type(info.logical_type_ref().cloned())
+            .with_id(id)
+            .with_fields(fields);
+        if info.has_repetition() {
+            group = group.with_repetition(info.repetition());
+        }
+        Ok(Arc::new(group.build()?))
+    }
+    Ok(Arc::new(SchemaDescriptor::new(plain(&schema.root_schema_ptr())?)))
+}
+
+/// A row group whose text leaves parquet's row reader hands over as bytes (`Field::Bytes`) rather than checking
+/// them: its pages as they are, described by the schema of [`text_as_bytes`].
+struct TextAsBytes<'a> {
+    pages: Box<dyn RowGroupReader + 'a>,
+    metadata: RowGroupMetaData,
+}
+
+impl<'a> TextAsBytes<'a> {
+    fn new(pages: Box<dyn RowGroupReader + 'a>, schema: &SchemaDescPtr) -> Result<Self, ParquetError> {
+        let columns = (0..schema.num_columns())
+            .map(|c| ColumnChunkMetaData::builder(schema.column(c)).build())
+            .collect::<Result<Vec<_>, _>>()?;
+        let metadata = RowGroupMetaData::builder(schema.clone())
+            .set_num_rows(pages.metadata().num_rows())
+            .set_column_metadata(columns)
+            .build()?;
+        Ok(TextAsBytes { pages, metadata })
+    }
+}
+
+impl RowGroupReader for TextAsBytes<'_> {
+    fn metadata(&self) -> &RowGroupMetaData {
+        &self.metadata
+    }
+
+    fn num_columns(&self) -> usize {
+        self.metadata.num_columns()
+    }
+
+    fn get_column_page_reader(&self, i: usize) -> Result<Box<dyn PageReader>, ParquetError> {
+        self.pages.get_column_page_reader(i)
+    }
+
+    fn get_column_bloom_filter(&self, _: usize) -> Option<&Sbbf> {
+        None
+    }
+
+    fn get_row_iter(&self, projection: Option<SchemaType>) -> Result<RowIter<'_>, ParquetError> {
+        RowIter::from_row_group(projection, self)
+    }
+}
+
+/// Where a cell's first text that is not UTF-8 stops being so (its byte), in the cell or anywhere inside it.
+fn invalid_utf8_at(field: &Field) -> Option<usize> {
+    match field {
+        Field::Bytes(bytes) => std::str::from_utf8(bytes.data()).err().map(|e| e.valid_up_to()),
+        Field::Group(row) => row.get_column_iter().find_map(|(_, f)| invalid_utf8_at(f)),
+        Field::ListInternal(list) => list.elements().iter().find_map(invalid_utf8_at),
+        Field::MapInternal(map) => {
+            map.entries().iter().find_map(|(k, v)| invalid_utf8_at(k).or_else(|| invalid_utf8_at(v)))
+        }
+        _ => None,
+    }
 }
 
 fn episode(r: RowData, group: usize, step: u64, rel: &str, reward_names: &[String]) -> Episode {
@@ -903,9 +904,9 @@ fn to_json(field: &Field) -> Value {
             map.entries()
                 .iter()
                 .map(|(k, v)| {
-                    let key = match k {
-                        Field::Str(s) => s.clone(),
-                        other => other.to_string(),
+                    let key = match to_json(k) {
+                        Value::String(s) => s,
+                        _ => k.to_string(),
                     };
                     (key, to_json(v))
                 })
