@@ -427,7 +427,35 @@ impl TrajectoryIndex {
         let mut policy = LogMergePolicy::default();
         policy.set_max_docs_before_merge(MAX_DOCS_BEFORE_MERGE);
         writer.set_merge_policy(Box::new(policy));
+        self.remove_leftovers_of_killed_writers(&writer)?;
         Ok(writer)
+    }
+
+    /// Remove what a writer killed before it finished left in the directory, before `writer` writes: the files
+    /// of its unfinished commit, which the committed `meta.json` does not use, and the temporaries of tantivy's
+    /// atomic writes of `meta.json` and `.managed.json` (`.tmpXXXXXX`). The files matter beyond their space: a
+    /// killed writer's delete file (`<segment>.<opstamp>.del`) has the very name this writer's commit gives its
+    /// own when it does what the killed one did from the same commit, and tantivy never overwrites a file, so the
+    /// commit, and every later update and search, failed with `FileAlreadyExists`. tantivy's garbage collection
+    /// removes the files it created that the last commit does not use (it runs after each commit, which the killed
+    /// writer never reached); the temporaries are not tantivy's managed files, and only a writer writes them: this
+    /// one holds the writer lock, so every one there is a dead writer's.
+    fn remove_leftovers_of_killed_writers(&self, writer: &IndexWriter) -> Result<(), IndexError> {
+        writer
+            .garbage_collect_files()
+            .wait()
+            .map_err(|source| IndexError::Tantivy { path: self.dir.clone(), source })?;
+        let io_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| IndexError::Io { path, source }
+        };
+        for entry in fs::read_dir(&self.dir).map_err(io_err(&self.dir))? {
+            let entry = entry.map_err(io_err(&self.dir))?;
+            if entry.file_name().as_encoded_bytes().starts_with(b".tmp") {
+                fs::remove_file(entry.path()).map_err(io_err(&entry.path()))?;
+            }
+        }
+        Ok(())
     }
 
     fn add_episode(

@@ -1,5 +1,5 @@
 //! Kill-anywhere for the writers besides the trainer (`tests/train/kill.rs` and `kill_burst.rs` kill those):
-//! play, `convert` and the load cache, each killed with SIGKILL again and again at
+//! play, `convert`, the load cache and the search index, each killed with SIGKILL again and again at
 //! pseudo-random moments (a fixed seed). After every kill: no complete line written before is lost or changed;
 //! `validate` reports nothing but what a kill may leave (an unfinished last line, a group cut short); the run
 //! opens as a read of its files does; the next writer goes on and leaves no temporary file or staging behind.
@@ -8,6 +8,8 @@
 //! again on [`child_writer`] (the TUI's play state and writer, the viewer's open with its cache), so that the
 //! kill falls wherever those writers happen to be.
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -230,4 +232,96 @@ fn convert_killed_anywhere_leaves_either_nothing_or_the_whole_copy_and_no_stagin
     assert!(last.status.success(), "{}", String::from_utf8_lossy(&last.stderr));
     assert_eq!(std::fs::read(out.join(EPISODES_FILE)).unwrap(), reference);
     assert!(staging(work.path()).is_empty(), "staging left: {:?}", staging(work.path()));
+}
+
+const SEARCH_KILLS: u64 = 12;
+/// Kill points of the search-index test, counted in names that appear in the index directory while it is
+/// written (segment files, delete files, `meta.json` and `.managed.json` and their temporaries): an update of
+/// one appended episode makes about this many.
+const SEARCH_KILL_POINTS: u64 = 16;
+
+/// The hits of `search --json`'s output without their relevance scores (BM25 counts the documents of every
+/// segment, so an index grown in steps scores a little differently from one built at once).
+fn hits(json: &[u8]) -> serde_json::Value {
+    let mut value: serde_json::Value = serde_json::from_slice(json).unwrap();
+    for hit in value["hits"].as_array_mut().unwrap() {
+        hit.as_object_mut().unwrap().remove("score");
+    }
+    value
+}
+
+/// The names of the files in `dir`.
+fn names(dir: &Path) -> BTreeSet<OsString> {
+    std::fs::read_dir(dir).map(|entries| entries.flatten().map(|e| e.file_name()).collect()).unwrap_or_default()
+}
+
+/// Where a kill of the index's writer falls: at a point of its work on disk rather than at a time, so that the
+/// points spread over every stage of an update (segments written, the commit's delete files, `meta.json`)
+/// however fast the machine is.
+#[derive(Clone, Copy, Debug)]
+enum KillPoint {
+    /// Once this many names new to the directory have appeared in it.
+    NewNames(u64),
+    /// As soon as the commit's first delete file (`<segment>.<opstamp>.del`) appears, before `meta.json` names it.
+    FirstDeleteFile,
+}
+
+/// Let `child` write until `point` is reached in `dir` (or it ends), then kill it.
+fn kill_at(mut child: Child, dir: &Path, point: KillPoint) {
+    let mut seen = names(dir);
+    let mut new = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        let mut delete_file = false;
+        for name in names(dir) {
+            delete_file |= !seen.contains(&name) && name.as_encoded_bytes().ends_with(b".del");
+            new += u64::from(seen.insert(name));
+        }
+        let reached = match point {
+            KillPoint::NewNames(n) => new >= n,
+            KillPoint::FirstDeleteFile => delete_file,
+        };
+        if reached {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn the_search_index_killed_anywhere_while_built_answers_as_a_fresh_one_once_run_again() {
+    let (_tmp, run) = sample_prefix("sokoban-gigpo", 40);
+    let cache = tempfile::tempdir().unwrap();
+    let search = |cache: &Path| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("search").arg(&run).args(["action:down", "--json", "--limit", "1000"]).env("GIGSCOPE_CACHE", cache);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    };
+    assert!(search(cache.path()).output().unwrap().status.success());
+    // `<cache>/index/<run>/<settings>`: the one index of the run.
+    let runs = std::fs::read_dir(cache.path().join("index")).unwrap().flatten().next().unwrap().path();
+    let dir = std::fs::read_dir(runs).unwrap().flatten().next().unwrap().path();
+    let mut schedule = Schedule(0xda94_2042_e4dd_58b5);
+    for kill in 0..SEARCH_KILLS {
+        // One more episode of a growing group each time: the update writes a segment and deletes the group's
+        // earlier documents (a delete file for each segment that holds them).
+        append_copy_of_first_episode(&run);
+        let point = match kill % 3 {
+            0 => KillPoint::FirstDeleteFile,
+            _ => KillPoint::NewNames(1 + schedule.next(SEARCH_KILL_POINTS)),
+        };
+        kill_at(search(cache.path()).spawn().unwrap(), &dir, point);
+        let again = search(cache.path()).output().unwrap();
+        assert!(again.status.success(), "kill {kill} ({point:?}): {}", String::from_utf8_lossy(&again.stderr));
+        let left = temporaries(cache.path());
+        assert!(left.is_empty(), "kill {kill} ({point:?}): temporary files left: {left:?}");
+    }
+    let fresh = tempfile::tempdir().unwrap();
+    let reference = search(fresh.path()).output().unwrap();
+    assert!(reference.status.success());
+    let again = search(cache.path()).output().unwrap();
+    assert_eq!(hits(&again.stdout), hits(&reference.stdout), "the index answers unlike a fresh one");
 }
