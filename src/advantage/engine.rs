@@ -28,7 +28,7 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
     group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowRef,
-    RowRule, StoredRow, ZeroVariance, EMPTY_ANCHOR_GROUP, EMPTY_ROW, INVALID_ROW,
+    RowRule, StoredRow, ZeroVariance, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
 
@@ -148,11 +148,7 @@ pub fn regroup<I: EngineInput + ?Sized>(
         .episode_group
         .iter()
         .enumerate()
-        .map(|(a, &g)| AnchorGroup {
-            episode_group: g,
-            members: Members::from(&members[starts[a]..starts[a + 1]]),
-            ..EMPTY_ANCHOR_GROUP
-        })
+        .map(|(a, &g)| AnchorGroup::unfilled(g, Members::from(&members[starts[a]..starts[a + 1]])))
         .collect();
     recompute(table, input, settings);
 }

@@ -122,33 +122,25 @@ pub struct AnchorGroup {
     pub factor: f64,
 }
 
-/// The members of an anchor group, in file order: a slice of [`RowRef`]s. Most anchor groups have one or two
-/// members, so those are kept inline rather than in an allocation of their own: a viewer of a large run holds
-/// almost as many anchor groups as rows, and a heap block per group costs more than the group itself.
+/// The members of an anchor group, in file order: a slice of [`RowRef`]s. Most anchor groups have one member
+/// (on runs of short episodes, almost every one), so that one is kept inline rather than in an allocation of its
+/// own: a viewer of a large run holds almost as many anchor groups as rows, and a heap block per group costs
+/// more than the group itself. 16 bytes either way (the one member beside the slice's pointer, which is never
+/// null).
 #[derive(Clone)]
 pub struct Members(MembersRepr);
 
 #[derive(Clone)]
 enum MembersRepr {
-    Inline { len: u8, items: [RowRef; INLINE_MEMBERS] },
+    One(RowRef),
     Heap(Box<[RowRef]>),
-}
-
-const INLINE_MEMBERS: usize = 2;
-const NO_ROW: RowRef = RowRef { episode: 0, step: 0 };
-
-impl Members {
-    pub const EMPTY: Members = Members(MembersRepr::Inline { len: 0, items: [NO_ROW; INLINE_MEMBERS] });
 }
 
 impl From<&[RowRef]> for Members {
     fn from(rows: &[RowRef]) -> Members {
-        if rows.len() <= INLINE_MEMBERS {
-            let mut items = [NO_ROW; INLINE_MEMBERS];
-            items[..rows.len()].copy_from_slice(rows);
-            Members(MembersRepr::Inline { len: rows.len() as u8, items })
-        } else {
-            Members(MembersRepr::Heap(rows.into()))
+        match rows {
+            [one] => Members(MembersRepr::One(*one)),
+            rows => Members(MembersRepr::Heap(rows.into())),
         }
     }
 }
@@ -164,7 +156,7 @@ impl std::ops::Deref for Members {
 
     fn deref(&self) -> &[RowRef] {
         match &self.0 {
-            MembersRepr::Inline { len, items } => &items[..usize::from(*len)],
+            MembersRepr::One(row) => std::slice::from_ref(row),
             MembersRepr::Heap(rows) => rows,
         }
     }
@@ -173,11 +165,13 @@ impl std::ops::Deref for Members {
 impl std::ops::DerefMut for Members {
     fn deref_mut(&mut self) -> &mut [RowRef] {
         match &mut self.0 {
-            MembersRepr::Inline { len, items } => &mut items[..usize::from(*len)],
+            MembersRepr::One(row) => std::slice::from_mut(row),
             MembersRepr::Heap(rows) => rows,
         }
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Members>() == 16, "an anchor group's members take 16 bytes");
 
 impl<'a> IntoIterator for &'a Members {
     type Item = &'a RowRef;
@@ -489,8 +483,12 @@ pub(super) fn in_parallel(rows: usize) -> bool {
     rows >= 20_000
 }
 
-pub(super) const EMPTY_ANCHOR_GROUP: AnchorGroup =
-    AnchorGroup { episode_group: 0, samples: 0, members: Members::EMPTY, mean: 0.0, std: 0.0, factor: 1.0 };
+impl AnchorGroup {
+    /// The anchor group of `members` in episode group `episode_group`, its statistics not computed yet.
+    pub(super) fn unfilled(episode_group: u32, members: Members) -> AnchorGroup {
+        AnchorGroup { episode_group, samples: 0, members, mean: 0.0, std: 0.0, factor: 1.0 }
+    }
+}
 
 pub(super) const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, step_group: 0, counts: 1 };
 

@@ -30,7 +30,7 @@ pub struct Run {
     /// 1-based line (or row) of each episode's first record in its file.
     pub episode_lines: Vec<u64>,
     /// Each episode's id → its line: a later episode with the same id is a broken line.
-    pub episode_ids: std::collections::HashMap<String, u64>,
+    pub episode_ids: EpisodeIds,
     /// Broken lines of the episodes.
     pub errors: Vec<LineError>,
     pub metrics: Vec<MetricsRecord>,
@@ -51,6 +51,45 @@ pub struct Run {
     /// by the readers that compute advantages); none by a plain read.
     pub lengths: crate::run::tokens::Lengths,
 }
+
+/// Each episode's id → the line it was first met on, kept by a 128-bit digest of the id (two xxh3 hashes of
+/// it) rather than by a copy of it: a viewer of a run of many short episodes held more for the copies of their
+/// ids here than for anything else of an episode. Two different ids are taken for one with a chance of about
+/// 2⁻¹²⁸ a pair.
+#[derive(Debug, Default, PartialEq)]
+pub struct EpisodeIds(std::collections::HashMap<[u64; 2], u64, foldhash::fast::FixedState>);
+
+impl EpisodeIds {
+    fn digest(id: &str) -> [u64; 2] {
+        use twox_hash::XxHash3_64;
+        [XxHash3_64::oneshot(id.as_bytes()), XxHash3_64::oneshot_with_seed(ID_SEED, id.as_bytes())]
+    }
+
+    /// The line `id` was first met on.
+    pub fn get(&self, id: &str) -> Option<u64> {
+        self.0.get(&EpisodeIds::digest(id)).copied()
+    }
+
+    pub fn contains_key(&self, id: &str) -> bool {
+        self.0.contains_key(&EpisodeIds::digest(id))
+    }
+
+    /// `id` met on `line` (a later line for an id met before replaces it).
+    pub fn insert(&mut self, id: &str, line: u64) {
+        self.0.insert(EpisodeIds::digest(id), line);
+    }
+
+    pub fn reserve(&mut self, more: usize) {
+        self.0.reserve(more);
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// The seed of the second of an id's two hashes (any seed but the first's, 0).
+const ID_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A file, or a part of one, whose records could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,13 +233,13 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
 /// reader alike (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference
 /// to the id meant first.
 fn admit(run: &mut Run, id: &str, line: u64, file: Option<&str>, applied: &mut Applied) -> bool {
-    if let Some(&first) = run.episode_ids.get(id) {
+    if let Some(first) = run.episode_ids.get(id) {
         let reason = format!("duplicate episode id {id:?} (first on line {first})");
         run.errors.push(LineError { file: file.map(str::to_owned), line, reason });
         applied.broken_lines += 1;
         return false;
     }
-    run.episode_ids.insert(id.to_owned(), line);
+    run.episode_ids.insert(id, line);
     run.episode_lines.push(line);
     true
 }

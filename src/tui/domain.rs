@@ -204,6 +204,8 @@ enum Release {
     /// Parsed episodes whose text stays on disk: a part's worth is hundreds of thousands of strings, whose
     /// freeing would hold the viewer's thread for milliseconds of every merge.
     Free(Vec<Episode>),
+    /// Lean episodes made on a reader's thread, copied since.
+    FreeLean(Vec<LeanEpisode>),
     /// Give the freed heap back to the system once what was sent before is freed, then say so (if asked).
     Trim(Option<std::sync::mpsc::Sender<()>>),
 }
@@ -229,6 +231,7 @@ fn release(work: Release) {
 fn carry_out(work: Release) {
     match work {
         Release::Free(parsed) => drop(parsed),
+        Release::FreeLean(lean) => drop(lean),
         Release::Trim(done) => {
             release_freed_heap();
             if let Some(done) = done {
@@ -246,6 +249,32 @@ pub fn settle_freed_memory() {
     release(Release::Trim(Some(done)));
     let _ = freed.recv();
 }
+
+/// Have the allocator give large blocks back to the system as soon as they are freed, once per process: glibc
+/// otherwise raises the size from which it maps blocks apart, and the free space it keeps at a heap's top, to
+/// that of the largest block freed (a reader's part of `episodes.jsonl`, 16 MB), so those blocks come from the
+/// reading threads' heaps, whose free top [`release_freed_heap`] cannot give back (`malloc_trim` shortens only
+/// the main heap's): tens of megabytes stayed taken after a run was read. Fixed thresholds keep both from
+/// rising; lower ones gave back a little more at a cost in page faults.
+fn give_large_blocks_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only changes the allocator's thresholds; it may be called at any time.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, MAPPED_APART);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, KEPT_AT_TOP);
+            }
+        });
+    }
+}
+
+/// The size from which the allocator maps a block apart, and the most free memory it keeps at a heap's top.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MAPPED_APART: i32 = 2 << 20;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const KEPT_AT_TOP: i32 = 4 << 20;
 
 /// Give the memory freed after reading a run (the parsed parts' text, the engine's scratch) back to the system.
 /// glibc keeps freed heap for reuse, so a viewer that has just read a large run would otherwise stay as large as
@@ -374,6 +403,7 @@ const SNAPSHOT_PART: usize = 5_000;
 
 impl Domain {
     pub fn new(run: Run) -> Domain {
+        give_large_blocks_back();
         let text = TextStore::new(&run.dir.join(EPISODES_FILE));
         let tokens = super::tokens::RunTokens::open(&run.dir);
         let mut domain = Domain {
@@ -446,12 +476,20 @@ impl Domain {
             parsed.extend(on_disk);
             lean
         }));
-        // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's.
+        // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's. They
+        // are copied here, their ids, groups and steps allocated afresh side by side, and the reader's freed on
+        // the release thread: made on the reader's threads among the text they parsed, they would keep most of
+        // those threads' heap pages taken once the text is freed.
         let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
-        self.episodes.extend(self.run.lean.drain(..).map(|mut episode| {
+        let lean = std::mem::take(&mut self.run.lean);
+        self.episodes.extend(lean.iter().map(|episode| {
+            let mut episode = episode.clone();
             episode.renumber_pages(&renumber);
             episode
         }));
+        if !lean.is_empty() {
+            release(Release::FreeLean(lean));
+        }
         if !parsed.is_empty() {
             release(Release::Free(parsed));
         }
@@ -563,7 +601,7 @@ impl Domain {
         let end = crate::live::part_end(cached.len(), max, |i| &cached[i].group);
         for episode in self.cached.drain(..end) {
             let line = episode.span().map_or(0, |s| s.line);
-            self.run.episode_ids.insert(episode.id.clone(), line);
+            self.run.episode_ids.insert(&episode.id, line);
             self.run.episode_lines.push(line);
             self.episodes.push(episode);
         }
