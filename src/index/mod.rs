@@ -34,6 +34,7 @@
 //!   are nearly all distinct): ranges and comparisons scan the column, and an exact value is a one-point range.
 
 mod cache;
+mod directory;
 mod schema;
 mod source;
 
@@ -48,7 +49,6 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::directory::MmapDirectory;
 use tantivy::merge_policy::LogMergePolicy;
 use tantivy::query::{Occur, Query, QueryParser, QueryParserError};
 use tantivy::query_grammar::{self, UserInputAst, UserInputBound, UserInputLeaf};
@@ -66,6 +66,7 @@ use crate::text::action::ActionRule;
 
 pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
+use directory::NamingDirectory;
 use schema::{Fields, COLUMN_ONLY_FIELDS, REWARDS_FIELD};
 pub use schema::{NUMERIC_FIELDS, STRING_FIELDS, TEXT_FIELDS};
 pub use source::{Fetched, IndexSource};
@@ -686,7 +687,7 @@ impl SearchShared {
 }
 
 fn open_or_create(dir: &Path, schema: Schema) -> tantivy::Result<Index> {
-    let directory = MmapDirectory::open(dir)?;
+    let directory = NamingDirectory::open(dir)?;
     Index::open_or_create(directory, schema)
 }
 

@@ -139,6 +139,21 @@ fn cache_files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
 }
 
+/// The search index's error names the file it was writing in the index directory (a segment's file, a delete
+/// file, `meta.json` or `.managed.json`), not the directory alone, and says why.
+fn assert_names_a_file_of_the_index(fs: &SmallFs, out: &Output, what: &str) {
+    let text = stderr(out);
+    // `<cache>/index/<run>/<settings>`: the one index of the run.
+    let runs = std::fs::read_dir(fs.path().join("index")).unwrap().flatten().next().unwrap().path();
+    let index = std::fs::read_dir(runs).unwrap().flatten().next().unwrap().path();
+    let files = format!("{}/", index.display());
+    let named = text
+        .match_indices(&files)
+        .any(|(at, _)| text[at + files.len()..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '.'));
+    assert!(named, "{what}: the error names no file of the index {}: {text}", index.display());
+    assert!(text.contains("No space left on device"), "{what}: the error does not say why: {text}");
+}
+
 #[test]
 fn the_search_index_on_a_full_disk_fails_naming_the_file_and_is_built_once_freed_at_every_fill_level() {
     let (_tmp, dir) = sample_prefix("sokoban-gigpo", 20);
@@ -160,6 +175,7 @@ fn the_search_index_on_a_full_disk_fails_naming_the_file_and_is_built_once_freed
         } else {
             failed += 1;
             assert_failed_naming_a_file(&fs, &result, &what);
+            assert_names_a_file_of_the_index(&fs, &result, &what);
         }
         fs.free_all();
         let again = search();
