@@ -11,9 +11,12 @@
 //! settings; none is found when other settings (groups of another size, another estimator) or the data differ.
 //! Under scaling, weight vectors in proportion give the same advantages (up to TRL's ε): the first found wins.
 
-use super::engine::compute;
+use super::engine::compute_grouped;
+use super::grouping::{group_anchors, group_lean, AnchorGrouping};
+use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, RewardWeights, ScaleRewards};
 use super::stats::compare_stored;
+use crate::run::text_on_disk::LeanEpisode;
 use crate::run::Episode;
 
 /// Weight vectors are searched for runs of at most this many reward functions (11³ vectors).
@@ -26,21 +29,52 @@ pub const WEIGHTS: [f64; 11] = [0.0, 0.1, 0.2, 0.25, 0.3, 0.5, 1.0, 2.0, 3.0, 4.
 /// `settings`, when the run has none or is no TRL run (`settings` without `scale_rewards`), or when no
 /// candidate reproduces them.
 pub fn reproducing_trl_settings(episodes: &[Episode], settings: &AdvantageSettings) -> Option<AdvantageSettings> {
+    search(episodes, settings, |episodes| Some(group_anchors(episodes, settings.anchor)))
+}
+
+/// [`reproducing_trl_settings`] of lean episodes (a viewer's, whose text stays on disk): `None` too when a
+/// similarity grouping cannot read their text back.
+pub fn reproducing_trl_settings_lean(
+    episodes: &[LeanEpisode],
+    settings: &AdvantageSettings,
+) -> Option<AdvantageSettings> {
+    search(episodes, settings, |episodes| group_lean(episodes, settings.anchor).ok())
+}
+
+/// The search, over `episodes` grouped by `group` (the candidates change no anchor: each set of episodes is
+/// grouped once).
+fn search<T: Clone + Sync>(
+    episodes: &[T],
+    settings: &AdvantageSettings,
+    group: impl Fn(&[T]) -> Option<AnchorGrouping>,
+) -> Option<AdvantageSettings>
+where
+    [T]: EngineInput,
+{
     settings.scale_rewards?;
-    if reproduces(episodes, settings)? {
+    let grouping = group(episodes)?;
+    if reproduces(episodes, &grouping, settings)? {
         return None;
     }
-    let first = episodes.iter().filter(|e| e.advantages.is_some()).map(|e| e.iteration).min()?;
-    let probe: Vec<Episode> = episodes.iter().filter(|e| e.iteration == first).cloned().collect();
-    let functions = episodes.iter().filter_map(|e| e.reward_functions()).map(|(n, _)| n.len()).max().unwrap_or(1);
+    let n = episodes.episode_count();
+    let first = (0..n).filter(|&e| episodes.recorded_advantages(e).is_some()).map(|e| episodes.iteration(e)).min()?;
+    let probe: Vec<T> = (0..n).filter(|&e| episodes.iteration(e) == first).map(|e| episodes[e].clone()).collect();
+    let probe_grouping = if probe.len() == n { grouping.clone() } else { group(&probe)? };
+    let functions = (0..n).filter_map(|e| episodes.recorded_rewards(e)).map(|r| r.len()).max().unwrap_or(1);
     candidates(settings, functions).filter(|c| c != settings).find(|c| {
-        reproduces(&probe, c) == Some(true) && (probe.len() == episodes.len() || reproduces(episodes, c) == Some(true))
+        reproduces(&probe[..], &probe_grouping, c) == Some(true)
+            && (probe.len() == n || reproduces(episodes, &grouping, c) == Some(true))
     })
 }
 
-/// Whether `settings` reproduce the stored advantages of `episodes` (`None`: no row to compare).
-fn reproduces(episodes: &[Episode], settings: &AdvantageSettings) -> Option<bool> {
-    let comparison = compare_stored(episodes, &compute(episodes, settings))?;
+/// Whether `settings` reproduce the stored advantages of `episodes`, grouped as `grouping` (`None`: no row to
+/// compare).
+fn reproduces<I: EngineInput + ?Sized>(
+    episodes: &I,
+    grouping: &AnchorGrouping,
+    settings: &AdvantageSettings,
+) -> Option<bool> {
+    let comparison = compare_stored(episodes, &compute_grouped(episodes, grouping, settings))?;
     (comparison.rows > 0).then_some(comparison.mismatched_rows == 0 && comparison.length_mismatches.is_empty())
 }
 

@@ -51,9 +51,11 @@ impl Tails {
         self.source.poll()
     }
 
-    /// Deliver the episodes of the run's own lines lean ([`RunSource::read_lean`]).
-    pub fn read_lean(&mut self, reading: LeanReading) {
-        self.source.read_lean(reading);
+    /// Deliver the episodes lean to `reading`: those of the run's own lines as they are parsed
+    /// ([`RunSource::read_lean`]), those of layouts without lines of their own with their text written to a
+    /// spill file made in the first of `spill_dirs` where one can be ([`crate::run::source::read_lean`]).
+    pub fn read_lean(self, reading: LeanReading, spill_dirs: &[PathBuf]) -> Tails {
+        Tails { source: crate::run::source::read_lean(self.source, reading, spill_dirs) }
     }
 }
 

@@ -57,8 +57,14 @@ impl LeanReading {
         self.classify = (self.classifier_of)(meta);
     }
 
-    /// The lean form of `episode`, its text freed now.
-    fn take(&mut self, episode: Episode) -> LeanEpisode {
+    /// This reading (its page table and classifier) for episodes whose text is read back through `store`.
+    pub fn reading_from(&self, store: TextStore) -> LeanReading {
+        LeanReading { store, ..self.clone() }
+    }
+
+    /// The lean form of `episode`, its text freed now: on disk when the episode says where its line is (in the
+    /// file this reading's store reads), else kept in memory.
+    pub(super) fn take(&mut self, episode: Episode) -> LeanEpisode {
         let classify = self.classify.as_ref().map(|c| c as &dyn Fn(&str) -> &'static str);
         LeanEpisode::new(episode, &self.store, &mut self.pages, classify)
     }

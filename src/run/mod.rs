@@ -10,7 +10,8 @@
 //! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
 //! - `text_on_disk.rs`: episodes without their text ([`text_on_disk::LeanEpisode`]) and the store that reads
 //!   the text back; `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
-//! - `writer.rs`, `synth.rs`, `cache.rs` (the load cache);
+//! - `writer.rs`, `synth.rs`, `cache.rs` (the load cache), `spill.rs` (the text of episodes without a line of
+//!   their own, written for a viewer to read back);
 //! - `source/`: the readers of each layout and their registry (a new trainer format goes there: see its docs);
 //! - `in_memory.rs`: [`Run`], the run in memory, built by [`apply`]ing a source's events;
 //! - `truth.rs`: measured ground truth kept beside a run.
@@ -28,6 +29,7 @@ mod lean_reading;
 pub(crate) mod settings;
 pub mod source;
 mod span;
+pub mod spill;
 pub mod synth;
 pub mod text_on_disk;
 pub mod tokens;

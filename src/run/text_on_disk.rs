@@ -16,7 +16,10 @@
 //! hash is 8 bytes of every step a viewer keeps (a 128-bit one made a step 32 bytes instead of 24).
 //!
 //! Episodes read from other layouts (verl dumps, TRL logs: converted from other files, with no line of their
-//! own) and episodes handed over in memory keep their text in memory ([`EpisodeText::InMemory`]).
+//! own) have their text written as gigscope-run/1 lines to a spill file when a viewer reads them
+//! (`super::spill`), and are read back from there by a store kept on that file ([`TextStore::kept_open`])
+//! exactly as a gigscope run's lines are; episodes handed over in memory, and those a one-shot reader takes
+//! whole, keep their text in memory ([`EpisodeText::InMemory`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -304,7 +307,7 @@ pub struct TextStore {
     inner: Arc<StoreInner>,
 }
 
-/// Stores are the same when they read the same file.
+/// Stores are the same when they read the same file (the name a kept-open file was made at is unique).
 impl PartialEq for TextStore {
     fn eq(&self, other: &TextStore) -> bool {
         self.inner.path == other.inner.path
@@ -318,17 +321,32 @@ struct StoreInner {
     /// The file, kept open while the path names it: reading a large run's text back line by line (a grouping,
     /// the search index) opened it once per line, and each open woke every watcher of the run's directory.
     file: Mutex<Option<(Arc<std::fs::File>, FileIdentity)>>,
+    /// The store reads this file whatever the path names now (a spill file, removed from its directory once
+    /// open: [`TextStore::kept_open`]).
+    kept: Option<Arc<std::fs::File>>,
 }
 
 impl TextStore {
     /// A store for the lines of the file at `path`.
     pub fn new(path: &Path) -> TextStore {
-        let inner = StoreInner { path: path.to_path_buf(), cache: Mutex::default(), file: Mutex::default() };
+        let inner =
+            StoreInner { path: path.to_path_buf(), cache: Mutex::default(), file: Mutex::default(), kept: None };
+        TextStore { inner: Arc::new(inner) }
+    }
+
+    /// A store for the lines of `file`, opened at `path` (the name its errors give; no longer in its directory,
+    /// maybe): the path is never looked at again.
+    pub fn kept_open(file: Arc<std::fs::File>, path: &Path) -> TextStore {
+        let inner =
+            StoreInner { path: path.to_path_buf(), cache: Mutex::default(), file: Mutex::default(), kept: Some(file) };
         TextStore { inner: Arc::new(inner) }
     }
 
     /// The file at the path, opened again when the path names another file than the one kept (replaced).
     fn file(&self) -> Result<Arc<std::fs::File>, TextError> {
+        if let Some(file) = &self.inner.kept {
+            return Ok(Arc::clone(file));
+        }
         let io = |source| TextError::Io { path: self.inner.path.clone(), source };
         // A stat of the path, not an open: it wakes no watcher.
         let now = FileIdentity::of(&std::fs::metadata(&self.inner.path).map_err(io)?);

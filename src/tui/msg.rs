@@ -9,7 +9,7 @@ use super::action::Action;
 use super::burst_dialog::{BurstRequest, BurstUpdate, RayPlan};
 use super::estimates::{BatchColumns, BatchRequest};
 use super::play::TasksHandle;
-use super::reconcile_offer::{ReconcileRequest, Reconciled};
+use super::reconcile_offer::{Reconciled, SearchKey};
 use super::state::{GroupingRequest, JobKind};
 use super::truth_job::{TruthJobError, TruthJobRequest};
 use crate::advantage::AnchorGrouping;
@@ -169,8 +169,9 @@ pub enum Effect {
     /// Compute an iteration's estimator columns (the estimators view) in the background and answer with
     /// [`Msg::EstimatorBatch`].
     EstimatorBatch(Box<BatchRequest>),
-    /// Search for the TRL settings that reproduce the stored advantages and answer with [`Msg::Reconciled`].
-    Reconcile(Box<ReconcileRequest>),
+    /// Search for the TRL settings that reproduce the stored advantages under `key` and answer with
+    /// [`Msg::Reconciled`] (the job's request made then: [`crate::tui::state::State::reconcile_request`]).
+    Reconcile(SearchKey),
 }
 
 /// Episodes `{group}-{first}` … `{group}-{first+n-1}` of goal `goal`, played by the run's policy.

@@ -1,6 +1,6 @@
 //! The offer of TRL settings that reproduce a run's stored advantages (issue 29): when the trainer's stored
 //! advantages disagree with the recomputation, a job searches for the `scale_rewards`, reward weights and
-//! aggregation that reproduce them ([`reproducing_trl_settings`], the search `stats` and `convert` make), and
+//! aggregation that reproduce them ([`reproducing_trl_settings_lean`], the search `stats` and `convert` make), and
 //! the TUI offers what it finds ("stored advantages match `--scale-rewards batch --reward-weights 1,2`:
 //! apply?"); a key applies it. Plain data and the job's work: what asks for the search and applies its answer
 //! is `update`'s ([`super::reconcile_update`]).
@@ -8,9 +8,9 @@
 //! An answer belongs to the episodes and the settings it was searched under ([`SearchKey`]): once either has
 //! changed it is stale and neither shown nor applied.
 
-use crate::advantage::reconcile::{reproducing_trl_settings, trl_flags};
+use crate::advantage::reconcile::{reproducing_trl_settings_lean, trl_flags};
 use crate::advantage::AdvantageSettings;
-use crate::run::Episode;
+use crate::run::text_on_disk::LeanEpisode;
 
 /// What a search was made under: the domain's episodes (their version) and the table's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,8 +23,9 @@ pub struct SearchKey {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReconcileRequest {
     pub key: SearchKey,
-    /// The run's episodes with their stored advantages and reward functions' values.
-    pub episodes: Vec<Episode>,
+    /// The run's episodes with their stored advantages and reward functions' values: lean, their text on
+    /// disk (a copy of the full records would hold the whole run's text at once).
+    pub episodes: Vec<LeanEpisode>,
 }
 
 /// A search's answer: the settings that reproduce every stored advantage, if any do.
@@ -36,7 +37,7 @@ pub struct Reconciled {
 
 impl ReconcileRequest {
     pub fn compute(self) -> Reconciled {
-        Reconciled { key: self.key, found: reproducing_trl_settings(&self.episodes, &self.key.settings) }
+        Reconciled { key: self.key, found: reproducing_trl_settings_lean(&self.episodes, &self.key.settings) }
     }
 }
 

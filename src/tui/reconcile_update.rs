@@ -3,7 +3,7 @@
 //! taking its answer in, and applying the settings offered (`y`).
 
 use super::msg::Effect;
-use super::reconcile_offer::{offer_text, ReconcileRequest, Reconciled};
+use super::reconcile_offer::{offer_text, ReconcileRequest, Reconciled, SearchKey};
 use super::state::{GroupingRequest, State};
 use super::ui::widgets::offer_line;
 use crate::advantage::stats::MISMATCH_TOLERANCE;
@@ -22,12 +22,16 @@ pub fn wanted(state: &mut State) -> Option<Effect> {
         return None;
     }
     state.jobs.reconcile.asked = Some(key);
-    // The search needs each episode's stored advantages and reward functions' values: the full records.
-    let episodes: Vec<_> = (0..state.domain.episodes.len())
-        .filter_map(|e| state.domain.read_episode(e).ok())
-        .map(|episode| (*episode).clone())
-        .collect();
-    Some(Effect::Reconcile(Box::new(ReconcileRequest { key, episodes })))
+    Some(Effect::Reconcile(key))
+}
+
+impl State {
+    /// The search for `key` ([`Effect::Reconcile`]), made as its job starts: each episode's stored advantages
+    /// and reward functions' values, which the lean episodes keep (their text stays on disk), copied for the
+    /// job then, not held while the effect waits.
+    pub fn reconcile_request(&self, key: SearchKey) -> ReconcileRequest {
+        ReconcileRequest { key, episodes: self.domain.episodes.clone() }
+    }
 }
 
 /// A search's answer: kept, and said in the status line when it offers something under today's table.

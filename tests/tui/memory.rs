@@ -10,6 +10,10 @@
 //! memory per step grows beyond it (the lean episodes left where the reader's threads made them, among the text
 //! they parsed, kept 370–800 bytes a step; text kept in memory, as for a verl dump's rows, is several kilobytes
 //! a step). It is lowered as the representation is made compact.
+//!
+//! The same holds for the layouts whose rows have no line of their own to read their text back from (a verl
+//! dump, a TRL log): the viewer writes their text to a spill file as it reads them and keeps only where it is;
+//! before, it kept every row's text in memory (several kilobytes a row).
 
 use crate::support;
 
@@ -119,4 +123,131 @@ fn the_viewer_keeps_a_bounded_number_of_bytes_per_step_of_short_episodes() {
         small_rss / 1e6
     );
     assert!(per_step <= BYTES_PER_STEP, "the viewer keeps {per_step:.0} bytes a step (at most {BYTES_PER_STEP})");
+}
+
+/// A verl (v1) rollout dump of `rows` rows in step files of 1,000 (as `scripts/shape-runs verl` makes them: a
+/// prompt of 80 words shared by 8 outputs of 60, a score, a uid naming the prompt and the output); its rows.
+fn verl_rows(dir: &Path, rows: usize) -> usize {
+    let mut words = words_from(0x2545_f491_4f6c_dd1d);
+    for step in 1..=rows / 1_000 {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(format!("{step}.jsonl"))).unwrap());
+        for prompt in 0..125 {
+            let input = format!("system: You are a careful assistant . user: {} assistant:", words(80));
+            for output in 0..8 {
+                let row = serde_json::json!({
+                    "input": input, "output": words(60), "gts": "45", "score": (output % 2) as f64, "step": step,
+                    "uid": format!("{step:08}-{prompt:04}-0000-0000-000000000000_{output}_0"),
+                });
+                writeln!(out, "{row}").unwrap();
+            }
+        }
+        out.flush().unwrap();
+    }
+    rows / 1_000 * 1_000
+}
+
+/// A TRL completions log of `rows` rows in step files of 8,000 (as `scripts/shape-runs trl` makes them: a
+/// prompt of 6 words shared by a group of 8, completions of 1 to 6 words, two rewards and TRL's advantage),
+/// written with parquet's own writer; its rows.
+fn trl_rows(dir: &Path, rows: usize) -> usize {
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
+    use parquet::file::writer::SerializedFileWriter;
+    let completions = dir.join("completions");
+    std::fs::create_dir(&completions).unwrap();
+    let schema = std::sync::Arc::new(
+        parquet::schema::parser::parse_message_type(
+            "message schema { REQUIRED INT64 step; REQUIRED BYTE_ARRAY prompt (UTF8); \
+             REQUIRED BYTE_ARRAY completion (UTF8); REQUIRED DOUBLE length_reward; REQUIRED DOUBLE keyword_reward; \
+             REQUIRED DOUBLE advantage; }",
+        )
+        .unwrap(),
+    );
+    let mut words = words_from(0x853c_49e6_748f_ea9b);
+    let per_step = 8_000;
+    for step in 1..=rows / per_step {
+        let mut prompt = String::new();
+        let mut text = |r: usize| -> [ByteArray; 2] {
+            if r.is_multiple_of(8) {
+                prompt = words(6);
+            }
+            [prompt.clone().into_bytes().into(), words(1 + r % 6).into_bytes().into()]
+        };
+        let texts: Vec<[ByteArray; 2]> = (0..per_step).map(&mut text).collect();
+        let column = |i: usize| texts.iter().map(|t| t[i].clone()).collect::<Vec<_>>();
+        let number = |f: fn(usize) -> f64| (0..per_step).map(f).collect::<Vec<f64>>();
+        let path = completions.join(format!("completions_{step:05}.parquet"));
+        let mut writer =
+            SerializedFileWriter::new(std::fs::File::create(&path).unwrap(), schema.clone(), Default::default())
+                .unwrap();
+        let mut group = writer.next_row_group().unwrap();
+        let mut index = 0;
+        while let Some(mut writer) = group.next_column().unwrap() {
+            match index {
+                0 => writer.typed::<Int64Type>().write_batch(&vec![step as i64; per_step], None, None),
+                1 | 2 => writer.typed::<ByteArrayType>().write_batch(&column(index - 1), None, None),
+                3 => writer.typed::<DoubleType>().write_batch(&number(|r| 0.5 * (r % 3) as f64), None, None),
+                4 => writer.typed::<DoubleType>().write_batch(&number(|r| (r % 2) as f64), None, None),
+                _ => writer.typed::<DoubleType>().write_batch(&number(|r| (r % 7) as f64 / 3.0 - 1.0), None, None),
+            }
+            .unwrap();
+            writer.close().unwrap();
+            index += 1;
+        }
+        group.close().unwrap();
+        writer.close().unwrap();
+        // Written a minute ago: not taken for a file still being written.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&path).and_then(|f| f.set_modified(old)).unwrap();
+    }
+    rows / per_step * per_step
+}
+
+/// Words drawn from [`WORDS`] by a generator seeded with `seed`: `n` of them joined by spaces.
+fn words_from(seed: u64) -> impl FnMut(usize) -> String {
+    let mut state = seed;
+    move |n| {
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                WORDS[(state % 17) as usize]
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The most resident bytes the viewer may keep per row of a verl dump or a TRL log, after open: 825 to 920 in
+/// this test's runs since their text is spilled (their lean episodes carry more than a gigscope episode's: a
+/// TRL row's reward names, rewards and stored advantage), several kilobytes before.
+const BYTES_PER_ROW: f64 = 1536.0;
+
+/// The growth per row of what the viewer holds after open, between a run of `small` and one of `large` rows of
+/// the layout `write` makes.
+fn bytes_per_row(layout: &str, write: fn(&Path, usize) -> usize, small: usize, large: usize) -> f64 {
+    let (small_dir, large_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (small_rows, large_rows) = (write(small_dir.path(), small), write(large_dir.path(), large));
+    let (small_rss, small_read) = resident_after_open(small_dir.path());
+    let (large_rss, large_read) = resident_after_open(large_dir.path());
+    assert_eq!((small_read, large_read), (small_rows, large_rows), "{layout}: every row read");
+    let per_row = (large_rss - small_rss) / (large_rows - small_rows) as f64;
+    eprintln!(
+        "{layout}: {per_row:.0} bytes a row ({:.1} MB after opening {large_rows} rows; {:.1} MB for {small_rows})",
+        large_rss / 1e6,
+        small_rss / 1e6
+    );
+    per_row
+}
+
+#[test]
+fn the_viewer_keeps_the_text_of_verl_and_trl_rows_on_disk() {
+    let verl = bytes_per_row("verl dump", verl_rows, 8_000, 24_000);
+    let trl = bytes_per_row("TRL log", trl_rows, 16_000, 48_000);
+    for (layout, per_row) in [("verl dump", verl), ("TRL log", trl)] {
+        assert!(
+            per_row <= BYTES_PER_ROW,
+            "{layout}: the viewer keeps {per_row:.0} bytes a row (at most {BYTES_PER_ROW})"
+        );
+    }
 }

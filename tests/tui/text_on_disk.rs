@@ -159,3 +159,33 @@ fn every_view_draws_only_episodes_read_back_before_the_frame() {
         keys(&mut s, &[Action::Down]);
     }
 }
+
+/// Opened the app's way, a run of a layout whose rows have no line of their own (a verl dump, a TRL log) keeps
+/// their text in a spill file, not in memory, and reads it back as it was read: every record, the tables, a
+/// similarity grouping (which reads every step's anchor back) and the screens are those of the run read whole.
+#[test]
+fn the_text_of_verl_and_trl_rows_is_spilled_and_read_back_as_read() {
+    for fixture in ["tests/fixtures/verl/v1", "tests/fixtures/trl/default"] {
+        let dir = std::path::Path::new(fixture);
+        let mut whole = state(dir);
+        let (mut spilled, _loading) = support::opening::open_the_apps_way(dir, Config::defaults(false).unwrap());
+        update(&mut spilled, Msg::Resize(120, 40));
+        assert!(whole.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::InMemory(_))), "{fixture}");
+        assert!(spilled.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::OnDisk { .. })), "{fixture}");
+        assert_eq!(spilled.domain.episodes.len(), whole.domain.episodes.len(), "{fixture}");
+        for e in 0..whole.domain.episodes.len() {
+            assert_eq!(spilled.domain.read_episode(e).unwrap(), whole.domain.read_episode(e).unwrap(), "{fixture} {e}");
+        }
+        assert_eq!(spilled.domain.derived, whole.domain.derived, "{fixture}");
+        let mut similarity = whole.domain.settings;
+        similarity.anchor = gigscope::advantage::AnchorMode::Similarity(0.5);
+        let grouped = |s: &State| gigscope::tui::state::Derived::build(&s.domain.episodes, &similarity);
+        assert_eq!(grouped(&spilled), grouped(&whole), "{fixture}");
+        // The app's way has had news of the run (its watcher's first scan), the whole read none.
+        spilled.domain.live.last_update = whole.domain.live.last_update;
+        assert_eq!(render(&spilled), render(&whole), "{fixture}");
+        episode_view(&mut whole);
+        episode_view(&mut spilled);
+        assert_eq!(render(&spilled), render(&whole), "{fixture}");
+    }
+}

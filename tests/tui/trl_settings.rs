@@ -26,13 +26,14 @@ fn disagreement(s: &State) -> f64 {
 
 /// The search asked for in `fx`, run here as the app's job would, and its answer delivered.
 fn answer_search(s: &mut State, fx: Effects) -> Effects {
-    let request = fx
+    let key = fx
         .find(|e| match e {
-            Effect::Reconcile(request) => Some(*request),
+            Effect::Reconcile(key) => Some(key),
             _ => None,
         })
         .expect("the disagreement asks for a search");
-    update(s, Msg::Reconciled(Box::new(request.compute())))
+    let answer = s.reconcile_request(key).compute();
+    update(s, Msg::Reconciled(Box::new(answer)))
 }
 
 fn type_text(s: &mut State, text: &str) {

@@ -90,9 +90,11 @@ pub trait RunSource: Send + std::fmt::Debug {
     fn read_in_parts_of(&mut self, _bytes: u64) {}
 
     /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by
-    /// `reading` as they are parsed; a source whose episodes keep their text in memory (built from other
-    /// files) goes on delivering them whole.
-    fn read_lean(&mut self, _reading: LeanReading) {}
+    /// `reading` as they are parsed; whether the source does (a source whose episodes are built from other
+    /// files, with no line of their own, does not: `super::read_lean` has their text spilled instead).
+    fn read_lean(&mut self, _reading: LeanReading) -> bool {
+        false
+    }
 }
 
 /// The result of one [`RunSource::poll`].

@@ -283,10 +283,11 @@ impl RunSource for GigscopeSource {
         self.episodes.set_budget(bytes);
     }
 
-    fn read_lean(&mut self, reading: LeanReading) {
+    fn read_lean(&mut self, reading: LeanReading) -> bool {
         // Parsing is most of reading a large run: a thread per core, up to four.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         self.lean = vec![reading; threads];
+        true
     }
 
     fn watches(&self, path: &Path) -> bool {

@@ -11,6 +11,8 @@
 //! # Files
 //!
 //! - `events.rs`: the [`RunSource`] interface, its events, and the [`RegisteredLayout`] a reader gives;
+//! - `spilled.rs`: a viewer's reading of the layouts whose episodes have no line of their own, their text
+//!   spilled to a file ([`read_lean`]);
 //! - `step_files.rs`: the bookkeeping of layouts written as one file per training step (verl, TRL);
 //! - one file per layout, which parses that layout's files alone: `gigscope.rs`, `verl.rs`, `trl.rs`,
 //!   `verifiers.rs`;
@@ -25,6 +27,7 @@
 
 mod events;
 mod gigscope;
+mod spilled;
 mod step_files;
 mod trl;
 mod verifiers;
@@ -41,6 +44,7 @@ pub use events::{
     TornTail,
 };
 pub use gigscope::{GigscopeSource, EPISODES_PART_BYTES};
+pub use spilled::{read_lean, SpilledText};
 pub use trl::TrlSource;
 pub use verifiers::VerifiersSource;
 pub use verl::VerlSource;

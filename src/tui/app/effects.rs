@@ -256,7 +256,8 @@ impl Effector {
                 self.runner.spawn(JobKind::Estimators, move |_| Outcome::Msg(Msg::EstimatorBatch(request.compute())));
                 None
             }
-            Effect::Reconcile(request) => {
+            Effect::Reconcile(key) => {
+                let request = state.reconcile_request(key);
                 self.runner
                     .spawn(JobKind::Reconcile, move |_| Outcome::Msg(Msg::Reconciled(Box::new(request.compute()))));
                 None

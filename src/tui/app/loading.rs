@@ -73,13 +73,17 @@ pub fn start(
     config: Config,
     cache: Option<PathBuf>,
 ) -> Result<(State, Opening), AppError> {
-    let (run, mut tails) = live::start_as(dir, from, options)?;
+    let (run, tails) = live::start_as(dir, from, options)?;
     let mut state = new_state(run, config, (80, 24));
     let gigscope = tails.layout() == Layout::Gigscope;
+    // The text of layouts without lines of their own goes to a spill file under the cache root, else in the
+    // system's temporary directory (which may be memory: a tmpfs).
+    let spill_dirs: Vec<PathBuf> =
+        cache.iter().map(|root| root.join(crate::run::spill::SPILL_DIR)).chain([std::env::temp_dir()]).collect();
     let cache = cache.filter(|_| gigscope).map(|root| state.domain.keep_load_cache(root));
     // The watcher takes the episodes in lean as it parses them (see `LeanReading`).
     let lean = LeanReading::new(state.domain.text.clone(), crate::env_registry::page_classifier, &state.domain.run);
-    tails.read_lean(lean.clone());
+    let tails = tails.read_lean(lean.clone(), &spill_dirs);
     state.domain.live.first_read = true;
     Ok((state, Opening { dir: dir.to_path_buf(), tails, cache, lean }))
 }
@@ -127,8 +131,8 @@ impl Opening {
                 loop {
                     let reading = match cached.next_episodes(CACHE_DECODE_PART) {
                         Ok(part) if part.is_empty() => {
-                            tails = Tails::resumed(&self.dir, cached.head.position);
-                            tails.read_lean(self.lean);
+                            // A gigscope run's: its episodes have lines of their own, nothing to spill.
+                            tails = Tails::resumed(&self.dir, cached.head.position).read_lean(self.lean, &[]);
                             break;
                         }
                         Ok(part) => Reading::CachedEpisodes(part),
