@@ -15,7 +15,7 @@ use super::engine::compute_grouped;
 use super::grouping::{group_anchors, group_lean, AnchorGrouping};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, RewardWeights, ScaleRewards};
-use super::stats::compare_stored;
+use super::stats::{compare_stored, StoredComparison};
 use crate::run::text_on_disk::LeanEpisode;
 use crate::run::Episode;
 
@@ -67,6 +67,69 @@ where
     })
 }
 
+/// What the search needs to know of a run before it looks at any candidate, counted episode by episode (a run
+/// streamed by needs no more of it held).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeFacts {
+    /// The first iteration (the lowest) whose episodes carry stored advantages: the candidates' probe.
+    pub first_stored_iteration: Option<i64>,
+    /// The most reward functions an episode records, among those that record them.
+    most_functions: Option<usize>,
+}
+
+impl ProbeFacts {
+    pub fn add(&mut self, episodes: &[Episode]) {
+        for episode in episodes {
+            if episode.advantages.is_some() {
+                let first = self.first_stored_iteration.get_or_insert(episode.iteration);
+                *first = (*first).min(episode.iteration);
+            }
+            if let Some((names, _)) = episode.reward_functions() {
+                self.most_functions = Some(self.most_functions.map_or(names.len(), |n| n.max(names.len())));
+            }
+        }
+    }
+
+    /// The reward functions whose weights are searched: the most an episode records (1 where none does).
+    pub fn reward_functions(&self) -> usize {
+        self.most_functions.unwrap_or(1)
+    }
+}
+
+/// How many candidates that reproduce the probe are checked on the whole run at once ([`reproducing_among`]):
+/// a run that is not held is read once for each such batch.
+pub const CHECKED_AT_ONCE: usize = 8;
+
+/// The first candidate (in search order, `settings` left out) that reproduces the stored advantages of `probe`
+/// (the episodes of the run's first iteration with stored advantages) and, unless the probe is the `whole` run,
+/// of the whole run: `check_whole` says that for a batch of candidates, in their order (at most
+/// [`CHECKED_AT_ONCE`]), so that a caller that streams the run reads it once a batch.
+pub fn reproducing_among(
+    settings: &AdvantageSettings,
+    probe: &[Episode],
+    whole: bool,
+    reward_functions: usize,
+    mut check_whole: impl FnMut(&[AdvantageSettings]) -> Vec<bool>,
+) -> Option<AdvantageSettings> {
+    let grouping = group_anchors(probe, settings.anchor);
+    let mut passing = candidates(settings, reward_functions)
+        .filter(|c| c != settings)
+        .filter(|c| reproduces(probe, &grouping, c) == Some(true));
+    if whole {
+        return passing.next();
+    }
+    loop {
+        let batch: Vec<AdvantageSettings> = passing.by_ref().take(CHECKED_AT_ONCE).collect();
+        if batch.is_empty() {
+            return None;
+        }
+        let checked = check_whole(&batch);
+        if let Some(found) = batch.iter().zip(checked).find_map(|(c, ok)| ok.then_some(*c)) {
+            return Some(found);
+        }
+    }
+}
+
 /// Whether `settings` reproduce the stored advantages of `episodes`, grouped as `grouping` (`None`: no row to
 /// compare).
 fn reproduces<I: EngineInput + ?Sized>(
@@ -76,6 +139,33 @@ fn reproduces<I: EngineInput + ?Sized>(
 ) -> Option<bool> {
     let comparison = compare_stored(episodes, &compute_grouped(episodes, grouping, settings))?;
     (comparison.rows > 0).then_some(comparison.mismatched_rows == 0 && comparison.length_mismatches.is_empty())
+}
+
+/// Whether settings reproduce the stored advantages of a run, summed part by part (the run's episode groups,
+/// or its iterations under TRL's batch statistics: parts whose advantages do not depend on each other).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reproduction {
+    /// Some episode carries stored advantages.
+    any: bool,
+    rows: usize,
+    mismatched_rows: usize,
+    length_mismatches: bool,
+}
+
+impl Reproduction {
+    /// A part's comparison ([`compare_stored`] of its episodes and their table).
+    pub fn add(&mut self, comparison: Option<StoredComparison>) {
+        let Some(comparison) = comparison else { return };
+        self.any = true;
+        self.rows += comparison.rows;
+        self.mismatched_rows += comparison.mismatched_rows;
+        self.length_mismatches |= !comparison.length_mismatches.is_empty();
+    }
+
+    /// Whether every stored advantage is reproduced; `None` when no row could be compared.
+    pub fn verdict(&self) -> Option<bool> {
+        (self.any && self.rows > 0).then_some(self.mismatched_rows == 0 && !self.length_mismatches)
+    }
 }
 
 /// The candidates in search order: the settings' own scale, aggregation and weights first.

@@ -15,7 +15,9 @@
 //! second (a trainer appending meanwhile does not change the output). Broken lines and duplicate ids are skipped
 //! as every reader skips them, and counted on stderr.
 
+use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::Path;
 
@@ -184,6 +186,7 @@ pub fn advantages(
         lines_of_group,
         open: HashMap::new(),
         ids: HashSet::new(),
+        hasher: RandomState::new(),
         broken: first.errors.len(),
     };
     if kept.len() == line_group.len() {
@@ -359,7 +362,11 @@ struct Streaming<'s, W: Write> {
     /// Lines of each group not yet taken.
     lines_of_group: Vec<u32>,
     open: HashMap<u32, Vec<(u64, LeanEpisode)>>,
-    ids: HashSet<String>,
+    /// The ids met, by a 64-bit hash keyed at random (as [`crate::run::Run::stream_as`] keeps them: 8 bytes an
+    /// episode; two distinct ids of a run of ten million taken for one with a probability of about 3 in a
+    /// million).
+    ids: HashSet<u64>,
+    hasher: RandomState,
     broken: usize,
 }
 
@@ -369,7 +376,7 @@ impl<W: Write> Streaming<'_, W> {
     fn take(&mut self, line: u64, g: u32, episode: Option<LeanEpisode>) -> anyhow::Result<()> {
         match episode {
             // A duplicate id is a broken line too, as for every reader.
-            Some(episode) if self.ids.insert(episode.id.clone()) => {
+            Some(episode) if self.ids.insert(self.hasher.hash_one(&episode.id)) => {
                 self.open.entry(g).or_default().push((line, episode));
             }
             _ => {

@@ -16,8 +16,8 @@ use super::lean_reading::LeanReading;
 use super::source::{open_source, resolve_layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourceOptions, TornTail};
 use super::text_on_disk::{LeanEpisode, PageClassifier, TextStore};
 
-/// The parts [`Run::stream_as`] reads a run's episodes file in, bytes.
-const STREAMED_PART_BYTES: u64 = 4 << 20;
+/// The parts [`Run::stream_as`] reads a run's episodes file (or a verl dump's step files) in, bytes.
+const STREAMED_PART_BYTES: u64 = 1 << 20;
 
 /// A whole run, read once or followed live (see [`super::source`]).
 #[derive(Debug)]
@@ -284,11 +284,11 @@ impl Run {
 
     /// [`Run::open_as`] without holding the episodes: each batch of episodes that joins the run (duplicate ids
     /// refused as every reader refuses them) is handed to `each` as it is read, and not kept. Memory grows with
-    /// a part of the run (a part of the episodes file, a few step files: the sources deliver a run in parts) and
-    /// with the episode ids met, not with the run. Everything else is kept in the run returned as the whole
-    /// read keeps it (`run.json`, broken lines, metrics, notices, skipped files, a torn tail); its `episodes`
-    /// stay empty. A run whose files are replaced while it is read is an error: what was handed out cannot be
-    /// taken back.
+    /// a part of the run (a part of the episodes file, a step file: the sources deliver a run in parts) and
+    /// with the episode ids met ([`EpisodeIds`]: a digest and a line, about 24 bytes an episode), not with the
+    /// run. Everything else is kept in the run returned as the whole read keeps it (`run.json`, broken lines,
+    /// metrics, notices, skipped files, a torn tail); its `episodes` and `episode_lines` stay empty. A run whose
+    /// files are replaced while it is read is an error: what was handed out cannot be taken back.
     pub fn stream_as(
         dir: &Path,
         from: Option<Layout>,
@@ -303,7 +303,10 @@ impl Run {
         source.read_in_parts_of(STREAMED_PART_BYTES);
         let mut run = Run::empty(dir, layout);
         let mut take = |run: &mut Run, event: LiveEvent| {
-            if apply(run, event).episodes_reset {
+            let applied = apply(run, event);
+            // The ids met stay (by digest), to refuse a later duplicate; their lines are not needed.
+            run.episode_lines.clear();
+            if applied.episodes_reset {
                 return Err(RunError::ChangedWhileRead(dir.to_path_buf()));
             }
             if !run.episodes.is_empty() {

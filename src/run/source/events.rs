@@ -85,8 +85,9 @@ pub trait RunSource: Send + std::fmt::Debug {
     }
 
     /// A one-shot reader that does not keep the episodes ([`crate::run::Run::stream_as`]) reads the run in parts of
-    /// about `bytes` (the episodes file's parts; step files come in parts of their own already), so that it
-    /// holds less at a time than a viewer, whose parts are larger for speed.
+    /// about `bytes` (the episodes file's parts; a verl dump's step files, at least one a part; a TRL log's
+    /// come in parts of their own), so that it holds less at a time than a viewer, whose parts are larger for
+    /// speed.
     fn read_in_parts_of(&mut self, _bytes: u64) {}
 
     /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by

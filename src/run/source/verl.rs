@@ -143,6 +143,9 @@ pub struct VerlSource {
     /// Notices, the listing's errors and the step files delivered.
     book: StepFiles<Key>,
     legacy_noticed: bool,
+    /// About how many bytes of step files a poll delivers ([`PART_BYTES`], or what
+    /// [`RunSource::read_in_parts_of`] asks).
+    part_bytes: u64,
 }
 
 impl VerlSource {
@@ -153,6 +156,7 @@ impl VerlSource {
             seen: BTreeMap::new(),
             book: StepFiles::default(),
             legacy_noticed: false,
+            part_bytes: PART_BYTES,
         }
     }
 
@@ -223,6 +227,7 @@ impl VerlSource {
             }
         }
         let (rows, mut errors, unterminated) = parse_rows(name, &bytes);
+        drop(bytes);
         if let Some(line) = unterminated {
             self.book.say(format!("{name}: line {line} has no newline at its end; read as it is"), events);
         }
@@ -378,10 +383,10 @@ impl RunSource for VerlSource {
 
         // Remember what is there now.
         self.seen = current;
-        // A part of the run a poll ([`PART_BYTES`]); the files after it are delivered by the next polls.
+        // A part of the run a poll (`part_bytes`); the files after it are delivered by the next polls.
         let (mut bytes, mut more) = (0, false);
         for (key, stamp) in deliver {
-            if bytes >= PART_BYTES {
+            if bytes >= self.part_bytes {
                 more = true;
                 break;
             }
@@ -412,6 +417,10 @@ impl RunSource for VerlSource {
 
     fn watches(&self, path: &Path) -> bool {
         path.file_name().and_then(|n| n.to_str()).is_some_and(|n| step_file_number(n).is_some())
+    }
+
+    fn read_in_parts_of(&mut self, bytes: u64) {
+        self.part_bytes = bytes;
     }
 }
 
