@@ -203,7 +203,7 @@ pub fn advantages(
             if line > last_line || failure.is_some() {
                 return Ok(());
             }
-            let Some(&g) = streaming.out.group_of.get(&line) else { return Ok(()) };
+            let Some(g) = streaming.out.group_of(line) else { return Ok(()) };
             let episode = match kept.remove(&line) {
                 Some(episode) => episode,
                 None => reading.parse(text, span).ok().map(|(episode, _)| episode),
@@ -397,9 +397,8 @@ impl<W: Write> Streaming<'_, W> {
 /// Rows computed group by group, written in file order.
 pub(super) struct Ordered<W: Write> {
     writer: RowWriter<W>,
-    /// Lines whose rows are still to be written, in file order.
-    pending: VecDeque<u64>,
-    group_of: HashMap<u64, u32>,
+    /// Lines whose rows are still to be written, in file order, each with its group: 16 bytes a line.
+    pending: VecDeque<(u64, u32)>,
     /// Rows of episodes whose group is complete, by line.
     done: HashMap<u64, Done>,
     /// Lines with nothing to write: broken lines, duplicate ids, episodes without steps.
@@ -421,13 +420,12 @@ impl<W: Write> Ordered<W> {
     /// Rows to be written by `writer` for the episodes at `positions` (each with its group), in that order.
     pub(super) fn new(
         writer: RowWriter<W>,
-        positions: impl Iterator<Item = (u64, u32)> + Clone,
+        positions: impl Iterator<Item = (u64, u32)>,
         tokens: Option<TokenStore>,
     ) -> Self {
         Ordered {
             writer,
-            pending: positions.clone().map(|(line, _)| line).collect(),
-            group_of: positions.collect(),
+            pending: positions.collect(),
             done: HashMap::new(),
             skipped: HashSet::new(),
             anchor_count: HashMap::new(),
@@ -438,6 +436,11 @@ impl<W: Write> Ordered<W> {
             steps: 0,
             unrecorded_states: 0,
         }
+    }
+
+    /// The group of `line`, whose rows are still to be written (`None`: no such line).
+    pub(super) fn group_of(&self, line: u64) -> Option<u32> {
+        self.pending.binary_search_by_key(&line, |&(l, _)| l).ok().map(|at| self.pending[at].1)
     }
 
     /// The token store whose counts replace the recorded response lengths, if the run has one.
@@ -497,8 +500,8 @@ impl<W: Write> Ordered<W> {
 
     /// The first line whose rows are still to be written, lines with nothing to write passed over.
     fn front(&mut self) -> Option<u64> {
-        while let Some(&line) = self.pending.front() {
-            if !self.skipped.contains(&line) {
+        while let Some(&(line, _)) = self.pending.front() {
+            if !self.skipped.remove(&line) {
                 return Some(line);
             }
             self.pending.pop_front();
@@ -530,8 +533,7 @@ impl<W: Write> Ordered<W> {
     pub(super) fn flush(&mut self) -> std::io::Result<()> {
         while let Some(line) = self.front() {
             let Some(episode) = self.done.remove(&line) else { return Ok(()) };
-            self.pending.pop_front();
-            let g = self.group_of[&line];
+            let Some((_, g)) = self.pending.pop_front() else { return Ok(()) };
             self.write(g, episode.rows.iter().map(|row| episode.out(row)))?;
         }
         Ok(())

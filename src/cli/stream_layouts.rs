@@ -12,6 +12,7 @@
 //! successors, or batch statistics over a run whose groups span iterations.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::Path;
 
@@ -26,8 +27,10 @@ use crate::run::{Episode, GroupSizes, Run, RunMeta};
 /// What the first pass counts.
 #[derive(Default)]
 struct Census {
-    /// Group → its number and its first episode's iteration; iteration → its number.
-    groups: HashMap<String, (u32, i64)>,
+    /// Group (by a 64-bit hash keyed at random, as [`Run::stream_as`] keeps ids) → its number and its first
+    /// episode's iteration; iteration → its number.
+    groups: HashMap<u64, (u32, i64)>,
+    hasher: std::collections::hash_map::RandomState,
     iterations: HashMap<i64, u32>,
     /// Each episode's group and iteration numbers, in the order they came.
     of_episode: Vec<(u32, u32)>,
@@ -52,14 +55,15 @@ impl Census {
                 self.iteration_episodes.push(0);
             }
             self.iteration_episodes[it as usize] += 1;
-            let g = match self.groups.get(&episode.group) {
+            let group = self.hasher.hash_one(&episode.group);
+            let g = match self.groups.get(&group) {
                 Some(&(g, iteration)) => {
                     self.spans_iterations |= iteration != episode.iteration;
                     g
                 }
                 None => {
                     let g = self.groups.len() as u32;
-                    self.groups.insert(episode.group.clone(), (g, episode.iteration));
+                    self.groups.insert(group, (g, episode.iteration));
                     self.group_episodes.push(0);
                     g
                 }
@@ -112,7 +116,8 @@ pub fn advantages(
             None
         }
     };
-    let positions = of_episode.iter().enumerate().map(|(p, &units)| (p as u64, unit_of(units)));
+    // Each episode's unit is kept in `ordered` alone, until its rows are written.
+    let positions = of_episode.into_iter().enumerate().map(|(p, units)| (p as u64, unit_of(units)));
     let mut ordered = Ordered::new(RowWriter::new(out, format, widths)?, positions, tokens);
     let mut open: HashMap<u32, Vec<(u64, Episode)>> = HashMap::new();
     let mut position = 0usize;
@@ -137,8 +142,7 @@ pub fn advantages(
         }
         for episode in episodes {
             // The run changed between the passes: what the first did not see is left out.
-            let Some(&units) = of_episode.get(position) else { return };
-            let unit = unit_of(units);
+            let Some(unit) = ordered.group_of(position as u64) else { return };
             open.entry(unit).or_default().push((position as u64, episode));
             position += 1;
             left[unit as usize] -= 1;

@@ -196,13 +196,14 @@ fn validate_convert_and_advantages_stream_a_verl_dump() {
 }
 
 /// `convert` of a TRL log without settings flags searches the settings that reproduce its stored advantages (here
-/// none: the log's `advantage` column holds its rewards), reading the run again an iteration at a time.
+/// none: the log's `advantage` column holds its rewards), reading the run again an iteration (a step file) at a
+/// time while it keeps the first (the candidates' probe): two step files, as on the small log of two.
 #[test]
 fn validate_advantages_and_convert_stream_a_trl_log() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (run, small) = (tmp.path().join("log"), tmp.path().join("small"));
     let bytes = write_trl_log(&run, 10);
-    write_trl_log(&small, 1);
+    write_trl_log(&small, 2);
     assert!(bytes > 40 << 20, "large enough that holding it is unmistakable: {bytes} bytes");
     streams(tmp.path(), "a TRL log", &small, &run, bytes, &["validate", "advantages", "convert"]);
 }
