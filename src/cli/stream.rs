@@ -362,9 +362,8 @@ struct Streaming<'s, W: Write> {
     /// Lines of each group not yet taken.
     lines_of_group: Vec<u32>,
     open: HashMap<u32, Vec<(u64, LeanEpisode)>>,
-    /// The ids met, by a 64-bit hash keyed at random (as [`crate::run::Run::stream_as`] keeps them: 8 bytes an
-    /// episode; two distinct ids of a run of ten million taken for one with a probability of about 3 in a
-    /// million).
+    /// The ids met, by a 64-bit hash keyed at random per process (8 bytes an episode; two distinct ids of a run
+    /// of ten million are taken for one with a probability of about 3 in a million).
     ids: HashSet<u64>,
     hasher: RandomState,
     broken: usize,

@@ -27,8 +27,8 @@ use crate::run::{Episode, GroupSizes, Run, RunMeta};
 /// What the first pass counts.
 #[derive(Default)]
 struct Census {
-    /// Group (by a 64-bit hash keyed at random, as [`Run::stream_as`] keeps ids) → its number and its first
-    /// episode's iteration; iteration → its number.
+    /// Group (by a 64-bit hash keyed at random per process; see `super::stream`'s ids) → its number and its
+    /// first episode's iteration; iteration → its number.
     groups: HashMap<u64, (u32, i64)>,
     hasher: std::collections::hash_map::RandomState,
     iterations: HashMap<i64, u32>,
