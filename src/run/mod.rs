@@ -29,7 +29,7 @@ mod lean_reading;
 pub(crate) mod settings;
 pub mod source;
 mod span;
-pub mod spill;
+pub(crate) mod spill;
 pub mod synth;
 pub mod text_on_disk;
 pub mod tokens;
