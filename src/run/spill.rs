@@ -79,6 +79,9 @@ impl TextSpill {
         &self.store
     }
 
+    /// Where the spill file was made (its name is gone from the directory once it is open): the tests check
+    /// which of the directories was taken.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }
