@@ -57,11 +57,12 @@ where
         return None;
     }
     let n = episodes.episode_count();
-    let first = (0..n).filter(|&e| episodes.recorded_advantages(e).is_some()).map(|e| episodes.iteration(e)).min()?;
+    let mut facts = ProbeFacts::default();
+    facts.add(episodes);
+    let first = facts.first_stored_iteration?;
     let probe: Vec<T> = (0..n).filter(|&e| episodes.iteration(e) == first).map(|e| episodes[e].clone()).collect();
     let probe_grouping = if probe.len() == n { grouping.clone() } else { group(&probe)? };
-    let functions = (0..n).filter_map(|e| episodes.recorded_rewards(e)).map(|r| r.len()).max().unwrap_or(1);
-    candidates(settings, functions).filter(|c| c != settings).find(|c| {
+    candidates(settings, facts.reward_functions()).filter(|c| c != settings).find(|c| {
         reproduces(&probe[..], &probe_grouping, c) == Some(true)
             && (probe.len() == n || reproduces(episodes, &grouping, c) == Some(true))
     })
@@ -78,14 +79,15 @@ pub struct ProbeFacts {
 }
 
 impl ProbeFacts {
-    pub fn add(&mut self, episodes: &[Episode]) {
-        for episode in episodes {
-            if episode.advantages.is_some() {
-                let first = self.first_stored_iteration.get_or_insert(episode.iteration);
-                *first = (*first).min(episode.iteration);
+    pub fn add<I: EngineInput + ?Sized>(&mut self, episodes: &I) {
+        for e in 0..episodes.episode_count() {
+            if episodes.recorded_advantages(e).is_some() {
+                let iteration = episodes.iteration(e);
+                let first = self.first_stored_iteration.get_or_insert(iteration);
+                *first = (*first).min(iteration);
             }
-            if let Some((names, _)) = episode.reward_functions() {
-                self.most_functions = Some(self.most_functions.map_or(names.len(), |n| n.max(names.len())));
+            if let Some(rewards) = episodes.recorded_rewards(e) {
+                self.most_functions = Some(self.most_functions.map_or(rewards.len(), |n| n.max(rewards.len())));
             }
         }
     }

@@ -66,7 +66,7 @@ use crate::text::action::ActionRule;
 
 pub use cache::default_cache_dir;
 use cache::{settings_key, PrefixDigest, INDEX_FORMAT};
-use directory::NamingDirectory;
+use directory::{NamingDirectory, WriteFailures};
 use schema::{Fields, COLUMN_ONLY_FIELDS, REWARDS_FIELD};
 pub use schema::{NUMERIC_FIELDS, STRING_FIELDS, TEXT_FIELDS};
 pub use source::{Fetched, IndexSource};
@@ -103,6 +103,10 @@ pub enum IndexError {
     Busy { path: PathBuf },
     #[error("index at {}: {source}", path.display())]
     Tantivy { path: PathBuf, source: tantivy::TantivyError },
+    /// A write failed where tantivy's error does not say which (an indexing thread's failure reported as a
+    /// killed writer): `failure` is that write's error, naming its file.
+    #[error("index at {}: {failure} ({source})", path.display())]
+    Written { path: PathBuf, failure: String, source: tantivy::TantivyError },
     #[error("bad query `{query}`: {message}")]
     Query { query: String, message: String },
     #[error("the advantage table covers {table} episodes but {episodes} episodes were given")]
@@ -175,6 +179,8 @@ struct Manifest {
 pub struct TrajectoryIndex {
     dir: PathBuf,
     index: Index,
+    /// The first write through the index's directory that failed, for errors tantivy reports without it.
+    failures: WriteFailures,
     fields: Fields,
     manifest: Manifest,
     settings_key: String,
@@ -234,13 +240,15 @@ impl TrajectoryIndex {
         let fresh = !dir.exists();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let (schema, fields) = schema::build();
-        let index = match open_or_create(&dir, schema.clone()) {
+        let failures = WriteFailures::default();
+        let index = match open_or_create(&dir, schema.clone(), &failures) {
             Ok(index) if is_intact(&index) => index,
             // The cache can always be rebuilt from the run: a damaged or foreign index is replaced.
             Ok(_) | Err(_) => {
                 fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
                 fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-                open_or_create(&dir, schema).map_err(|source| IndexError::Tantivy { path: dir.clone(), source })?
+                open_or_create(&dir, schema, &failures)
+                    .map_err(|source| IndexError::Tantivy { path: dir.clone(), source })?
             }
         };
         let tantivy_err = |source| IndexError::Tantivy { path: dir.clone(), source };
@@ -271,6 +279,7 @@ impl TrajectoryIndex {
         Ok(TrajectoryIndex {
             dir,
             index,
+            failures,
             fields,
             manifest,
             settings_key,
@@ -350,8 +359,8 @@ impl TrajectoryIndex {
             digested = 0;
         }
 
-        let dir = self.dir.clone();
-        let tantivy_err = |source| IndexError::Tantivy { path: dir.clone(), source };
+        let (dir, failures) = (self.dir.clone(), self.failures.clone());
+        let tantivy_err = |source| write_error(&dir, &failures, source);
         let new_steps = table.row_offsets[n] - table.row_offsets[start];
         let mut writer = self.writer(new_steps >= BULK_STEPS)?;
         if rebuilt {
@@ -420,10 +429,12 @@ impl TrajectoryIndex {
     fn writer(&self, bulk: bool) -> Result<IndexWriter, IndexError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_WRITER_THREADS);
         let per_thread = if bulk { BULK_BUDGET_PER_THREAD } else { SMALL_BUDGET_PER_THREAD };
+        // A write an earlier update saw fail is not this one's.
+        self.failures.take();
         let writer =
             self.index.writer_with_num_threads(threads, threads * per_thread).map_err(|source| match source {
                 tantivy::TantivyError::LockFailure(..) => IndexError::Busy { path: self.dir.clone() },
-                source => IndexError::Tantivy { path: self.dir.clone(), source },
+                source => write_error(&self.dir, &self.failures, source),
             })?;
         let mut policy = LogMergePolicy::default();
         policy.set_max_docs_before_merge(MAX_DOCS_BEFORE_MERGE);
@@ -442,10 +453,7 @@ impl TrajectoryIndex {
     /// writer never reached); the temporaries are not tantivy's managed files, and only a writer writes them: this
     /// one holds the writer lock, so every one there is a dead writer's.
     fn remove_leftovers_of_killed_writers(&self, writer: &IndexWriter) -> Result<(), IndexError> {
-        writer
-            .garbage_collect_files()
-            .wait()
-            .map_err(|source| IndexError::Tantivy { path: self.dir.clone(), source })?;
+        writer.garbage_collect_files().wait().map_err(|source| write_error(&self.dir, &self.failures, source))?;
         let io_err = |path: &Path| {
             let path = path.to_path_buf();
             move |source| IndexError::Io { path, source }
@@ -513,7 +521,7 @@ impl TrajectoryIndex {
             let group_size = table.anchor_groups.get(row.step_group as usize).map_or(1, |g| g.members.len());
             doc.add_u64(f.step_group_size, group_size as u64);
             doc.add_u64(f.episode, e as u64);
-            writer.add_document(doc).map_err(|source| IndexError::Tantivy { path: self.dir.clone(), source })?;
+            writer.add_document(doc).map_err(|source| write_error(&self.dir, &self.failures, source))?;
         }
         Ok(rows.len().min(episode.steps.len()))
     }
@@ -686,9 +694,20 @@ impl SearchShared {
     }
 }
 
-fn open_or_create(dir: &Path, schema: Schema) -> tantivy::Result<Index> {
-    let directory = NamingDirectory::open(dir)?;
+fn open_or_create(dir: &Path, schema: Schema, failures: &WriteFailures) -> tantivy::Result<Index> {
+    let directory = NamingDirectory::open(dir, failures.clone())?;
     Index::open_or_create(directory, schema)
+}
+
+/// tantivy's `source` from writing the index in `dir`, with the write that failed ([`WriteFailures`]) where
+/// tantivy's message does not carry it.
+fn write_error(dir: &Path, failures: &WriteFailures, source: tantivy::TantivyError) -> IndexError {
+    match failures.take() {
+        Some(failure) if !source.to_string().contains(&failure) => {
+            IndexError::Written { path: dir.to_path_buf(), failure, source }
+        }
+        _ => IndexError::Tantivy { path: dir.to_path_buf(), source },
+    }
 }
 
 /// Whether every file of the index's segments is there with the checksum its footer records, and a reader opens
@@ -794,5 +813,30 @@ fn explain(error: &QueryParserError) -> String {
             format!("`{field}` takes a number, a range or a comparison, e.g. {field}:<-1 or {field}:[0 TO 1]")
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tantivy::Directory;
+
+    /// An indexing thread's failure reaches the writer's caller as a killed writer, without the write that
+    /// failed: the error then names that write's file, and the first failure is taken only once.
+    #[test]
+    fn a_write_error_tantivy_loses_is_named_from_the_failed_write() {
+        let (dir, root) = (tempfile::tempdir().unwrap(), Path::new("/cache/index/run/v"));
+        let failures = WriteFailures::default();
+        let directory = NamingDirectory::open(dir.path(), failures.clone()).unwrap();
+        // A directory removed under the writer: opening a file in it fails, as a full disk's write does.
+        std::fs::remove_dir(dir.path()).unwrap();
+        assert!(directory.open_write(Path::new("abc.idx")).is_err());
+        let killed = tantivy::TantivyError::ErrorInThread("An index writer was killed.".into());
+        let message = write_error(root, &failures, killed).to_string();
+        let file = format!("{}: ", dir.path().join("abc.idx").display());
+        assert!(message.contains(&file), "{message}");
+        assert!(message.ends_with("(An error occurred in a thread: 'An index writer was killed.')"), "{message}");
+        let again = tantivy::TantivyError::ErrorInThread("An index writer was killed.".into());
+        assert!(matches!(write_error(root, &failures, again), IndexError::Tantivy { .. }));
     }
 }

@@ -493,9 +493,7 @@ impl GroupSizes {
         partial.sort_by_key(|(order, _)| *order);
         partial.into_iter().map(|(_, group)| group).collect()
     }
-}
 
-impl GroupSizes {
     /// Each iteration's usual group size, where it has one ([`partial_groups`]).
     fn usual_sizes(&self) -> std::collections::HashMap<i64, usize> {
         let mut counts: std::collections::HashMap<i64, std::collections::HashMap<usize, usize>> = Default::default();
