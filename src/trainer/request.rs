@@ -89,6 +89,23 @@ fn run_with(tasks: Arc<dyn Tasks>, request: &TrainRequest, stop: &AtomicBool, em
             cancelled: stop.load(Ordering::SeqCst),
             last_iteration: trainer.iteration(),
         },
-        Err(e) => TrainEvent::Failed { error: format!("training failed: {e}") },
+        Err(e) => TrainEvent::Failed { error: format!("training failed: {e}{}", how_to_go_on(request)) },
     });
+}
+
+/// How `gigscope train` goes on after a burst that failed once started (its cause mended: a full disk freed),
+/// from what the run holds now: `--resume` where there is a checkpoint, `--append` where there are episodes but
+/// no checkpoint, else the same command again (a failed iteration takes back what it wrote, so the run holds
+/// its finished iterations alone). A TUI burst needs no advice: the next one continues the run.
+fn how_to_go_on(request: &TrainRequest) -> String {
+    if request.mode == RunMode::Continue {
+        return String::new();
+    }
+    let mut config = request.config.clone();
+    continue_run(&request.run, &mut config);
+    match (config.resume, config.append) {
+        (true, _) => "; the run keeps its finished iterations: go on with --resume".into(),
+        (false, true) => "; the run keeps its episodes: go on with --append".into(),
+        (false, false) => "; no iteration was kept: run the same command again".into(),
+    }
 }

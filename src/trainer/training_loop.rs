@@ -1,6 +1,7 @@
 //! The training loop: rollouts → advantages (gigscope's own engine) → episodes to the run → PPO update →
 //! evaluation → metrics → checkpoint, one iteration at a time so that a stop request is honoured between
-//! iterations and always leaves a valid run and checkpoint.
+//! iterations and always leaves a valid run and checkpoint; an iteration that fails (a full disk) takes back
+//! the lines it wrote, so the run is left as its checkpoint covers it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -206,8 +207,27 @@ impl<T: Tasks> Trainer<T> {
         (0..n).map(|i| Ok(Slot::new(self.tasks.start_in(Split::Test, i)?))).collect()
     }
 
-    /// One iteration.
+    /// One iteration. One that fails (a full disk) takes back the lines it wrote, as `--resume` would cut them:
+    /// the run then ends with the iterations its checkpoint covers, with no group cut short (so `--append`
+    /// before the first checkpoint adds no iteration to a half-written one), and the trainer's state is that of
+    /// the checkpoint again. Its policy is not: a trainer whose iteration failed is dropped, and the run goes on
+    /// from its checkpoint.
     pub fn iterate(&mut self) -> Result<IterationReport, TrainError> {
+        let before = self.state.clone();
+        let (episodes_bytes, metrics_bytes) = self.output.lengths()?;
+        let result = self.play_and_write();
+        if result.is_err() {
+            // The lines are cut (or the file is shortened) without needing space; a cut that fails (a line of
+            // another writer's to keep, and no room to rewrite the file) leaves them to `--resume`.
+            let _ =
+                self.output.cut_unfinished_iteration(&TrainerState { episodes_bytes, metrics_bytes, ..before.clone() });
+            self.state = before;
+        }
+        result
+    }
+
+    /// One iteration's play, update and writes.
+    fn play_and_write(&mut self) -> Result<IterationReport, TrainError> {
         let iteration = self.state.iteration + 1;
         let mut rng = iteration_rng(self.config.seed, iteration);
         let n_train = self.tasks.split_len(Split::Train);
