@@ -397,6 +397,8 @@ pub struct BurstStatus {
     pub initial_success: Option<f64>,
     /// Set once the burst ended: how.
     pub ended: Option<String>,
+    /// It ended in a failure (`ended` says which).
+    pub failed: bool,
     /// A cancel was asked for and the current iteration is finishing.
     pub cancelling: bool,
     /// A Ray burst: its job id (none until it is submitted).
@@ -441,7 +443,10 @@ impl BurstStatus {
                     format!("finished {completed} iteration(s)")
                 });
             }
-            BurstUpdate::Failed(e) => self.ended = Some(format!("failed: {e}")),
+            BurstUpdate::Failed(e) => {
+                self.ended = Some(format!("failed: {e}"));
+                self.failed = true;
+            }
             BurstUpdate::Waiting(news) => self.waiting = Some(news),
             BurstUpdate::RaySubmitted { job_id, address } => {
                 self.how = format!("Ray job {job_id} on {address}");

@@ -303,6 +303,7 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
             p.env_steps_per_s,
             p.seconds
         ),
+        None if b.failed => "no iteration finished".into(),
         None => b.ended.clone().unwrap_or_else(|| "first iteration running …".into()),
     };
     Paragraph::new(vec![Line::raw(head), Line::styled(last, theme.dim())]).render(info, buf);
@@ -311,6 +312,12 @@ fn burst_status(state: &State, b: &BurstStatus, area: Rect, buf: &mut Buffer) {
         .ratio(b.progress())
         .label(format!("{}/{} iterations", b.completed(), b.iterations))
         .render(gauge, buf);
+    // A failure is said whole, wrapped where the chart would be: cut to the dialog's width, its reason (after the
+    // full path of the file a full disk refused) would be lost.
+    if let (Some(failure), true) = (&b.ended, b.failed) {
+        Paragraph::new(failure.as_str()).wrap(Wrap { trim: true }).render(chart, buf);
+        return;
+    }
     let data: Vec<(f64, f64)> = b.points.iter().map(|p| (p.iteration as f64, p.success)).collect();
     crate::tui::views::overview::line_chart(state, "train success", &data, Some((0.0, 1.0)), chart, buf);
 }
