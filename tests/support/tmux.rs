@@ -125,3 +125,15 @@ impl Drop for Session {
         let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
     }
 }
+
+impl Session {
+    /// From a view of the run: open the burst dialog (`t`) and set a burst of 1 iteration, 2 goals and groups of
+    /// 2, the dialog left open for Enter to start it.
+    pub fn set_up_small_burst(&self) {
+        self.wait_for(&["Iterations"]);
+        self.keys(&["t"]);
+        self.wait_for(&["Training burst", "iterations         5"]);
+        self.keys(&["h", "h", "h", "j", "h", "h", "h", "j", "h", "h"]);
+        self.wait_for(&["iterations         1", "goals / iteration  2", "group size N       2"]);
+    }
+}

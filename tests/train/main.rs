@@ -6,6 +6,7 @@ mod support;
 
 mod advantages;
 mod burst;
+mod disk_full;
 mod golden;
 mod kill;
 mod ray;

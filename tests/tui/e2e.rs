@@ -186,12 +186,7 @@ fn a_burst_from_the_dialog_trains_into_the_run() {
     let (_tmp, dir) = copy_fixture("basic");
     let before = episode_lines(&dir).len();
     let s = Session::start("burst", &dir, "");
-    s.wait_for(&["Iterations"]);
-    s.keys(&["t"]);
-    s.wait_for(&["Training burst", "iterations         5"]);
-    // 1 iteration, 2 goals, groups of 2.
-    s.keys(&["h", "h", "h", "j", "h", "h", "h", "j", "h", "h"]);
-    s.wait_for(&["iterations         1", "goals / iteration  2", "group size N       2"]);
+    s.set_up_small_burst();
     s.keys(&["Enter"]);
     s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
     let episodes = episode_lines(&dir);
