@@ -144,7 +144,7 @@ pub fn advantages(
                 Ok((episode, _)) => {
                     kept_so_far += lean_bytes(&episode);
                     widths.fit(&episode.id, &episode.group);
-                    let group = episode.group.clone();
+                    let group = episode.group.to_string();
                     kept.insert(span.line, Some(episode));
                     group
                 }

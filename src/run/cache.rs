@@ -30,7 +30,7 @@ use super::error::{LineError, RunError};
 use super::format::{EPISODES_FILE, RUN_META_FILE};
 use super::jsonl::TailPosition;
 use super::span::{line_checksum, read_at, LineSpan, Stamp};
-use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageIds, TextStore};
+use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageIds, SharedGroups, TextStore};
 use super::writer::{remove_abandoned_temporaries, write_atomic};
 
 /// Bump when the layout or the meaning of a field changes: caches of other formats are then ignored, never misread.
@@ -92,6 +92,8 @@ struct Decoder {
     pos: usize,
     left: usize,
     store: TextStore,
+    /// The episodes' group names, shared by a group's episodes.
+    groups: SharedGroups,
     /// The first episode of the next part, decoded to see where the last group ended.
     held: Option<LeanEpisode>,
 }
@@ -107,7 +109,7 @@ impl Cached {
         let mut input = Input { bytes: body, pos: d.pos };
         let mut part: Vec<LeanEpisode> = d.held.take().into_iter().collect();
         while d.left > 0 {
-            let episode = input.episode(&d.store).map_err(|_| CacheError::Damaged(d.path.clone()))?;
+            let episode = input.episode(&d.store, &mut d.groups).map_err(|_| CacheError::Damaged(d.path.clone()))?;
             d.left -= 1;
             if part.len() >= max.max(1) && part.last().is_some_and(|last| last.group != episode.group) {
                 d.held = Some(episode);
@@ -243,7 +245,18 @@ pub fn load(root: &Path, dir: &Path, store: &TextStore) -> Result<Cached, CacheE
     let head = CachedHead { pages, errors, position, episodes: count };
     // Where the episodes start in the body.
     let pos = input.pos;
-    Ok(Cached { head, episodes: Decoder { path, bytes, pos, left: count, store: store.clone(), held: None } })
+    Ok(Cached {
+        head,
+        episodes: Decoder {
+            path,
+            bytes,
+            pos,
+            left: count,
+            store: store.clone(),
+            groups: SharedGroups::default(),
+            held: None,
+        },
+    })
 }
 
 /// Save `snapshot` of the run in `dir` as its cache under `root`, atomically (a temporary file renamed over the
@@ -257,7 +270,7 @@ pub fn save(root: &Path, dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, Cac
     let spans = snapshot
         .episodes
         .iter()
-        .map(|e| e.span().copied().ok_or_else(|| CacheError::NotOnDisk { id: e.id.clone() }))
+        .map(|e| e.span().copied().ok_or_else(|| CacheError::NotOnDisk { id: e.id.to_string() }))
         .collect::<Result<Vec<LineSpan>, CacheError>>()?;
     let episodes_path = dir.join(EPISODES_FILE);
     let stale = || CacheError::Stale { path: episodes_path.clone() };
@@ -537,8 +550,7 @@ impl<'a> Input<'a> {
     }
 
     fn string(&mut self) -> Result<String, Damage> {
-        let bytes = self.bytes_field()?;
-        std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| Damage::Damaged)
+        self.str().map(str::to_owned)
     }
 
     fn strings(&mut self) -> Result<Vec<String>, Damage> {
@@ -598,8 +610,12 @@ impl<'a> Input<'a> {
             .collect()
     }
 
-    fn episode(&mut self, store: &TextStore) -> Result<LeanEpisode, Damage> {
-        let (id, group) = (self.string()?, self.string()?);
+    fn str(&mut self) -> Result<&'a str, Damage> {
+        std::str::from_utf8(self.bytes_field()?).map_err(|_| Damage::Damaged)
+    }
+
+    fn episode(&mut self, store: &TextStore, groups: &mut SharedGroups) -> Result<LeanEpisode, Damage> {
+        let (id, group) = (self.str()?.into(), groups.share(self.str()?));
         let iteration = self.u64()? as i64;
         let success = self.flag()?;
         let (tokens, token_steps) = (self.u64()?, self.u32()?);

@@ -21,20 +21,22 @@ use serde_json::Value;
 
 use super::format::{copies_of, reward_functions_of, source_file_of, COPIES_KEY, REWARDS_KEY, SOURCE_KEY};
 use super::text_on_disk::{
-    anchor_hash, recorded_states, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds,
+    anchor_hash, recorded_states, EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageClassifier, PageIds, SharedGroups,
 };
 
 /// Parse `line` (one JSON object, no newline) into a lean episode whose text is `text`, and the file its
 /// `extra.source.file` names. Steps' page ids come from `pages`, interned only once the whole line has parsed
-/// (a broken line adds no name); a step without a recorded page gets `classify`'s.
+/// (a broken line adds no name); a step without a recorded page gets `classify`'s; the group's name is shared
+/// through `groups`.
 pub(super) fn parse(
     line: &str,
     text: EpisodeText,
     pages: &mut PageIds,
+    groups: &mut SharedGroups,
     classify: Option<PageClassifier>,
 ) -> Result<(LeanEpisode, Option<String>), serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(line);
-    let (mut episode, page_names, source_file) = EpisodeSeed { classify, text }.deserialize(&mut de)?;
+    let (mut episode, page_names, source_file) = EpisodeSeed { classify, text, groups }.deserialize(&mut de)?;
     de.end()?;
     for (step, name) in episode.steps.iter_mut().zip(&page_names) {
         step.page = pages.id(name);
@@ -190,22 +192,23 @@ const EPISODE_KEYS: &[&str] = &["id", "group", "iteration", "task", "steps", "ou
 /// Keys of [`EPISODE_KEYS`] that are fields (the rest are unknown keys the lean form reads).
 const EPISODE_FIELDS: usize = 7;
 
-struct EpisodeSeed {
+struct EpisodeSeed<'g> {
     classify: Option<PageClassifier>,
     text: EpisodeText,
+    groups: &'g mut SharedGroups,
 }
 
 /// An episode (its steps' page ids still to be given), the page name of each step, and `extra.source.file`.
 type EpisodeRead<'de> = (LeanEpisode, Vec<Cow<'de, str>>, Option<String>);
 
-impl<'de> DeserializeSeed<'de> for EpisodeSeed {
+impl<'de> DeserializeSeed<'de> for EpisodeSeed<'_> {
     type Value = EpisodeRead<'de>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         map_only(d, self)
     }
 }
 
-impl<'de> Visitor<'de> for EpisodeSeed {
+impl<'de> Visitor<'de> for EpisodeSeed<'_> {
     type Value = EpisodeRead<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an episode")
@@ -216,8 +219,8 @@ impl<'de> Visitor<'de> for EpisodeSeed {
         let (mut outcome, mut advantages, mut source) = (None, None, None);
         entries(&mut map, EPISODE_KEYS, EPISODE_FIELDS, |k, map| {
             match k {
-                0 => id = Some(map.next_value::<String>()?),
-                1 => group = Some(map.next_value::<String>()?),
+                0 => id = Some(map.next_value::<String>()?.into_boxed_str()),
+                1 => group = Some(map.next_value::<Text<'de>>()?.0),
                 2 => iteration = map.next_value::<i64>()?,
                 3 => _ = map.next_value::<Option<TaskCheck>>()?,
                 4 => steps = Some(map.next_value_seed(StepsSeed { classify: self.classify })?),
@@ -227,7 +230,7 @@ impl<'de> Visitor<'de> for EpisodeSeed {
             }
             Ok(())
         })?;
-        let (id, group) = (required(id, "id")?, required(group, "group")?);
+        let (id, group) = (required(id, "id")?, self.groups.share(&required(group, "group")?));
         let Steps { steps, page_names, states, tokens, token_steps } = required(steps, "steps")?;
         let OutcomeRead { success, rewards } = outcome.unwrap_or_default();
         let (reward_names, rewards) = rewards.unzip();
@@ -461,10 +464,12 @@ mod tests {
         });
         let mut pages = PageIds::default();
         let on_disk = EpisodeText::InMemory(std::sync::Arc::new(Episode::new("", "", vec![])));
-        let lean = parse(line, on_disk, &mut pages, Some(classify)).ok().map(|(l, file)| {
-            let text = format!("{:?}", (&l.id, &l.group, l.iteration, l.success, l.tokens, l.token_steps, &l.steps));
-            (text, format!("{:?}", l.extras.map(|e| *e).unwrap_or_default()), file, pages)
-        });
+        let lean =
+            parse(line, on_disk, &mut pages, &mut SharedGroups::default(), Some(classify)).ok().map(|(l, file)| {
+                let text =
+                    format!("{:?}", (&l.id, &l.group, l.iteration, l.success, l.tokens, l.token_steps, &l.steps));
+                (text, format!("{:?}", l.extras.map(|e| *e).unwrap_or_default()), file, pages)
+            });
         let show = |r: Option<(String, String, Option<String>, PageIds)>| {
             r.map(|(a, b, c, pages)| format!("{a} {b} {c:?} {:?}", pages.names().collect::<Vec<_>>()))
         };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::format::{Episode, RunMeta};
 use super::jsonl::parse_json;
 use super::span::{LineSpan, ReadFrom};
-use super::text_on_disk::{EpisodeText, LeanEpisode, PageClassifier, PageId, PageIds, TextStore};
+use super::text_on_disk::{EpisodeText, LeanEpisode, PageClassifier, PageId, PageIds, SharedGroups, TextStore};
 
 /// The environment's page anchor for a run described by `run.json`'s content (`None`: no `run.json`).
 pub type ClassifierOf = Arc<dyn Fn(Option<&RunMeta>) -> Option<PageClassifier> + Send + Sync>;
@@ -27,6 +27,8 @@ pub type ClassifierOf = Arc<dyn Fn(Option<&RunMeta>) -> Option<PageClassifier> +
 pub struct LeanReading {
     store: TextStore,
     pages: PageIds,
+    /// The episodes' group names, shared by a group's episodes.
+    groups: SharedGroups,
     classifier_of: ClassifierOf,
     classify: Option<PageClassifier>,
 }
@@ -49,7 +51,7 @@ impl LeanReading {
         classifier_of: ClassifierOf,
         classify: Option<PageClassifier>,
     ) -> LeanReading {
-        LeanReading { store, pages: PageIds::default(), classifier_of, classify }
+        LeanReading { store, pages: PageIds::default(), groups: SharedGroups::default(), classifier_of, classify }
     }
 
     /// The run's description changed: the page anchor may be another environment's.
@@ -66,7 +68,9 @@ impl LeanReading {
     /// file this reading's store reads), else kept in memory.
     pub(super) fn take(&mut self, episode: Episode) -> LeanEpisode {
         let classify = self.classify.as_ref().map(|c| c as &dyn Fn(&str) -> &'static str);
-        LeanEpisode::new(episode, &self.store, &mut self.pages, classify)
+        let mut lean = LeanEpisode::new(episode, &self.store, &mut self.pages, classify);
+        lean.group = self.groups.share(&lean.group);
+        lean
     }
 
     /// The lean form of the episode on line `span`, whose text (newline cut) is `line`, parsed straight from the
@@ -74,7 +78,7 @@ impl LeanReading {
     /// that does not parse so is read as an [`Episode`], for the reader's own error, word for word.
     pub fn parse(&mut self, line: &str, span: LineSpan) -> Result<(LeanEpisode, Option<String>), String> {
         let text = EpisodeText::OnDisk { span, store: self.store.clone() };
-        super::lean_line::parse(line, text, &mut self.pages, self.classify).or_else(|_| {
+        super::lean_line::parse(line, text, &mut self.pages, &mut self.groups, self.classify).or_else(|_| {
             let mut episode: Episode = parse_json(line)?;
             episode.read_from = ReadFrom(Some(span));
             let file = episode.source_file().map(str::to_owned);

@@ -122,8 +122,9 @@ impl EpisodeText {
 /// One episode without its text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeanEpisode {
-    pub id: String,
-    pub group: String,
+    pub id: Box<str>,
+    /// Shared by the group's episodes where they were taken one after another ([`SharedGroups`]).
+    pub group: Arc<str>,
     pub iteration: i64,
     pub success: bool,
     /// Σ tokens over the steps (0 for a step without a count), and how many steps record a count.
@@ -133,6 +134,29 @@ pub struct LeanEpisode {
     /// What few episodes have, apart (most episodes have none of it).
     pub extras: Option<Box<LeanExtras>>,
     pub text: EpisodeText,
+}
+
+/// Episode group names shared by the episodes that follow one another in a group: a run's episodes come group
+/// by group, so each takes the previous one's name when it is the same, and a group's episodes hold one copy of
+/// it (on a run of short episodes, a name of its own per episode was a fifth of what the viewer held).
+#[derive(Clone, Debug, Default)]
+pub struct SharedGroups {
+    last: Option<Arc<str>>,
+}
+
+impl SharedGroups {
+    /// Names that follow `last`'s (the last episode taken before).
+    pub fn after(last: Option<&Arc<str>>) -> SharedGroups {
+        SharedGroups { last: last.cloned() }
+    }
+
+    /// The name `name`, the previous one's copy when it is the same.
+    pub fn share(&mut self, name: &str) -> Arc<str> {
+        match &self.last {
+            Some(last) if **last == *name => Arc::clone(last),
+            _ => Arc::clone(self.last.insert(name.into())),
+        }
+    }
 }
 
 /// The parts of a [`LeanEpisode`] that most episodes lack.
@@ -217,7 +241,7 @@ impl LeanEpisode {
             states: recorded_states(episode.steps.iter().map(|s| s.state.as_deref().map(anchor_hash))),
         };
         let (id, group, iteration, success) =
-            (episode.id.clone(), episode.group.clone(), episode.iteration, episode.success());
+            (episode.id.as_str().into(), episode.group.as_str().into(), episode.iteration, episode.success());
         let (text, parsed) = match episode.read_from.0 {
             Some(span) => (EpisodeText::OnDisk { span, store: store.clone() }, Some(episode)),
             None => (EpisodeText::InMemory(Arc::new(episode)), None),

@@ -16,7 +16,7 @@ use crate::advantage::{
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
-use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, SharedGroups, TextError, TextStore};
 use crate::run::tokens::{count_lengths, Lengths};
 use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
 
@@ -470,20 +470,23 @@ impl Domain {
         let page_anchor = crate::env_registry::page_anchor(&self.run);
         let classify = page_anchor.as_ref().map(|p| p.as_fn() as &dyn Fn(&str) -> &'static str);
         let (pages, text) = (&mut self.pages, &self.text);
+        let mut groups = SharedGroups::after(self.episodes.last().map(|e| &e.group));
         let mut parsed = Vec::new();
         self.episodes.extend(self.run.episodes.drain(..).map(|e| {
-            let (lean, on_disk) = LeanEpisode::split(e, text, pages, classify);
+            let (mut lean, on_disk) = LeanEpisode::split(e, text, pages, classify);
+            lean.group = groups.share(&lean.group);
             parsed.extend(on_disk);
             lean
         }));
         // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's. They
-        // are copied here, their ids, groups and steps allocated afresh side by side, and the reader's freed on
-        // the release thread: made on the reader's threads among the text they parsed, they would keep most of
-        // those threads' heap pages taken once the text is freed.
+        // are copied here, their ids, groups and steps allocated afresh side by side (a group's episodes sharing
+        // one copy of its name), and the reader's freed on the release thread: made on the reader's threads
+        // among the text they parsed, they would keep most of those threads' heap pages taken once the text is
+        // freed.
         let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
         let lean = std::mem::take(&mut self.run.lean);
         self.episodes.extend(lean.iter().map(|episode| {
-            let mut episode = episode.clone();
+            let mut episode = LeanEpisode { group: groups.share(&episode.group), ..episode.clone() };
             episode.renumber_pages(&renumber);
             episode
         }));

@@ -70,7 +70,7 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
                 s.apply_settings();
                 for row in &rows {
                     let id = row["episode"].as_str().unwrap();
-                    let e = s.domain.episodes.iter().position(|x| x.id == id).unwrap();
+                    let e = s.domain.episodes.iter().position(|x| *x.id == *id).unwrap();
                     let t = row["step"].as_u64().unwrap() as usize;
                     s.select_row(e, t);
                     update(&mut s, Msg::Action(Action::Anchor));

@@ -65,7 +65,7 @@ fn state_visits(state: &State, row: RowRef) -> Vec<StateVisit> {
             };
             Some(StateVisit {
                 iteration: lean.iteration,
-                episode: lean.id.clone(),
+                episode: lean.id.to_string(),
                 step: t as u32,
                 action,
                 advantage: adv.advantage,
@@ -83,7 +83,7 @@ impl Component for Timeline {
 
     fn crumbs(&self, state: &State) -> Vec<String> {
         let Some(row) = state.ui.timeline.row else { return Vec::new() };
-        let id = state.domain.episodes.get(row.episode as usize).map_or("", |e| e.id.as_str());
+        let id = state.domain.episodes.get(row.episode as usize).map_or("", |e| &*e.id);
         vec![format!("state of ep {id} step {}", row.step)]
     }
 
