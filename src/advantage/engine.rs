@@ -27,7 +27,7 @@ use super::grouping::{group_anchors, AnchorGrouping};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
-    group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroup, EpisodeGroup, Members, RowRef,
+    group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats, EpisodeGroup, RowRef,
     RowRule, StoredRow, ZeroVariance, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
@@ -66,7 +66,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
     let mut table = AdvantageTable {
         row_offsets,
         rows,
-        anchor_groups: Vec::new(),
+        anchor_groups: AnchorGroups::default(),
         episode_groups,
         episode_group_of,
         rule: RowRule::of(settings),
@@ -91,26 +91,34 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     table.replaced = Vec::new();
     let AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of, rule, .. } = table;
     let parallel = in_parallel(rows.len());
+    // Anchor groups are stored episode group by episode group: each episode group's are a range of them.
+    let mut anchors_by_group = vec![0..0; episode_groups.len()];
+    let mut a = 0;
+    for (g, range) in anchors_by_group.iter_mut().enumerate() {
+        let start = a;
+        let of_group = |a: usize| {
+            anchor_groups.members(a).first().is_some_and(|m| episode_group_of[m.episode as usize] as usize == g)
+        };
+        while a < anchor_groups.len() && of_group(a) {
+            a += 1;
+        }
+        *range = start..a;
+    }
     let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
-    // Anchor groups are stored episode group by episode group.
-    let mut anchors_by_group = Vec::with_capacity(episode_groups.len());
-    let mut rest = anchor_groups.as_mut_slice();
-    for g in 0..episode_groups.len() as u32 {
-        let n = rest.iter().position(|a| a.episode_group != g).unwrap_or(rest.len());
-        let (anchors, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        anchors_by_group.push(anchors);
-        rest = tail;
-    }
     let rule = *rule;
-    let fill = |((rows, group), anchors): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), &mut [AnchorGroup])| {
-        fill_group(rows, group, anchors, input, settings, &rule)
+    let lone_factor = norm_factor(settings.norm, 0.0);
+    let groups: &AnchorGroups = anchor_groups;
+    let fill = |((rows, group), anchors): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
+        fill_group(rows, group, groups, anchors, lone_factor, input, settings, &rule)
     };
-    if parallel {
-        parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).for_each(fill);
+    let kept: Vec<Vec<(u32, AnchorStats)>> = if parallel {
+        parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).map(fill).collect()
     } else {
-        parts.iter_mut().zip(episode_groups.iter_mut()).zip(anchors_by_group).for_each(fill);
-    }
+        parts.iter_mut().zip(episode_groups.iter_mut()).zip(anchors_by_group).map(fill).collect()
+    };
     drop(parts);
+    anchor_groups.kept = kept.into_iter().flatten().collect();
+    anchor_groups.lone_factor = lone_factor;
     super::trl::apply(table, input, settings);
 }
 
@@ -127,7 +135,7 @@ pub fn regroup<I: EngineInput + ?Sized>(
     let groups = grouping.episode_group.len();
     // Each anchor group's members, in one array (a counting sort by group; rows are in file order, so members
     // are too), then handed to the groups.
-    let mut starts = vec![0usize; groups + 1];
+    let mut starts = vec![0u32; groups + 1];
     for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
         row.step_group = a;
         starts[a as usize + 1] += 1;
@@ -140,16 +148,11 @@ pub fn regroup<I: EngineInput + ?Sized>(
     for (e, offsets) in table.row_offsets.windows(2).enumerate() {
         for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
             let at = &mut next[row.step_group as usize];
-            members[*at] = RowRef { episode: e as u32, step: t as u32 };
+            members[*at as usize] = RowRef { episode: e as u32, step: t as u32 };
             *at += 1;
         }
     }
-    table.anchor_groups = grouping
-        .episode_group
-        .iter()
-        .enumerate()
-        .map(|(a, &g)| AnchorGroup::unfilled(g, Members::from(&members[starts[a]..starts[a + 1]])))
-        .collect();
+    table.anchor_groups = AnchorGroups::unfilled(starts, members);
     recompute(table, input, settings);
 }
 
@@ -171,23 +174,27 @@ fn rows_by_group<'r>(
     parts
 }
 
-/// Everything numeric of one episode group, given its anchor-state groups: the shaped rewards of its rows, then
-/// the statistics of the episode level and of the step level over their scores and returns.
+/// Everything numeric of one episode group, given its anchor-state groups (`anchors` of `groups`): the shaped
+/// rewards of its rows, then the statistics of the episode level and of the step level over their scores and
+/// returns; the anchor groups' statistics the table keeps ([`AnchorGroups`]).
+#[allow(clippy::too_many_arguments)]
 fn fill_group<I: EngineInput + ?Sized>(
     rows: &mut [&mut [StoredRow]],
     group: &mut EpisodeGroup,
-    anchors: &mut [AnchorGroup],
+    groups: &AnchorGroups,
+    anchors: std::ops::Range<usize>,
+    lone_factor: f64,
     input: &I,
     settings: &AdvantageSettings,
     rule: &RowRule,
-) {
+) -> Vec<(u32, AnchorStats)> {
     for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
         fill_rows(rows, input, e as usize, settings);
     }
     // Scores and returns, episode by episode, as the table derives them when asked.
     let derived: Vec<Vec<(f64, f64)>> = rows.iter().map(|rows| scores_and_returns(rows, rule)).collect();
     episode_level(rows, &derived, group, settings);
-    step_level(rows, &derived, group, anchors, settings);
+    step_level(rows, &derived, group, (groups, anchors), lone_factor, settings)
 }
 
 /// Shaped rewards and counts of episode `e`'s rows.
@@ -290,28 +297,43 @@ fn episode_level(
     (group.mean, group.std, group.pool_size, group.baseline, group.factor) = (mean, std, pool, baseline, factor);
 }
 
-/// The statistics of a group's anchor-state groups over its rows' returns.
+/// The statistics of a group's anchor-state groups (`anchors` of the table's) over its rows' returns: those the
+/// table keeps, each with its group's number (not a lone member's whose figures are its own).
 fn step_level(
     rows: &[&mut [StoredRow]],
     derived: &[Vec<(f64, f64)>],
     group: &EpisodeGroup,
-    anchors: &mut [AnchorGroup],
+    (groups, anchors): (&AnchorGroups, std::ops::Range<usize>),
+    lone_factor: f64,
     settings: &AdvantageSettings,
-) {
+) -> Vec<(u32, AnchorStats)> {
     // A member's episode is found among the group's episodes, which are in file order.
     let at = |m: &RowRef| {
         let i = group.episodes.binary_search(&m.episode).expect("anchor group member outside its episode group");
         (i, m.step as usize)
     };
-    for anchor in anchors {
-        let (mean, std, n) = mean_std_counted(anchor.members.iter().map(|m| {
+    let mut kept = Vec::new();
+    for a in anchors {
+        let members = groups.members(a);
+        let (mean, std, n) = mean_std_counted(members.iter().map(|m| {
             let (i, t) = at(m);
             (derived[i][t].1, rows[i][t].copies())
         }));
         let factor = norm_factor(settings.norm, std);
-        (anchor.mean, anchor.std, anchor.factor) = (mean, std, factor);
-        anchor.samples = u32::try_from(n).unwrap_or(u32::MAX);
+        let stats = AnchorStats { samples: u32::try_from(n).unwrap_or(u32::MAX), mean, std, factor };
+        let lone = match members {
+            [m] => {
+                let (i, t) = at(m);
+                let derived = AnchorStats { samples: 1, mean: derived[i][t].1, std: 0.0, factor: lone_factor };
+                stats.same_bits(&derived)
+            }
+            _ => false,
+        };
+        if !lone {
+            kept.push((a as u32, stats));
+        }
     }
+    kept
 }
 
 #[cfg(test)]
@@ -329,7 +351,14 @@ mod tests {
         table.reserve_for(run.len());
         let unreserved = compute(first, &settings);
         assert_eq!(table, unreserved, "making room changes nothing in the table");
-        let arrays = |t: &AdvantageTable| (t.rows.as_ptr(), t.anchor_groups.as_ptr(), t.episode_group_of.as_ptr());
+        let arrays = |t: &AdvantageTable| {
+            (
+                t.rows.as_ptr(),
+                t.anchor_groups.members.as_ptr(),
+                t.anchor_groups.starts.as_ptr(),
+                t.episode_group_of.as_ptr(),
+            )
+        };
         let before = arrays(&table);
         for part in rest.chunks(16) {
             table.append(compute(part, &settings));

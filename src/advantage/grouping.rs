@@ -46,7 +46,7 @@ impl AdvantageTable {
         AnchorGrouping {
             mode,
             row_group: self.step_groups().collect(),
-            episode_group: self.anchor_groups.iter().map(|a| a.episode_group).collect(),
+            episode_group: self.anchor_episode_groups().collect(),
         }
     }
 }

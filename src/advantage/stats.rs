@@ -8,7 +8,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::input::EngineInput;
-use super::table::{AdvantageTable, AnchorGroup, RowRef, ZeroVariance};
+use super::table::{AdvantageTable, AnchorGroups, RowRef, ZeroVariance};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunStats {
@@ -89,13 +89,13 @@ pub struct StoredDifference {
 /// Statistics of `table`, computed by the engine from `episodes`.
 pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) -> RunStats {
     let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
-    count_step_group_sizes(&mut sizes, &table.anchor_groups);
+    count_step_group_sizes(&mut sizes, &table.anchor_groups, 0);
     let mut singletons_per_group = vec![0usize; table.episode_groups.len()];
     let mut step_groups_per_group = vec![0usize; table.episode_groups.len()];
-    for anchor in &table.anchor_groups {
-        step_groups_per_group[anchor.episode_group as usize] += 1;
-        if anchor.members.len() == 1 {
-            singletons_per_group[anchor.episode_group as usize] += 1;
+    for (g, members) in table.anchor_episode_groups().zip(table.anchor_groups.all_members()) {
+        step_groups_per_group[g as usize] += 1;
+        if members.len() == 1 {
+            singletons_per_group[g as usize] += 1;
         }
     }
     let success_recorded = records_success(episodes);
@@ -148,11 +148,11 @@ pub fn records_success<I: EngineInput + ?Sized>(input: &I) -> bool {
     (0..input.episode_count()).any(|e| input.recorded_rewards(e).is_none())
 }
 
-/// Count `anchor_groups` into `sizes` (step-group size → number of step groups of that size): a histogram kept
-/// up to date as anchor groups are appended.
-pub fn count_step_group_sizes(sizes: &mut BTreeMap<usize, usize>, anchor_groups: &[AnchorGroup]) {
-    for anchor in anchor_groups {
-        *sizes.entry(anchor.members.len()).or_insert(0) += 1;
+/// Count `anchor_groups` from group `from` on into `sizes` (step-group size → number of step groups of that
+/// size): a histogram kept up to date as anchor groups are appended.
+pub fn count_step_group_sizes(sizes: &mut BTreeMap<usize, usize>, anchor_groups: &AnchorGroups, from: usize) {
+    for a in from.min(anchor_groups.len())..anchor_groups.len() {
+        *sizes.entry(anchor_groups.members(a).len()).or_insert(0) += 1;
     }
 }
 
@@ -314,10 +314,10 @@ impl<K: Ord + Clone> StatsBy<K> {
             }
             self.group_key.push(slot);
         }
-        for anchor in &table.anchor_groups[self.anchor_groups.min(table.anchor_groups.len())..] {
-            let slot = self.group_key.get(anchor.episode_group as usize).and_then(Option::as_ref);
+        for a in self.anchor_groups.min(table.anchor_groups.len())..table.anchor_groups.len() {
+            let slot = self.group_key.get(table.anchor_episode_group(a) as usize).and_then(Option::as_ref);
             if let Some(sums) = slot.and_then(|k| self.sums.get_mut(k)) {
-                sums.members += anchor.members.len();
+                sums.members += table.anchor_groups.members(a).len();
                 sums.anchor_groups += 1;
             }
         }

@@ -1,6 +1,6 @@
 //! The advantage table: what the engine computes for a list of episodes, as data. Rows (one per step, in
 //! episode and step order), the anchor-state groups and episode groups with their statistics, and the rules
-//! that derive a row's values from what the table keeps. The engine ([`super::compute`]) fills it, the
+//! that derive a row's values (and a lone anchor group's statistics) from what the table keeps. The engine ([`super::compute`]) fills it, the
 //! groupings ([`super::grouping`]) give its anchor groups, TRL's computation ([`super::trl`]) its episode
 //! terms; views, statistics and the estimators read it.
 
@@ -107,14 +107,15 @@ pub struct RowRef {
     pub step: u32,
 }
 
-/// Steps of one episode group that share an anchor state (GiGPO's step group).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AnchorGroup {
+/// Steps of one episode group that share an anchor state (GiGPO's step group), as the table gives it
+/// ([`AdvantageTable::anchor_group`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AnchorGroup<'a> {
     pub episode_group: u32,
     /// The samples its statistics counted: Σ copies over the members (a group of one sample gives A_S = 0).
     pub samples: u32,
     /// Members in file order; the first one is the cluster representative in similarity mode.
-    pub members: Members,
+    pub members: &'a [RowRef],
     /// Mean and sample std (N−1; 0 for a singleton) of the members' returns.
     pub mean: f64,
     pub std: f64,
@@ -122,75 +123,90 @@ pub struct AnchorGroup {
     pub factor: f64,
 }
 
-/// The members of an anchor group, in file order: a slice of [`RowRef`]s. Most anchor groups have one member
-/// (on runs of short episodes, almost every one), so that one is kept inline rather than in an allocation of its
-/// own: a viewer of a large run holds almost as many anchor groups as rows, and a heap block per group costs
-/// more than the group itself. 16 bytes either way (the one member beside the slice's pointer, which is never
-/// null).
-#[derive(Clone)]
-pub struct Members(MembersRepr);
-
-#[derive(Clone)]
-enum MembersRepr {
-    One(RowRef),
-    Heap(Box<[RowRef]>),
+/// The statistics the engine computed for one anchor group.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct AnchorStats {
+    pub(super) samples: u32,
+    pub(super) mean: f64,
+    pub(super) std: f64,
+    pub(super) factor: f64,
 }
 
-impl From<&[RowRef]> for Members {
-    fn from(rows: &[RowRef]) -> Members {
-        match rows {
-            [one] => Members(MembersRepr::One(*one)),
-            rows => Members(MembersRepr::Heap(rows.into())),
+impl AnchorStats {
+    /// Whether `other` is these statistics bit for bit (−0.0 is not 0.0, a NaN is itself).
+    pub(super) fn same_bits(&self, other: &AnchorStats) -> bool {
+        let bits = |s: &AnchorStats| (s.samples, s.mean.to_bits(), s.std.to_bits(), s.factor.to_bits());
+        bits(self) == bits(other)
+    }
+}
+
+/// A table's anchor groups, stored by column: a viewer of a run of short episodes holds almost one anchor group
+/// per row (most have one member), and 48 bytes a group, with a heap block for each group of several, were a
+/// sixth of all it held. Each group's members are in one array (group `a`'s are
+/// `members[starts[a]..starts[a + 1]]`, in file order), its episode group is its first member's, and its
+/// statistics are kept only where they cannot be told from a lone member: a group of one member counted once
+/// has one sample, the member's return as its mean (derived from the rows, as the engine derived it), std 0 and
+/// the divisor of std 0 ([`AnchorGroups::lone_factor`]). Statistics are kept for every other group, and for a
+/// lone one whose mean is not its return bit for bit (a return of −0.0: the mean's sum starts at +0.0). 12
+/// bytes a group of one (its start and its member), 8 more a member, 40 more a group whose statistics are kept.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AnchorGroups {
+    /// One more than there are groups, from 0 (empty while there are none).
+    pub(super) starts: Vec<u32>,
+    pub(super) members: Vec<RowRef>,
+    /// (group, its statistics) for the groups whose statistics are kept, by group.
+    pub(super) kept: Vec<(u32, AnchorStats)>,
+    /// F_S of a standard deviation of 0 under the table's settings (1 under `mean_norm`, 1e-6 under
+    /// `mean_std_norm`).
+    pub(super) lone_factor: f64,
+}
+
+impl AnchorGroups {
+    /// Groups whose members are `members`, group `a`'s from `starts[a]` (one more start than groups), their
+    /// statistics not computed yet.
+    pub(super) fn unfilled(starts: Vec<u32>, members: Vec<RowRef>) -> AnchorGroups {
+        AnchorGroups { starts, members, kept: Vec::new(), lone_factor: 1.0 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Group `a`'s members, in file order.
+    pub fn members(&self, a: usize) -> &[RowRef] {
+        &self.members[self.starts[a] as usize..self.starts[a + 1] as usize]
+    }
+
+    /// Group `a`'s members, if there is a group `a`.
+    pub fn get(&self, a: usize) -> Option<&[RowRef]> {
+        (a < self.len()).then(|| self.members(a))
+    }
+
+    /// Every group's members, group by group.
+    pub fn all_members(&self) -> impl ExactSizeIterator<Item = &[RowRef]> + '_ {
+        (0..self.len()).map(|a| self.members(a))
+    }
+
+    /// The statistics kept for group `a`, if they are.
+    fn kept(&self, a: usize) -> Option<AnchorStats> {
+        let found = self.kept.binary_search_by_key(&(a as u32), |&(k, _)| k).ok()?;
+        Some(self.kept[found].1)
+    }
+
+    /// Append `extra`'s groups, their members' episodes moved on by `episode_base`.
+    fn append(&mut self, extra: AnchorGroups, episode_base: u32) {
+        let (group_base, member_base) = (self.len() as u32, self.members.len() as u32);
+        if self.starts.is_empty() {
+            self.starts.push(0);
         }
-    }
-}
-
-impl From<Vec<RowRef>> for Members {
-    fn from(rows: Vec<RowRef>) -> Members {
-        Members::from(rows.as_slice())
-    }
-}
-
-impl std::ops::Deref for Members {
-    type Target = [RowRef];
-
-    fn deref(&self) -> &[RowRef] {
-        match &self.0 {
-            MembersRepr::One(row) => std::slice::from_ref(row),
-            MembersRepr::Heap(rows) => rows,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Members {
-    fn deref_mut(&mut self) -> &mut [RowRef] {
-        match &mut self.0 {
-            MembersRepr::One(row) => std::slice::from_mut(row),
-            MembersRepr::Heap(rows) => rows,
-        }
-    }
-}
-
-const _: () = assert!(std::mem::size_of::<Members>() == 16, "an anchor group's members take 16 bytes");
-
-impl<'a> IntoIterator for &'a Members {
-    type Item = &'a RowRef;
-    type IntoIter = std::slice::Iter<'a, RowRef>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-impl PartialEq for Members {
-    fn eq(&self, other: &Members) -> bool {
-        **self == **other
-    }
-}
-
-impl std::fmt::Debug for Members {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        self.starts.extend(extra.starts.iter().skip(1).map(|s| s + member_base));
+        self.members.extend(extra.members.iter().map(|m| RowRef { episode: m.episode + episode_base, step: m.step }));
+        self.kept.extend(extra.kept.iter().map(|&(a, stats)| (a + group_base, stats)));
+        self.lone_factor = extra.lone_factor;
     }
 }
 
@@ -263,7 +279,7 @@ pub struct AdvantageTable {
     pub row_offsets: Vec<usize>,
     pub(super) rows: Vec<StoredRow>,
     /// Anchor groups, episode group by episode group, each in order of first appearance.
-    pub anchor_groups: Vec<AnchorGroup>,
+    pub anchor_groups: AnchorGroups,
     /// Episode groups in order of first appearance in the file.
     pub episode_groups: Vec<EpisodeGroup>,
     /// Episode index → index into `episode_groups`.
@@ -292,8 +308,8 @@ impl AdvantageTable {
         let rloo_scale = rloo_scale(group.pool_size);
         let mut rows = Vec::with_capacity(stored.len());
         for (t, (row, (score, ret))) in stored.iter().zip(scores_and_returns(stored, rule)).enumerate() {
-            let anchor = &self.anchor_groups[row.step_group as usize];
-            let step_advantage = step_advantage(ret, anchor);
+            // The row is the member of a lone anchor group.
+            let step_advantage = step_advantage(ret, self.anchor_stats(row.step_group as usize, |_| ret));
             let (episode_advantage, advantage) = match terms {
                 Some(terms) => {
                     (terms.episode_advantage, advantage(terms.episode_advantage, step_advantage, terms.rloo, rule))
@@ -346,9 +362,50 @@ impl AdvantageTable {
         self.rows.iter().map(|r| r.step_group)
     }
 
-    pub fn anchor_group_of(&self, at: RowRef) -> &AnchorGroup {
+    pub fn anchor_group_of(&self, at: RowRef) -> AnchorGroup<'_> {
         let row = self.rows[self.row_offsets[at.episode as usize] + at.step as usize];
-        &self.anchor_groups[row.step_group as usize]
+        self.anchor_group(row.step_group as usize)
+    }
+
+    /// Anchor group `a`, its statistics derived where the table does not keep them ([`AnchorGroups`]).
+    pub fn anchor_group(&self, a: usize) -> AnchorGroup<'_> {
+        let (members, episode_group) = (self.anchor_groups.members(a), self.anchor_episode_group(a));
+        let AnchorStats { samples, mean, std, factor } = self.anchor_stats(a, |lone| self.row_return(lone));
+        AnchorGroup { episode_group, samples, members, mean, std, factor }
+    }
+
+    /// Every anchor group, in order ([`AdvantageTable::anchor_group`]).
+    pub fn anchor_groups(&self) -> impl ExactSizeIterator<Item = AnchorGroup<'_>> + '_ {
+        (0..self.anchor_groups.len()).map(|a| self.anchor_group(a))
+    }
+
+    /// The episode group of every anchor group, in order.
+    pub fn anchor_episode_groups(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        (0..self.anchor_groups.len()).map(|a| self.anchor_episode_group(a))
+    }
+
+    /// The episode group of anchor group `a`: its first member's.
+    pub fn anchor_episode_group(&self, a: usize) -> u32 {
+        self.anchor_groups.members(a).first().map_or(0, |m| self.episode_group_of[m.episode as usize])
+    }
+
+    /// Anchor group `a`'s statistics: kept, or those of its lone member, whose return `lone_return` gives.
+    fn anchor_stats(&self, a: usize, lone_return: impl FnOnce(RowRef) -> f64) -> AnchorStats {
+        if let Some(stats) = self.anchor_groups.kept(a) {
+            return stats;
+        }
+        let mean = match self.anchor_groups.members(a) {
+            [lone] => lone_return(*lone),
+            _ => 0.0,
+        };
+        AnchorStats { samples: 1, mean, std: 0.0, factor: self.anchor_groups.lone_factor }
+    }
+
+    /// Row `at`'s return, derived as the engine derived it.
+    fn row_return(&self, at: RowRef) -> f64 {
+        let start = self.row_offsets[at.episode as usize];
+        let stored = &self.rows[start..self.row_offsets[at.episode as usize + 1]];
+        scores_and_returns(stored, &self.rule)[at.step as usize].1
     }
 
     pub fn episode_group_of(&self, episode: usize) -> &EpisodeGroup {
@@ -378,17 +435,11 @@ impl AdvantageTable {
         }
         let episode_base = self.episode_group_of.len() as u32;
         let row_base = self.rows.len();
-        let anchor_base = self.anchor_groups.len() as u32;
         let group_base = self.episode_groups.len() as u32;
         self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
+        let anchor_base = self.anchor_groups.len() as u32;
         self.rows.extend(extra.rows.into_iter().map(|r| StoredRow { step_group: r.step_group + anchor_base, ..r }));
-        self.anchor_groups.extend(extra.anchor_groups.into_iter().map(|mut a| {
-            a.episode_group += group_base;
-            for m in a.members.iter_mut() {
-                m.episode += episode_base;
-            }
-            a
-        }));
+        self.anchor_groups.append(extra.anchor_groups, episode_base);
         self.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
             for e in &mut g.episodes {
                 *e += episode_base;
@@ -419,7 +470,8 @@ impl AdvantageTable {
         }
         reserve(&mut self.rows, ratio);
         reserve(&mut self.row_offsets, ratio);
-        reserve(&mut self.anchor_groups, ratio);
+        reserve(&mut self.anchor_groups.starts, ratio);
+        reserve(&mut self.anchor_groups.members, ratio);
         reserve(&mut self.episode_groups, ratio);
         reserve(&mut self.episode_group_of, ratio);
         reserve(&mut self.episode_terms, ratio);
@@ -457,8 +509,8 @@ pub(super) fn scores_and_returns(rows: &[StoredRow], rule: &RowRule) -> Vec<(f64
     out
 }
 
-/// A_S of a row with return `ret` in `anchor`: 0 in a group of one sample.
-fn step_advantage(ret: f64, anchor: &AnchorGroup) -> f64 {
+/// A_S of a row with return `ret` in an anchor group of statistics `anchor`: 0 in a group of one sample.
+fn step_advantage(ret: f64, anchor: AnchorStats) -> f64 {
     if anchor.samples <= 1 {
         0.0
     } else {
@@ -481,13 +533,6 @@ fn advantage(episode_advantage: f64, step_advantage: f64, rloo: f64, rule: &RowR
 /// costs more than the work below this size.
 pub(super) fn in_parallel(rows: usize) -> bool {
     rows >= 20_000
-}
-
-impl AnchorGroup {
-    /// The anchor group of `members` in episode group `episode_group`, its statistics not computed yet.
-    pub(super) fn unfilled(episode_group: u32, members: Members) -> AnchorGroup {
-        AnchorGroup { episode_group, samples: 0, members, mean: 0.0, std: 0.0, factor: 1.0 }
-    }
 }
 
 pub(super) const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, step_group: 0, counts: 1 };

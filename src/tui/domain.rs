@@ -154,7 +154,7 @@ impl Derived {
         if self.settings.anchor == AnchorMode::State {
             self.state_fallbacks += unrecorded_states(&episodes[old_len..]);
         }
-        count_step_group_sizes(&mut self.size_histogram, &self.table.anchor_groups[old_anchor_groups..]);
+        count_step_group_sizes(&mut self.size_histogram, &self.table.anchor_groups, old_anchor_groups);
         let appended = compare_stored_over(episodes, &self.table, old_len..episodes.len());
         // The first largest difference stands, as `compare_stored` keeps it over the whole run.
         match (self.max_trainer_diff, appended.and_then(|c| c.largest).map(|l| l.abs_diff)) {

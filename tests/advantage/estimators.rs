@@ -527,7 +527,7 @@ proptest! {
         let base = AdvantageSettings { gamma, ..AdvantageSettings::default() };
         let out = column(EstimatorKind::QMinusV, &run, &base, &EstimatorSettings::default());
         let table = advantage::compute(&run, &base);
-        for group in &table.anchor_groups {
+        for group in table.anchor_groups() {
             let sum: f64 = group.members.iter().map(|m| out.advantages[table.row_offsets[m.episode as usize] + m.step as usize]).sum();
             prop_assert!(sum.abs() < 1e-9, "sum {}", sum);
         }

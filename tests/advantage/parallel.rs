@@ -28,10 +28,10 @@ fn fingerprint(table: &AdvantageTable) -> String {
         }
         put(r.step_group.into());
     }
-    for a in &table.anchor_groups {
+    for a in table.anchor_groups() {
         put(a.episode_group.into());
         put(a.members.len() as u64);
-        for m in &a.members {
+        for m in a.members {
             put((u64::from(m.episode) << 32) | u64::from(m.step));
         }
         for v in [a.mean, a.std, a.factor] {

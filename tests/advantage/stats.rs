@@ -186,7 +186,7 @@ mod appended_parts {
             for end in ends {
                 let anchors_before = table.anchor_groups.len();
                 table.append(compute(&run[start..end], &settings));
-                count_step_group_sizes(&mut sizes, &table.anchor_groups[anchors_before..]);
+                count_step_group_sizes(&mut sizes, &table.anchor_groups, anchors_before);
                 by.extend(&run[..end], &table, |e| run[e].iteration);
                 let part = compare_stored_over(&run[..end], &table, start..end).and_then(|c| c.largest).map(|l| l.abs_diff);
                 largest = match (largest, part) {

@@ -192,7 +192,7 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     out.extend(anchor.into_iter().map(|l| Line::styled(l, theme.dim())));
     let iteration = state.domain.episodes[r.episode as usize].iteration;
     let truth = super::estimators::truth(state, iteration);
-    let states = member_states(state, &truth, &ag.members);
+    let states = member_states(state, &truth, ag.members);
     if let Some(line) = states.describe() {
         let style = if states.states > 1 || states.wrong_sign > 0 { theme.warn() } else { theme.dim() };
         out.push(Line::styled(trunc(&line, width as usize), style));
@@ -283,7 +283,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let iteration = state.domain.episodes[r.episode as usize].iteration;
     let truth = super::estimators::truth(state, iteration);
     let with_truth = matches!(truth, Truth::Present { .. });
-    let states = member_states(state, &truth, &ag.members);
+    let states = member_states(state, &truth, ag.members);
     let narrow = with_truth && area.width < 100;
     let id_w =
         ag.members.iter().map(|m| state.domain.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
