@@ -49,9 +49,21 @@ fn run_of(groups: &[(&str, i64, usize)]) -> tempfile::TempDir {
     dir
 }
 
-fn set_mtime(path: &Path, age: Duration) {
+fn set_modified(path: &Path, time: SystemTime) {
     let file = fs::File::options().write(true).open(path).unwrap();
-    file.set_modified(SystemTime::now() - age).unwrap();
+    file.set_modified(time).unwrap();
+}
+
+/// Modified `age` ago: a file its writer has left.
+fn set_mtime(path: &Path, age: Duration) {
+    set_modified(path, SystemTime::now() - age);
+}
+
+/// Modified "just now" however slow the machine (a read may start seconds after the write under load): an hour
+/// ahead, so that no reader can take it for a file its writer left. A time in the future gives no age, and then
+/// only how long the reader itself has watched the file counts, which a one-shot read does for an instant.
+fn modified_just_now(path: &Path) {
+    set_modified(path, SystemTime::now() + Duration::from_secs(3600));
 }
 
 #[test]
@@ -80,6 +92,7 @@ fn a_torn_tail_that_stopped_growing_is_a_problem_and_one_being_written_is_said_s
     let mut file = fs::OpenOptions::new().append(true).open(&episodes).unwrap();
     file.write_all(br#"{"id":"g-2","gro"#).unwrap();
     drop(file);
+    modified_just_now(&episodes);
     // Being written: not read, and said so (one-shot reads have no later look).
     let out = gigscope(&["validate", path(dir.path())]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -184,6 +197,7 @@ fn a_trl_file_that_cannot_be_read_fails_validate_and_convert_writes_nothing() {
     let second = dir.join("completions/completions_00002.parquet");
     let bytes = fs::read(&second).unwrap();
     fs::write(&second, &bytes[..bytes.len() - 3]).unwrap();
+    modified_just_now(&second);
     // Just written: still being written, said at once.
     let out = gigscope(&["validate", path(&dir)]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -262,6 +276,7 @@ fn a_one_shot_read_of_a_verl_step_file_being_written_takes_its_complete_rows_and
     set_mtime(&dir.path().join("1.jsonl"), Duration::from_secs(60));
     let newest = row("r_0_0") + &row("r_1_0");
     fs::write(dir.path().join("2.jsonl"), &newest[..newest.len() - 10]).unwrap();
+    modified_just_now(&dir.path().join("2.jsonl"));
     let run = Run::open_as(dir.path(), None, &Default::default()).unwrap();
     let ids: Vec<&str> = run.episodes.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["s1-p_0", "s1-p_1", "s2-r_0"]);
