@@ -8,7 +8,8 @@
 //!   write leaves the file as it was and the error names the file.
 //!
 //! Opening a run also removes the temporary files of atomic replacements whose writer was killed before the
-//! rename ([`remove_abandoned_temporaries`]).
+//! rename ([`remove_abandoned_temporaries`]), in the run directory and in its subdirectories, whose files are
+//! replaced the same way (an iteration's policy weights in `weights/`, truth files in `truth/`).
 //!
 //! One writer appends to a run at a time: the cut assumes nobody else is mid-append when the file is opened.
 
@@ -34,6 +35,11 @@ impl RunWriter {
     pub fn create(dir: &Path) -> Result<Self, RunError> {
         std::fs::create_dir_all(dir).map_err(RunError::io(dir))?;
         remove_abandoned_temporaries(dir);
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_abandoned_temporaries(&entry.path());
+            }
+        }
         Ok(RunWriter {
             dir: dir.to_path_buf(),
             episodes: Appender::open(dir.join(EPISODES_FILE))?,

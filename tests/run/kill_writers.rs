@@ -1,4 +1,4 @@
-//! Kill-anywhere for the writers besides the trainer (`tests/train/kill.rs` and `kill_burst.rs` kill those):
+//! Kill-anywhere for the writers besides the trainer (`tests/train/kill.rs` and `tests/tui/burst_kill.rs` kill it):
 //! play, `convert`, the load cache and the search index, each killed with SIGKILL again and again at
 //! pseudo-random moments (a fixed seed). After every kill: no complete line written before is lost or changed;
 //! `validate` reports nothing but what a kill may leave (an unfinished last line, a group cut short); the run
@@ -20,22 +20,13 @@ use gigscope::tui::play::{Play, Played};
 
 use crate::disk_full::sample_prefix;
 use crate::load_cache::{open_cached, open_fresh};
+use crate::support::kill::{complete, unexplained_problems, Schedule};
 use crate::support::screen::assert_same_run;
 use crate::support::small_fs::temporaries;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
 /// Which writer [`child_writer`] is, and on what: `play RUN GROUPS` or `cache RUN ROOT`.
 const CHILD_VAR: &str = "GIGSCOPE_TEST_KILL_CHILD";
-
-/// Pseudo-random numbers from a fixed seed (a linear congruential generator's high bits).
-struct Schedule(u64);
-
-impl Schedule {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % below
-    }
-}
 
 /// This test binary again, running only [`child_writer`] as `args`.
 fn child(args: &[&str]) -> Command {
@@ -101,18 +92,6 @@ fn episodes(run: &Path) -> Vec<u8> {
     std::fs::read(run.join(EPISODES_FILE)).unwrap_or_default()
 }
 
-/// The complete lines of `bytes`.
-fn complete(bytes: &[u8]) -> &[u8] {
-    &bytes[..bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)]
-}
-
-/// `validate RUN`'s problems beyond what a kill may leave (an unfinished tail, a partial group).
-fn unexplained_problems(run: &Path) -> Vec<String> {
-    let out = Command::new(BIN).arg("validate").arg(run).output().unwrap();
-    let explained = |p: &str| p.contains("partial") || p.contains("unfinished") || p.contains("torn");
-    String::from_utf8_lossy(&out.stderr).lines().filter(|p| !explained(p)).map(str::to_owned).collect()
-}
-
 /// Wait until `run`'s episodes file grows past `len` (or the child ends), then `extra_ms` more at random.
 fn kill_after_a_write(mut child: Child, run: &Path, len: usize, schedule: &mut Schedule, extra_ms: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -128,7 +107,7 @@ fn kill_after_a_write(mut child: Child, run: &Path, len: usize, schedule: &mut S
 fn assert_kept(run: &Path, kept: &[u8], kill: u64) -> Vec<u8> {
     let now = episodes(run);
     assert!(now.starts_with(complete(kept)), "kill {kill}: complete lines were lost or changed");
-    let problems = unexplained_problems(run);
+    let problems = unexplained_problems(BIN, run);
     assert!(problems.is_empty(), "kill {kill}: validate found more than a kill leaves: {problems:?}");
     now
 }

@@ -163,6 +163,25 @@ fn meta_is_replaced_atomically_and_episodes_appended() {
     assert!(leftovers.is_empty());
 }
 
+/// A writer killed between writing a temporary file and renaming it leaves it behind, in the run directory or in
+/// a subdirectory (a burst killed while saving an iteration's weights); opening the run removes it, and leaves a
+/// living writer's alone.
+#[test]
+fn opening_a_run_removes_the_temporary_files_of_killed_writers_in_it_and_its_subdirectories() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("weights")).unwrap();
+    let dead = [dir.path().join(".run.json.tmp4999999"), dir.path().join("weights/.iteration-3.ot.tmp4999999")];
+    let living = dir.path().join(format!("weights/.iteration-4.ot.tmp{}", std::process::id()));
+    for path in dead.iter().chain([&living]) {
+        std::fs::write(path, "half").unwrap();
+    }
+    RunWriter::create(dir.path()).unwrap();
+    for path in &dead {
+        assert!(!path.exists(), "{} left behind", path.display());
+    }
+    assert!(living.exists(), "a living writer's temporary file is its own");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     /// Every good line comes back, in order and with its line number, whatever garbage surrounds it; a torn

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses only part of it
 
 pub mod depo;
+pub mod kill;
 pub mod live;
 pub mod opening;
 pub mod peak;

@@ -11,6 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::kill::{complete, finished_iterations, Schedule};
+use crate::support::small_fs::temporaries;
+
 const BIN: &str = env!("CARGO_BIN_EXE_gigscope");
 const KILLS: u64 = 24;
 
@@ -40,16 +43,6 @@ fn complete_lines(run: &Path) -> usize {
     episodes(run).iter().filter(|b| **b == b'\n').count()
 }
 
-/// The lines of `complete` (whole lines, in iteration order) before its last iteration's first line.
-fn finished_iterations(complete: &[u8]) -> &[u8] {
-    let iteration =
-        |line: &[u8]| serde_json::from_slice::<serde_json::Value>(line).ok().and_then(|v| v["iteration"].as_i64());
-    let lines: Vec<&[u8]> = complete.split_inclusive(|b| *b == b'\n').collect();
-    let Some(last) = lines.iter().filter_map(|l| iteration(l)).max() else { return &complete[..0] };
-    let end: usize = lines.iter().take_while(|l| iteration(l).is_none_or(|i| i < last)).map(|l| l.len()).sum();
-    &complete[..end]
-}
-
 /// `validate RUN`: its exit status and the problems it listed (standard error).
 fn validate(run: &Path) -> (bool, String) {
     let out = Command::new(BIN).arg("validate").arg(run).output().unwrap();
@@ -61,27 +54,25 @@ fn train_killed_anywhere_again_and_again_loses_nothing_and_goes_on() {
     let temp = tempfile::tempdir().unwrap();
     let run = temp.path().join("run");
     let mut kept: Vec<u8> = Vec::new();
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut schedule = Schedule(0x9e37_79b9_7f4a_7c15);
     for kill in 0..KILLS {
         let written = file_len(&run);
         let mut child = train(&run, "1000").spawn().unwrap();
-        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        let random = state >> 33;
         if kill % 2 == 0 {
             // 0.1 to 2.6 s after the start: while libtorch loads, while the first group is played.
-            std::thread::sleep(Duration::from_millis(100 + random % 2_500));
+            std::thread::sleep(Duration::from_millis(100 + schedule.next(2_500)));
         } else {
             // Once it has started writing, 0 to 0.4 s on: while lines and the checkpoint are written.
             let deadline = Instant::now() + Duration::from_secs(300);
             while file_len(&run) == written && Instant::now() < deadline && child.try_wait().unwrap().is_none() {
                 std::thread::sleep(Duration::from_millis(10));
             }
-            std::thread::sleep(Duration::from_millis(random % 400));
+            std::thread::sleep(Duration::from_millis(schedule.next(400)));
         }
         child.kill().unwrap();
         child.wait().unwrap();
         let bytes = episodes(&run);
-        let complete = &bytes[..bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)];
+        let complete = complete(&bytes);
         // What a continuation may drop is the last iteration's lines: `--resume` cuts those the checkpoint does not
         // cover (the iteration is played again), and a torn tail goes to a side file. Every earlier line stays.
         assert!(
@@ -106,11 +97,7 @@ fn train_killed_anywhere_again_and_again_loses_nothing_and_goes_on() {
     let (clean, problems) = validate(&run);
     let partial_only = problems.lines().all(|p| p.contains("partial"));
     assert!(clean || partial_only, "the continued run does not validate: {problems}");
-    let left: Vec<String> = std::fs::read_dir(&run)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.contains(".tmp") || name.contains("converting"))
-        .collect();
+    // In the run and its subdirectories (an iteration's weights are written atomically too).
+    let left = temporaries(&run);
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
 }

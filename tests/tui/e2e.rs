@@ -373,25 +373,38 @@ enum Ending {
     Signal(&'static str),
 }
 
-/// Open the basic fixture, end the TUI as `ending` says, and check that the shell has its terminal back as it
-/// was: gigscope exited 0 (as after `q`), the pane is off the alternate screen, mouse tracking is off, and the
-/// tty is in cooked mode (`stty -a`, run by the shell afterwards, shows `icanon` and `echo`).
+/// `gigscope tui DIR ARGS`, after which the shell says gigscope's exit status and the tty's modes, for
+/// [`assert_terminal_given_back`].
+pub(crate) fn tui_then_stty(dir: &Path, args: &str) -> String {
+    format!("tui {} {args}; echo GIGSCOPE-EXIT:$?; stty -a", dir.display())
+}
+
+/// Send `signal` (a name: TERM, HUP, …) to the session's gigscope.
+pub(crate) fn signal(s: &Session, signal: &str) {
+    let status = Command::new("kill").args(["-s", signal, &s.gigscope_pid()]).status().expect("kill runs");
+    assert!(status.success(), "kill -s {signal}");
+}
+
+/// Open the basic fixture, end the TUI as `ending` says, and check that the terminal is given back.
 fn the_terminal_is_given_back(test: &str, ending: Ending) {
     if !tmux_available() {
         return;
     }
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui/basic");
-    let command_line = format!("tui {}; echo GIGSCOPE-EXIT:$?; stty -a", fixture.display());
-    let s = Session::launch(test, &command_line, (120, 40));
+    let s = Session::launch(test, &tui_then_stty(&fixture, ""), (120, 40));
     s.wait_for(&["[Overview]", "12 ep"]);
     assert_eq!(s.pane("#{alternate_on} #{mouse_any_flag}"), "1 1", "the TUI holds the terminal");
     match ending {
         Ending::Key(key) => s.keys(&[key]),
-        Ending::Signal(signal) => {
-            let status = Command::new("kill").args(["-s", signal, &s.gigscope_pid()]).status().expect("kill runs");
-            assert!(status.success(), "kill -s {signal}");
-        }
+        Ending::Signal(name) => signal(&s, name),
     }
+    assert_terminal_given_back(&s);
+}
+
+/// Once gigscope, started by [`tui_then_stty`], has ended: the shell has its terminal back as it was. gigscope
+/// exited 0 (as after `q`), the pane is off the alternate screen, mouse tracking is off, and the tty is in cooked
+/// mode (`stty -a`, run by the shell afterwards, shows `icanon` and `echo`). The screen then.
+pub(crate) fn assert_terminal_given_back(s: &Session) -> String {
     // A bound for failure only, never a timing assertion.
     let deadline = Instant::now() + Duration::from_secs(60);
     let screen = loop {
@@ -410,6 +423,7 @@ fn the_terminal_is_given_back(test: &str, ending: Ending) {
     for mode in ["icanon", "echo", "isig"] {
         assert!(modes.contains(&mode) && !modes.contains(&format!("-{mode}").as_str()), "{mode} on:\n{screen}");
     }
+    screen
 }
 
 #[test]

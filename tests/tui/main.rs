@@ -5,6 +5,7 @@
 mod support;
 
 mod app_open;
+mod burst_kill;
 mod burst_marks;
 mod burst_ray;
 mod credit;
