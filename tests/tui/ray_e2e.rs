@@ -35,19 +35,13 @@ fn dialog_rows(screen: &str) -> Vec<String> {
         .collect()
 }
 
-/// The command the dialog shows (wrapped over its full-width rows), put back together.
+/// The command the dialog shows, put back together: it is cut into rows of the dialog's width at any character
+/// (a space included, so a row is not trimmed before the next is joined) and ends the dialog's form.
 fn dialog_command(screen: &str) -> String {
     let rows = dialog_rows(screen);
     let start = rows.iter().position(|r| r.contains("the job runs:")).expect("the command is shown") + 1;
-    let width = rows[start].chars().count();
-    let mut command = String::new();
-    for row in &rows[start..] {
-        command.push_str(row.trim_end());
-        if row.trim_end().chars().count() < width {
-            break;
-        }
-    }
-    command
+    let command: String = rows[start..].iter().take_while(|r| !r.trim().is_empty()).map(String::as_str).collect();
+    command.trim_end().to_string()
 }
 
 /// The TUI on a copy of the basic fixture with `[burst] address` naming `head`, its burst dialog open on the
