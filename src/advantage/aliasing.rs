@@ -135,7 +135,7 @@ pub fn aliasing(episodes: &[Episode], table: &AdvantageTable, rows: &[TruthRow])
         .map(|(a, Seen { states, rows })| {
             let (lo, hi) =
                 states.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| (lo.min(s.1), hi.max(s.1)));
-            let episode_group = table.anchor_group(a as usize).episode_group as usize;
+            let episode_group = table.anchor_episode_group(a as usize) as usize;
             AnchorStates {
                 anchor_group: a,
                 episode_group: table.episode_groups[episode_group].name.clone(),

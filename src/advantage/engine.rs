@@ -108,8 +108,8 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     let rule = *rule;
     let lone_factor = norm_factor(settings.norm, 0.0);
     let groups: &AnchorGroups = anchor_groups;
-    let fill = |((rows, group), anchors): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
-        fill_group(rows, group, groups, anchors, lone_factor, input, settings, &rule)
+    let fill = |((rows, group), range): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
+        fill_group(rows, group, GroupAnchors { groups, range, lone_factor }, input, settings, &rule)
     };
     let kept: Vec<Vec<(u32, AnchorStats)>> = if parallel {
         parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).map(fill).collect()
@@ -174,16 +174,21 @@ fn rows_by_group<'r>(
     parts
 }
 
-/// Everything numeric of one episode group, given its anchor-state groups (`anchors` of `groups`): the shaped
-/// rewards of its rows, then the statistics of the episode level and of the step level over their scores and
-/// returns; the anchor groups' statistics the table keeps ([`AnchorGroups`]).
-#[allow(clippy::too_many_arguments)]
+/// One episode group's anchor-state groups: `range` of the table's `groups`, and the factor a lone member's
+/// figures are derived with (what decides which statistics the table keeps).
+struct GroupAnchors<'a> {
+    groups: &'a AnchorGroups,
+    range: std::ops::Range<usize>,
+    lone_factor: f64,
+}
+
+/// Everything numeric of one episode group, given its anchor-state groups: the shaped rewards of its rows,
+/// then the statistics of the episode level and of the step level over their scores and returns; the anchor
+/// groups' statistics the table keeps ([`AnchorGroups`]).
 fn fill_group<I: EngineInput + ?Sized>(
     rows: &mut [&mut [StoredRow]],
     group: &mut EpisodeGroup,
-    groups: &AnchorGroups,
-    anchors: std::ops::Range<usize>,
-    lone_factor: f64,
+    anchors: GroupAnchors<'_>,
     input: &I,
     settings: &AdvantageSettings,
     rule: &RowRule,
@@ -194,7 +199,7 @@ fn fill_group<I: EngineInput + ?Sized>(
     // Scores and returns, episode by episode, as the table derives them when asked.
     let derived: Vec<Vec<(f64, f64)>> = rows.iter().map(|rows| scores_and_returns(rows, rule)).collect();
     episode_level(rows, &derived, group, settings);
-    step_level(rows, &derived, group, (groups, anchors), lone_factor, settings)
+    step_level(rows, &derived, group, anchors, settings)
 }
 
 /// Shaped rewards and counts of episode `e`'s rows.
@@ -297,14 +302,13 @@ fn episode_level(
     (group.mean, group.std, group.pool_size, group.baseline, group.factor) = (mean, std, pool, baseline, factor);
 }
 
-/// The statistics of a group's anchor-state groups (`anchors` of the table's) over its rows' returns: those the
-/// table keeps, each with its group's number (not a lone member's whose figures are its own).
+/// The statistics of a group's anchor-state groups over its rows' returns: those the table keeps, each with its
+/// group's number (not a lone member's whose figures are its own).
 fn step_level(
     rows: &[&mut [StoredRow]],
     derived: &[Vec<(f64, f64)>],
     group: &EpisodeGroup,
-    (groups, anchors): (&AnchorGroups, std::ops::Range<usize>),
-    lone_factor: f64,
+    GroupAnchors { groups, range, lone_factor }: GroupAnchors<'_>,
     settings: &AdvantageSettings,
 ) -> Vec<(u32, AnchorStats)> {
     // A member's episode is found among the group's episodes, which are in file order.
@@ -313,7 +317,7 @@ fn step_level(
         (i, m.step as usize)
     };
     let mut kept = Vec::new();
-    for a in anchors {
+    for a in range {
         let members = groups.members(a);
         let (mean, std, n) = mean_std_counted(members.iter().map(|m| {
             let (i, t) = at(m);

@@ -159,8 +159,14 @@ impl<T: Tasks> Trainer<T> {
     }
 
     /// Run the configured number of iterations, or fewer if `stop` is raised (checked between iterations).
+    /// A run's first burst evaluates the initial policy first (iteration 0's metrics line); when its first
+    /// iteration fails, that line is taken back with the iteration's, so that the same command again (what the
+    /// error says to do) leaves one iteration-0 line, not one per try.
     pub fn run(&mut self, stop: &AtomicBool, mut progress: impl FnMut(&Progress)) -> Result<(), TrainError> {
+        let mut before_evaluation = None;
         if self.state.iteration == 0 && self.config.eval_every > 0 {
+            let (episodes_bytes, metrics_bytes) = self.output.lengths()?;
+            before_evaluation = Some(TrainerState { episodes_bytes, metrics_bytes, ..self.state.clone() });
             let policy = self.evaluate()?;
             let baseline = self.baseline()?;
             let mut record = MetricsRecord { iteration: 0, time: Some(json!(self.elapsed())), values: Map::new() };
@@ -172,7 +178,16 @@ impl<T: Tasks> Trainer<T> {
             if stop.load(Ordering::SeqCst) {
                 break;
             }
-            let report = self.iterate()?;
+            let report = match self.iterate() {
+                Ok(report) => report,
+                Err(error) => {
+                    if let Some(before) = before_evaluation.filter(|_| self.state.iteration == 0) {
+                        // As `iterate` cuts its own lines: without needing space, or left to `--resume`.
+                        let _ = self.output.cut_unfinished_iteration(&before);
+                    }
+                    return Err(error);
+                }
+            };
             progress(&Progress::Iteration(Box::new(report)));
         }
         self.output.record_burst_end()

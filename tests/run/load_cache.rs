@@ -240,7 +240,7 @@ fn a_file_edited_to_the_same_size_and_time_is_read_again() {
     let changed = if &text[digit..=digit] == "7" { "8" } else { "7" };
     text.replace_range(digit..=digit, changed);
     std::fs::write(&path, &text).unwrap();
-    std::fs::File::options().write(true).open(&path).unwrap().set_modified(modified).unwrap();
+    support::runs::set_modified(&path, modified);
     assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), modified);
 
     let store = gigscope::run::text_on_disk::TextStore::new(&path);

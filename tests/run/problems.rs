@@ -7,8 +7,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use crate::support::runs::{modified_ago, modified_just_now};
 use gigscope::run::cache::CachedHead;
 use gigscope::run::{partial_groups, Episode, Run, Step, TailPosition, EPISODES_FILE};
 
@@ -49,23 +50,6 @@ fn run_of(groups: &[(&str, i64, usize)]) -> tempfile::TempDir {
     dir
 }
 
-fn set_modified(path: &Path, time: SystemTime) {
-    let file = fs::File::options().write(true).open(path).unwrap();
-    file.set_modified(time).unwrap();
-}
-
-/// Modified `age` ago: a file its writer has left.
-fn set_mtime(path: &Path, age: Duration) {
-    set_modified(path, SystemTime::now() - age);
-}
-
-/// Modified "just now" however slow the machine (a read may start seconds after the write under load): an hour
-/// ahead, so that no reader can take it for a file its writer left. A time in the future gives no age, and then
-/// only how long the reader itself has watched the file counts, which a one-shot read does for an instant.
-fn modified_just_now(path: &Path) {
-    set_modified(path, SystemTime::now() + Duration::from_secs(3600));
-}
-
 #[test]
 fn validate_writes_the_report_to_stdout_and_the_problems_to_stderr() {
     let clean = gigscope(&["validate", path(&fixture("engine/worked_example"))]);
@@ -98,7 +82,7 @@ fn a_torn_tail_that_stopped_growing_is_a_problem_and_one_being_written_is_said_s
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stderr(&out).contains("line 3 is unfinished") && stderr(&out).contains("skipped"), "{}", stderr(&out));
     // Left by a writer that stopped: a torn tail.
-    set_mtime(&episodes, Duration::from_secs(60));
+    modified_ago(&episodes, Duration::from_secs(60));
     let out = gigscope(&["validate", path(dir.path())]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stderr(&out).contains(&format!("{}:3: torn tail", episodes.display())), "{}", stderr(&out));
@@ -204,7 +188,7 @@ fn a_trl_file_that_cannot_be_read_fails_validate_and_convert_writes_nothing() {
     assert!(stderr(&out).contains("completions_00002.parquet: skipped"), "{}", stderr(&out));
     assert!(stderr(&out).contains("still being written"), "{}", stderr(&out));
     // Unchanged for a minute: not being written, skipped all the same.
-    set_mtime(&second, Duration::from_secs(60));
+    modified_ago(&second, Duration::from_secs(60));
     let out = gigscope(&["validate", path(&dir)]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("skipped files    1"), "{}", stdout(&out));
@@ -259,7 +243,7 @@ fn a_duplicated_verl_row_is_reported_not_read_as_another_step() {
     };
     let text = row("p_0_0", 1.0) + &row("p_1_0", 0.0) + &row("p_1_0", 0.0);
     fs::write(dir.path().join("1.jsonl"), text).unwrap();
-    set_mtime(&dir.path().join("1.jsonl"), Duration::from_secs(60));
+    modified_ago(&dir.path().join("1.jsonl"), Duration::from_secs(60));
     let run = Run::open_as(dir.path(), None, &Default::default()).unwrap();
     assert_eq!(run.episodes.len(), 2);
     assert!(run.episodes.iter().all(|e| e.steps.len() == 1), "no extra step");
@@ -273,7 +257,7 @@ fn a_one_shot_read_of_a_verl_step_file_being_written_takes_its_complete_rows_and
     let dir = tempfile::tempdir().unwrap();
     let row = |uid: &str| format!("{{\"input\":\"q\",\"output\":\"a\",\"score\":1.0,\"uid\":\"{uid}\"}}\n");
     fs::write(dir.path().join("1.jsonl"), row("p_0_0") + &row("p_1_0")).unwrap();
-    set_mtime(&dir.path().join("1.jsonl"), Duration::from_secs(60));
+    modified_ago(&dir.path().join("1.jsonl"), Duration::from_secs(60));
     let newest = row("r_0_0") + &row("r_1_0");
     fs::write(dir.path().join("2.jsonl"), &newest[..newest.len() - 10]).unwrap();
     modified_just_now(&dir.path().join("2.jsonl"));
@@ -340,7 +324,7 @@ fn a_bad_trl_cell_skips_its_row_alone_named_by_file_and_row() {
     let rows: [(&[u8], &[u8]); 4] =
         [(b"p1", b"fine"), (b"p1", b"bad \xff byte"), (b"p2", b"also fine"), (b"p2", b"last")];
     write_trl_file(&file, &rows);
-    set_mtime(&file, Duration::from_secs(60));
+    modified_ago(&file, Duration::from_secs(60));
     let run = Run::open_as(dir.path(), None, &Default::default()).unwrap();
     let ids: Vec<&str> = run.episodes.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["s1-r1", "s1-r3", "s1-r4"]);
@@ -418,7 +402,7 @@ fn a_bad_trl_chat_cell_skips_its_row_alone_and_the_rows_around_keep_their_messag
         (prompt(b"green coat"), answer(b"six")),
     ];
     write_trl_chat_file(&file, &rows);
-    set_mtime(&file, Duration::from_secs(60));
+    modified_ago(&file, Duration::from_secs(60));
     let run = Run::open_as(dir.path(), None, &Default::default()).unwrap();
     let ids: Vec<&str> = run.episodes.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["s1-r1", "s1-r3", "s1-r4", "s1-r6"]);

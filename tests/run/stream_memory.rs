@@ -15,6 +15,7 @@ use std::path::Path;
 use gigscope::run::{Episode, RunMeta, RunWriter, Step, FORMAT_V1};
 
 use crate::support::peak::{mb, peak_of};
+use crate::support::runs::modified_ago;
 
 /// How much more than the same command on a small run of the same layout (its baseline: the process and one
 /// part of the run) the peak may be, as a share of the run's bytes: issue 28's goal, 0.1. Streaming holds a
@@ -123,10 +124,9 @@ fn write_trl_log(dir: &Path, steps: usize) -> u64 {
         bytes += std::fs::metadata(&path).expect("step file").len();
     }
     // Files written a minute ago: not taken for files still being written.
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
     for step in 1..=steps {
         let path = completions.join(format!("completions_{step:05}.parquet"));
-        std::fs::File::options().write(true).open(&path).and_then(|f| f.set_modified(old)).expect("mtime");
+        modified_ago(&path, std::time::Duration::from_secs(60));
     }
     bytes
 }

@@ -10,8 +10,9 @@ use crate::support;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use support::live::wait_until;
+use support::runs::{modified_ago, modified_just_now};
 
 use gigscope::advantage::{compute, AdvantageOverrides, AdvantageSettings, Aggregation, ScaleRewards};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, WatchOptions, Watcher};
@@ -367,8 +368,7 @@ fn a_file_that_stays_broken_is_reported_once_naming_it() {
     let path = target(dir.path(), 2);
     fs::write(&path, &full[..full.len() - 3]).unwrap();
     // Unchanged for a minute: not being written.
-    let old = SystemTime::now() - Duration::from_secs(60);
-    fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+    modified_ago(&path, Duration::from_secs(60));
     let mut source = open_source(dir.path(), Layout::Trl, &SourceOptions::default()).unwrap();
     let (events, pending) = poll_until_quiet(&mut source);
     assert!(!pending);
@@ -437,6 +437,8 @@ fn the_watcher_delivers_a_new_step_file() {
         // Written the way pandas writes: the file grows, then its footer arrives.
         let full = fs::read(file("default", 3)).unwrap();
         fs::write(target(dir.path(), 3), &full[..full.len() / 3]).unwrap();
+        // Still being written however late the watcher reads it (under load, seconds after the write).
+        modified_just_now(&target(dir.path(), 3));
         std::thread::sleep(Duration::from_millis(50));
         fs::write(target(dir.path(), 3), &full).unwrap();
         let events = wait_until(&rx, |seen| episodes_of(seen).len() >= 8);
@@ -478,8 +480,7 @@ fn trl_files_found_by_fuzzing_are_skipped_naming_them() {
         let dir = copy_of("default", &[2]);
         let path = target(dir.path(), 1);
         fs::write(&path, &bytes[1..]).unwrap();
-        let old = SystemTime::now() - Duration::from_secs(60);
-        fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+        modified_ago(&path, Duration::from_secs(60));
         let run = open(dir.path());
         assert_eq!(run.episodes.len(), 8, "the good file is read whole");
         assert!(

@@ -5,12 +5,13 @@
 use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File, FileTimes, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use support::live::wait_until;
+use support::runs::{modified_ago, modified_just_now};
 
 use gigscope::advantage::{compute, AdvantageSettings, Estimator, Norm, Pooling};
 use gigscope::live::{self, apply, LiveEvent, LiveFile, WatchOptions, Watcher};
@@ -264,11 +265,6 @@ fn group_rows(prompt: &str, scores: [&str; 2]) -> String {
     text
 }
 
-fn set_mtime(path: &Path, time: SystemTime) {
-    let file = File::options().write(true).open(path).unwrap();
-    file.set_times(FileTimes::new().set_modified(time)).unwrap();
-}
-
 struct Polled {
     episodes: Vec<(u64, Episode)>,
     resets: usize,
@@ -322,7 +318,7 @@ fn a_torn_last_line_is_held_back_until_its_file_is_complete() {
     let path = dir.path().join("2.jsonl");
     fs::write(&path, &full[..full.len() - 20]).unwrap();
     // Recently modified (the future, so that a slow machine cannot make it look abandoned).
-    set_mtime(&path, SystemTime::now() + Duration::from_secs(3600));
+    modified_just_now(&path);
 
     let mut source = verl_source(dir.path());
     let first = poll(&mut source);
@@ -348,7 +344,7 @@ fn a_writer_killed_mid_line_leaves_its_complete_rows_and_a_reported_line() {
     let text = group_rows("a", ["1.0", "0.0"]) + r#"{"input": "what is a?", "outp"#;
     let path = dir.path().join("7.jsonl");
     fs::write(&path, text).unwrap();
-    set_mtime(&path, SystemTime::now() - Duration::from_secs(3600));
+    modified_ago(&path, Duration::from_secs(3600));
     let run = open(dir.path());
     assert_eq!(run.episodes.len(), 2);
     assert_eq!(run.errors.len(), 1);
@@ -360,7 +356,7 @@ fn a_writer_killed_mid_line_leaves_its_complete_rows_and_a_reported_line() {
     // A whole row that only lacks its newline (a file written by hand) is read, with a notice.
     let path = dir.path().join("8.jsonl");
     fs::write(&path, row("b_0_0", "q", "a", "1.0").trim_end()).unwrap();
-    set_mtime(&path, SystemTime::now() - Duration::from_secs(3600));
+    modified_ago(&path, Duration::from_secs(3600));
     let run = open(dir.path());
     assert_eq!(run.episodes.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["s7-a_0", "s7-a_1", "s8-b_0"]);
     assert!(run.notices.iter().any(|n| n == "8.jsonl: line 1 has no newline at its end; read as it is"));

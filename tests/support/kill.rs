@@ -32,10 +32,22 @@ pub fn finished_iterations(complete: &[u8]) -> &[u8] {
     &complete[..end]
 }
 
-/// `BIN validate RUN`'s problems: the lines of its standard error.
+fn validate_output(bin: &str, run: &Path) -> std::process::Output {
+    Command::new(bin).arg("validate").arg(run).output().expect("validate runs")
+}
+
+/// `BIN validate RUN`: `Ok` when it finds nothing wrong, else its report (the problems, then the summary).
+pub fn validate(bin: &str, run: &Path) -> Result<(), String> {
+    let out = validate_output(bin, run);
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout)),
+    }
+}
+
+/// `BIN validate RUN`'s problems: the lines of its standard error (none when it finds nothing wrong).
 pub fn validate_problems(bin: &str, run: &Path) -> Vec<String> {
-    let out = Command::new(bin).arg("validate").arg(run).output().expect("validate runs");
-    String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect()
+    String::from_utf8_lossy(&validate_output(bin, run).stderr).lines().map(str::to_owned).collect()
 }
 
 /// [`validate_problems`] beyond what a kill may leave: an unfinished last line, a torn tail, a group cut short.

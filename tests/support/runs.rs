@@ -1,6 +1,7 @@
 //! Run directories for the tests that write to one.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 /// A copy of the TUI fixture run `name` (`tests/fixtures/tui/NAME`) in a temporary directory, so a test may
 /// write to it.
@@ -33,4 +34,22 @@ pub fn episode_lines(dir: &Path) -> Vec<serde_json::Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// Give `path` the modification time `time`.
+pub fn set_modified(path: &Path, time: SystemTime) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(time).unwrap();
+}
+
+/// Modified `age` ago: a file its writer has left.
+pub fn modified_ago(path: &Path, age: Duration) {
+    set_modified(path, SystemTime::now() - age);
+}
+
+/// Modified "just now" however slow the machine (a read may start seconds after the write under load): an hour
+/// ahead, so that no reader can take it for a file its writer left. A time in the future gives no age, and then
+/// only how long the reader itself has watched the file counts, which a one-shot read does for an instant.
+pub fn modified_just_now(path: &Path) {
+    set_modified(path, SystemTime::now() + Duration::from_secs(3600));
 }

@@ -43,6 +43,7 @@ use gigscope::plugin_host::{
 };
 use gigscope::trainer::checkpoint;
 
+use crate::support::kill::validate;
 use crate::support::small_fs::{crashed, temporaries, SmallFs, PAGE};
 use crate::support::tmux::{tmux_available, Session};
 
@@ -188,17 +189,6 @@ fn lines(bytes: &[u8]) -> usize {
     bytes.iter().filter(|b| **b == b'\n').count()
 }
 
-/// `validate RUN`: clean, or the problems it lists.
-fn validate(run: &Path) -> Result<(), String> {
-    let out = Command::new(BIN).arg("validate").arg(run).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(text)
-    }
-}
-
 /// The contract after a burst that ran on a full disk and ended with `result`: see the module's doc.
 fn check_after(run: &Path, fs: &SmallFs, result: &Result<(), String>, reference: &[u8], what: &str) -> Outcome {
     let left = temporaries(fs.path());
@@ -230,7 +220,7 @@ fn check_after(run: &Path, fs: &SmallFs, result: &Result<(), String>, reference:
         assert!(episodes.is_empty(), "{what}: episodes without a checkpoint: an unfinished iteration's lines");
     }
     if run.join("episodes.jsonl").exists() {
-        if let Err(problems) = validate(run) {
+        if let Err(problems) = validate(BIN, run) {
             panic!("{what}: validate finds the run wrong: {problems}");
         }
     }
@@ -260,7 +250,7 @@ fn continue_after(
     if let Err(again) = runner.burst(run, iterations, start) {
         panic!("{what}, then freed: continuing ({start:?}) failed: {again}");
     }
-    if let Err(problems) = validate(run) {
+    if let Err(problems) = validate(BIN, run) {
         panic!("{what}, then freed and continued: validate finds the run wrong: {problems}");
     }
     assert!(read(&run.join("episodes.jsonl")) == reference, "{what}, then continued: the episodes differ");
@@ -275,7 +265,15 @@ fn continue_after(
 fn earlier_evaluations(run: &Path) {
     std::fs::create_dir_all(run).unwrap();
     let record = "{\"iteration\":0,\"eval_success\":0.0,\"eval_score\":0.0}\n";
-    std::fs::write(run.join("metrics.jsonl"), record.repeat(69)).unwrap();
+    std::fs::write(run.join("metrics.jsonl"), record.repeat(EARLIER_EVALUATIONS)).unwrap();
+}
+
+const EARLIER_EVALUATIONS: usize = 69;
+
+/// The metrics lines of iteration 0 (the initial policy's evaluations).
+fn evaluations(run: &Path) -> usize {
+    let iteration = |line: &str| serde_json::from_str::<serde_json::Value>(line).ok()?["iteration"].as_i64();
+    String::from_utf8_lossy(&read(&run.join("metrics.jsonl"))).lines().filter(|l| iteration(l) == Some(0)).count()
 }
 
 /// The burst at `free` pages free: its outcome, the contract checked, continued once freed.
@@ -286,10 +284,15 @@ fn level(runner: Runner, fs: &SmallFs, run: &Path, free: u64, reference: &[u8]) 
     let what = format!("{runner:?}, {free} pages free");
     let result = runner.burst(run, ITERATIONS, Start::New);
     let outcome = check_after(run, fs, &result, reference, &what);
+    if outcome.checkpoint.is_none() {
+        // A first burst that finished no iteration takes its evaluation back: trying again adds none.
+        assert_eq!(evaluations(run), EARLIER_EVALUATIONS, "{what}: the failed burst left its evaluation");
+    }
     match &result {
         Ok(()) => assert_eq!(read(&run.join("episodes.jsonl")), reference, "{what}: the episodes differ"),
         Err(error) => continue_after(runner, run, fs, &outcome, error, reference, &what),
     }
+    assert_eq!(evaluations(run), EARLIER_EVALUATIONS + 1, "{what}: the run's own evaluations of the initial policy");
     outcome
 }
 
@@ -482,7 +485,7 @@ fn a_tui_burst_on_a_full_disk_leaves_the_tui_up_saying_so_and_the_next_one_finis
     assert!(dialog.contains("checkpoint.ot: No space left on device"), "the dialog says: {dialog}\n{screen}");
     assert!(temporaries(fs.path()).is_empty(), "temporary files left: {:?}", temporaries(fs.path()));
     assert_eq!(read(&run.join("episodes.jsonl")), before, "the failed iteration's lines are taken back");
-    validate(&run).unwrap();
+    validate(BIN, &run).unwrap();
     fs.free_all();
     // The dialog is still open, with the burst's settings.
     s.wait_for(&["Training burst", "iterations         1"]);
@@ -490,5 +493,5 @@ fn a_tui_burst_on_a_full_disk_leaves_the_tui_up_saying_so_and_the_next_one_finis
     s.wait_for(&["burst finished 1 iteration(s)", "fresh policy"]);
     assert_eq!(lines(&read(&run.join("episodes.jsonl"))), lines(&before) + 2 * 2);
     assert!(checkpoint::path_in(&run).exists());
-    validate(&run).unwrap();
+    validate(BIN, &run).unwrap();
 }
