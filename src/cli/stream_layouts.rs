@@ -94,7 +94,10 @@ pub fn advantages(
 ) -> anyhow::Result<Option<(AdvantageSettings, Streamed)>> {
     let options = source.options();
     let mut census = Census::default();
-    let run = Run::stream_as(dir, source.from, &options, |_, episodes| census.add(&episodes))?;
+    let mut run = Run::stream_as(dir, source.from, &options, |_, episodes| census.add(&episodes))?;
+    // The ids the first pass met (a map of every episode) are the second pass's to meet again: holding both
+    // doubled what a large dump needed.
+    drop(std::mem::take(&mut run.episode_ids));
     if super::estimate::chosen_family(&run, flags, family)?.is_some() {
         return Ok(None);
     }
