@@ -20,12 +20,12 @@ use rayon::prelude::*;
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::input::{EngineInput, KeyedAnchor};
+use super::input::{EngineInput, KeyedAnchor, LeanInput};
 use super::settings::AnchorMode;
 use super::table::{group_episodes, in_parallel, AdvantageTable, EpisodeGroup};
-use crate::run::text_on_disk::{EpisodeText, LeanEpisode, TextError, TextStore};
-use crate::run::LineSpan;
+use crate::run::text_on_disk::{TextError, TextStore};
 use crate::run::{Episode, Step};
+use crate::run::{LineSpan, TextAt};
 use crate::text::difflib::{Candidate, Matcher, Reference};
 
 /// Which anchor-state group every row belongs to under one anchor mode.
@@ -78,7 +78,7 @@ pub fn unrecorded_states<I: EngineInput + ?Sized>(input: &I) -> usize {
 
 /// [`group_anchors`] of lean episodes: a similarity grouping reads the anchors' text back from disk where it
 /// is there, and fails when that text can no longer be read (the file changed).
-pub fn group_lean(episodes: &[LeanEpisode], mode: AnchorMode) -> Result<AnchorGrouping, TextError> {
+pub fn group_lean<I: LeanInput + ?Sized>(episodes: &I, mode: AnchorMode) -> Result<AnchorGrouping, TextError> {
     match keyed(mode) {
         Ok(anchor) => Ok(group_keyed(episodes, anchor)),
         Err(theta) => SimilarityJob::lean(episodes, group_keyed(episodes, KeyedAnchor::Exact), theta).try_run(),
@@ -163,20 +163,18 @@ impl SimilarityJob {
 
     /// [`Self::new`] for lean episodes: the anchors whose text is on disk are read back while the job runs,
     /// one episode group at a time (memory holds the group being clustered, not the run's text).
-    pub fn lean(episodes: &[LeanEpisode], exact: AnchorGrouping, theta: f64) -> SimilarityJob {
+    pub fn lean<I: LeanInput + ?Sized>(episodes: &I, exact: AnchorGrouping, theta: f64) -> SimilarityJob {
         let mut first = vec![None; exact.episode_group.len()];
-        let rows = episodes.iter().enumerate().flat_map(|(e, ep)| (0..ep.steps.len()).map(move |t| (e, t)));
+        let rows = (0..episodes.episode_count()).flat_map(|e| (0..episodes.step_count(e)).map(move |t| (e, t)));
         for ((e, t), &a) in rows.zip(&exact.row_group) {
             first[a as usize].get_or_insert((e, t));
         }
         let anchors = first
             .into_iter()
             .flatten()
-            .map(|(e, t)| match &episodes[e].text {
-                EpisodeText::InMemory(episode) => JobAnchor::Text(episode.steps[t].anchor_arc()),
-                EpisodeText::OnDisk { span, store } => {
-                    JobAnchor::OnDisk { span: *span, store: store.clone(), step: t as u32 }
-                }
+            .map(|(e, t)| match episodes.lean(e).text {
+                TextAt::InMemory(episode) => JobAnchor::Text(episode.steps[t].anchor_arc()),
+                TextAt::OnDisk { span, store } => JobAnchor::OnDisk { span, store: store.clone(), step: t as u32 },
             })
             .collect();
         SimilarityJob::assemble(exact, theta, anchors)

@@ -1,5 +1,6 @@
 //! What the engine reads of a run: [`EngineInput`], implemented by the run's episodes with their text
-//! ([`Episode`]) and without it ([`LeanEpisode`], whose anchors are hashes). The engine knows no environment:
+//! ([`Episode`]) and without it ([`LeanEpisode`]s, and a viewer's [`LeanEpisodes`] by column: anchors are
+//! hashes). The engine knows no environment:
 //! anchors are data it is handed. A step's page anchor is its recorded `page` (the environment records it
 //! when it plays; for runs recorded without it, the environment layer fills it in first:
 //! `crate::env::fill_page_anchors`, and the lean reader is handed it the same way). A step with no page anchor
@@ -11,6 +12,7 @@ use std::borrow::Cow;
 
 use crate::run::text_on_disk::LeanEpisode;
 use crate::run::{anchor_hash, Episode};
+use crate::run::{LeanEpisodeRef, LeanEpisodes, LeanSlice};
 
 /// The anchors the engine groups steps by without comparing text: equal keys, same anchor-state group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -186,54 +188,92 @@ impl EngineInput for [Episode] {
     }
 }
 
-impl EngineInput for [LeanEpisode] {
-    fn episode_count(&self) -> usize {
-        self.len()
-    }
-    fn episode_id(&self, e: usize) -> &str {
-        &self[e].id
-    }
-    fn group(&self, e: usize) -> &str {
-        &self[e].group
-    }
-    fn iteration(&self, e: usize) -> i64 {
-        self[e].iteration
-    }
-    fn success(&self, e: usize) -> bool {
-        self[e].success
-    }
-    fn step_count(&self, e: usize) -> usize {
-        self[e].steps.len()
-    }
-    fn reward(&self, e: usize, t: usize) -> f64 {
-        self[e].steps[t].reward
-    }
-    fn valid(&self, e: usize, t: usize) -> bool {
-        self[e].steps[t].valid
-    }
-    fn copies(&self, e: usize, t: usize) -> u32 {
-        self[e].steps[t].copies
-    }
-    fn tokens(&self, e: usize) -> u64 {
-        self[e].tokens
-    }
-    fn token_steps(&self, e: usize) -> usize {
-        self[e].token_steps as usize
-    }
-    fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
-        self[e].rewards().map(Cow::Borrowed)
-    }
-    fn reward_names(&self, e: usize) -> Option<Vec<String>> {
-        self[e].reward_names().map(<[String]>::to_vec)
-    }
-    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
-        self[e].advantages()
-    }
-    fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
-        let step = &self[e].steps[t];
-        keyed(anchor, step.anchor, || u64::from(step.page), || self.state(e, t), t)
-    }
-    fn state(&self, e: usize, t: usize) -> Option<u64> {
-        self[e].state(t)
+/// Lean episodes by index, in whichever form they are held: the engine reads each the same way, and a
+/// similarity grouping reads their text back ([`crate::advantage::group_lean`]).
+pub trait LeanInput: EngineInput {
+    fn lean(&self, e: usize) -> LeanEpisodeRef<'_>;
+}
+
+impl LeanInput for [LeanEpisode] {
+    fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
+        self[e].view()
     }
 }
+
+impl LeanInput for Vec<LeanEpisode> {
+    fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
+        self[e].view()
+    }
+}
+
+impl LeanInput for LeanEpisodes {
+    fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
+        self.at(e)
+    }
+}
+
+impl LeanInput for LeanSlice<'_> {
+    fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
+        self.at(e)
+    }
+}
+
+/// [`EngineInput`] of a [`LeanInput`]: anchors are the steps' hashes.
+macro_rules! lean_engine_input {
+    ($($t:ty),*) => {$(
+        impl EngineInput for $t {
+            fn episode_count(&self) -> usize {
+                self.len()
+            }
+            fn episode_id(&self, e: usize) -> &str {
+                self.lean(e).id
+            }
+            fn group(&self, e: usize) -> &str {
+                self.lean(e).group
+            }
+            fn iteration(&self, e: usize) -> i64 {
+                self.lean(e).iteration
+            }
+            fn success(&self, e: usize) -> bool {
+                self.lean(e).success
+            }
+            fn step_count(&self, e: usize) -> usize {
+                self.lean(e).steps.len()
+            }
+            fn reward(&self, e: usize, t: usize) -> f64 {
+                self.lean(e).steps[t].reward
+            }
+            fn valid(&self, e: usize, t: usize) -> bool {
+                self.lean(e).steps[t].valid
+            }
+            fn copies(&self, e: usize, t: usize) -> u32 {
+                self.lean(e).steps[t].copies
+            }
+            fn tokens(&self, e: usize) -> u64 {
+                self.lean(e).tokens
+            }
+            fn token_steps(&self, e: usize) -> usize {
+                self.lean(e).token_steps as usize
+            }
+            fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
+                self.lean(e).rewards().map(Cow::Borrowed)
+            }
+            fn reward_names(&self, e: usize) -> Option<Vec<String>> {
+                self.lean(e).reward_names().map(<[String]>::to_vec)
+            }
+            fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
+                self.lean(e).advantages()
+            }
+            fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
+                let episode = self.lean(e);
+                let step = &episode.steps[t];
+                keyed(anchor, step.anchor, || u64::from(step.page), || episode.state(t), t)
+            }
+            fn state(&self, e: usize, t: usize) -> Option<u64> {
+                self.lean(e).state(t)
+            }
+        }
+    )*};
+}
+
+lean_engine_input!([LeanEpisode], LeanEpisodes, LeanSlice<'_>);

@@ -17,7 +17,7 @@ pub(crate) mod trl;
 
 pub use engine::{compute, compute_grouped, mean_std, norm_factor, recompute, regroup, STD_EPSILON, SUCCESS_REWARD};
 pub use grouping::{group_anchors, group_keyed, group_lean, unrecorded_states, AnchorGrouping, SimilarityJob};
-pub use input::{EngineInput, KeyedAnchor};
+pub use input::{EngineInput, KeyedAnchor, LeanInput};
 pub use settings::{
     ActionRule, AdvantageOverrides, AdvantageSettings, Aggregation, AnchorKind, AnchorMode, Estimator, Norm, Pooling,
     RewardWeights, ScaleRewards, SettingsError, DEFAULT_SIMILARITY, MAX_REWARD_WEIGHTS,

@@ -11,13 +11,14 @@
 //! settings; none is found when other settings (groups of another size, another estimator) or the data differ.
 //! Under scaling, weight vectors in proportion give the same advantages (up to TRL's ε): the first found wins.
 
+use std::borrow::Borrow;
+
 use super::engine::compute_grouped;
 use super::grouping::{group_anchors, group_lean, AnchorGrouping};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, RewardWeights, ScaleRewards};
 use super::stats::{compare_stored, StoredComparison};
-use crate::run::text_on_disk::LeanEpisode;
-use crate::run::Episode;
+use crate::run::{Episode, LeanEpisodes};
 
 /// Weight vectors are searched for runs of at most this many reward functions (11³ vectors).
 pub const MAX_SEARCHED_FUNCTIONS: usize = 3;
@@ -29,28 +30,32 @@ pub const WEIGHTS: [f64; 11] = [0.0, 0.1, 0.2, 0.25, 0.3, 0.5, 1.0, 2.0, 3.0, 4.
 /// `settings`, when the run has none or is no TRL run (`settings` without `scale_rewards`), or when no
 /// candidate reproduces them.
 pub fn reproducing_trl_settings(episodes: &[Episode], settings: &AdvantageSettings) -> Option<AdvantageSettings> {
-    search(episodes, settings, |episodes| Some(group_anchors(episodes, settings.anchor)))
+    let group = |episodes: &[Episode]| Some(group_anchors(episodes, settings.anchor));
+    search(episodes, settings, group, |episodes, members| members.map(|e| episodes[e].clone()).collect::<Vec<_>>())
 }
 
 /// [`reproducing_trl_settings`] of lean episodes (a viewer's, whose text stays on disk): `None` too when a
 /// similarity grouping cannot read their text back.
 pub fn reproducing_trl_settings_lean(
-    episodes: &[LeanEpisode],
+    episodes: &LeanEpisodes,
     settings: &AdvantageSettings,
 ) -> Option<AdvantageSettings> {
-    search(episodes, settings, |episodes| group_lean(episodes, settings.anchor).ok())
+    let group = |episodes: &LeanEpisodes| group_lean(episodes, settings.anchor).ok();
+    search(episodes, settings, group, |episodes, members| {
+        let mut probe = LeanEpisodes::default();
+        probe.extend(members.map(|e| episodes.at(e)), &[]);
+        probe
+    })
 }
 
 /// The search, over `episodes` grouped by `group` (the candidates change no anchor: each set of episodes is
-/// grouped once).
-fn search<T: Clone + Sync>(
-    episodes: &[T],
+/// grouped once); `select` copies the episodes it is given the indices of (the probe).
+fn search<C: EngineInput + ?Sized, P: Borrow<C>>(
+    episodes: &C,
     settings: &AdvantageSettings,
-    group: impl Fn(&[T]) -> Option<AnchorGrouping>,
-) -> Option<AdvantageSettings>
-where
-    [T]: EngineInput,
-{
+    group: impl Fn(&C) -> Option<AnchorGrouping>,
+    select: impl Fn(&C, &mut dyn Iterator<Item = usize>) -> P,
+) -> Option<AdvantageSettings> {
     settings.scale_rewards?;
     let grouping = group(episodes)?;
     if reproduces(episodes, &grouping, settings)? {
@@ -60,11 +65,13 @@ where
     let mut facts = ProbeFacts::default();
     facts.add(episodes);
     let first = facts.first_stored_iteration?;
-    let probe: Vec<T> = (0..n).filter(|&e| episodes.iteration(e) == first).map(|e| episodes[e].clone()).collect();
-    let probe_grouping = if probe.len() == n { grouping.clone() } else { group(&probe)? };
+    let probe = select(episodes, &mut (0..n).filter(|&e| episodes.iteration(e) == first));
+    let probe: &C = probe.borrow();
+    let whole = probe.episode_count() == n;
+    let probe_grouping = if whole { grouping.clone() } else { group(probe)? };
     candidates(settings, facts.reward_functions()).filter(|c| c != settings).find(|c| {
-        reproduces(&probe[..], &probe_grouping, c) == Some(true)
-            && (probe.len() == n || reproduces(episodes, &grouping, c) == Some(true))
+        reproduces(probe, &probe_grouping, c) == Some(true)
+            && (whole || reproduces(episodes, &grouping, c) == Some(true))
     })
 }
 

@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let Some(e) = state.domain.episodes.iter().position(|ep| *ep.id == **id) else {
                 bail!("{}: no episode {id:?} in the run", args.run.display());
             };
-            let steps = state.domain.episodes[e].steps.len();
+            let steps = state.domain.episodes.at(e).steps.len();
             if args.step >= steps {
                 bail!("{}: episode {id:?} has {steps} step(s); --step {} is not one", args.run.display(), args.step);
             }

@@ -1,7 +1,7 @@
 //! What an index is built from: the run's episodes in file order, fetched with their text only when they are
 //! written, and identified (for the digest that tells whether the index still matches the run) by what is
 //! kept of them without their text. Episodes held in memory are a source ([`Episode`] slices: the CLI, the
-//! tests), and so are a viewer's [`LeanEpisode`]s, whose text is read back from the run's file as the index
+//! tests), and so are lean episodes (a viewer's [`LeanEpisodes`]), whose text is read back from the run's file as the index
 //! writes them: a background build of a large run never holds the run's text.
 
 use std::ops::Deref;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::advantage::EngineInput;
 use crate::run::text_on_disk::{LeanEpisode, TextError};
-use crate::run::Episode;
+use crate::run::{Episode, LeanEpisodes};
 
 /// An episode fetched from a source: borrowed from memory, or read back from disk.
 pub enum Fetched<'a> {
@@ -45,6 +45,12 @@ impl IndexSource for [Episode] {
 impl IndexSource for [LeanEpisode] {
     fn episode(&self, e: usize) -> Result<Fetched<'_>, TextError> {
         self[e].text.read().map(Fetched::Shared)
+    }
+}
+
+impl IndexSource for LeanEpisodes {
+    fn episode(&self, e: usize) -> Result<Fetched<'_>, TextError> {
+        self.at(e).read().map(Fetched::Shared)
     }
 }
 

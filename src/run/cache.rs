@@ -29,6 +29,7 @@ use std::time::{Duration, SystemTime};
 use super::error::{LineError, RunError};
 use super::format::{EPISODES_FILE, RUN_META_FILE};
 use super::jsonl::TailPosition;
+use super::lean_episodes::{LeanEpisodeRef, LeanEpisodes};
 use super::span::{line_checksum, read_at, LineSpan, Stamp};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageIds, SharedGroups, TextStore};
 use super::writer::{remove_abandoned_temporaries, write_atomic};
@@ -134,7 +135,7 @@ impl Cached {
 /// offset in `episodes.jsonl` up to which it read.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    pub episodes: Vec<LeanEpisode>,
+    pub episodes: LeanEpisodes,
     pub pages: PageIds,
     pub errors: Vec<LineError>,
     pub offset: u64,
@@ -270,7 +271,7 @@ pub fn save(root: &Path, dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, Cac
     let spans = snapshot
         .episodes
         .iter()
-        .map(|e| e.span().copied().ok_or_else(|| CacheError::NotOnDisk { id: e.id.to_string() }))
+        .map(|e| e.span().ok_or_else(|| CacheError::NotOnDisk { id: e.id.to_string() }))
         .collect::<Result<Vec<LineSpan>, CacheError>>()?;
     let episodes_path = dir.join(EPISODES_FILE);
     let stale = || CacheError::Stale { path: episodes_path.clone() };
@@ -306,7 +307,7 @@ pub fn save(root: &Path, dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, Cac
     }
     out.u64(snapshot.episodes.len() as u64);
     for (episode, span) in snapshot.episodes.iter().zip(&spans) {
-        out.episode(episode, span);
+        out.episode(&episode, span);
     }
 
     let mut bytes = Vec::with_capacity(HEADER_LEN + out.0.len());
@@ -452,7 +453,7 @@ impl Output {
         values.iter().for_each(|&v| self.f64(v));
     }
 
-    fn episode(&mut self, episode: &LeanEpisode, span: &LineSpan) {
+    fn episode(&mut self, episode: &LeanEpisodeRef<'_>, span: &LineSpan) {
         self.bytes_field(episode.id.as_bytes());
         self.bytes_field(episode.group.as_bytes());
         self.u64(episode.iteration as u64);
@@ -461,14 +462,14 @@ impl Output {
         self.u32(episode.token_steps);
         self.span(span);
         self.u64(episode.steps.len() as u64);
-        for step in &episode.steps {
+        for step in episode.steps {
             self.0.extend_from_slice(&step.anchor.to_le_bytes());
             self.f64(step.reward);
             self.u32(step.copies);
             self.u16(step.page);
             self.u8(u8::from(step.valid));
         }
-        let extras = episode.extras.as_deref();
+        let extras = episode.extras;
         let source = extras.and_then(|x| x.source.as_deref());
         let names = extras.and_then(|x| x.reward_names.as_deref());
         let rewards = extras.and_then(|x| x.rewards.as_deref());

@@ -9,7 +9,8 @@
 //!   `bursts.rs`: which burst wrote which bytes of `episodes.jsonl` (`run.json`'s `bursts` ranges);
 //! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
 //! - `text_on_disk.rs`: episodes without their text ([`text_on_disk::LeanEpisode`]) and the store that reads
-//!   the text back; `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
+//!   the text back; `lean_episodes.rs`: a viewer's episodes in that form by column ([`LeanEpisodes`]);
+//!   `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
 //! - `writer.rs`, `synth.rs`, `cache.rs` (the load cache), `spill.rs` (the text of episodes without a line of
 //!   their own, written for a viewer to read back);
 //! - `source/`: the readers of each layout and their registry (a new trainer format goes there: see its docs);
@@ -24,6 +25,7 @@ mod format;
 mod in_memory;
 mod jsonl;
 mod layout;
+mod lean_episodes;
 mod lean_line;
 mod lean_reading;
 pub(crate) mod settings;
@@ -47,6 +49,7 @@ pub use in_memory::{
 pub(crate) use jsonl::parse_json;
 pub use jsonl::{JsonlTail, TailBatch, TailPosition};
 pub use layout::Layout;
+pub use lean_episodes::{LeanEpisodeRef, LeanEpisodes, LeanSlice, TextAt};
 pub use lean_reading::{ClassifierOf, LeanReading};
 pub use source::SourceOptions;
 pub use span::{line_checksum, LineSpan, ReadFrom};

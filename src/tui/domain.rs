@@ -16,9 +16,9 @@ use crate::advantage::{
 use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
-use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, SharedGroups, TextError, TextStore};
-use crate::run::tokens::{count_lengths, Lengths};
-use crate::run::{Episode, Run, RunMeta, EPISODES_FILE};
+use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::tokens::{count_lean_lengths, Lengths};
+use crate::run::{Episode, LeanEpisodeRef, LeanEpisodes, Run, RunMeta, EPISODES_FILE};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
 /// the TUI, by hand or by the policy), which the training charts leave out.
@@ -34,11 +34,11 @@ pub const PLAY_SOURCE: &str = "play";
 
 /// Whether `episode` was played in the TUI: it says so (`"source": "play"`), or it is one of the `play-goal-…`
 /// groups written before episodes said so.
-pub fn is_played(episode: &LeanEpisode) -> bool {
+pub fn is_played(episode: LeanEpisodeRef<'_>) -> bool {
     episode.source() == Some(PLAY_SOURCE) || episode.group.starts_with("play-goal-")
 }
 
-pub fn bucket_of(episode: &LeanEpisode) -> Bucket {
+pub fn bucket_of(episode: LeanEpisodeRef<'_>) -> Bucket {
     if is_played(episode) {
         Bucket::Play
     } else {
@@ -105,7 +105,7 @@ impl Derived {
     /// Everything derived from `episodes` under `settings`. Should the anchors' text of a similarity grouping no
     /// longer be readable (the file changed under the viewer, which the watcher is about to report), the exact
     /// grouping stands in until the run is read again, and [`Derived::read_error`] says so.
-    pub fn build(episodes: &[LeanEpisode], settings: &AdvantageSettings) -> Derived {
+    pub fn build(episodes: &LeanEpisodes, settings: &AdvantageSettings) -> Derived {
         match group_lean(episodes, settings.anchor) {
             Ok(grouping) => Derived::from_table(episodes, compute_grouped(episodes, &grouping, settings), *settings),
             Err(err) => {
@@ -124,23 +124,24 @@ impl Derived {
     /// to a group that did not exist before, only the new episodes are computed and their table appended
     /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
     /// run that writes whole groups at a time fast however large it grows.
-    pub fn extend(self, episodes: &[LeanEpisode], old_len: usize, settings: &AdvantageSettings) -> Derived {
-        let known = |e: &LeanEpisode| self.group_names.contains(&anchor_hash(&e.group));
-        if old_len > episodes.len() || episodes[old_len..].iter().any(known) {
+    pub fn extend(self, episodes: &LeanEpisodes, old_len: usize, settings: &AdvantageSettings) -> Derived {
+        let known = |e: LeanEpisodeRef<'_>| self.group_names.contains(&anchor_hash(e.group));
+        if old_len > episodes.len() || episodes.slice(old_len..episodes.len()).iter().any(known) {
             return Derived::build(episodes, settings);
         }
-        let Ok(grouping) = group_lean(&episodes[old_len..], settings.anchor) else {
+        let appended = episodes.slice(old_len..episodes.len());
+        let Ok(grouping) = group_lean(&appended, settings.anchor) else {
             return Derived::build(episodes, settings);
         };
         let mut derived = Derived { read_error: None, settings: *settings, ..self };
         let before = (derived.table.episode_groups.len(), derived.table.anchor_groups.len());
-        derived.table.append(compute_grouped(&episodes[old_len..], &grouping, settings));
+        derived.table.append(compute_grouped(&appended, &grouping, settings));
         derived.take_in(episodes, old_len, before);
         derived
     }
 
     /// The summaries shown beside the table: the engine's run statistics, and per-iteration sums.
-    pub(crate) fn from_table(episodes: &[LeanEpisode], table: AdvantageTable, settings: AdvantageSettings) -> Derived {
+    pub(crate) fn from_table(episodes: &LeanEpisodes, table: AdvantageTable, settings: AdvantageSettings) -> Derived {
         let mut derived = Derived { table, settings, ..Derived::default() };
         derived.take_in(episodes, 0, (0, 0));
         derived
@@ -149,10 +150,10 @@ impl Derived {
     /// Bring the summaries up to date with the episodes from `old_len` on and the table's episode groups and
     /// anchor groups from `(old_groups, old_anchor_groups)` on (appended in new episode groups): the cost is the
     /// appended part's, whatever the size of the run before it.
-    fn take_in(&mut self, episodes: &[LeanEpisode], old_len: usize, (old_groups, old_anchor_groups): (usize, usize)) {
+    fn take_in(&mut self, episodes: &LeanEpisodes, old_len: usize, (old_groups, old_anchor_groups): (usize, usize)) {
         self.group_names.extend(self.table.episode_groups[old_groups..].iter().map(|g| anchor_hash(&g.name)));
         if self.settings.anchor == AnchorMode::State {
-            self.state_fallbacks += unrecorded_states(&episodes[old_len..]);
+            self.state_fallbacks += unrecorded_states(&episodes.slice(old_len..episodes.len()));
         }
         count_step_group_sizes(&mut self.size_histogram, &self.table.anchor_groups, old_anchor_groups);
         let appended = compare_stored_over(episodes, &self.table, old_len..episodes.len());
@@ -162,7 +163,7 @@ impl Derived {
             (None, now) => self.max_trainer_diff = now,
             _ => {}
         }
-        self.by_bucket.extend(episodes, &self.table, |e| bucket_of(&episodes[e]));
+        self.by_bucket.extend(episodes, &self.table, |e| bucket_of(episodes.at(e)));
         let mut touched = BTreeSet::new();
         for (e, episode) in episodes.iter().enumerate().skip(old_len) {
             let bucket = bucket_of(episode);
@@ -320,7 +321,8 @@ pub fn recorded_settings(meta: Option<&RunMeta>) -> AdvantageSettings {
 
 /// The run, the settings, what they derive, and the anchor groupings kept for reuse.
 ///
-/// The episodes are held lean ([`LeanEpisode`]: numbers, ids, anchor hashes and where each episode's line is)
+/// The episodes are held lean ([`LeanEpisodes`]: numbers, ids, anchor hashes and where each episode's line is, by
+/// column)
 /// and their text stays on disk: views read the episodes they show through [`Domain::episode`]. Episodes that
 /// arrive in [`Domain::run`] (what [`Domain::new`] is given, and what live events add) are moved into
 /// [`Domain::episodes`] at once, so `run.episodes` is only ever a staging area.
@@ -328,7 +330,7 @@ pub struct Domain {
     /// The run as read so far (live events are merged into it), without its episodes: see [`Domain::episodes`].
     pub run: Run,
     /// The run's episodes, without their text, in file order.
-    pub episodes: Vec<LeanEpisode>,
+    pub episodes: LeanEpisodes,
     /// Reads an episode's text back from `episodes.jsonl`.
     pub text: TextStore,
     /// The page names of the episodes' page anchors.
@@ -408,7 +410,7 @@ impl Domain {
         let tokens = super::tokens::RunTokens::open(&run.dir);
         let mut domain = Domain {
             run,
-            episodes: Vec::new(),
+            episodes: LeanEpisodes::default(),
             text,
             pages: PageIds::default(),
             run_name: String::new(),
@@ -470,26 +472,19 @@ impl Domain {
         let page_anchor = crate::env_registry::page_anchor(&self.run);
         let classify = page_anchor.as_ref().map(|p| p.as_fn() as &dyn Fn(&str) -> &'static str);
         let (pages, text) = (&mut self.pages, &self.text);
-        let mut groups = SharedGroups::after(self.episodes.last().map(|e| &e.group));
         let mut parsed = Vec::new();
-        self.episodes.extend(self.run.episodes.drain(..).map(|e| {
-            let (mut lean, on_disk) = LeanEpisode::split(e, text, pages, classify);
-            lean.group = groups.share(&lean.group);
+        for episode in self.run.episodes.drain(..) {
+            let (lean, on_disk) = LeanEpisode::split(episode, text, pages, classify);
+            self.episodes.push(lean.view(), &[]);
             parsed.extend(on_disk);
-            lean
-        }));
+        }
         // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's. They
-        // are copied here, their ids, groups and steps allocated afresh side by side (a group's episodes sharing
-        // one copy of its name), and the reader's freed on the release thread: made on the reader's threads
-        // among the text they parsed, they would keep most of those threads' heap pages taken once the text is
-        // freed.
+        // are copied into the columns here (each group's name once), and the reader's freed on the release
+        // thread: made on the reader's threads among the text they parsed, they would keep most of those
+        // threads' heap pages taken once the text is freed.
         let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
         let lean = std::mem::take(&mut self.run.lean);
-        self.episodes.extend(lean.iter().map(|episode| {
-            let mut episode = LeanEpisode { group: groups.share(&episode.group), ..episode.clone() };
-            episode.renumber_pages(&renumber);
-            episode
-        }));
+        self.episodes.extend(lean.iter().map(LeanEpisode::view), &renumber);
         if !lean.is_empty() {
             release(Release::FreeLean(lean));
         }
@@ -508,7 +503,7 @@ impl Domain {
         }
         self.tokens.refresh();
         if let Some(store) = self.tokens.store() {
-            self.lengths.add(count_lengths(store, &mut self.episodes[start..]));
+            self.lengths.add(count_lean_lengths(store, &mut self.episodes, start));
         } else {
             self.lengths.episodes += self.episodes.len() - start;
         }
@@ -537,6 +532,8 @@ impl Domain {
             applied.absorb(one);
         }
         if applied.progress.is_some_and(|(read, total)| read == total) {
+            // Grown by doubling as parts arrived, the columns would keep up to as much room again.
+            self.episodes.shrink_slack();
             release(Release::Trim(None));
         }
         if let Some(read) = caught_up {
@@ -606,7 +603,7 @@ impl Domain {
             let line = episode.span().map_or(0, |s| s.line);
             self.run.episode_ids.insert(&episode.id, line);
             self.run.episode_lines.push(line);
-            self.episodes.push(episode);
+            self.episodes.push(episode.view(), &[]);
         }
         self.count_lengths(start);
         start..self.episodes.len()
@@ -623,8 +620,10 @@ impl Domain {
             return;
         }
         kept.saved = Some((len, offset));
+        let mut episodes = LeanEpisodes::default();
+        episodes.reserve(len);
         let snapshot = crate::run::cache::Snapshot {
-            episodes: Vec::with_capacity(len),
+            episodes,
             pages: self.pages.clone(),
             errors: self.run.errors.clone(),
             offset,
@@ -639,12 +638,12 @@ impl Domain {
         let Some(kept) = self.load_cache.as_mut() else { return false };
         let Some((snapshot, len)) = kept.copying.as_mut() else { return false };
         let (from, to) = (snapshot.episodes.len(), (snapshot.episodes.len() + SNAPSHOT_PART).min(*len));
-        let Some(part) = self.episodes.get(from..to) else {
+        if to > self.episodes.len() {
             // The episodes were reset since: nothing to save.
             (kept.copying, kept.saved) = (None, None);
             return false;
-        };
-        snapshot.episodes.extend_from_slice(part);
+        }
+        snapshot.episodes.extend((from..to).map(|e| self.episodes.at(e)), &[]);
         if to < *len {
             return true;
         }
@@ -673,7 +672,7 @@ impl Domain {
     /// rewritten since it was read: the watcher is about to read the run again). This reads the file: drawing
     /// uses [`Domain::episode`] instead.
     pub fn read_episode(&self, e: usize) -> Result<Arc<Episode>, TextError> {
-        self.episodes[e].text.read()
+        self.episodes.at(e).read()
     }
 
     /// Read back the full records of `episodes` (those the view about to be drawn shows), keeping the ones read
@@ -685,9 +684,7 @@ impl Domain {
             // A record read for an earlier frame stands while episode `e` is still the line it was read from:
             // appends leave it, a reset that read the file again gives `e` another line (or another checksum).
             let record = match self.shown.remove(&e) {
-                Some(Ok(read))
-                    if read.read_from.0.is_some() && read.read_from.0.as_ref() == self.episodes[e].span() =>
-                {
+                Some(Ok(read)) if read.read_from.0.is_some() && read.read_from.0 == self.episodes.at(e).span() => {
                     Ok(read)
                 }
                 _ => self.read_episode(e),
@@ -745,7 +742,7 @@ impl Domain {
 
     /// The engine's explanation of row `r`'s advantage, under the settings the table was computed with.
     pub fn explanation(&self, r: RowRef) -> Option<Explanation> {
-        explain(&self.derived.table, self.episodes.as_slice(), &self.derived.settings, &self.lengths, r)
+        explain(&self.derived.table, &self.episodes, &self.derived.settings, &self.lengths, r)
     }
 
     /// Open with `overrides` over the run's recorded settings (the TUI's advantage flags): the settings from now
@@ -787,7 +784,7 @@ impl Domain {
         let mut request = None;
         if wanted == anchor {
             self.grouping_job = None;
-            recompute(&mut table, self.episodes.as_slice(), &self.settings);
+            recompute(&mut table, &self.episodes, &self.settings);
         } else {
             self.keep_grouping(table.grouping(anchor));
             let kept = self.groupings.iter().position(|g| g.mode == wanted).map(|i| self.groupings.remove(i));
@@ -809,7 +806,7 @@ impl Domain {
             match grouping {
                 Some(grouping) => {
                     self.grouping_job = None;
-                    regroup(&mut table, self.episodes.as_slice(), &grouping, &self.settings);
+                    regroup(&mut table, &self.episodes, &grouping, &self.settings);
                     anchor = wanted;
                     self.keep_grouping(grouping);
                 }
@@ -822,7 +819,7 @@ impl Domain {
                 }
                 None => {
                     self.grouping_job = request.is_some().then_some(wanted);
-                    recompute(&mut table, self.episodes.as_slice(), &self.table_settings());
+                    recompute(&mut table, &self.episodes, &self.table_settings());
                 }
             }
         }
@@ -857,7 +854,7 @@ impl Domain {
         let exact = match self.groupings.iter().find(|g| g.mode == AnchorMode::Exact) {
             Some(g) => g.clone(),
             None => {
-                let g = group_keyed(self.episodes.as_slice(), KeyedAnchor::Exact);
+                let g = group_keyed(&self.episodes, KeyedAnchor::Exact);
                 self.keep_grouping(g.clone());
                 g
             }

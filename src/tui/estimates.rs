@@ -59,7 +59,9 @@ pub fn group_episodes(domain: &Domain, group: u32) -> &[u32] {
 pub fn group_rows(domain: &Domain, group: u32) -> Vec<RowRef> {
     group_episodes(domain, group)
         .iter()
-        .flat_map(|&e| (0..domain.episodes[e as usize].steps.len() as u32).map(move |step| RowRef { episode: e, step }))
+        .flat_map(|&e| {
+            (0..domain.episodes.at(e as usize).steps.len() as u32).map(move |step| RowRef { episode: e, step })
+        })
         .collect()
 }
 
@@ -67,14 +69,14 @@ pub fn group_rows(domain: &Domain, group: u32) -> Vec<RowRef> {
 /// changed; the watcher reads the run again) stands in without steps.
 pub fn episode(domain: &Domain, e: u32) -> Arc<Episode> {
     domain.read_episode(e as usize).unwrap_or_else(|_| {
-        let lean = &domain.episodes[e as usize];
+        let lean = &domain.episodes.at(e as usize);
         Arc::new(Episode::new(&*lean.id, &*lean.group, Vec::new()))
     })
 }
 
 /// The iteration episode group `group` belongs to (its first episode's).
 pub fn group_iteration(domain: &Domain, group: u32) -> Option<i64> {
-    group_episodes(domain, group).first().map(|&e| domain.episodes[e as usize].iteration)
+    group_episodes(domain, group).first().map(|&e| domain.episodes.at(e as usize).iteration)
 }
 
 // ---- The group's columns ----
@@ -335,12 +337,12 @@ fn batch_request(domain: &Domain, iteration: i64) -> (BatchRequest, usize) {
         .table
         .episode_groups
         .iter()
-        .filter(|g| g.episodes.first().is_some_and(|&e| lean[e as usize].iteration == iteration))
+        .filter(|g| g.episodes.first().is_some_and(|&e| lean.at(e as usize).iteration == iteration))
         .flat_map(|g| g.episodes.iter().copied())
         .collect();
     members.sort_unstable();
-    let rows = members.iter().map(|&e| lean[e as usize].steps.len()).sum();
-    let texts = members.iter().map(|&e| lean[e as usize].text.clone()).collect();
+    let rows = members.iter().map(|&e| lean.at(e as usize).steps.len()).sum();
+    let texts = members.iter().map(|&e| lean.at(e as usize).text.to_owned()).collect();
     let page_anchor = crate::env_registry::page_anchor(&domain.run);
     let request = BatchRequest { key: batch_key(domain, iteration), members, texts, page_anchor };
     (request, rows)

@@ -85,7 +85,7 @@ fn draw(state: &mut State, caption: String) -> Frame {
 /// step's anchor-group view.
 pub fn episode_frames(state: &mut State, episode: usize, step: usize) -> Vec<Frame> {
     state.select_row(episode, step);
-    let name = state.domain.episodes.get(episode).map(|e| e.id.clone()).unwrap_or_default();
+    let name = state.domain.episodes.get(episode).map(|e| e.id.to_string()).unwrap_or_default();
     update(state, Msg::Action(Action::Episode));
     let first = draw(state, format!("episode {name}, step {step}"));
     update(state, Msg::Action(Action::Anchor));

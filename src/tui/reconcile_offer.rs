@@ -10,7 +10,7 @@
 
 use crate::advantage::reconcile::{reproducing_trl_settings_lean, trl_flags};
 use crate::advantage::AdvantageSettings;
-use crate::run::text_on_disk::LeanEpisode;
+use crate::run::LeanEpisodes;
 
 /// What a search was made under: the domain's episodes (their version) and the table's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -25,7 +25,7 @@ pub struct ReconcileRequest {
     pub key: SearchKey,
     /// The run's episodes with their stored advantages and reward functions' values: lean, their text on
     /// disk (a copy of the full records would hold the whole run's text at once).
-    pub episodes: Vec<LeanEpisode>,
+    pub episodes: LeanEpisodes,
 }
 
 /// A search's answer: the settings that reproduce every stored advantage, if any do.

@@ -359,7 +359,7 @@ impl State {
 
     pub fn row_ref(&self) -> Option<RowRef> {
         let e = self.episode_index()?;
-        (self.ui.sel.step < self.domain.episodes[e].steps.len())
+        (self.ui.sel.step < self.domain.episodes.at(e).steps.len())
             .then_some(RowRef { episode: e as u32, step: self.ui.sel.step as u32 })
     }
 
@@ -383,7 +383,7 @@ impl State {
         let Some(&g) = derived.table.episode_group_of.get(e) else { return };
         let group = &derived.table.episode_groups[g as usize];
         let first = group.episodes.first().map_or(e, |&f| f as usize);
-        let bucket = super::domain::bucket_of(&self.domain.episodes[first]);
+        let bucket = super::domain::bucket_of(self.domain.episodes.at(first));
         if let Some(i) = derived.iterations.iter().position(|s| s.bucket == bucket) {
             self.ui.sel.iteration = i;
         }
@@ -465,7 +465,7 @@ impl State {
         let n = self.group_episodes().len();
         self.ui.sel.traj = self.ui.sel.traj.min(n.saturating_sub(1));
         self.ui.compare.other = self.ui.compare.other.min(n.saturating_sub(1));
-        let steps = self.episode_index().map_or(0, |e| self.domain.episodes[e].steps.len());
+        let steps = self.episode_index().map_or(0, |e| self.domain.episodes.at(e).steps.len());
         self.ui.sel.step = self.ui.sel.step.min(steps.saturating_sub(1));
         let members = self.row_ref().map_or(0, |r| self.domain.derived.table.anchor_group_of(r).members.len());
         self.ui.anchor.member = self.ui.anchor.member.min(members.saturating_sub(1));

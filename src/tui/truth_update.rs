@@ -77,13 +77,13 @@ fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
     let run = &domain.run;
     let group = domain.derived.table.episode_groups.get(state.ui.sel.group as usize).ok_or(TruthJobError::NoGroup)?;
     let first = *group.episodes.first().ok_or(TruthJobError::EmptyGroup)?;
-    let iteration = domain.episodes[first as usize].iteration;
+    let iteration = domain.episodes.at(first as usize).iteration;
     branchable_among(run, domain.episodes.iter().map(|e| e.iteration), iteration)?;
     let run_name = truth_run_name(&run.dir, run.meta.as_ref());
     let existing = read_truth(&truth_path(&run.dir, iteration), &run_name, iteration).ok();
     // The iteration's episodes, read back from the run's file for the agreements.
     let mut episodes = (0..domain.episodes.len())
-        .filter(|&e| domain.episodes[e].iteration == iteration)
+        .filter(|&e| domain.episodes.at(e).iteration == iteration)
         .map(|e| domain.read_episode(e).map(|ep| Episode::clone(&ep)).map_err(TruthJobError::ReadBack))
         .collect::<Result<Vec<_>, _>>()?;
     crate::env::fill_page_anchors(&mut episodes, crate::env_registry::page_anchor(run));

@@ -31,8 +31,8 @@ pub fn read_shown_text(state: &mut State) {
     let shown = component(state.ui.view).shown_episodes(state);
     state.domain.show(shown);
     let strip = (state.ui.view == View::Episode).then(|| state.episode_index()).flatten();
-    let episode = strip.and_then(|e| state.domain.episodes.get(e)).map(|ep| ep.id.clone());
-    state.domain.tokens.show(episode.as_deref());
+    let episode = strip.and_then(|e| state.domain.episodes.get(e)).map(|ep| ep.id);
+    state.domain.tokens.show(episode);
 }
 
 /// What the view about to be drawn shows and takes long enough to keep: the estimators view's columns of the
@@ -50,7 +50,9 @@ fn refresh_estimates(state: &mut State) -> Effects {
             fx.extend(job.map(Effect::EstimatorBatch));
             super::estimates::group_iteration(domain, ui.sel.group)
         }
-        View::Anchor | View::Timeline => state.row_ref().map(|r| state.domain.episodes[r.episode as usize].iteration),
+        View::Anchor | View::Timeline => {
+            state.row_ref().map(|r| state.domain.episodes.at(r.episode as usize).iteration)
+        }
         _ => None,
     };
     if let Some(iteration) = iteration {
@@ -230,7 +232,7 @@ fn age_secs(state: &State) -> Option<u64> {
 
 fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     // Remember the selected episode by id: a reset (file replaced) renumbers everything.
-    let selected_id = state.episode_index().map(|e| state.domain.episodes[e].id.clone());
+    let selected_id = state.episode_index().map(|e| state.domain.episodes.at(e).id.to_string());
     let selected_step = state.ui.sel.step;
     let had_meta = state.domain.run.meta.is_some();
     let applied = state.domain.apply_live(events);

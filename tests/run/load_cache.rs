@@ -92,7 +92,7 @@ fn a_second_open_takes_the_cache_and_equals_the_first() {
     );
     // The text of a cached episode is read back from the file.
     let last = second.domain.episodes.len() - 1;
-    assert_eq!(*second.domain.read_episode(last).unwrap().id, *second.domain.episodes[last].id);
+    assert_eq!(*second.domain.read_episode(last).unwrap().id, *second.domain.episodes.at(last).id);
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn cached_episodes_decoded_and_merged_a_few_at_a_time_end_parts_where_groups_end
     let episodes = &state.domain.episodes;
     assert!(merged.len() > decoded.len(), "merged in smaller parts: {merged:?}");
     for &end in &merged[..merged.len() - 1] {
-        assert_ne!(episodes[end - 1].group, episodes[end].group, "a part ends where a group ends: {end}");
+        assert_ne!(episodes.at(end - 1).group, episodes.at(end).group, "a part ends where a group ends: {end}");
     }
     // Then the watcher's read from where the cached one stopped (the metrics, nothing new in the episodes).
     let mut tails = Tails::resumed(&dir, cached.head.position.clone());

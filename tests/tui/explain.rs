@@ -249,7 +249,7 @@ fn filled_in_formulas_add_up_at_the_shown_precision() {
                 s.domain.settings.norm = *norm;
                 s.apply_settings();
                 for e in 0..s.domain.episodes.len() {
-                    for t in 0..s.domain.episodes[e].steps.len() {
+                    for t in 0..s.domain.episodes.at(e).steps.len() {
                         s.select_row(e, t);
                         update(&mut s, Msg::Action(Action::Anchor));
                         let screen = render(&s);

@@ -84,11 +84,11 @@ fn an_appended_iteration_taken_in_alone_gives_what_the_whole_run_gives() {
     let s = opened(tmp.path());
     let (episodes, settings) = (&s.domain.episodes, s.domain.table_settings());
     let whole = Derived::build(episodes, &settings);
-    let part_by_part = Derived::build(&episodes[..4], &settings).extend(episodes, 4, &settings);
+    let part_by_part = Derived::build(&episodes.part(0..4), &settings).extend(episodes, 4, &settings);
     let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
     assert_eq!(spreads(&part_by_part), spreads(&whole));
     assert_eq!(spreads(&whole), spreads(&s.domain.derived));
     // Iteration 1's first group, then its second: the iteration's quantiles are of both groups' steps.
-    let halves = Derived::build(&episodes[..6], &settings).extend(episodes, 6, &settings);
+    let halves = Derived::build(&episodes.part(0..6), &settings).extend(episodes, 6, &settings);
     assert_eq!(spreads(&halves), spreads(&whole));
 }

@@ -54,7 +54,7 @@ fn an_episode_picture_is_the_episode_view_and_its_anchor_group_as_the_tui_draws_
     update(&mut tui, Msg::Action(Action::Open));
     update(&mut tui, Msg::Action(Action::Down));
     let episode = tui.episode_index().unwrap();
-    let id = tui.domain.episodes[episode].id.clone();
+    let id = tui.domain.episodes.at(episode).id.to_string();
     let episode_view = terminal_rows(&tui);
     update(&mut tui, Msg::Action(Action::Anchor));
     let anchor_view = terminal_rows(&tui);
@@ -155,7 +155,7 @@ fn headless_chromium_paints_the_picture_where_the_tui_draws_it() {
     let dir = tempfile::tempdir().unwrap();
     let page: PathBuf = dir.path().join("overview.html");
     let mut tui = state();
-    let id = tui.domain.episodes[0].id.clone();
+    let id = tui.domain.episodes.at(0).id.to_string();
     let frames = episode_frames(&mut tui, 0, 0);
     let done = render(&["--episode", &id, "--out", page.to_str().unwrap()]);
     assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));

@@ -177,7 +177,7 @@ fn tables_that_cannot_show_all_their_rows_say_so_and_follow_the_selection() {
     for present in [false, true] {
         let mut s = open(Path::new("sample_runs/webshop-gigpo"), config(present), (80, 24)).unwrap().0;
         keys(&mut s, &[Action::Open, Action::Open]);
-        let n = s.domain.episodes[s.episode_index().unwrap()].steps.len();
+        let n = s.domain.episodes.at(s.episode_index().unwrap()).steps.len();
         let mut hid = false;
         for step in 0..n {
             let (title, rows) = boxed(&render(&s), "Steps").expect("a steps table");

@@ -10,8 +10,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use gigscope::live::{self, LiveEvent, Watcher};
-use gigscope::run::text_on_disk::EpisodeText;
-use gigscope::run::EPISODES_FILE;
+use gigscope::run::{TextAt, EPISODES_FILE};
 use gigscope::tui::{open, update, Action, Config, Msg, State, View};
 use support::live::wait_until;
 use support::runs::copy_fixture;
@@ -32,7 +31,7 @@ fn the_episode_view_shows_text_read_back_from_the_file() {
     let (_tmp, dir) = copy_fixture("basic");
     let mut s = state(&dir);
     assert!(s.domain.run.episodes.is_empty(), "the run's episodes are taken in lean");
-    assert!(s.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::OnDisk { .. })));
+    assert!(s.domain.episodes.iter().all(|e| matches!(e.text, TextAt::OnDisk { .. })));
     episode_view(&mut s);
     let e = s.episode_index().unwrap();
     let full = s.domain.read_episode(e).unwrap();
@@ -54,7 +53,7 @@ fn a_replaced_file_is_never_read_as_other_text_and_the_reset_reads_it_again() {
     let (_watcher, rx) = Watcher::spawn(&dir, tails, Default::default()).unwrap();
     episode_view(&mut s);
     let e = s.episode_index().unwrap();
-    let id = s.domain.episodes[e].id.clone();
+    let id = s.domain.episodes.at(e).id.to_string();
 
     // Another writer replaces the file: the same episodes, each line's text changed (same ids, other actions),
     // and the viewer has not heard of it yet.
@@ -86,7 +85,7 @@ fn a_replaced_file_is_never_read_as_other_text_and_the_reset_reads_it_again() {
     OpenOptions::new().write(true).open(&path).unwrap().set_len(first_line as u64).unwrap();
     let last = s.domain.episodes.len() - 1;
     assert!(s.domain.read_episode(last).is_err());
-    assert_eq!(*s.domain.read_episode(0).unwrap().id, *s.domain.episodes[0].id);
+    assert_eq!(*s.domain.read_episode(0).unwrap().id, *s.domain.episodes.at(0).id);
 }
 
 #[test]
@@ -129,7 +128,7 @@ fn every_view_draws_only_episodes_read_back_before_the_frame() {
         check(&s, &format!("groups view, group {group}"));
         keys(&mut s, &[Action::Open]);
         for traj in 0..s.group_episodes().len() {
-            let steps = s.domain.episodes[s.episode_index().unwrap()].steps.len();
+            let steps = s.domain.episodes.at(s.episode_index().unwrap()).steps.len();
             for step in 0..steps {
                 check(&s, &format!("episode view, group {group} traj {traj} step {step}"));
                 keys(&mut s, &[Action::Anchor]);
@@ -146,7 +145,7 @@ fn every_view_draws_only_episodes_read_back_before_the_frame() {
     }
     // A search with more hits than the screen has rows, walked from the first to the last.
     let hits: Vec<Hit> = (0..s.domain.episodes.len())
-        .flat_map(|episode| (0..s.domain.episodes[episode].steps.len()).map(move |step| (episode, step)))
+        .flat_map(|episode| (0..s.domain.episodes.at(episode).steps.len()).map(move |step| (episode, step)))
         .map(|(episode, step)| Hit { episode, episode_id: String::new(), step, score: 1.0 })
         .collect();
     update(&mut s, Msg::Resize(120, 12));
@@ -170,8 +169,8 @@ fn the_text_of_verl_and_trl_rows_is_spilled_and_read_back_as_read() {
         let mut whole = state(dir);
         let (mut spilled, _loading) = support::opening::open_the_apps_way(dir, Config::defaults(false).unwrap());
         update(&mut spilled, Msg::Resize(120, 40));
-        assert!(whole.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::InMemory(_))), "{fixture}");
-        assert!(spilled.domain.episodes.iter().all(|e| matches!(e.text, EpisodeText::OnDisk { .. })), "{fixture}");
+        assert!(whole.domain.episodes.iter().all(|e| matches!(e.text, TextAt::InMemory(_))), "{fixture}");
+        assert!(spilled.domain.episodes.iter().all(|e| matches!(e.text, TextAt::OnDisk { .. })), "{fixture}");
         assert_eq!(spilled.domain.episodes.len(), whole.domain.episodes.len(), "{fixture}");
         for e in 0..whole.domain.episodes.len() {
             assert_eq!(spilled.domain.read_episode(e).unwrap(), whole.domain.read_episode(e).unwrap(), "{fixture} {e}");

@@ -190,7 +190,7 @@ fn a_measured_group_is_merged_into_the_iterations_truth_file() {
     let s = state(&dir, (80, 24));
     let existing = read_truth(&truth_path(&dir, 0), "tui-fixture", 0).expect("the file just written");
     let episodes: Vec<gigscope::run::Episode> = (0..s.domain.episodes.len())
-        .filter(|&e| s.domain.episodes[e].iteration == 0)
+        .filter(|&e| s.domain.episodes.at(e).iteration == 0)
         .map(|e| gigscope::run::Episode::clone(&s.domain.read_episode(e).expect("the episode reads back")))
         .collect();
     let hat = |step: usize, q: f64| TruthRow { group: "hat-it0".into(), ..row("it0-g0-t1", step, q, 1.0, 0.1, 0.1) };

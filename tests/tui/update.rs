@@ -59,7 +59,7 @@ fn navigation_drills_down_and_back() {
     assert_eq!(s.ui.sel.traj, 1);
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(&*s.domain.episodes[s.episode_index().unwrap()].id, "it0-g0-t1");
+    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-g0-t1");
     act(&mut s, Action::Bottom);
     assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::Down);
@@ -95,7 +95,7 @@ fn anchor_view_opens_on_the_selected_step_and_jumps_to_members() {
     act(&mut s, Action::Down);
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(&*s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
     assert_eq!(s.ui.sel.step, 0);
 }
 
@@ -181,7 +181,7 @@ fn follow_mode_jumps_to_newest_on_append() {
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 5))])];
     update(&mut s, Msg::Live(events, Instant::now()));
     assert_eq!(s.domain.derived.iterations[s.ui.sel.iteration].iteration, 5);
-    assert_eq!(&*s.domain.episodes[s.episode_index().unwrap()].id, "new");
+    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "new");
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn broken_lines_are_counted_and_reset_clears_them_and_keeps_the_selected_episode
     update(&mut s, Msg::Live(events, t0));
     assert_eq!(s.domain.episodes.len(), 2);
     assert_eq!(s.domain.live.broken_lines, 0);
-    assert_eq!(*s.domain.episodes[s.episode_index().unwrap()].id, *kept.id, "the selection is found again by id");
+    assert_eq!(*s.domain.episodes.at(s.episode_index().unwrap()).id, *kept.id, "the selection is found again by id");
     assert_eq!(s.ui.sel.step, 1);
 }
 
@@ -279,13 +279,13 @@ fn search_results_are_listed_and_n_walks_them() {
     assert_eq!(s.ui.view, View::Search);
     act(&mut s, Action::SearchNext);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(&*s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
     assert_eq!(s.ui.sel.step, 1);
     act(&mut s, Action::SearchNext);
-    assert_eq!(&*s.domain.episodes[s.episode_index().unwrap()].id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-g0-t1", "wraps to the first hit");
     assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::SearchPrev);
-    assert_eq!(&*s.domain.episodes[s.episode_index().unwrap()].id, "it0-socks-t2");
+    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
 }
 
 #[test]
@@ -335,10 +335,10 @@ fn appending_whole_new_groups_computes_only_them_and_matches_a_full_recompute() 
     let mut b = episode("n2", "new-g", 3);
     a.steps[0].reward = 10.0;
     b.steps[0].reward = 0.0;
-    episodes.extend([lean(a), lean(b)]);
+    episodes.extend([lean(a), lean(b)].iter().map(LeanEpisode::view), &[]);
     assert_eq!(old.clone().extend(&episodes, old_len, &settings), Derived::build(&episodes, &settings));
-    episodes.push(lean(episode("n3", "hat-it0", 0)));
-    let old = Derived::build(&episodes[..old_len + 2], &settings);
+    episodes.push(lean(episode("n3", "hat-it0", 0)).view(), &[]);
+    let old = Derived::build(&episodes.part(0..old_len + 2), &settings);
     assert_eq!(old.extend(&episodes, old_len + 2, &settings), Derived::build(&episodes, &settings));
 }
 
@@ -350,7 +350,7 @@ fn the_search_prompt_examples_find_something() {
     let cache = tempfile::tempdir().unwrap();
     let mut index =
         gigscope::index::TrajectoryIndex::open(&s.domain.run.dir, cache.path(), &s.domain.settings).unwrap();
-    index.update(s.domain.episodes.as_slice(), &s.domain.derived.table).unwrap();
+    index.update(&s.domain.episodes, &s.domain.derived.table).unwrap();
     for query in gigscope::tui::ui::SEARCH_EXAMPLES {
         let found = index.search(query, 10).unwrap();
         assert!(found.total > 0, "{query} finds nothing in the sample run");
@@ -461,7 +461,7 @@ fn the_status_bar_counts_the_steps_that_fall_back_from_state_anchors() {
     let mut s = open(run.path(), Config::defaults(true).unwrap(), (160, 40)).unwrap().0;
     assert!(!status_line(&s).contains("record no state"), "exact anchors: {}", status_line(&s));
     to_state(&mut s);
-    let bare: usize = s.domain.episodes[..2].iter().map(|e| e.steps.len()).sum();
+    let bare: usize = s.domain.episodes.iter().take(2).map(|e| e.steps.len()).sum();
     let steps = s.domain.derived.table.row_count();
     assert_eq!(s.domain.derived.settings.anchor, AnchorMode::State);
     let said = format!("⚠ {bare} of {steps} steps record no state (grouped by anchor and step)");

@@ -10,7 +10,7 @@
 
 use super::store::TokenStore;
 use crate::run::text_on_disk::LeanEpisode;
-use crate::run::Episode;
+use crate::run::{Episode, LeanEpisodes};
 
 /// How many episodes' response lengths were counted from the token store, of how many.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,17 +76,32 @@ impl Counted for LeanEpisode {
 pub fn count_lengths<E: Counted>(store: &TokenStore, episodes: &mut [E]) -> Lengths {
     let mut lengths = Lengths { counted: 0, episodes: episodes.len() };
     for episode in episodes {
-        let steps = store.steps(episode.id());
-        if steps.len() != episode.step_count() || episode.step_count() == 0 {
-            continue;
-        }
-        // `steps` are in step order; whole means exactly 0..n, each with its count.
-        let trained: Option<Vec<u32>> =
-            steps.iter().enumerate().map(|(t, s)| s.trained.filter(|_| s.step as usize == t)).collect();
-        if let Some(trained) = trained {
+        if let Some(trained) = whole_lengths(store, episode.id(), episode.step_count()) {
             episode.set_lengths(&trained);
             lengths.counted += 1;
         }
     }
     lengths
+}
+
+/// [`count_lengths`] of a viewer's episodes from `from` on.
+pub fn count_lean_lengths(store: &TokenStore, episodes: &mut LeanEpisodes, from: usize) -> Lengths {
+    let mut lengths = Lengths { counted: 0, episodes: episodes.len().saturating_sub(from) };
+    for e in from..episodes.len() {
+        if let Some(trained) = whole_lengths(store, episodes.id(e), episodes.steps(e).len()) {
+            episodes.set_lengths(e, &trained);
+            lengths.counted += 1;
+        }
+    }
+    lengths
+}
+
+/// The lengths of the `step_count` steps of episode `id`, when the store counts every one of them.
+fn whole_lengths(store: &TokenStore, id: &str, step_count: usize) -> Option<Vec<u32>> {
+    let steps = store.steps(id);
+    if steps.len() != step_count || step_count == 0 {
+        return None;
+    }
+    // `steps` are in step order; whole means exactly 0..n, each with its count.
+    steps.iter().enumerate().map(|(t, s)| s.trained.filter(|_| s.step as usize == t)).collect()
 }

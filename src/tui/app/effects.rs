@@ -115,7 +115,7 @@ fn start_index_update(runner: &mut Runner, mut index: TrajectoryIndex, state: &S
     let total = episodes.len();
     runner.spawn(JobKind::Index { indexed: index.episodes_indexed().min(total), total }, move |ctx| {
         let result = index
-            .update_in_batches(episodes.as_slice(), &table, INDEX_BATCH, |p| {
+            .update_in_batches(&episodes, &table, INDEX_BATCH, |p| {
                 ctx.progress(JobKind::Index { indexed: p.episodes_indexed, total: p.episodes_total });
                 if ctx.cancelled() {
                     ControlFlow::Break(())

@@ -116,7 +116,7 @@ impl Component for Anchor {
     }
 
     fn item(&self, state: &mut State, by: isize) {
-        let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
+        let n = state.episode_index().map_or(0, |e| state.domain.episodes.at(e).steps.len());
         state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
         select_self(state);
     }
@@ -190,7 +190,7 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
         }
     }
     out.extend(anchor.into_iter().map(|l| Line::styled(l, theme.dim())));
-    let iteration = state.domain.episodes[r.episode as usize].iteration;
+    let iteration = state.domain.episodes.at(r.episode as usize).iteration;
     let truth = super::estimators::truth(state, iteration);
     let states = member_states(state, &truth, ag.members);
     if let Some(line) = states.describe() {
@@ -238,7 +238,7 @@ fn member_states(state: &State, truth: &Truth, members: &[RowRef]) -> MemberStat
     let mut fingerprints: Vec<(&str, f64)> = Vec::new();
     let mut out = MemberStates { number: Vec::new(), states: 0, measured: 0, v_spread: 0.0, wrong_sign: 0 };
     for m in members {
-        let id = &state.domain.episodes[m.episode as usize].id;
+        let id = &state.domain.episodes.at(m.episode as usize).id;
         let row = truth.row(id, m.step as usize);
         out.measured += usize::from(row.is_some());
         out.wrong_sign += usize::from(row.is_some_and(|tr| is_wrong_sign(t.row(*m).step_advantage, tr)));
@@ -280,13 +280,13 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let group_eps = state.group_episodes();
     // With a truth file for the iteration, Q̂, V̂ and A* ± se follow each member's estimates; on a narrow
     // terminal the ids keep their distinguishing end and the marker is a glyph, so the numbers fit.
-    let iteration = state.domain.episodes[r.episode as usize].iteration;
+    let iteration = state.domain.episodes.at(r.episode as usize).iteration;
     let truth = super::estimators::truth(state, iteration);
     let with_truth = matches!(truth, Truth::Present { .. });
     let states = member_states(state, &truth, ag.members);
     let narrow = with_truth && area.width < 100;
     let id_w =
-        ag.members.iter().map(|m| state.domain.episodes[m.episode as usize].id.chars().count()).max().unwrap_or(7);
+        ag.members.iter().map(|m| state.domain.episodes.at(m.episode as usize).id.chars().count()).max().unwrap_or(7);
     let id_w = if narrow { 7 } else { id_w.clamp(7, (area.width as usize / 3).max(12)) } as u16;
     let mut widths = vec![
         Constraint::Length(4),
@@ -310,7 +310,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     // The action cut to its column with `…`, so that a cut shows.
     let action_w = layout::column_widths(&widths, super::spacing(state), body.width)[3];
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
-        let ep = &state.domain.episodes[m.episode as usize];
+        let ep = &state.domain.episodes.at(m.episode as usize);
         let row = t.row(*m);
         let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
         let this = match (*m == r, narrow) {

@@ -21,10 +21,10 @@ impl Component for Compare {
     fn crumbs(&self, state: &State) -> Vec<String> {
         let mut v = super::groups::Groups.crumbs(state);
         if let Some(e) = state.episode_index() {
-            v.push(format!("ep {}", state.domain.episodes[e].id));
+            v.push(format!("ep {}", state.domain.episodes.at(e).id));
         }
         if let Some(o) = state.other_index() {
-            v.push(format!("vs {}", state.domain.episodes[o].id));
+            v.push(format!("vs {}", state.domain.episodes.at(o).id));
         }
         v
     }
@@ -97,7 +97,7 @@ impl Component for Compare {
 }
 
 fn compare_len(state: &State) -> usize {
-    let len = |e: Option<usize>| e.map_or(0, |e| state.domain.episodes[e].steps.len());
+    let len = |e: Option<usize>| e.map_or(0, |e| state.domain.episodes.at(e).steps.len());
     len(state.episode_index()).max(len(state.other_index()))
 }
 

@@ -27,7 +27,7 @@ impl Component for EpisodeView {
     fn crumbs(&self, state: &State) -> Vec<String> {
         let mut v = super::groups::Groups.crumbs(state);
         if let Some(e) = state.episode_index() {
-            v.push(format!("ep {}", state.domain.episodes[e].id));
+            v.push(format!("ep {}", state.domain.episodes.at(e).id));
         }
         v.push(format!("step {}", state.ui.sel.step));
         v
@@ -89,7 +89,7 @@ impl Component for EpisodeView {
     }
 
     fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
-        let len = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
+        let len = state.episode_index().map_or(0, |e| state.domain.episodes.at(e).steps.len());
         Some(ListRegion { rect: layout::table_body(areas(state, body).steps), len, selected: state.ui.sel.step })
     }
 
@@ -98,7 +98,7 @@ impl Component for EpisodeView {
     }
 
     fn move_by(&self, state: &mut State, by: isize) {
-        let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len());
+        let n = state.episode_index().map_or(0, |e| state.domain.episodes.at(e).steps.len());
         state.ui.sel.step = clamp_add(state.ui.sel.step, by, n);
         state.ui.episode.obs_scroll = 0;
         state.ui.episode.token_scroll = 0;
@@ -160,7 +160,7 @@ pub fn areas(state: &State, body: Rect) -> EpisodeAreas {
         let [l, r] = Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(rest);
         (l, r)
     } else {
-        let n = state.episode_index().map_or(0, |e| state.domain.episodes[e].steps.len()) as u16;
+        let n = state.episode_index().map_or(0, |e| state.domain.episodes.at(e).steps.len()) as u16;
         let h = (n + 3).min(rest.height * 2 / 5).max(4.min(rest.height));
         let [t, d] = Layout::vertical([Constraint::Length(h), Constraint::Min(0)]).areas(rest);
         (t, d)
@@ -755,7 +755,7 @@ fn info_lines(state: &State, e: usize, step: &Step, actions: &[String], width: u
         lines.push(Line::from(line));
     }
     let row = state.domain.derived.table.get_row(e, state.ui.sel.step);
-    let recorded = state.domain.episodes[e].advantages().and_then(|a| a.get(state.ui.sel.step)).copied();
+    let recorded = state.domain.episodes.at(e).advantages().and_then(|a| a.get(state.ui.sel.step)).copied();
     if let (Some(r), Some(rec)) = (row, recorded) {
         let d = rec - r.advantage;
         lines.push(Line::from(vec![

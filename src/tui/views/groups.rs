@@ -154,7 +154,7 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
     let name_w = if bursts.is_empty() { 14 } else { 16 - 3 * gap };
     let rows = groups.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &g)| {
         let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
+        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes.at(e as usize).success).count();
         let mut cells = vec![
             trunc(&eg.name, name_w as usize),
             format!("{}/{}", ok, eg.episodes.len()),
@@ -193,7 +193,7 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
     let bursts = state.domain.marked_bursts();
     let label = |g: u32| {
         let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes[e as usize].success).count();
+        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes.at(e as usize).success).count();
         let burst = state.domain.group_burst(&bursts, g).map_or(String::new(), |b| format!(" {}", BurstSpan::mark(b)));
         format!(" {} {ok}/{}{}{burst} ", eg.name, eg.episodes.len(), if eg.zero_variance.is_some() { " ∅" } else { "" })
     };
@@ -276,7 +276,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     // flag and a gap; then without the gap; then two columns with the flag as an underline.
     let longest = eps.iter().map(|&e| t.episode_rows(e as usize).len()).max().unwrap_or(0);
     let gap = super::spacing(state) as usize;
-    let id_w = eps.iter().map(|&e| state.domain.episodes[e as usize].id.chars().count()).max().unwrap_or(7);
+    let id_w = eps.iter().map(|&e| state.domain.episodes.at(e as usize).id.chars().count()).max().unwrap_or(7);
     let fixed = |id: usize| 3 + id + 7 + 2 + 3 + 7 + 6 * gap;
     let avail = |id: usize| (body.width as usize).saturating_sub(fixed(id));
     let id_w = (1..=id_w.clamp(7, 24)).rev().find(|&w| w <= 8 || avail(w) >= longest * 3).unwrap_or(7);
@@ -285,7 +285,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     let start = layout::window_start(state.ui.sel.traj, eps.len(), body.height as usize);
     let omega = state.domain.settings.omega;
     let rows = eps.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &e)| {
-        let ep = &state.domain.episodes[e as usize];
+        let ep = &state.domain.episodes.at(e as usize);
         let rows = t.episode_rows(e as usize);
         let a_e = rows.first().map_or(0.0, |r| r.episode_advantage);
         let shown = if rows.len() > cells { cells.saturating_sub(1) } else { rows.len() };

@@ -57,7 +57,7 @@ fn state_visits(state: &State, row: RowRef) -> Vec<StateVisit> {
     visits(state, row)
         .into_iter()
         .filter_map(|(e, t)| {
-            let lean = &state.domain.episodes[e];
+            let lean = &state.domain.episodes.at(e);
             let adv = table.get_row(e, t)?;
             let action = match state.domain.episode(e) {
                 Ok(full) => full.steps.get(t).map_or_else(String::new, |s| rule.extract(&s.action).to_owned()),

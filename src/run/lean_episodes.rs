@@ -1,0 +1,446 @@
+//! A viewer's episodes without their text, by column: [`LeanEpisodes`].
+//!
+//! A [`LeanEpisode`] is what the readers, the load cache and live events hand over, one allocation for its
+//! id, one for its steps and a 120-byte record each; held so for a whole run of short episodes it was most of
+//! what a viewer kept (about 200 bytes an episode). The collection keeps the same facts run-wide instead: every
+//! episode's steps in one vector, ids in one string, each group's name once (an index per episode), iteration,
+//! outcome and token counts as columns, where the text is as a packed span read back through one shared
+//! [`TextStore`]; what few episodes have ([`LeanExtras`], text kept in memory or in another file) is kept apart,
+//! by index. Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
+//!
+//! [`LeanEpisodes::get`] gives an episode as a [`LeanEpisodeRef`], borrowed from the columns, with the accessors
+//! of a [`LeanEpisode`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::format::Episode;
+use super::span::LineSpan;
+use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
+
+/// Episodes without their text, by column (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct LeanEpisodes {
+    /// Every episode's steps; episode `e`'s end where `step_ends[e]` says (its start where `e - 1`'s ends).
+    steps: Vec<LeanStep>,
+    step_ends: Vec<usize>,
+    /// The ids, one after another; episode `e`'s ends at `id_ends[e]`.
+    ids: String,
+    id_ends: Vec<usize>,
+    /// Each episode's group, an index into `groups` (each name once, `group_index` finds it).
+    group_of: Vec<u32>,
+    groups: Vec<Arc<str>>,
+    group_index: HashMap<Arc<str>, u32>,
+    iterations: Vec<i64>,
+    success: Vec<bool>,
+    tokens: Vec<u64>,
+    token_steps: Vec<u32>,
+    /// Where each episode's line is in the file `store` reads (a placeholder for those kept `apart`).
+    spans: Vec<PackedSpan>,
+    /// The file the episodes' lines are in: the first one's store.
+    store: Option<TextStore>,
+    /// The episodes whose text is elsewhere (in memory, another file, a span too large to pack), by index.
+    apart: Vec<(usize, EpisodeText)>,
+    /// The episodes with [`LeanExtras`], by index.
+    extras: Vec<(usize, LeanExtras)>,
+}
+
+/// A [`LineSpan`] in 24 bytes instead of 32: lines are numbered below 2³² and shorter than 4 GiB (a span that
+/// is not is kept apart, whole).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct PackedSpan {
+    offset: u64,
+    checksum: u64,
+    line: u32,
+    len: u32,
+}
+
+impl PackedSpan {
+    fn pack(span: &LineSpan) -> Option<PackedSpan> {
+        let (line, len) = (u32::try_from(span.line).ok()?, u32::try_from(span.len).ok()?);
+        Some(PackedSpan { offset: span.offset, checksum: span.checksum, line, len })
+    }
+
+    fn unpack(&self) -> LineSpan {
+        LineSpan { line: u64::from(self.line), offset: self.offset, len: u64::from(self.len), checksum: self.checksum }
+    }
+}
+
+/// Where an episode's full record is, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TextAt<'a> {
+    OnDisk { span: LineSpan, store: &'a TextStore },
+    InMemory(&'a Arc<Episode>),
+}
+
+impl<'a> TextAt<'a> {
+    fn of(text: &'a EpisodeText) -> TextAt<'a> {
+        match text {
+            EpisodeText::OnDisk { span, store } => TextAt::OnDisk { span: *span, store },
+            EpisodeText::InMemory(episode) => TextAt::InMemory(episode),
+        }
+    }
+
+    /// The full record, read back from disk when it is there.
+    pub fn read(&self) -> Result<Arc<Episode>, TextError> {
+        match self {
+            TextAt::InMemory(episode) => Ok(Arc::clone(episode)),
+            TextAt::OnDisk { span, store } => store.read(span),
+        }
+    }
+
+    /// Owned, for a job on another thread.
+    pub fn to_owned(&self) -> EpisodeText {
+        match self {
+            TextAt::OnDisk { span, store } => EpisodeText::OnDisk { span: *span, store: (*store).clone() },
+            TextAt::InMemory(episode) => EpisodeText::InMemory(Arc::clone(episode)),
+        }
+    }
+}
+
+/// One episode of a [`LeanEpisodes`] (or a [`LeanEpisode`]), borrowed: the fields and accessors of a
+/// [`LeanEpisode`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeanEpisodeRef<'a> {
+    pub id: &'a str,
+    pub group: &'a str,
+    pub iteration: i64,
+    pub success: bool,
+    pub tokens: u64,
+    pub token_steps: u32,
+    pub steps: &'a [LeanStep],
+    pub extras: Option<&'a LeanExtras>,
+    pub text: TextAt<'a>,
+}
+
+impl<'a> LeanEpisodeRef<'a> {
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Where the episode's line is, when its text is on disk.
+    pub fn span(&self) -> Option<LineSpan> {
+        match self.text {
+            TextAt::OnDisk { span, .. } => Some(span),
+            TextAt::InMemory(_) => None,
+        }
+    }
+
+    /// The full record, read back from disk when it is there.
+    pub fn read(&self) -> Result<Arc<Episode>, TextError> {
+        self.text.read()
+    }
+
+    /// `extra.source` when it is a string.
+    pub fn source(&self) -> Option<&'a str> {
+        self.extras?.source.as_deref()
+    }
+
+    /// What the trainer computed, one per step.
+    pub fn advantages(&self) -> Option<&'a [f64]> {
+        self.extras?.advantages.as_deref()
+    }
+
+    /// [`super::anchor_hash`] of step `t`'s recorded state, where it records one.
+    pub fn state(&self, t: usize) -> Option<u64> {
+        *self.extras?.states.as_ref()?.get(t)?
+    }
+
+    /// Per-reward-function rewards, in the trainer's order.
+    pub fn rewards(&self) -> Option<&'a [f64]> {
+        self.extras?.rewards.as_deref()
+    }
+
+    /// The names of [`Self::rewards`].
+    pub fn reward_names(&self) -> Option<&'a [String]> {
+        self.extras?.reward_names.as_deref()
+    }
+
+    /// Undiscounted sum of the step rewards ([`Episode::total_reward`]).
+    pub fn total_reward(&self) -> f64 {
+        self.steps.iter().map(|s| s.reward).sum()
+    }
+
+    /// An owned copy (a test's, a job's that needs the transport form).
+    pub fn to_lean(&self) -> LeanEpisode {
+        LeanEpisode {
+            id: self.id.into(),
+            group: self.group.into(),
+            iteration: self.iteration,
+            success: self.success,
+            tokens: self.tokens,
+            token_steps: self.token_steps,
+            steps: self.steps.into(),
+            extras: self.extras.map(|x| Box::new(x.clone())),
+            text: self.text.to_owned(),
+        }
+    }
+}
+
+impl LeanEpisode {
+    /// Borrowed as one of a [`LeanEpisodes`].
+    pub fn view(&self) -> LeanEpisodeRef<'_> {
+        LeanEpisodeRef {
+            id: &self.id,
+            group: &self.group,
+            iteration: self.iteration,
+            success: self.success,
+            tokens: self.tokens,
+            token_steps: self.token_steps,
+            steps: &self.steps,
+            extras: self.extras.as_deref(),
+            text: TextAt::of(&self.text),
+        }
+    }
+}
+
+/// The value at index `e` of a list sorted by index.
+fn apart_at<T>(list: &[(usize, T)], e: usize) -> Option<&T> {
+    list.binary_search_by_key(&e, |(i, _)| *i).ok().map(|i| &list[i].1)
+}
+
+impl LeanEpisodes {
+    pub fn len(&self) -> usize {
+        self.step_ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.step_ends.is_empty()
+    }
+
+    /// How many steps all the episodes have.
+    pub fn step_total(&self) -> usize {
+        self.steps.len()
+    }
+
+    fn start(ends: &[usize], e: usize) -> usize {
+        if e == 0 {
+            0
+        } else {
+            ends[e - 1]
+        }
+    }
+
+    /// Episode `e`'s steps (`e` below [`Self::len`]).
+    pub fn steps(&self, e: usize) -> &[LeanStep] {
+        &self.steps[Self::start(&self.step_ends, e)..self.step_ends[e]]
+    }
+
+    /// Episode `e`'s id (`e` below [`Self::len`]).
+    pub fn id(&self, e: usize) -> &str {
+        &self.ids[Self::start(&self.id_ends, e)..self.id_ends[e]]
+    }
+
+    /// Episode `e`'s group name (`e` below [`Self::len`]).
+    pub fn group(&self, e: usize) -> &str {
+        &self.groups[self.group_of[e] as usize]
+    }
+
+    pub fn iteration(&self, e: usize) -> i64 {
+        self.iterations[e]
+    }
+
+    /// Episode `e`'s extras, where it has any.
+    pub fn extras(&self, e: usize) -> Option<&LeanExtras> {
+        apart_at(&self.extras, e)
+    }
+
+    /// Where episode `e`'s text is.
+    pub fn text(&self, e: usize) -> TextAt<'_> {
+        match (apart_at(&self.apart, e), &self.store) {
+            (Some(text), _) => TextAt::of(text),
+            (None, Some(store)) => TextAt::OnDisk { span: self.spans[e].unpack(), store },
+            // Every episode without a store is kept apart.
+            (None, None) => unreachable!("an episode on disk without a store"),
+        }
+    }
+
+    /// Episode `e`, borrowed; panics when `e` is not below [`Self::len`], as indexing does.
+    pub fn at(&self, e: usize) -> LeanEpisodeRef<'_> {
+        LeanEpisodeRef {
+            id: self.id(e),
+            group: self.group(e),
+            iteration: self.iterations[e],
+            success: self.success[e],
+            tokens: self.tokens[e],
+            token_steps: self.token_steps[e],
+            steps: self.steps(e),
+            extras: self.extras(e),
+            text: self.text(e),
+        }
+    }
+
+    /// Episode `e`, when there is one.
+    pub fn get(&self, e: usize) -> Option<LeanEpisodeRef<'_>> {
+        (e < self.len()).then(|| self.at(e))
+    }
+
+    pub fn last(&self) -> Option<LeanEpisodeRef<'_>> {
+        self.len().checked_sub(1).map(|e| self.at(e))
+    }
+
+    /// The episodes in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = LeanEpisodeRef<'_>> + ExactSizeIterator + Clone + '_ {
+        (0..self.len()).map(|e| self.at(e))
+    }
+
+    /// Room for `episodes` more episodes (their steps grow as they come).
+    pub fn reserve(&mut self, episodes: usize) {
+        self.step_ends.reserve(episodes);
+        self.id_ends.reserve(episodes);
+        self.group_of.reserve(episodes);
+        self.iterations.reserve(episodes);
+        self.success.reserve(episodes);
+        self.tokens.reserve(episodes);
+        self.token_steps.reserve(episodes);
+        self.spans.reserve(episodes);
+    }
+
+    /// Give back the room the columns grew beyond what they hold, where that is more than a quarter: grown by
+    /// doubling, a run's columns end up to twice their size.
+    pub fn shrink_slack(&mut self) {
+        fn shrink<T>(v: &mut Vec<T>) {
+            if v.capacity() - v.len() > v.len() / 4 {
+                v.shrink_to_fit();
+            }
+        }
+        shrink(&mut self.steps);
+        shrink(&mut self.step_ends);
+        shrink(&mut self.id_ends);
+        shrink(&mut self.group_of);
+        shrink(&mut self.iterations);
+        shrink(&mut self.success);
+        shrink(&mut self.tokens);
+        shrink(&mut self.token_steps);
+        shrink(&mut self.spans);
+        if self.ids.capacity() - self.ids.len() > self.ids.len() / 4 {
+            self.ids.shrink_to_fit();
+        }
+    }
+
+    /// Forget every episode.
+    pub fn clear(&mut self) {
+        *self = LeanEpisodes::default();
+    }
+
+    /// The index of group name `name`, taken in once.
+    fn group_id(&mut self, name: &str) -> u32 {
+        if let Some(&g) = self.group_index.get(name) {
+            return g;
+        }
+        let (g, name) = (self.groups.len() as u32, Arc::<str>::from(name));
+        self.groups.push(Arc::clone(&name));
+        self.group_index.insert(name, g);
+        g
+    }
+
+    /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
+    /// `pages` has no entry: an empty `pages` keeps every id).
+    pub fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
+        let e = self.len();
+        let renumber =
+            |s: &LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..*s };
+        self.steps.extend(episode.steps.iter().map(renumber));
+        self.step_ends.push(self.steps.len());
+        self.ids.push_str(episode.id);
+        self.id_ends.push(self.ids.len());
+        let group = self.group_id(episode.group);
+        self.group_of.push(group);
+        self.iterations.push(episode.iteration);
+        self.success.push(episode.success);
+        self.tokens.push(episode.tokens);
+        self.token_steps.push(episode.token_steps);
+        if let Some(extras) = episode.extras {
+            self.extras.push((e, extras.clone()));
+        }
+        let packed = match episode.text {
+            TextAt::OnDisk { span, store } => {
+                let kept = self.store.get_or_insert_with(|| store.clone());
+                PackedSpan::pack(&span).filter(|_| kept == store)
+            }
+            TextAt::InMemory(_) => None,
+        };
+        match packed {
+            Some(span) => self.spans.push(span),
+            None => {
+                self.spans.push(PackedSpan::default());
+                self.apart.push((e, episode.text.to_owned()));
+            }
+        }
+    }
+
+    /// Append `episodes`, as [`Self::push`].
+    pub fn extend<'a>(&mut self, episodes: impl IntoIterator<Item = LeanEpisodeRef<'a>>, pages: &[PageId]) {
+        for episode in episodes {
+            self.push(episode, pages);
+        }
+    }
+
+    /// Take `tokens` (their sum) as episode `e`'s response lengths, one per step.
+    pub fn set_lengths(&mut self, e: usize, trained: &[u32]) {
+        self.tokens[e] = trained.iter().map(|&n| u64::from(n)).sum();
+        self.token_steps[e] = trained.len() as u32;
+    }
+
+    /// Episodes `range` as a collection of their own.
+    pub fn part(&self, range: std::ops::Range<usize>) -> LeanEpisodes {
+        let mut part = LeanEpisodes::default();
+        part.reserve(range.len());
+        part.extend(range.map(|e| self.at(e)), &[]);
+        part
+    }
+
+    /// Episodes `range`, borrowed, numbered from 0.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> LeanSlice<'_> {
+        assert!(range.start <= range.end && range.end <= self.len(), "LeanEpisodes::slice: out of range");
+        LeanSlice { all: self, start: range.start, len: range.len() }
+    }
+}
+
+/// Episodes are the same when every episode is (whatever room the columns have).
+impl PartialEq for LeanEpisodes {
+    fn eq(&self, other: &LeanEpisodes) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl From<&[LeanEpisode]> for LeanEpisodes {
+    fn from(episodes: &[LeanEpisode]) -> LeanEpisodes {
+        let mut all = LeanEpisodes::default();
+        all.reserve(episodes.len());
+        all.extend(episodes.iter().map(LeanEpisode::view), &[]);
+        all
+    }
+}
+
+/// Some consecutive episodes of a [`LeanEpisodes`], numbered from 0 ([`LeanEpisodes::slice`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LeanSlice<'a> {
+    all: &'a LeanEpisodes,
+    start: usize,
+    len: usize,
+}
+
+impl<'a> LeanSlice<'a> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Episode `e` of the slice; panics when `e` is not below [`Self::len`].
+    pub fn at(&self, e: usize) -> LeanEpisodeRef<'a> {
+        assert!(e < self.len, "LeanSlice: episode {e} of {}", self.len);
+        self.all.at(self.start + e)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = LeanEpisodeRef<'a>> + '_ {
+        (0..self.len).map(|e| self.at(e))
+    }
+}
