@@ -636,7 +636,7 @@ fn main() {
     let (dir, cache_dir, settings) = (tmp.path().to_path_buf(), cache.path().to_path_buf(), state.domain.settings);
     let (index_job, ()) = keys_while(&mut state, &mut terminal, move || {
         let mut index = gigscope::index::TrajectoryIndex::open(&dir, &cache_dir, &settings).unwrap();
-        index.update_in_batches(lean.as_slice(), &table, 10_000, |_| std::ops::ControlFlow::Continue(())).unwrap();
+        index.update_in_batches(&lean, &table, 10_000, |_| std::ops::ControlFlow::Continue(())).unwrap();
     });
     jobs.push(("building the trajectory index (batches of 10,000)", Ok(index_job)));
 

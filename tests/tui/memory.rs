@@ -4,11 +4,11 @@
 //! nothing this process did before counts), its resident memory read once the viewer has given the heap it
 //! freed while reading back; the growth per step between the two sizes is what the viewer keeps per step.
 //!
-//! The goal is 64 bytes a step; the viewer keeps 256–296 in this test today (its lean episodes with their
-//! ids and steps, their groups' names shared; the advantage table's rows and its anchor groups, stored by column;
-//! the reader's id map: see docs/performance.md), so the bound below is today's figure with a margin, and the
-//! test fails a viewer whose memory per step grows beyond it (a name of its own per episode and 48 bytes an
-//! anchor group kept 320–420 bytes a step; the lean episodes left where the reader's threads made them, among
+//! The goal is 64 bytes a step; the viewer keeps 150–250 in this test today (its episodes by column, each
+//! group's name once; the advantage table's rows and its anchor groups, stored by column; the reader's id map:
+//! see docs/performance.md), so the bound below is today's figure with a margin, and the test fails a viewer
+//! whose memory per step grows beyond it (a record and a box of steps per episode kept 234–296 bytes a step; a
+//! name of its own per episode and 48 bytes an anchor group 320–420; the lean episodes left where the reader's threads made them, among
 //! the text they parsed, 370–800; text kept in memory, as for a verl dump's rows, is several kilobytes a step).
 //! It is lowered as the representation is made compact.
 //!
@@ -24,9 +24,9 @@ use std::path::Path;
 use gigscope::tui::Config;
 
 /// The most resident bytes the viewer may keep per step of a run of short episodes, after open: today's figure,
-/// 256–296 in three runs of this test (2026-11-26, load 3–5.7), with a margin for what the allocator keeps. Each
+/// 150–250 in five runs of this test (2026-11-26, load 2.1–3.6), with a margin for what the allocator keeps. Each
 /// size is opened twice and the smaller figure taken.
-const BYTES_PER_STEP: f64 = 384.0;
+const BYTES_PER_STEP: f64 = 320.0;
 
 const WORDS: [&str; 17] = [
     "red", "blue", "green", "shoes", "shirt", "hat", "cotton", "size", "small", "large", "price", "lower", "than",
