@@ -218,7 +218,7 @@ fn lines_appended_after_caching_are_read_on_from_the_cached_offset() {
     assert!(hit, "a run that only grew reuses the cache");
     let fresh = open_fresh(&dir);
     assert_same_run(&cached, &fresh);
-    assert_eq!(&*cached.domain.episodes.last().unwrap().id, "appended-2");
+    assert_eq!(cached.domain.episodes.last().unwrap().id, "appended-2");
     assert_eq!(cached.domain.run.errors.last().unwrap().line, fresh.domain.run.errors.last().unwrap().line);
     // The cache was written again with the appended episodes, and is taken as it is by the next open.
     assert!(std::fs::metadata(cache_path(root.path(), &dir)).unwrap().len() > before);

@@ -59,7 +59,7 @@ fn navigation_drills_down_and_back() {
     assert_eq!(s.ui.sel.traj, 1);
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-g0-t1");
+    assert_eq!(s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-g0-t1");
     act(&mut s, Action::Bottom);
     assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::Down);
@@ -95,7 +95,7 @@ fn anchor_view_opens_on_the_selected_step_and_jumps_to_members() {
     act(&mut s, Action::Down);
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
+    assert_eq!(s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
     assert_eq!(s.ui.sel.step, 0);
 }
 
@@ -181,7 +181,7 @@ fn follow_mode_jumps_to_newest_on_append() {
     let events = vec![LiveEvent::Episodes(vec![(13, episode("new", "new-g", 5))])];
     update(&mut s, Msg::Live(events, Instant::now()));
     assert_eq!(s.domain.derived.iterations[s.ui.sel.iteration].iteration, 5);
-    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "new");
+    assert_eq!(s.domain.episodes.at(s.episode_index().unwrap()).id, "new");
 }
 
 #[test]
@@ -279,13 +279,13 @@ fn search_results_are_listed_and_n_walks_them() {
     assert_eq!(s.ui.view, View::Search);
     act(&mut s, Action::SearchNext);
     assert_eq!(s.ui.view, View::Episode);
-    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
+    assert_eq!(s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
     assert_eq!(s.ui.sel.step, 1);
     act(&mut s, Action::SearchNext);
-    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-g0-t1", "wraps to the first hit");
+    assert_eq!(s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-g0-t1", "wraps to the first hit");
     assert_eq!(s.ui.sel.step, 2);
     act(&mut s, Action::SearchPrev);
-    assert_eq!(&*s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
+    assert_eq!(s.domain.episodes.at(s.episode_index().unwrap()).id, "it0-socks-t2");
 }
 
 #[test]

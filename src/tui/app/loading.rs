@@ -54,7 +54,7 @@ fn new_state(run: crate::run::Run, config: Config, size: (u16, u16)) -> State {
 fn note_partial_groups(state: &mut State) {
     let run = &mut state.domain.run;
     let sizes = run.meta.as_ref().map(crate::run::RunMeta::group_sizes).unwrap_or_default();
-    let episodes = state.domain.episodes.iter().map(|e| (&*e.group, e.iteration));
+    let episodes = state.domain.episodes.iter().map(|e| (e.group, e.iteration));
     for group in crate::run::partial_groups(episodes, &sizes) {
         let note = group.to_string();
         if !run.notices.contains(&note) {

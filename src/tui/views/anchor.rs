@@ -320,7 +320,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         };
         let mut cells = vec![
             Cell::from(traj),
-            Cell::from(super::trunc_start(&ep.id, id_w as usize)),
+            Cell::from(super::trunc_start(ep.id, id_w as usize)),
             Cell::from(m.step.to_string()),
             Cell::from(match state.domain.episode(m.episode as usize) {
                 Ok(full) => full.steps.get(m.step as usize).map_or(String::new(), |s| trunc(&s.action, action_w)),
@@ -330,7 +330,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from(adv_span(state, row.step_advantage)),
         ];
         if with_truth {
-            let measured = truth.row(&ep.id, m.step as usize);
+            let measured = truth.row(ep.id, m.step as usize);
             // The true state's number, where there is room for it (the header counts the states anyway).
             if !narrow {
                 let number = measured.and(states.number[i]).map_or_else(|| "—".into(), |n| format!("s{n}"));

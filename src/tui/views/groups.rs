@@ -326,7 +326,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
         }
         let row = Row::new(vec![
             Cell::from((i + 1).to_string()),
-            Cell::from(super::trunc_start(&ep.id, id_w)),
+            Cell::from(super::trunc_start(ep.id, id_w)),
             Cell::from(format!("{:.3}", ep.total_reward())),
             Cell::from(if ep.success { "✓" } else { "✗" }),
             Cell::from(ep.steps.len().to_string()),
