@@ -164,21 +164,6 @@ impl<'a> LeanEpisodeRef<'a> {
     pub fn total_reward(&self) -> f64 {
         self.steps.iter().map(|s| s.reward).sum()
     }
-
-    /// An owned copy (a test's, a job's that needs the transport form).
-    pub fn to_lean(&self) -> LeanEpisode {
-        LeanEpisode {
-            id: self.id.into(),
-            group: self.group.into(),
-            iteration: self.iteration,
-            success: self.success,
-            tokens: self.tokens,
-            token_steps: self.token_steps,
-            steps: self.steps.into(),
-            extras: self.extras.map(|x| Box::new(x.clone())),
-            text: self.text.to_owned(),
-        }
-    }
 }
 
 impl LeanEpisode {
@@ -210,11 +195,6 @@ impl LeanEpisodes {
 
     pub fn is_empty(&self) -> bool {
         self.step_ends.is_empty()
-    }
-
-    /// How many steps all the episodes have.
-    pub fn step_total(&self) -> usize {
-        self.steps.len()
     }
 
     fn start(ends: &[usize], e: usize) -> usize {
