@@ -363,8 +363,17 @@ impl AdvantageTable {
     }
 
     pub fn anchor_group_of(&self, at: RowRef) -> AnchorGroup<'_> {
-        let row = self.rows[self.row_offsets[at.episode as usize] + at.step as usize];
-        self.anchor_group(row.step_group as usize)
+        self.anchor_group(self.step_group_of(at))
+    }
+
+    /// The members of the anchor group of row `at` (its statistics not derived: what a list of the members
+    /// needs).
+    pub fn anchor_members_of(&self, at: RowRef) -> &[RowRef] {
+        self.anchor_groups.members(self.step_group_of(at))
+    }
+
+    fn step_group_of(&self, at: RowRef) -> usize {
+        self.rows[self.row_offsets[at.episode as usize] + at.step as usize].step_group as usize
     }
 
     /// Anchor group `a`, its statistics derived where the table does not keep them ([`AnchorGroups`]).

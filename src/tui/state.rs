@@ -367,7 +367,7 @@ impl State {
     pub fn explained_row(&self) -> Option<RowRef> {
         let r = self.row_ref()?;
         match self.ui.view {
-            View::Anchor => self.domain.derived.table.anchor_group_of(r).members.get(self.ui.anchor.member).copied(),
+            View::Anchor => self.domain.derived.table.anchor_members_of(r).get(self.ui.anchor.member).copied(),
             _ => Some(r),
         }
     }
@@ -467,7 +467,7 @@ impl State {
         self.ui.compare.other = self.ui.compare.other.min(n.saturating_sub(1));
         let steps = self.episode_index().map_or(0, |e| self.domain.episodes.at(e).steps.len());
         self.ui.sel.step = self.ui.sel.step.min(steps.saturating_sub(1));
-        let members = self.row_ref().map_or(0, |r| self.domain.derived.table.anchor_group_of(r).members.len());
+        let members = self.row_ref().map_or(0, |r| self.domain.derived.table.anchor_members_of(r).len());
         self.ui.anchor.member = self.ui.anchor.member.min(members.saturating_sub(1));
     }
 }

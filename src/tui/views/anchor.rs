@@ -71,7 +71,7 @@ impl Component for Anchor {
     /// The selected step's episode and every member's (one episode group's, so at most its size).
     fn shown_episodes(&self, state: &State) -> Vec<usize> {
         let Some(r) = state.row_ref() else { return Vec::new() };
-        let members = state.domain.derived.table.anchor_group_of(r).members.iter().map(|m| m.episode as usize);
+        let members = state.domain.derived.table.anchor_members_of(r).iter().map(|m| m.episode as usize);
         let mut shown: Vec<usize> = std::iter::once(r.episode as usize).chain(members).collect();
         shown.sort_unstable();
         shown.dedup();
@@ -83,7 +83,7 @@ impl Component for Anchor {
     }
 
     fn list(&self, state: &State, body: Rect) -> Option<ListRegion> {
-        let len = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len());
+        let len = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_members_of(r).len());
         let rect = layout::table_body(areas(state, body).members);
         Some(ListRegion { rect, len, selected: state.ui.anchor.member })
     }
@@ -93,14 +93,14 @@ impl Component for Anchor {
     }
 
     fn move_by(&self, state: &mut State, by: isize) {
-        let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len());
+        let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_members_of(r).len());
         state.ui.anchor.member = clamp_add(state.ui.anchor.member, by, n);
     }
 
     /// Jump to the chosen member's step in its own trajectory.
     fn open(&self, state: &mut State) {
         let Some(r) = state.row_ref() else { return };
-        let Some(&m) = state.domain.derived.table.anchor_group_of(r).members.get(state.ui.anchor.member) else {
+        let Some(&m) = state.domain.derived.table.anchor_members_of(r).get(state.ui.anchor.member) else {
             return;
         };
         if let Some(t) = state.group_episodes().iter().position(|&e| e == m.episode) {
@@ -131,7 +131,7 @@ impl Component for Anchor {
 fn select_self(state: &mut State) {
     if let Some(r) = state.row_ref() {
         state.ui.anchor.member =
-            state.domain.derived.table.anchor_group_of(r).members.iter().position(|&m| m == r).unwrap_or(0);
+            state.domain.derived.table.anchor_members_of(r).iter().position(|&m| m == r).unwrap_or(0);
     }
 }
 
@@ -146,7 +146,7 @@ pub struct AnchorAreas {
 pub fn areas(state: &State, body: Rect) -> AnchorAreas {
     let header_h = header_lines(state, body.width).len() as u16;
     let [header, rest] = Layout::vertical([Constraint::Length(header_h), Constraint::Min(0)]).areas(body);
-    let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_group_of(r).members.len()) as u16;
+    let n = state.row_ref().map_or(0, |r| state.domain.derived.table.anchor_members_of(r).len()) as u16;
     let members_min = (n + 3).min(rest.height / 3).max(4).min(rest.height);
     let wanted = formula_height(state, rest.width);
     let formula_h = wanted.min(rest.height.saturating_sub(members_min)).max(3.min(rest.height));

@@ -252,7 +252,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let lines = rows.iter().enumerate().skip(start).take(body.height as usize).map(|(i, r)| {
         let ep = estimates::episode(&state.domain, r.episode);
         let traj = group_eps.iter().position(|&e| e == r.episode).map_or("?".into(), |p| (p + 1).to_string());
-        let sg = table.anchor_group_of(*r).members.len();
+        let sg = table.anchor_members_of(*r).len();
         let mut cells = vec![Cell::from(traj), Cell::from(r.step.to_string()), Cell::from(sg.to_string())];
         if action_w > 0 {
             cells.push(Cell::from(trunc(&ep.steps[r.step as usize].action, action_w as usize)));
