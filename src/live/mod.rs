@@ -5,17 +5,21 @@
 //! and watching. The thread wakes on `notify` events for the directory (debounced: a burst of appends
 //! becomes one read) and, because some filesystems (network mounts, some containers) never deliver events,
 //! also re-scans periodically. What it finds is sent as [`LiveEvent`]s; [`apply`] merges them into the
-//! consumer's `Run` and [`LiveStatus`] keeps the time of the last update and the count of broken lines.
+//! consumer's `Run` and [`LiveStatus`] keeps the time of the last update and the count of broken lines. Lean
+//! episodes are sent no further ahead of the consumer than `MERGES_AHEAD` not yet merged (or dropped): the
+//! watcher waits for the merges before it reads on.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::run::source::{open_source, resolve_layout, GigscopeSource, RunSource, SourcePoll};
+use crate::run::source::{open_source, resolve_layout, GigscopeSource, InFlight, RunSource, SourcePoll};
 use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions, TailPosition};
 use crate::run::{read_all, LeanReading};
 
@@ -236,6 +240,7 @@ impl Watcher {
             held: Vec::new(),
             held_lean: Vec::new(),
             held_pages: Vec::new(),
+            in_flight: Default::default(),
             wake: wake_rx,
             changed: false,
         };
@@ -303,11 +308,17 @@ struct Scanner {
     /// The same for episodes read lean, with the page names their ids stand for.
     held_lean: Vec<LeanRecord>,
     held_pages: Vec<String>,
+    /// The lean episodes sent and not yet merged (nor dropped) by the consumer ([`InFlight`]).
+    in_flight: Arc<AtomicUsize>,
     /// Changes, and the order to stop.
     wake: Receiver<Wake>,
     /// A change of a watched file was noticed while a scan was under way: scan again at once.
     changed: bool,
 }
+
+/// The lean episodes a watcher lets wait to be merged before it reads on (about a 4 MB part of a run of short
+/// episodes): enough to keep the viewer merging while the next part is parsed.
+const MERGES_AHEAD: usize = 4096;
 
 /// The consumer dropped the receiver, or the watcher was stopped: nothing left to do.
 struct Disconnected;
@@ -405,6 +416,7 @@ impl Scanner {
         }
         loop {
             self.take_wakes()?;
+            self.wait_for_merges()?;
             let poll = self.source.poll();
             for event in poll.events {
                 match event {
@@ -425,7 +437,7 @@ impl Scanner {
                             self.held_lean = trailing_group(&mut part, |r| &r.episode.group);
                         }
                         if !part.is_empty() {
-                            self.send(LiveEvent::LeanEpisodes { episodes: part, pages: pages.clone() })?;
+                            self.send_lean(part, pages.clone())?;
                         }
                         self.held_pages = pages;
                     }
@@ -449,6 +461,26 @@ impl Scanner {
         self.events.send(event).map_err(|_| Disconnected)
     }
 
+    /// Send lean episodes, each counted in flight until the consumer has merged it.
+    fn send_lean(&self, mut episodes: Vec<LeanRecord>, pages: Vec<String>) -> Result<(), Disconnected> {
+        for record in &mut episodes {
+            record.flight = Some(InFlight::new(&self.in_flight));
+        }
+        self.send(LiveEvent::LeanEpisodes { episodes, pages })
+    }
+
+    /// Before reading on: wait while more than [`MERGES_AHEAD`] lean episodes sent wait to be merged. A reader
+    /// that parses faster than its viewer merges (a large run's first read) would otherwise have the whole run
+    /// waiting as it made it, besides the viewer's own copy of what it merged: the viewer's peak. Stopping,
+    /// and a consumer gone (the episodes it had not taken are dropped with the channel), end the wait.
+    fn wait_for_merges(&mut self) -> Result<(), Disconnected> {
+        while self.in_flight.load(Ordering::Acquire) > MERGES_AHEAD {
+            self.take_wakes()?;
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(())
+    }
+
     /// Send the episodes held back, if any.
     fn flush(&mut self) -> Result<(), Disconnected> {
         if !self.held.is_empty() {
@@ -457,7 +489,7 @@ impl Scanner {
         }
         if !self.held_lean.is_empty() {
             let episodes = std::mem::take(&mut self.held_lean);
-            self.send(LiveEvent::LeanEpisodes { episodes, pages: self.held_pages.clone() })?;
+            self.send_lean(episodes, self.held_pages.clone())?;
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ pub struct Run {
     pub meta: Option<RunMeta>,
     pub episodes: Vec<Episode>,
     /// 1-based line (or row) of each episode's first record in its file.
-    pub episode_lines: Vec<u64>,
+    pub episode_lines: EpisodeLines,
     /// Each episode's id → its line: a later episode with the same id is a broken line.
     pub episode_ids: EpisodeIds,
     /// Broken lines of the episodes.
@@ -52,39 +52,122 @@ pub struct Run {
     pub lengths: crate::run::tokens::Lengths,
 }
 
-/// Each episode's id → the line it was first met on, kept by a 128-bit digest of the id (two xxh3 hashes of
-/// it) rather than by a copy of it: a viewer of a run of many short episodes held more for the copies of their
-/// ids here than for anything else of an episode. Two different ids are taken for one with a chance of about
-/// 2⁻¹²⁸ a pair.
+/// Each episode's id → the line it was first met on, kept by a 96-bit digest of the id (two xxh3 hashes of it,
+/// the second cut to 32 bits) rather than by a copy of it: a viewer of a run of many short episodes held more
+/// for the copies of their ids here than for anything else of an episode. An entry is 16 bytes (the digest as
+/// three `u32`s and the line as a `u32`; lines past `u32::MAX`, a file of over four billion lines, are kept
+/// apart as they are), against 24 for a 128-bit digest and a `u64` line. Two different ids are taken for one
+/// with a chance of about 2⁻⁹⁶ a pair: about 10⁻¹⁷ for a run of 1.6 M episodes, 10⁻¹³ for one of 100 M.
 #[derive(Debug, Default, PartialEq)]
-pub struct EpisodeIds(std::collections::HashMap<[u64; 2], u64, foldhash::fast::FixedState>);
+pub struct EpisodeIds {
+    lines: std::collections::HashMap<[u32; 3], u32, foldhash::fast::FixedState>,
+    /// The ids first met past line `u32::MAX`.
+    far: std::collections::HashMap<[u32; 3], u64, foldhash::fast::FixedState>,
+}
 
 impl EpisodeIds {
-    fn digest(id: &str) -> [u64; 2] {
+    fn digest(id: &str) -> [u32; 3] {
         use twox_hash::XxHash3_64;
-        [XxHash3_64::oneshot(id.as_bytes()), XxHash3_64::oneshot_with_seed(ID_SEED, id.as_bytes())]
+        let (a, b) = (XxHash3_64::oneshot(id.as_bytes()), XxHash3_64::oneshot_with_seed(ID_SEED, id.as_bytes()));
+        [a as u32, (a >> 32) as u32, b as u32]
     }
 
     /// The line `id` was first met on.
     pub fn get(&self, id: &str) -> Option<u64> {
-        self.0.get(&EpisodeIds::digest(id)).copied()
+        let digest = EpisodeIds::digest(id);
+        self.lines.get(&digest).map(|&line| u64::from(line)).or_else(|| self.far.get(&digest).copied())
     }
 
     pub fn contains_key(&self, id: &str) -> bool {
-        self.0.contains_key(&EpisodeIds::digest(id))
+        self.get(id).is_some()
     }
 
     /// `id` met on `line` (a later line for an id met before replaces it).
     pub fn insert(&mut self, id: &str, line: u64) {
-        self.0.insert(EpisodeIds::digest(id), line);
+        let digest = EpisodeIds::digest(id);
+        match u32::try_from(line) {
+            Ok(line) => {
+                self.far.remove(&digest);
+                self.lines.insert(digest, line);
+            }
+            Err(_) => {
+                self.lines.remove(&digest);
+                self.far.insert(digest, line);
+            }
+        }
     }
 
     pub fn reserve(&mut self, more: usize) {
-        self.0.reserve(more);
+        self.lines.reserve(more);
     }
 
     pub fn clear(&mut self) {
-        self.0.clear();
+        self.lines.clear();
+        self.far.clear();
+    }
+}
+
+/// The 1-based line (or row) of each episode's first record in its file, in the run's order: four bytes an
+/// episode while every line fits a `u32` (a file of fewer than four billion lines, every run met so far), eight
+/// from the first that does not.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EpisodeLines {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Default for EpisodeLines {
+    fn default() -> Self {
+        EpisodeLines::Narrow(Vec::new())
+    }
+}
+
+impl EpisodeLines {
+    pub fn push(&mut self, line: u64) {
+        match (&mut *self, u32::try_from(line)) {
+            (EpisodeLines::Narrow(lines), Ok(line)) => lines.push(line),
+            (EpisodeLines::Narrow(lines), Err(_)) => {
+                let mut wide: Vec<u64> = lines.iter().map(|&l| u64::from(l)).collect();
+                wide.push(line);
+                *self = EpisodeLines::Wide(wide);
+            }
+            (EpisodeLines::Wide(lines), _) => lines.push(line),
+        }
+    }
+
+    /// The line of episode `i`.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            EpisodeLines::Narrow(lines) => lines.get(i).map(|&l| u64::from(l)),
+            EpisodeLines::Wide(lines) => lines.get(i).copied(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            EpisodeLines::Narrow(lines) => lines.len(),
+            EpisodeLines::Wide(lines) => lines.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every line, in order.
+    pub fn to_vec(&self) -> Vec<u64> {
+        (0..self.len()).filter_map(|i| self.get(i)).collect()
+    }
+
+    pub fn reserve(&mut self, more: usize) {
+        match self {
+            EpisodeLines::Narrow(lines) => lines.reserve(more),
+            EpisodeLines::Wide(lines) => lines.reserve(more),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        *self = EpisodeLines::default();
     }
 }
 
@@ -179,7 +262,7 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             applied.new_episodes = start..run.episodes.len();
         }
         LiveEvent::LeanEpisodes { episodes, pages } => {
-            for LeanRecord { line, episode, file } in episodes {
+            for LeanRecord { line, episode, file, .. } in episodes {
                 if admit(run, &episode.id, line, file.as_deref(), &mut applied) {
                     run.lean.push(episode);
                 }
@@ -285,7 +368,7 @@ impl Run {
     /// [`Run::open_as`] without holding the episodes: each batch of episodes that joins the run (duplicate ids
     /// refused as every reader refuses them) is handed to `each` as it is read, and not kept. Memory grows with
     /// a part of the run (a part of the episodes file, a step file: the sources deliver a run in parts) and
-    /// with the episode ids met ([`EpisodeIds`]: a digest and a line, about 24 bytes an episode), not with the
+    /// with the episode ids met ([`EpisodeIds`]: a digest and a line, about 16 bytes an episode), not with the
     /// run. Everything else is kept in the run returned as the whole read keeps it (`run.json`, broken lines,
     /// metrics, notices, skipped files, a torn tail); its `episodes` and `episode_lines` stay empty. A run whose
     /// files are replaced while it is read is an error: what was handed out cannot be taken back.
@@ -343,7 +426,7 @@ impl Run {
             layout,
             meta: None,
             episodes: Vec::new(),
-            episode_lines: Vec::new(),
+            episode_lines: EpisodeLines::default(),
             episode_ids: Default::default(),
             errors: Vec::new(),
             metrics: Vec::new(),
@@ -517,5 +600,28 @@ impl Run {
     pub fn partial_groups(&self) -> Vec<PartialGroup> {
         let sizes = self.meta.as_ref().map(RunMeta::group_sizes).unwrap_or_default();
         partial_groups(self.episodes.iter().map(|e| (e.group.as_str(), e.iteration)), &sizes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EpisodeIds, EpisodeLines};
+
+    #[test]
+    fn lines_past_u32_are_kept_as_they_are() {
+        let far = u64::from(u32::MAX) + 7;
+        let mut lines = EpisodeLines::default();
+        lines.push(3);
+        assert!(matches!(lines, EpisodeLines::Narrow(_)));
+        lines.push(far);
+        lines.push(9);
+        assert_eq!(lines.to_vec(), [3, far, 9]);
+        let mut ids = EpisodeIds::default();
+        ids.insert("a", 3);
+        ids.insert("b", far);
+        assert_eq!((ids.get("a"), ids.get("b"), ids.get("c")), (Some(3), Some(far), None));
+        ids.insert("b", 4);
+        assert_eq!(ids.get("b"), Some(4));
+        assert!(ids.far.is_empty());
     }
 }

@@ -57,7 +57,7 @@ fn appended_episodes_arrive_after_what_open_read() {
     let episodes = dir.path().join(EPISODES_FILE);
     append(&episodes, &(line("a") + &line("b")));
     let (run, tails) = live::open(dir.path()).unwrap();
-    assert_eq!(run.episode_lines, vec![1, 2]);
+    assert_eq!(run.episode_lines.to_vec(), vec![1, 2]);
     let (_watcher, rx) = Watcher::spawn(dir.path(), tails, options(true)).unwrap();
 
     append(&episodes, &line("c"));
@@ -198,7 +198,7 @@ fn apply_keeps_what_was_there_and_reports_what_changed() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(applied.new_episodes, 1..2);
-    assert_eq!(run.episode_lines, vec![1, 3]);
+    assert_eq!(run.episode_lines.to_vec(), vec![1, 3]);
     assert_eq!(status.broken_lines, 1);
     assert!(status.since_update(Instant::now()).is_some());
 

@@ -173,11 +173,48 @@ impl std::fmt::Display for TornTail {
 
 /// An episode taken in lean where it was read, with the 1-based line of its record and the file it names
 /// ([`Episode::source_file`]), kept for the error should its id have been met before.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct LeanRecord {
     pub line: u64,
     pub episode: LeanEpisode,
     pub file: Option<String>,
+    /// Counted among the records a watcher has sent and its consumer not yet merged, while there is one
+    /// ([`InFlight`]).
+    pub(crate) flight: Option<InFlight>,
+}
+
+/// One record on its way from a watcher's thread to the run it joins: counted in the watcher's tally from when
+/// it is sent until it is dropped (merged, or dropped unmerged), so that the watcher reads on only once its
+/// consumer has caught up (`crate::live`), and a run read faster than it is merged is not held twice: once as
+/// the reader made it, waiting, and once as the viewer keeps it.
+#[derive(Debug)]
+pub(crate) struct InFlight(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl InFlight {
+    /// Counted in `tally` until dropped.
+    pub(crate) fn new(tally: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> InFlight {
+        tally.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(tally.clone())
+    }
+}
+
+impl Clone for InFlight {
+    fn clone(&self) -> InFlight {
+        InFlight::new(&self.0)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Whether a record is counted in flight says nothing of the record itself.
+impl PartialEq for LeanRecord {
+    fn eq(&self, other: &LeanRecord) -> bool {
+        (self.line, &self.episode, &self.file) == (other.line, &other.episode, &other.file)
+    }
 }
 
 /// Reports a lasting problem of one part of a source once: the same message again is not repeated until

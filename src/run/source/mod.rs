@@ -39,6 +39,7 @@ use super::dir::check_run_dir;
 use super::error::RunError;
 use super::layout::Layout;
 
+pub(crate) use events::InFlight;
 pub use events::{
     ErrorOnce, LeanRecord, Listing, LiveEvent, LiveFile, RegisteredLayout, RunSource, SourceOptions, SourcePoll,
     TornTail,

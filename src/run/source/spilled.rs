@@ -101,7 +101,7 @@ impl SpilledText {
 
     fn lean_record(&mut self, line: u64, episode: Episode) -> LeanRecord {
         let file = episode.source_file().map(str::to_owned);
-        LeanRecord { line, episode: self.reading.take(episode), file }
+        LeanRecord { line, episode: self.reading.take(episode), file, flight: None }
     }
 }
 
