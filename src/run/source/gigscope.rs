@@ -52,9 +52,9 @@ pub struct GigscopeSource {
 }
 
 /// Bytes of `episodes.jsonl` read per poll: a large run arrives in parts a viewer shows as they come. A part is
-/// held whole while it is parsed, on top of what the viewer holds of the run so far: 4 MB rather than 16 took a
-/// viewer's peak on a run of many short episodes from 0.53–0.56× the file to 0.37–0.38× (with the watcher
-/// waiting for the viewer's merges, `crate::live`), for no loss in open time (docs/performance.md).
+/// held whole while it is parsed, on top of what the viewer holds of the run so far: with the watcher waiting for
+/// the viewer's merges (`crate::live`), 4 MB rather than 16 took a viewer's peak on a run of many short episodes
+/// from 71–73 MB to 52 MB (138 MB of file) for no loss in open time at low load (docs/performance.md, ²⁷).
 pub const EPISODES_PART_BYTES: u64 = 4 << 20;
 
 impl GigscopeSource {
