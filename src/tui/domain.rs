@@ -253,7 +253,7 @@ pub fn settle_freed_memory() {
 
 /// Have the allocator give large blocks back to the system as soon as they are freed, once per process: glibc
 /// otherwise raises the size from which it maps blocks apart, and the free space it keeps at a heap's top, to
-/// that of the largest block freed (a reader's part of `episodes.jsonl`, 16 MB), so those blocks come from the
+/// that of the largest block freed (a reader's part of `episodes.jsonl`, megabytes), so those blocks come from the
 /// reading threads' heaps, whose free top [`release_freed_heap`] cannot give back (`malloc_trim` shortens only
 /// the main heap's): tens of megabytes stayed taken after a run was read. Fixed thresholds keep both from
 /// rising; lower ones gave back a little more at a cost in page faults.
