@@ -10,7 +10,6 @@
 //! watcher waits for the merges before it reads on.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,7 +18,7 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::run::source::{open_source, resolve_layout, GigscopeSource, InFlight, RunSource, SourcePoll};
+use crate::run::source::{open_source, resolve_layout, FlightTally, GigscopeSource, InFlight, RunSource, SourcePoll};
 use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions, TailPosition};
 use crate::run::{read_all, LeanReading};
 
@@ -199,6 +198,8 @@ pub enum LiveError {
 enum Wake {
     /// Something changed at these paths (none: unknown, read to be sure).
     Changed(Vec<PathBuf>),
+    /// The consumer has merged the lean episodes in flight down to [`MERGES_AHEAD`].
+    Merged,
     Stop,
 }
 
@@ -233,6 +234,7 @@ impl Watcher {
         } else {
             None
         };
+        let merged = wake_tx.clone();
         let mut scanner = Scanner {
             source: tails.source,
             events: events_tx,
@@ -240,7 +242,9 @@ impl Watcher {
             held: Vec::new(),
             held_lean: Vec::new(),
             held_pages: Vec::new(),
-            in_flight: Default::default(),
+            in_flight: FlightTally::new(MERGES_AHEAD, move || {
+                let _ = merged.send(Wake::Merged);
+            }),
             wake: wake_rx,
             changed: false,
         };
@@ -309,7 +313,7 @@ struct Scanner {
     held_lean: Vec<LeanRecord>,
     held_pages: Vec<String>,
     /// The lean episodes sent and not yet merged (nor dropped) by the consumer ([`InFlight`]).
-    in_flight: Arc<AtomicUsize>,
+    in_flight: Arc<FlightTally>,
     /// Changes, and the order to stop.
     wake: Receiver<Wake>,
     /// A change of a watched file was noticed while a scan was under way: scan again at once.
@@ -380,10 +384,14 @@ impl Scanner {
 
     /// Wait for a change until `deadline`.
     fn wait(&mut self, deadline: Instant) -> Woken {
-        match self.wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Wake::Changed(paths)) => Woken::Changed(paths),
-            Err(RecvTimeoutError::Timeout) => Woken::TimedOut,
-            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => Woken::Stop,
+        loop {
+            return match self.wake.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Wake::Changed(paths)) => Woken::Changed(paths),
+                // Merges the scanner no longer waits for.
+                Ok(Wake::Merged) => continue,
+                Err(RecvTimeoutError::Timeout) => Woken::TimedOut,
+                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => Woken::Stop,
+            };
         }
     }
 
@@ -393,6 +401,7 @@ impl Scanner {
         loop {
             match self.wake.try_recv() {
                 Ok(Wake::Changed(paths)) => self.changed |= self.concerns(&paths),
+                Ok(Wake::Merged) => {}
                 Err(mpsc::TryRecvError::Empty) => return Ok(()),
                 Ok(Wake::Stop) | Err(mpsc::TryRecvError::Disconnected) => return Err(Disconnected),
             }
@@ -472,11 +481,16 @@ impl Scanner {
     /// Before reading on: wait while more than [`MERGES_AHEAD`] lean episodes sent wait to be merged. A reader
     /// that parses faster than its viewer merges (a large run's first read) would otherwise have the whole run
     /// waiting as it made it, besides the viewer's own copy of what it merged: the viewer's peak. Stopping,
-    /// and a consumer gone (the episodes it had not taken are dropped with the channel), end the wait.
+    /// and a consumer gone (the episodes it had not taken are dropped with the channel), end the wait. The
+    /// merge that brings the count down to the limit sends [`Wake::Merged`]; a change meanwhile is noted for
+    /// the next scan.
     fn wait_for_merges(&mut self) -> Result<(), Disconnected> {
-        while self.in_flight.load(Ordering::Acquire) > MERGES_AHEAD {
-            self.take_wakes()?;
-            std::thread::sleep(Duration::from_millis(2));
+        while self.in_flight.ahead() {
+            match self.wake.recv() {
+                Ok(Wake::Changed(paths)) => self.changed |= self.concerns(&paths),
+                Ok(Wake::Merged) => {}
+                Ok(Wake::Stop) | Err(_) => return Err(Disconnected),
+            }
         }
         Ok(())
     }

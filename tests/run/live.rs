@@ -8,11 +8,13 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::live::{wait_until, DEADLINE};
 
 use gigscope::live::{self, apply, LiveEvent, LiveFile, LiveStatus, Tails, WatchOptions, Watcher};
-use gigscope::run::{Episode, Layout, Run, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
+use gigscope::run::text_on_disk::TextStore;
+use gigscope::run::{Episode, Layout, LeanReading, Run, Step, EPISODES_FILE, METRICS_FILE, RUN_META_FILE};
 
 fn line(id: &str) -> String {
     let episode = Episode::new(id, "g", vec![Step::new("Search", "search[shoes]", 0.0)]);
@@ -391,4 +393,56 @@ fn a_large_batch_is_merged_in_slices_of_whole_groups() {
     }
     assert_eq!(slices, 3);
     assert_eq!(merged, batch);
+}
+
+/// How many lean episodes `event` carries.
+fn lean_count(event: &LiveEvent) -> usize {
+    match event {
+        LiveEvent::LeanEpisodes { episodes, .. } => episodes.len(),
+        _ => 0,
+    }
+}
+
+/// A watcher reads no further ahead of its consumer than a bounded number of lean episodes not yet merged:
+/// a consumer that keeps every part it receives stops the reading, and once it lets them go (merged), the
+/// watcher is woken and the rest of the run arrives.
+#[test]
+fn a_watcher_reads_on_only_as_its_consumer_merges_lean_episodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(EPISODES_FILE);
+    let total = 150_000;
+    let text: String = (0..total).map(|i| line(&format!("e{i}"))).collect();
+    assert!(text.len() as u64 > 3 * gigscope::run::source::EPISODES_PART_BYTES, "four parts at least");
+    append(&path, &text);
+    let (_, tails) = live::start_as(dir.path(), None, &Default::default()).unwrap();
+    let reading = LeanReading::with_classifier(TextStore::new(&path), Arc::new(|_| None), None);
+    let (_watcher, rx) = Watcher::spawn(dir.path(), tails.read_lean(reading, &[]), options(false)).unwrap();
+
+    // Keep everything received until the watcher has been silent for a second: it waits for merges.
+    let mut kept = Vec::new();
+    let start = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(event) => kept.push(event),
+            Err(RecvTimeoutError::Timeout) => break,
+            Err(RecvTimeoutError::Disconnected) => panic!("watcher stopped"),
+        }
+        assert!(start.elapsed() < DEADLINE, "the watcher never paused");
+    }
+    let received: usize = kept.iter().map(lean_count).sum();
+    assert!(received > 0 && received < total / 2, "{received} of {total} sent while none was merged");
+
+    // Merge (drop) what was kept and whatever comes next: the rest arrives.
+    drop(kept);
+    let mut arrived = received;
+    let start = Instant::now();
+    while arrived < total {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(event) => arrived += lean_count(&event),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => panic!("watcher stopped"),
+        }
+        assert!(start.elapsed() < DEADLINE, "{arrived} of {total} arrived after the merges");
+    }
+    assert_eq!(arrived, total, "every episode once");
 }

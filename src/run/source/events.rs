@@ -9,6 +9,8 @@
 //! [`RegisteredLayout`]: how to tell its layout from the files present and how to open it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::run::dir::list_dir;
 use crate::run::error::{LineError, RunError};
@@ -187,13 +189,32 @@ pub struct LeanRecord {
 /// it is sent until it is dropped (merged, or dropped unmerged), so that the watcher reads on only once its
 /// consumer has caught up (`crate::live`), and a run read faster than it is merged is not held twice: once as
 /// the reader made it, waiting, and once as the viewer keeps it.
-#[derive(Debug)]
-pub(crate) struct InFlight(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+pub(crate) struct InFlight(Arc<FlightTally>);
+
+/// The records in flight, and what to do when they fall back to the limit: the watcher sleeps until then, and
+/// `caught_up` wakes it (it is called by the drop that brings the count from `limit + 1` to `limit`, on the
+/// consumer's thread).
+pub(crate) struct FlightTally {
+    count: AtomicUsize,
+    limit: usize,
+    caught_up: Box<dyn Fn() + Send + Sync>,
+}
+
+impl FlightTally {
+    pub(crate) fn new(limit: usize, caught_up: impl Fn() + Send + Sync + 'static) -> Arc<FlightTally> {
+        Arc::new(FlightTally { count: AtomicUsize::new(0), limit, caught_up: Box::new(caught_up) })
+    }
+
+    /// Whether more than the limit are in flight.
+    pub(crate) fn ahead(&self) -> bool {
+        self.count.load(Ordering::Acquire) > self.limit
+    }
+}
 
 impl InFlight {
     /// Counted in `tally` until dropped.
-    pub(crate) fn new(tally: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> InFlight {
-        tally.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    pub(crate) fn new(tally: &Arc<FlightTally>) -> InFlight {
+        tally.count.fetch_add(1, Ordering::Relaxed);
         InFlight(tally.clone())
     }
 }
@@ -206,7 +227,15 @@ impl Clone for InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Release);
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == self.0.limit + 1 {
+            (self.0.caught_up)();
+        }
+    }
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InFlight({} of at most {})", self.0.count.load(Ordering::Relaxed), self.0.limit)
     }
 }
 

@@ -39,11 +39,11 @@ use super::dir::check_run_dir;
 use super::error::RunError;
 use super::layout::Layout;
 
-pub(crate) use events::InFlight;
 pub use events::{
     ErrorOnce, LeanRecord, Listing, LiveEvent, LiveFile, RegisteredLayout, RunSource, SourceOptions, SourcePoll,
     TornTail,
 };
+pub(crate) use events::{FlightTally, InFlight};
 pub use gigscope::{GigscopeSource, EPISODES_PART_BYTES};
 pub use spilled::{read_lean, SpilledText};
 pub use trl::TrlSource;
