@@ -200,12 +200,6 @@ impl LeanInput for [LeanEpisode] {
     }
 }
 
-impl LeanInput for Vec<LeanEpisode> {
-    fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
-        self[e].view()
-    }
-}
-
 impl LeanInput for LeanEpisodes {
     fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
         self.at(e)

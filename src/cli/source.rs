@@ -48,7 +48,7 @@ impl SourceFlags {
         let page_anchor = crate::env_registry::page_anchor(&run);
         crate::env::fill_page_anchors(&mut run.episodes, page_anchor);
         match crate::run::tokens::TokenStore::open(dir) {
-            Ok(store) => run.lengths = crate::run::tokens::count_lengths(&store, &mut run.episodes),
+            Ok(store) => run.lengths = crate::run::tokens::count_lengths(&store, run.episodes.as_mut_slice(), 0),
             Err(err) => run.notices.push(format!("response lengths not counted: {err}")),
         }
         Ok(run)

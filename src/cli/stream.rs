@@ -457,9 +457,9 @@ impl<W: Write> Ordered<W> {
     ) -> anyhow::Result<()> {
         let (lines, mut group): (Vec<u64>, Vec<LeanEpisode>) = members.into_iter().unzip();
         if let Some(tokens) = &self.tokens {
-            self.lengths.add(count_lengths(tokens, &mut group));
+            self.lengths.add(count_lengths(tokens, group.as_mut_slice(), 0));
         }
-        let table = compute_grouped(&group, &group_lean(&group, settings.anchor)?, settings);
+        let table = compute_grouped(&group, &group_lean(group.as_slice(), settings.anchor)?, settings);
         self.take_table(g, &lines, group.as_slice(), &table)?;
         Ok(())
     }

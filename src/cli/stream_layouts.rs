@@ -129,7 +129,7 @@ pub fn advantages(
     let complete = |ordered: &mut Ordered<_>, unit: u32, members: Vec<(u64, Episode)>| -> anyhow::Result<()> {
         let (lines, mut episodes): (Vec<u64>, Vec<Episode>) = members.into_iter().unzip();
         if let Some(tokens) = ordered.tokens() {
-            let counted = count_lengths(tokens, &mut episodes);
+            let counted = count_lengths(tokens, episodes.as_mut_slice(), 0);
             ordered.lengths.add(counted);
         }
         let table = compute(&episodes, &settings);

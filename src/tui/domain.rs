@@ -17,7 +17,7 @@ use crate::live::{Applied, LiveEvent, LiveStatus};
 use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
 use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
-use crate::run::tokens::{count_lean_lengths, Lengths};
+use crate::run::tokens::{count_lengths, Lengths};
 use crate::run::{Episode, LeanEpisodeRef, LeanEpisodes, Run, RunMeta, EPISODES_FILE};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
@@ -503,7 +503,7 @@ impl Domain {
         }
         self.tokens.refresh();
         if let Some(store) = self.tokens.store() {
-            self.lengths.add(count_lean_lengths(store, &mut self.episodes, start));
+            self.lengths.add(count_lengths(store, &mut self.episodes, start));
         } else {
             self.lengths.episodes += self.episodes.len() - start;
         }

@@ -103,7 +103,7 @@ fn the_lean_form_and_the_file_group_alike() {
     let mut pages = PageIds::default();
     let lean: Vec<LeanEpisode> = read.iter().map(|e| LeanEpisode::new(e.clone(), &store, &mut pages, None)).collect();
     for mode in [AnchorMode::ObservationStep, AnchorMode::State] {
-        assert_eq!(group_lean(&lean, mode).unwrap(), group_anchors(&run, mode), "{mode:?}");
+        assert_eq!(group_lean(lean.as_slice(), mode).unwrap(), group_anchors(&run, mode), "{mode:?}");
     }
     assert_eq!(group_keyed(lean.as_slice(), KeyedAnchor::State).mode, AnchorMode::State);
 }

@@ -66,7 +66,7 @@ fn an_episode_missing_a_step_in_the_store_keeps_its_recorded_lengths() {
     std::fs::write(&index, kept).unwrap();
     let mut run = gigscope::run::Run::open(dir.path()).unwrap();
     let store = gigscope::run::tokens::TokenStore::open(dir.path()).unwrap();
-    let lengths = gigscope::run::tokens::count_lengths(&store, &mut run.episodes);
+    let lengths = gigscope::run::tokens::count_lengths(&store, run.episodes.as_mut_slice(), 0);
     assert_eq!((lengths.counted, lengths.episodes), (1, 2));
     let tokens = |e: usize| run.episodes[e].steps.iter().map(|s| s.tokens).collect::<Vec<_>>();
     assert_eq!(tokens(0), [Some(4), Some(4)]);

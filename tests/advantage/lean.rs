@@ -127,7 +127,7 @@ proptest! {
             AnchorMode::State => group_keyed(lean.as_slice(), KeyedAnchor::State),
             AnchorMode::Similarity(theta) => {
                 // The anchors' text is read back from the file while the job runs.
-                SimilarityJob::lean(&lean, group_keyed(lean.as_slice(), KeyedAnchor::Exact), theta).try_run().unwrap()
+                SimilarityJob::lean(lean.as_slice(), group_keyed(lean.as_slice(), KeyedAnchor::Exact), theta).try_run().unwrap()
             }
         };
         let from_lean = compute_grouped(lean.as_slice(), &grouping, &settings);

@@ -71,24 +71,51 @@ impl Counted for LeanEpisode {
     }
 }
 
-/// Replace the recorded lengths of each of `episodes` the store counts whole (every step indexed with
-/// `trained`) by those counts.
-pub fn count_lengths<E: Counted>(store: &TokenStore, episodes: &mut [E]) -> Lengths {
-    let mut lengths = Lengths { counted: 0, episodes: episodes.len() };
-    for episode in episodes {
-        if let Some(trained) = whole_lengths(store, episode.id(), episode.step_count()) {
-            episode.set_lengths(&trained);
-            lengths.counted += 1;
-        }
-    }
-    lengths
+/// Episodes by index whose steps' lengths can be replaced: a slice of [`Counted`], or a viewer's columns.
+pub trait CountedEpisodes {
+    fn count(&self) -> usize;
+    fn id(&self, e: usize) -> &str;
+    fn step_count(&self, e: usize) -> usize;
+    /// Take `trained[t]` as step `t`'s length of episode `e`.
+    fn set_lengths(&mut self, e: usize, trained: &[u32]);
 }
 
-/// [`count_lengths`] of a viewer's episodes from `from` on.
-pub fn count_lean_lengths(store: &TokenStore, episodes: &mut LeanEpisodes, from: usize) -> Lengths {
-    let mut lengths = Lengths { counted: 0, episodes: episodes.len().saturating_sub(from) };
-    for e in from..episodes.len() {
-        if let Some(trained) = whole_lengths(store, episodes.id(e), episodes.steps(e).len()) {
+impl<E: Counted> CountedEpisodes for [E] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn id(&self, e: usize) -> &str {
+        self[e].id()
+    }
+    fn step_count(&self, e: usize) -> usize {
+        self[e].step_count()
+    }
+    fn set_lengths(&mut self, e: usize, trained: &[u32]) {
+        self[e].set_lengths(trained);
+    }
+}
+
+impl CountedEpisodes for LeanEpisodes {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn id(&self, e: usize) -> &str {
+        LeanEpisodes::id(self, e)
+    }
+    fn step_count(&self, e: usize) -> usize {
+        self.steps(e).len()
+    }
+    fn set_lengths(&mut self, e: usize, trained: &[u32]) {
+        LeanEpisodes::set_lengths(self, e, trained);
+    }
+}
+
+/// Replace the recorded lengths of each of `episodes` from `from` on that the store counts whole (every step
+/// indexed with `trained`) by those counts.
+pub fn count_lengths<C: CountedEpisodes + ?Sized>(store: &TokenStore, episodes: &mut C, from: usize) -> Lengths {
+    let mut lengths = Lengths { counted: 0, episodes: episodes.count().saturating_sub(from) };
+    for e in from..episodes.count() {
+        if let Some(trained) = whole_lengths(store, episodes.id(e), episodes.step_count(e)) {
             episodes.set_lengths(e, &trained);
             lengths.counted += 1;
         }

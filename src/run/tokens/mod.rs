@@ -27,7 +27,7 @@ mod store;
 mod summary;
 mod verifiers;
 
-pub use lengths::{count_lean_lengths, count_lengths, Counted, Lengths};
+pub use lengths::{count_lengths, Counted, CountedEpisodes, Lengths};
 pub use record::{record_len, Channel, Derived, StepTokens, VALUE_COLUMNS};
 pub use store::{IndexLine, StepEntry, StepRecord, TokenError, TokenStore, TokenWriter, TOKENS_DIR, TOKEN_INDEX_FILE};
 pub use summary::{foreign_turns, StepSummary};
