@@ -27,8 +27,6 @@ pub struct Run {
     pub layout: Layout,
     pub meta: Option<RunMeta>,
     pub episodes: Vec<Episode>,
-    /// 1-based line (or row) of each episode's first record in its file.
-    pub episode_lines: EpisodeLines,
     /// Each episode's id → its line: a later episode with the same id is a broken line.
     pub episode_ids: EpisodeIds,
     /// Broken lines of the episodes.
@@ -107,70 +105,6 @@ impl EpisodeIds {
     }
 }
 
-/// The 1-based line (or row) of each episode's first record in its file, in the run's order: four bytes an
-/// episode while every line fits a `u32` (a file of fewer than four billion lines, every run met so far), eight
-/// from the first that does not.
-#[derive(Clone, Debug, PartialEq)]
-pub enum EpisodeLines {
-    Narrow(Vec<u32>),
-    Wide(Vec<u64>),
-}
-
-impl Default for EpisodeLines {
-    fn default() -> Self {
-        EpisodeLines::Narrow(Vec::new())
-    }
-}
-
-impl EpisodeLines {
-    pub fn push(&mut self, line: u64) {
-        match (&mut *self, u32::try_from(line)) {
-            (EpisodeLines::Narrow(lines), Ok(line)) => lines.push(line),
-            (EpisodeLines::Narrow(lines), Err(_)) => {
-                let mut wide: Vec<u64> = lines.iter().map(|&l| u64::from(l)).collect();
-                wide.push(line);
-                *self = EpisodeLines::Wide(wide);
-            }
-            (EpisodeLines::Wide(lines), _) => lines.push(line),
-        }
-    }
-
-    /// The line of episode `i`.
-    pub fn get(&self, i: usize) -> Option<u64> {
-        match self {
-            EpisodeLines::Narrow(lines) => lines.get(i).map(|&l| u64::from(l)),
-            EpisodeLines::Wide(lines) => lines.get(i).copied(),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            EpisodeLines::Narrow(lines) => lines.len(),
-            EpisodeLines::Wide(lines) => lines.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Every line, in order.
-    pub fn to_vec(&self) -> Vec<u64> {
-        (0..self.len()).filter_map(|i| self.get(i)).collect()
-    }
-
-    pub fn reserve(&mut self, more: usize) {
-        match self {
-            EpisodeLines::Narrow(lines) => lines.reserve(more),
-            EpisodeLines::Wide(lines) => lines.reserve(more),
-        }
-    }
-
-    pub fn clear(&mut self) {
-        *self = EpisodeLines::default();
-    }
-}
-
 /// The seed of the second of an id's two hashes (any seed but the first's, 0).
 const ID_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -241,7 +175,6 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
         LiveEvent::Reset(LiveFile::Episodes) => {
             run.episodes.clear();
             run.lean.clear();
-            run.episode_lines.clear();
             run.episode_ids.clear();
             run.errors.clear();
             applied.episodes_reset = true;
@@ -323,7 +256,6 @@ fn admit(run: &mut Run, id: &str, line: u64, file: Option<&str>, applied: &mut A
         return false;
     }
     run.episode_ids.insert(id, line);
-    run.episode_lines.push(line);
     true
 }
 
@@ -368,10 +300,11 @@ impl Run {
     /// [`Run::open_as`] without holding the episodes: each batch of episodes that joins the run (duplicate ids
     /// refused as every reader refuses them) is handed to `each` as it is read, and not kept. Memory grows with
     /// a part of the run (a part of the episodes file, a step file: the sources deliver a run in parts) and
-    /// with the episode ids met ([`EpisodeIds`]: a digest and a line, about 16 bytes an episode), not with the
-    /// run. Everything else is kept in the run returned as the whole read keeps it (`run.json`, broken lines,
-    /// metrics, notices, skipped files, a torn tail); its `episodes` and `episode_lines` stay empty. A run whose
-    /// files are replaced while it is read is an error: what was handed out cannot be taken back.
+    /// with the episode ids met ([`EpisodeIds`]: a digest and a line, about 16 bytes an episode; none kept for a
+    /// layout whose ids are unique by construction, [`RunSource::ids_unique`]), not with the run. Everything
+    /// else is kept in the run returned as the whole read keeps it (`run.json`, broken lines, metrics, notices,
+    /// skipped files, a torn tail); its `episodes` stay empty. A run whose files are replaced while it is read is
+    /// an error: what was handed out cannot be taken back.
     pub fn stream_as(
         dir: &Path,
         from: Option<Layout>,
@@ -384,11 +317,15 @@ impl Run {
         }
         let mut source = open_source(dir, layout, options)?;
         source.read_in_parts_of(STREAMED_PART_BYTES);
+        // No id can come twice: the ids met need not be kept (on a dump of many short episodes they were the
+        // most of what the read held).
+        let forget_ids = source.ids_unique();
         let mut run = Run::empty(dir, layout);
         let mut take = |run: &mut Run, event: LiveEvent| {
             let applied = apply(run, event);
-            // The ids met stay (by digest), to refuse a later duplicate; their lines are not needed.
-            run.episode_lines.clear();
+            if forget_ids {
+                run.episode_ids = EpisodeIds::default();
+            }
             if applied.episodes_reset {
                 return Err(RunError::ChangedWhileRead(dir.to_path_buf()));
             }
@@ -426,7 +363,6 @@ impl Run {
             layout,
             meta: None,
             episodes: Vec::new(),
-            episode_lines: EpisodeLines::default(),
             episode_ids: Default::default(),
             errors: Vec::new(),
             metrics: Vec::new(),
@@ -605,17 +541,11 @@ impl Run {
 
 #[cfg(test)]
 mod tests {
-    use super::{EpisodeIds, EpisodeLines};
+    use super::EpisodeIds;
 
     #[test]
     fn lines_past_u32_are_kept_as_they_are() {
         let far = u64::from(u32::MAX) + 7;
-        let mut lines = EpisodeLines::default();
-        lines.push(3);
-        assert!(matches!(lines, EpisodeLines::Narrow(_)));
-        lines.push(far);
-        lines.push(9);
-        assert_eq!(lines.to_vec(), [3, far, 9]);
         let mut ids = EpisodeIds::default();
         ids.insert("a", 3);
         ids.insert("b", far);

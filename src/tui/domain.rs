@@ -563,7 +563,6 @@ impl Domain {
         self.episodes.reserve(head.episodes);
         self.expected_episodes = head.episodes;
         self.run.episode_ids.reserve(head.episodes);
-        self.run.episode_lines.reserve(head.episodes);
         if let Some(kept) = self.load_cache.as_mut() {
             kept.saved = Some((head.episodes, head.position.offset));
         }
@@ -581,7 +580,6 @@ impl Domain {
         self.episodes.clear();
         (self.pages, self.run.errors) = Default::default();
         self.run.episode_ids.clear();
-        self.run.episode_lines.clear();
         self.adopt_run();
         if let Some(kept) = self.load_cache.as_mut() {
             (kept.copying, kept.saved) = (None, None);
@@ -602,7 +600,6 @@ impl Domain {
         for episode in self.cached.drain(..end) {
             let line = episode.span().map_or(0, |s| s.line);
             self.run.episode_ids.insert(&episode.id, line);
-            self.run.episode_lines.push(line);
             self.episodes.push(episode.view(), &[]);
         }
         self.count_lengths(start);

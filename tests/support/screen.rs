@@ -37,7 +37,6 @@ pub fn assert_same_run(a: &State, b: &State) {
     assert_eq!(a.episodes, b.episodes, "lean episodes, spans included");
     assert_eq!(a.pages, b.pages);
     assert_eq!(a.run.errors, b.run.errors, "broken lines");
-    assert_eq!(a.run.episode_lines, b.run.episode_lines);
     assert_eq!(a.run.episode_ids, b.run.episode_ids);
     assert_eq!(a.run.meta, b.run.meta);
     assert_eq!(a.run.metrics, b.run.metrics);

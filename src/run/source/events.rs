@@ -92,6 +92,13 @@ pub trait RunSource: Send + std::fmt::Debug {
     /// speed.
     fn read_in_parts_of(&mut self, _bytes: u64) {}
 
+    /// Whether every episode id this source delivers is unique in the run by construction (named after its
+    /// file and its place there, as a verl dump's are), so that no episode can be a duplicate: a one-shot
+    /// reader that does not keep the episodes ([`crate::run::Run::stream_as`]) then keeps no map of the ids met.
+    fn ids_unique(&self) -> bool {
+        false
+    }
+
     /// Deliver episodes read from the run's own lines lean ([`LiveEvent::LeanEpisodes`]), taken in by
     /// `reading` as they are parsed; whether the source does (a source whose episodes are built from other
     /// files, with no line of their own, does not: `super::read_lean` has their text spilled instead).

@@ -422,6 +422,13 @@ impl RunSource for VerlSource {
     fn read_in_parts_of(&mut self, bytes: u64) {
         self.part_bytes = bytes;
     }
+
+    /// An id is `s{stem}-…` after its step file's stem (digits, unique in the directory, ended by the first
+    /// `-`), then in its file either `r{line}` (a row of its own) or `{prompt}_{session}` (a v1 session, whose
+    /// rows are gathered into one episode, with an `_` that no `r{line}` has): no two episodes share one.
+    fn ids_unique(&self) -> bool {
+        true
+    }
 }
 
 /// One row of a step file with its 1-based line.
