@@ -455,6 +455,12 @@ impl RunSource for TrlSource {
     fn watch_dirs(&self) -> Vec<PathBuf> {
         vec![self.dir.join(COMPLETIONS_DIR)]
     }
+
+    /// An id is `s{step}-r{row}`: one file is read per step (the first name of a step written twice), and a
+    /// row's number is its place in that file.
+    fn ids_unique(&self) -> bool {
+        true
+    }
 }
 
 /// One row's values, before grouping.
