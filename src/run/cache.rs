@@ -23,7 +23,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::error::{LineError, RunError};
@@ -637,7 +637,7 @@ impl<'a> Input<'a> {
         let has = |bit: u8| present & (1 << bit) != 0;
         let extras = LeanExtras {
             source: if has(0) { Some(self.string()?) } else { None },
-            reward_names: if has(1) { Some(self.strings()?) } else { None },
+            reward_names: if has(1) { Some(Arc::from(self.strings()?)) } else { None },
             rewards: if has(2) { Some(self.f64s()?) } else { None },
             advantages: if has(3) { Some(self.f64s()?) } else { None },
             states: if has(4) { Some(self.states()?) } else { None },

@@ -22,11 +22,12 @@ use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId
 #[derive(Clone, Debug, Default)]
 pub struct LeanEpisodes {
     /// Every episode's steps; episode `e`'s end where `step_ends[e]` says (its start where `e - 1`'s ends).
+    /// Ends are u32: 2³² steps would take more than 64 GiB here.
     steps: Vec<LeanStep>,
-    step_ends: Vec<usize>,
-    /// The ids, one after another; episode `e`'s ends at `id_ends[e]`.
+    step_ends: Vec<u32>,
+    /// The ids, one after another; episode `e`'s ends at `id_ends[e]` (below 4 GiB of ids, as for the steps).
     ids: String,
-    id_ends: Vec<usize>,
+    id_ends: Vec<u32>,
     /// Each episode's group, an index into `groups` (each name once, `group_index` finds it).
     group_of: Vec<u32>,
     groups: Vec<Arc<str>>,
@@ -41,8 +42,10 @@ pub struct LeanEpisodes {
     store: Option<TextStore>,
     /// The episodes whose text is elsewhere (in memory, another file, a span too large to pack), by index.
     apart: Vec<(usize, EpisodeText)>,
-    /// The episodes with [`LeanExtras`], by index.
+    /// The episodes with [`LeanExtras`], by index; their reward names share the lists in `reward_names`.
     extras: Vec<(usize, LeanExtras)>,
+    /// Each distinct list of reward names once (a run has one or a few; a TRL log names them on every row).
+    reward_names: Vec<Arc<[String]>>,
 }
 
 /// A [`LineSpan`] in 24 bytes instead of 32: lines are numbered below 2³² and shorter than 4 GiB (a span that
@@ -183,6 +186,12 @@ impl LeanEpisode {
     }
 }
 
+/// `end` as a column's u32 end; a viewer cannot hold 2³² steps or 4 GiB of ids (more than 64 GiB), so more is
+/// a bug, not input to report.
+fn end_u32(end: usize, what: &str) -> u32 {
+    u32::try_from(end).unwrap_or_else(|_| panic!("LeanEpisodes: more than 2³² {what}"))
+}
+
 /// The value at index `e` of a list sorted by index.
 fn apart_at<T>(list: &[(usize, T)], e: usize) -> Option<&T> {
     list.binary_search_by_key(&e, |(i, _)| *i).ok().map(|i| &list[i].1)
@@ -197,22 +206,20 @@ impl LeanEpisodes {
         self.step_ends.is_empty()
     }
 
-    fn start(ends: &[usize], e: usize) -> usize {
-        if e == 0 {
-            0
-        } else {
-            ends[e - 1]
-        }
+    /// Entry `e`'s range in a list whose entries end at `ends`.
+    fn range(ends: &[u32], e: usize) -> std::ops::Range<usize> {
+        let start = if e == 0 { 0 } else { ends[e - 1] as usize };
+        start..ends[e] as usize
     }
 
     /// Episode `e`'s steps (`e` below [`Self::len`]).
     pub fn steps(&self, e: usize) -> &[LeanStep] {
-        &self.steps[Self::start(&self.step_ends, e)..self.step_ends[e]]
+        &self.steps[Self::range(&self.step_ends, e)]
     }
 
     /// Episode `e`'s id (`e` below [`Self::len`]).
     pub fn id(&self, e: usize) -> &str {
-        &self.ids[Self::start(&self.id_ends, e)..self.id_ends[e]]
+        &self.ids[Self::range(&self.id_ends, e)]
     }
 
     /// Episode `e`'s group name (`e` below [`Self::len`]).
@@ -318,6 +325,16 @@ impl LeanEpisodes {
         g
     }
 
+    /// `names`, as the list kept once for every episode that names the same (looked for among the last few
+    /// kept, so that a run whose every episode names its own costs no more than a few comparisons each).
+    fn shared_reward_names(&mut self, names: &Arc<[String]>) -> Arc<[String]> {
+        if let Some(kept) = self.reward_names.iter().rev().take(8).find(|kept| **kept == *names) {
+            return Arc::clone(kept);
+        }
+        self.reward_names.push(Arc::clone(names));
+        Arc::clone(names)
+    }
+
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
     /// `pages` has no entry: an empty `pages` keeps every id).
     pub fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
@@ -325,9 +342,9 @@ impl LeanEpisodes {
         let renumber =
             |s: &LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..*s };
         self.steps.extend(episode.steps.iter().map(renumber));
-        self.step_ends.push(self.steps.len());
+        self.step_ends.push(end_u32(self.steps.len(), "steps"));
         self.ids.push_str(episode.id);
-        self.id_ends.push(self.ids.len());
+        self.id_ends.push(end_u32(self.ids.len(), "bytes of ids"));
         let group = self.group_id(episode.group);
         self.group_of.push(group);
         self.iterations.push(episode.iteration);
@@ -335,7 +352,11 @@ impl LeanEpisodes {
         self.tokens.push(episode.tokens);
         self.token_steps.push(episode.token_steps);
         if let Some(extras) = episode.extras {
-            self.extras.push((e, extras.clone()));
+            let mut extras = extras.clone();
+            if let Some(names) = &mut extras.reward_names {
+                *names = self.shared_reward_names(names);
+            }
+            self.extras.push((e, extras));
         }
         let packed = match episode.text {
             TextAt::OnDisk { span, store } => {

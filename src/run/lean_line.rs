@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -237,7 +238,7 @@ impl<'de> Visitor<'de> for EpisodeSeed<'_> {
         let source_file = source_file_of(source.as_ref()).map(str::to_owned);
         let extras = LeanExtras {
             source: source.as_ref().and_then(Value::as_str).map(Into::into),
-            reward_names,
+            reward_names: reward_names.map(Arc::from),
             rewards,
             advantages,
             states: recorded_states(states.into_iter()),
@@ -463,7 +464,7 @@ mod tests {
             (text, format!("{:?}", lean.extras.map(|e| *e).unwrap_or_default()), file, pages)
         });
         let mut pages = PageIds::default();
-        let on_disk = EpisodeText::InMemory(std::sync::Arc::new(Episode::new("", "", vec![])));
+        let on_disk = EpisodeText::InMemory(Arc::new(Episode::new("", "", vec![])));
         let lean =
             parse(line, on_disk, &mut pages, &mut SharedGroups::default(), Some(classify)).ok().map(|(l, file)| {
                 let text =

@@ -164,8 +164,9 @@ impl SharedGroups {
 pub struct LeanExtras {
     /// `extra.source` when it is a string (`"play"` for groups played in the TUI).
     pub source: Option<String>,
-    /// Per-reward-function rewards ([`Episode::reward_functions`]): names and values.
-    pub reward_names: Option<Vec<String>>,
+    /// Per-reward-function rewards ([`Episode::reward_functions`]): names and values. The names are the same
+    /// list for most of a run's episodes, shared: a [`super::LeanEpisodes`] keeps each distinct list once.
+    pub reward_names: Option<Arc<[String]>>,
     pub rewards: Option<Vec<f64>>,
     /// What the trainer computed, one per step.
     pub advantages: Option<Vec<f64>>,
@@ -235,7 +236,7 @@ impl LeanEpisode {
         let (reward_names, rewards) = episode.reward_functions().unzip();
         let extras = LeanExtras {
             source: episode.extra.get(SOURCE_KEY).and_then(Value::as_str).map(Into::into),
-            reward_names,
+            reward_names: reward_names.map(Arc::from),
             rewards,
             advantages: episode.advantages.clone(),
             states: recorded_states(episode.steps.iter().map(|s| s.state.as_deref().map(anchor_hash))),
