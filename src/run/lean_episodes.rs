@@ -18,9 +18,9 @@ use super::format::Episode;
 use super::span::LineSpan;
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
 
-/// Episodes without their text, by column (see the module docs).
+/// The columns of a [`LeanEpisodes`].
 #[derive(Clone, Debug, Default)]
-pub struct LeanEpisodes {
+struct Columns {
     /// Every episode's steps; episode `e`'s end where `step_ends[e]` says (its start where `e - 1`'s ends).
     /// Ends are u32: 2³² steps would take more than 64 GiB here.
     steps: Vec<LeanStep>,
@@ -46,6 +46,14 @@ pub struct LeanEpisodes {
     extras: Vec<(usize, LeanExtras)>,
     /// Each distinct list of reward names once (a run has one or a few; a TRL log names them on every row).
     reward_names: Vec<Arc<[String]>>,
+}
+
+/// Episodes without their text, by column (see the module docs). A clone is a snapshot: it shares the columns
+/// until either side appends to them (copy on write), so that a job reads the run's episodes without a copy of
+/// them while the viewer, done reading the run, changes nothing.
+#[derive(Clone, Debug, Default)]
+pub struct LeanEpisodes {
+    cols: Arc<Columns>,
 }
 
 /// A [`LineSpan`] in 24 bytes instead of 32: lines are numbered below 2³² and shorter than 4 GiB (a span that
@@ -199,11 +207,11 @@ fn apart_at<T>(list: &[(usize, T)], e: usize) -> Option<&T> {
 
 impl LeanEpisodes {
     pub fn len(&self) -> usize {
-        self.step_ends.len()
+        self.cols.step_ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.step_ends.is_empty()
+        self.cols.step_ends.is_empty()
     }
 
     /// Entry `e`'s range in a list whose entries end at `ends`.
@@ -214,33 +222,33 @@ impl LeanEpisodes {
 
     /// Episode `e`'s steps (`e` below [`Self::len`]).
     pub fn steps(&self, e: usize) -> &[LeanStep] {
-        &self.steps[Self::range(&self.step_ends, e)]
+        &self.cols.steps[Self::range(&self.cols.step_ends, e)]
     }
 
     /// Episode `e`'s id (`e` below [`Self::len`]).
     pub fn id(&self, e: usize) -> &str {
-        &self.ids[Self::range(&self.id_ends, e)]
+        &self.cols.ids[Self::range(&self.cols.id_ends, e)]
     }
 
     /// Episode `e`'s group name (`e` below [`Self::len`]).
     pub fn group(&self, e: usize) -> &str {
-        &self.groups[self.group_of[e] as usize]
+        &self.cols.groups[self.cols.group_of[e] as usize]
     }
 
     pub fn iteration(&self, e: usize) -> i64 {
-        self.iterations[e]
+        self.cols.iterations[e]
     }
 
     /// Episode `e`'s extras, where it has any.
     pub fn extras(&self, e: usize) -> Option<&LeanExtras> {
-        apart_at(&self.extras, e)
+        apart_at(&self.cols.extras, e)
     }
 
     /// Where episode `e`'s text is.
     pub fn text(&self, e: usize) -> TextAt<'_> {
-        match (apart_at(&self.apart, e), &self.store) {
+        match (apart_at(&self.cols.apart, e), &self.cols.store) {
             (Some(text), _) => TextAt::of(text),
-            (None, Some(store)) => TextAt::OnDisk { span: self.spans[e].unpack(), store },
+            (None, Some(store)) => TextAt::OnDisk { span: self.cols.spans[e].unpack(), store },
             // Every episode without a store is kept apart.
             (None, None) => unreachable!("an episode on disk without a store"),
         }
@@ -251,10 +259,10 @@ impl LeanEpisodes {
         LeanEpisodeRef {
             id: self.id(e),
             group: self.group(e),
-            iteration: self.iterations[e],
-            success: self.success[e],
-            tokens: self.tokens[e],
-            token_steps: self.token_steps[e],
+            iteration: self.cols.iterations[e],
+            success: self.cols.success[e],
+            tokens: self.cols.tokens[e],
+            token_steps: self.cols.token_steps[e],
             steps: self.steps(e),
             extras: self.extras(e),
             text: self.text(e),
@@ -277,6 +285,57 @@ impl LeanEpisodes {
 
     /// Room for `episodes` more episodes (their steps grow as they come).
     pub fn reserve(&mut self, episodes: usize) {
+        Arc::make_mut(&mut self.cols).reserve(episodes);
+    }
+
+    /// Give back the room the columns grew beyond what they hold, where that is more than a quarter: grown by
+    /// doubling, a run's columns end up to twice their size.
+    pub fn shrink_slack(&mut self) {
+        Arc::make_mut(&mut self.cols).shrink_slack();
+    }
+
+    /// Forget every episode.
+    pub fn clear(&mut self) {
+        *self = LeanEpisodes::default();
+    }
+
+    /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
+    /// `pages` has no entry: an empty `pages` keeps every id).
+    pub fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
+        Arc::make_mut(&mut self.cols).push(episode, pages);
+    }
+
+    /// Append `episodes`, as [`Self::push`].
+    pub fn extend<'a>(&mut self, episodes: impl IntoIterator<Item = LeanEpisodeRef<'a>>, pages: &[PageId]) {
+        let cols = Arc::make_mut(&mut self.cols);
+        for episode in episodes {
+            cols.push(episode, pages);
+        }
+    }
+
+    /// Take `tokens` (their sum) as episode `e`'s response lengths, one per step.
+    pub fn set_lengths(&mut self, e: usize, trained: &[u32]) {
+        Arc::make_mut(&mut self.cols).set_lengths(e, trained);
+    }
+
+    /// Episodes `range` as a collection of their own.
+    pub fn part(&self, range: std::ops::Range<usize>) -> LeanEpisodes {
+        let mut part = LeanEpisodes::default();
+        part.reserve(range.len());
+        part.extend(range.map(|e| self.at(e)), &[]);
+        part
+    }
+
+    /// Episodes `range`, borrowed, numbered from 0.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> LeanSlice<'_> {
+        assert!(range.start <= range.end && range.end <= self.len(), "LeanEpisodes::slice: out of range");
+        LeanSlice { all: self, start: range.start, len: range.len() }
+    }
+}
+
+impl Columns {
+    /// Room for `episodes` more episodes (their steps grow as they come).
+    fn reserve(&mut self, episodes: usize) {
         self.step_ends.reserve(episodes);
         self.id_ends.reserve(episodes);
         self.group_of.reserve(episodes);
@@ -289,7 +348,7 @@ impl LeanEpisodes {
 
     /// Give back the room the columns grew beyond what they hold, where that is more than a quarter: grown by
     /// doubling, a run's columns end up to twice their size.
-    pub fn shrink_slack(&mut self) {
+    fn shrink_slack(&mut self) {
         fn shrink<T>(v: &mut Vec<T>) {
             if v.capacity() - v.len() > v.len() / 4 {
                 v.shrink_to_fit();
@@ -307,11 +366,6 @@ impl LeanEpisodes {
         if self.ids.capacity() - self.ids.len() > self.ids.len() / 4 {
             self.ids.shrink_to_fit();
         }
-    }
-
-    /// Forget every episode.
-    pub fn clear(&mut self) {
-        *self = LeanEpisodes::default();
     }
 
     /// The index of group name `name`, taken in once.
@@ -337,8 +391,8 @@ impl LeanEpisodes {
 
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
     /// `pages` has no entry: an empty `pages` keeps every id).
-    pub fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
-        let e = self.len();
+    fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
+        let e = self.step_ends.len();
         let renumber =
             |s: &LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..*s };
         self.steps.extend(episode.steps.iter().map(renumber));
@@ -374,31 +428,10 @@ impl LeanEpisodes {
         }
     }
 
-    /// Append `episodes`, as [`Self::push`].
-    pub fn extend<'a>(&mut self, episodes: impl IntoIterator<Item = LeanEpisodeRef<'a>>, pages: &[PageId]) {
-        for episode in episodes {
-            self.push(episode, pages);
-        }
-    }
-
     /// Take `tokens` (their sum) as episode `e`'s response lengths, one per step.
-    pub fn set_lengths(&mut self, e: usize, trained: &[u32]) {
+    fn set_lengths(&mut self, e: usize, trained: &[u32]) {
         self.tokens[e] = trained.iter().map(|&n| u64::from(n)).sum();
         self.token_steps[e] = trained.len() as u32;
-    }
-
-    /// Episodes `range` as a collection of their own.
-    pub fn part(&self, range: std::ops::Range<usize>) -> LeanEpisodes {
-        let mut part = LeanEpisodes::default();
-        part.reserve(range.len());
-        part.extend(range.map(|e| self.at(e)), &[]);
-        part
-    }
-
-    /// Episodes `range`, borrowed, numbered from 0.
-    pub fn slice(&self, range: std::ops::Range<usize>) -> LeanSlice<'_> {
-        assert!(range.start <= range.end && range.end <= self.len(), "LeanEpisodes::slice: out of range");
-        LeanSlice { all: self, start: range.start, len: range.len() }
     }
 }
 
@@ -443,5 +476,50 @@ impl<'a> LeanSlice<'a> {
 
     pub fn iter(&self) -> impl Iterator<Item = LeanEpisodeRef<'a>> + '_ {
         (0..self.len).map(|e| self.at(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn episode(id: &str, names: &[&str]) -> LeanEpisode {
+        let names: Arc<[String]> = names.iter().map(|n| n.to_string()).collect();
+        let extras = LeanExtras { reward_names: Some(names), rewards: Some(vec![1.0]), ..LeanExtras::default() };
+        LeanEpisode {
+            id: id.into(),
+            group: "g".into(),
+            iteration: 0,
+            success: true,
+            tokens: 0,
+            token_steps: 0,
+            steps: Vec::new().into_boxed_slice(),
+            extras: Some(Box::new(extras)),
+            text: EpisodeText::InMemory(Arc::new(Episode::new(id, "g", vec![]))),
+        }
+    }
+
+    #[test]
+    fn equal_lists_of_reward_names_are_kept_once() {
+        let mut all = LeanEpisodes::default();
+        for (id, names) in [("a", ["x", "y"]), ("b", ["x", "y"]), ("c", ["x", "z"]), ("d", ["x", "y"])] {
+            all.push(episode(id, &names).view(), &[]);
+        }
+        let names = |e| all.at(e).extras.and_then(|x| x.reward_names.clone()).unwrap();
+        assert!(Arc::ptr_eq(&names(0), &names(1)) && Arc::ptr_eq(&names(0), &names(3)));
+        assert!(!Arc::ptr_eq(&names(0), &names(2)));
+        assert_eq!(all.at(2).reward_names(), Some(&["x".to_string(), "z".to_string()][..]));
+    }
+
+    #[test]
+    fn a_clone_shares_the_columns_until_one_side_appends() {
+        let mut all = LeanEpisodes::default();
+        all.push(episode("a", &["x"]).view(), &[]);
+        let snapshot = all.clone();
+        assert!(Arc::ptr_eq(&all.cols, &snapshot.cols));
+        all.push(episode("b", &["x"]).view(), &[]);
+        assert!(!Arc::ptr_eq(&all.cols, &snapshot.cols));
+        assert_eq!((all.len(), snapshot.len()), (2, 1));
+        assert_eq!((snapshot.id(0), all.id(0), all.id(1)), ("a", "a", "b"));
     }
 }

@@ -27,8 +27,8 @@ pub fn wanted(state: &mut State) -> Option<Effect> {
 
 impl State {
     /// The search for `key` ([`Effect::Reconcile`]), made as its job starts: each episode's stored advantages
-    /// and reward functions' values, which the lean episodes keep (their text stays on disk), copied for the
-    /// job then, not held while the effect waits.
+    /// and reward functions' values, which the lean episodes keep (their text stays on disk), a snapshot of
+    /// them for the job (sharing their columns until the viewer appends), not held while the effect waits.
     pub fn reconcile_request(&self, key: SearchKey) -> ReconcileRequest {
         ReconcileRequest { key, episodes: self.domain.episodes.clone() }
     }
