@@ -219,10 +219,12 @@ fn words_from(seed: u64) -> impl FnMut(usize) -> String {
     }
 }
 
-/// The most resident bytes the viewer may keep per row of a verl dump or a TRL log, after open: 825 to 920 in
-/// this test's runs since their text is spilled (their lean episodes carry more than a gigscope episode's: a
-/// TRL row's reward names, rewards and stored advantage), several kilobytes before.
-const BYTES_PER_ROW: f64 = 1536.0;
+/// The most resident bytes the viewer may keep per row of a verl dump or a TRL log, after open: verl 331–393 and
+/// TRL 435–440 in three runs of this test (2026-11-27 02:28 UTC, load 2–4) since a run's reward names are kept once
+/// (TRL 615–825 before, with a list of them per row; 825 to 920 in both once their text was spilled, several
+/// kilobytes before), with a margin for what the allocator keeps. Their lean episodes carry more than a gigscope
+/// episode's: a TRL row's rewards and stored advantage.
+const BYTES_PER_ROW: f64 = 1024.0;
 
 /// The growth per row of what the viewer holds after open, between a run of `small` and one of `large` rows of
 /// the layout `write` makes.
