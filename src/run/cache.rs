@@ -470,11 +470,8 @@ impl Output {
             self.u8(u8::from(step.valid));
         }
         let extras = episode.extras;
-        let source = extras.and_then(|x| x.source.as_deref());
-        let names = extras.and_then(|x| x.reward_names.as_deref());
-        let rewards = extras.and_then(|x| x.rewards.as_deref());
-        let advantages = extras.and_then(|x| x.advantages.as_deref());
-        let states = extras.and_then(|x| x.states.as_deref());
+        let (source, names, rewards) = (extras.source, extras.reward_names.map(|n| &n[..]), extras.rewards);
+        let (advantages, states) = (extras.advantages, extras.states);
         let present = [source.is_some(), names.is_some(), rewards.is_some(), advantages.is_some(), states.is_some()];
         self.u8(present.iter().enumerate().map(|(bit, &p)| u8::from(p) << bit).sum());
         if let Some(source) = source {

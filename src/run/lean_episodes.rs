@@ -5,8 +5,9 @@
 //! what a viewer kept (about 200 bytes an episode). The collection keeps the same facts run-wide instead: every
 //! episode's steps in one vector, ids in one string, each group's name once (an index per episode), iteration,
 //! outcome and token counts as columns, where the text is as a packed span read back through one shared
-//! [`TextStore`]; what few episodes have ([`LeanExtras`], text kept in memory or in another file) is kept apart,
-//! by index. Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
+//! [`TextStore`]; text kept in memory or in another file is kept apart, by index, and so are the episodes'
+//! [`LeanExtras`], packed: their values in shared lists, each distinct source and list of reward names once.
+//! Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
 //!
 //! [`LeanEpisodes::get`] gives an episode as a [`LeanEpisodeRef`], borrowed from the columns, with the accessors
 //! of a [`LeanEpisode`].
@@ -42,10 +43,76 @@ struct Columns {
     store: Option<TextStore>,
     /// The episodes whose text is elsewhere (in memory, another file, a span too large to pack), by index.
     apart: Vec<(usize, EpisodeText)>,
-    /// The episodes with [`LeanExtras`], by index; their reward names share the lists in `reward_names`.
-    extras: Vec<(usize, LeanExtras)>,
+    /// The episodes with [`LeanExtras`], by index, each part a place in the lists below: a trainer's layout
+    /// gives every row a recorded advantage and rewards, which as a `LeanExtras` each (120 bytes and two
+    /// allocations) were most of what a verl dump's episode kept.
+    extras: Vec<(usize, PackedExtras)>,
+    /// Those episodes' rewards and recorded advantages, one list after another.
+    extra_values: Vec<f64>,
+    /// Those episodes' steps' recorded states.
+    extra_states: Vec<Option<u64>>,
+    /// Each distinct `extra.source` once.
+    sources: Vec<Box<str>>,
     /// Each distinct list of reward names once (a run has one or a few; a TRL log names them on every row).
     reward_names: Vec<Arc<[String]>>,
+}
+
+/// An index or a length that stands for a part an episode's extras do not have.
+const ABSENT: u32 = u32::MAX;
+
+/// Where a part of an episode's extras is in its list: `start..start + len`, or absent (`len` is [`ABSENT`]).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    start: u32,
+    len: u32,
+}
+
+impl Slot {
+    /// `part` appended to `list`.
+    fn append<T: Clone>(list: &mut Vec<T>, part: Option<&[T]>) -> Slot {
+        let Some(part) = part else { return Slot { start: 0, len: ABSENT } };
+        let start = end_u32(list.len(), "values of extras");
+        list.extend_from_slice(part);
+        end_u32(list.len(), "values of extras");
+        Slot { start, len: part.len() as u32 }
+    }
+
+    fn get<T>(self, list: &[T]) -> Option<&[T]> {
+        (self.len != ABSENT).then(|| &list[self.start as usize..][..self.len as usize])
+    }
+}
+
+/// An episode's [`LeanExtras`] in the columns: indices into the distinct sources and lists of reward names
+/// ([`ABSENT`]: none), slots of the value lists.
+#[derive(Clone, Copy, Debug)]
+struct PackedExtras {
+    source: u32,
+    reward_names: u32,
+    rewards: Slot,
+    advantages: Slot,
+    states: Slot,
+}
+
+/// An episode's [`LeanExtras`], borrowed: each part where the episode has it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ExtrasRef<'a> {
+    pub source: Option<&'a str>,
+    pub reward_names: Option<&'a Arc<[String]>>,
+    pub rewards: Option<&'a [f64]>,
+    pub advantages: Option<&'a [f64]>,
+    pub states: Option<&'a [Option<u64>]>,
+}
+
+impl<'a> From<&'a LeanExtras> for ExtrasRef<'a> {
+    fn from(extras: &'a LeanExtras) -> ExtrasRef<'a> {
+        ExtrasRef {
+            source: extras.source.as_deref(),
+            reward_names: extras.reward_names.as_ref(),
+            rewards: extras.rewards.as_deref(),
+            advantages: extras.advantages.as_deref(),
+            states: extras.states.as_deref(),
+        }
+    }
 }
 
 /// Episodes without their text, by column (see the module docs). A clone is a snapshot: it shares the columns
@@ -120,7 +187,7 @@ pub struct LeanEpisodeRef<'a> {
     pub tokens: u64,
     pub token_steps: u32,
     pub steps: &'a [LeanStep],
-    pub extras: Option<&'a LeanExtras>,
+    pub extras: ExtrasRef<'a>,
     pub text: TextAt<'a>,
 }
 
@@ -148,27 +215,27 @@ impl<'a> LeanEpisodeRef<'a> {
 
     /// `extra.source` when it is a string.
     pub fn source(&self) -> Option<&'a str> {
-        self.extras?.source.as_deref()
+        self.extras.source
     }
 
     /// What the trainer computed, one per step.
     pub fn advantages(&self) -> Option<&'a [f64]> {
-        self.extras?.advantages.as_deref()
+        self.extras.advantages
     }
 
     /// [`super::anchor_hash`] of step `t`'s recorded state, where it records one.
     pub fn state(&self, t: usize) -> Option<u64> {
-        *self.extras?.states.as_ref()?.get(t)?
+        *self.extras.states?.get(t)?
     }
 
     /// Per-reward-function rewards, in the trainer's order.
     pub fn rewards(&self) -> Option<&'a [f64]> {
-        self.extras?.rewards.as_deref()
+        self.extras.rewards
     }
 
     /// The names of [`Self::rewards`].
     pub fn reward_names(&self) -> Option<&'a [String]> {
-        self.extras?.reward_names.as_deref()
+        self.extras.reward_names.map(|names| &names[..])
     }
 
     /// Undiscounted sum of the step rewards ([`Episode::total_reward`]).
@@ -188,7 +255,7 @@ impl LeanEpisode {
             tokens: self.tokens,
             token_steps: self.token_steps,
             steps: &self.steps,
-            extras: self.extras.as_deref(),
+            extras: self.extras.as_deref().map(ExtrasRef::from).unwrap_or_default(),
             text: TextAt::of(&self.text),
         }
     }
@@ -198,6 +265,22 @@ impl LeanEpisode {
 /// a bug, not input to report.
 fn end_u32(end: usize, what: &str) -> u32 {
     u32::try_from(end).unwrap_or_else(|_| panic!("LeanEpisodes: more than 2³² {what}"))
+}
+
+/// The index in `kept` of a value equal to `value`, kept once for every episode that has the same (looked for
+/// among the last few kept, so that a run whose every episode has its own costs no more than a few comparisons
+/// each).
+fn shared<K: std::borrow::Borrow<Q>, Q: PartialEq + ?Sized>(
+    kept: &mut Vec<K>,
+    value: &Q,
+    keep: impl FnOnce(&Q) -> K,
+) -> u32 {
+    let last_few = kept.len().saturating_sub(8);
+    if let Some(i) = kept[last_few..].iter().rposition(|k| k.borrow() == value) {
+        return (last_few + i) as u32;
+    }
+    kept.push(keep(value));
+    end_u32(kept.len() - 1, "distinct extras")
 }
 
 /// The value at index `e` of a list sorted by index.
@@ -240,8 +323,17 @@ impl LeanEpisodes {
     }
 
     /// Episode `e`'s extras, where it has any.
-    pub fn extras(&self, e: usize) -> Option<&LeanExtras> {
-        apart_at(&self.cols.extras, e)
+    pub fn extras(&self, e: usize) -> ExtrasRef<'_> {
+        let cols = &*self.cols;
+        let Some(packed) = apart_at(&cols.extras, e) else { return ExtrasRef::default() };
+        let at = |index: u32| (index != ABSENT).then_some(index as usize);
+        ExtrasRef {
+            source: at(packed.source).map(|s| &*cols.sources[s]),
+            reward_names: at(packed.reward_names).map(|n| &cols.reward_names[n]),
+            rewards: packed.rewards.get(&cols.extra_values),
+            advantages: packed.advantages.get(&cols.extra_values),
+            states: packed.states.get(&cols.extra_states),
+        }
     }
 
     /// Where episode `e`'s text is.
@@ -363,6 +455,9 @@ impl Columns {
         shrink(&mut self.tokens);
         shrink(&mut self.token_steps);
         shrink(&mut self.spans);
+        shrink(&mut self.extras);
+        shrink(&mut self.extra_values);
+        shrink(&mut self.extra_states);
         if self.ids.capacity() - self.ids.len() > self.ids.len() / 4 {
             self.ids.shrink_to_fit();
         }
@@ -379,14 +474,15 @@ impl Columns {
         g
     }
 
-    /// `names`, as the list kept once for every episode that names the same (looked for among the last few
-    /// kept, so that a run whose every episode names its own costs no more than a few comparisons each).
-    fn shared_reward_names(&mut self, names: &Arc<[String]>) -> Arc<[String]> {
-        if let Some(kept) = self.reward_names.iter().rev().take(8).find(|kept| **kept == *names) {
-            return Arc::clone(kept);
+    /// The extras of `extras` in the columns.
+    fn pack(&mut self, extras: ExtrasRef<'_>) -> PackedExtras {
+        PackedExtras {
+            source: extras.source.map_or(ABSENT, |source| shared(&mut self.sources, source, |s| Box::from(s))),
+            reward_names: extras.reward_names.map_or(ABSENT, |names| shared(&mut self.reward_names, names, Arc::clone)),
+            rewards: Slot::append(&mut self.extra_values, extras.rewards),
+            advantages: Slot::append(&mut self.extra_values, extras.advantages),
+            states: Slot::append(&mut self.extra_states, extras.states),
         }
-        self.reward_names.push(Arc::clone(names));
-        Arc::clone(names)
     }
 
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
@@ -405,12 +501,9 @@ impl Columns {
         self.success.push(episode.success);
         self.tokens.push(episode.tokens);
         self.token_steps.push(episode.token_steps);
-        if let Some(extras) = episode.extras {
-            let mut extras = extras.clone();
-            if let Some(names) = &mut extras.reward_names {
-                *names = self.shared_reward_names(names);
-            }
-            self.extras.push((e, extras));
+        if episode.extras != ExtrasRef::default() {
+            let packed = self.pack(episode.extras);
+            self.extras.push((e, packed));
         }
         let packed = match episode.text {
             TextAt::OnDisk { span, store } => {
@@ -505,10 +598,38 @@ mod tests {
         for (id, names) in [("a", ["x", "y"]), ("b", ["x", "y"]), ("c", ["x", "z"]), ("d", ["x", "y"])] {
             all.push(episode(id, &names).view(), &[]);
         }
-        let names = |e| all.at(e).extras.and_then(|x| x.reward_names.clone()).unwrap();
+        let names = |e| Arc::clone(all.at(e).extras.reward_names.unwrap());
         assert!(Arc::ptr_eq(&names(0), &names(1)) && Arc::ptr_eq(&names(0), &names(3)));
         assert!(!Arc::ptr_eq(&names(0), &names(2)));
         assert_eq!(all.at(2).reward_names(), Some(&["x".to_string(), "z".to_string()][..]));
+    }
+
+    /// Every part of an episode's extras reads back as it was pushed, absent and empty kept apart, whatever the
+    /// episodes around it have.
+    #[test]
+    fn extras_read_back_part_by_part() {
+        let mut all = LeanEpisodes::default();
+        let full = LeanExtras {
+            source: Some("play".into()),
+            reward_names: Some(Arc::from(vec!["x".to_string()])),
+            rewards: Some(vec![1.0, 2.0]),
+            advantages: Some(vec![0.5]),
+            states: Some(vec![Some(7), None]),
+        };
+        let empty = LeanExtras { rewards: Some(Vec::new()), states: Some(Vec::new()), ..LeanExtras::default() };
+        let only_source = LeanExtras { source: Some("play".into()), ..LeanExtras::default() };
+        let cases = [Some(full), None, Some(empty), Some(only_source)];
+        for (i, extras) in cases.iter().enumerate() {
+            let mut lean = episode(&format!("e{i}"), &[]);
+            lean.extras = extras.clone().map(Box::new);
+            all.push(lean.view(), &[]);
+        }
+        for (e, extras) in cases.iter().enumerate() {
+            let expected = extras.as_ref().map(ExtrasRef::from).unwrap_or_default();
+            assert_eq!(all.at(e).extras, expected, "episode {e}");
+        }
+        assert_eq!((all.at(0).state(0), all.at(0).state(1), all.at(1).state(0)), (Some(7), None, None));
+        assert_eq!(all.cols.sources.len(), 1, "one distinct source");
     }
 
     #[test]
