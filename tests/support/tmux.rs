@@ -80,8 +80,14 @@ impl Session {
         }
     }
 
-    /// Press keys, one per call: tmux would otherwise pass Escape plus the next key as one Alt-chord.
+    /// Press keys, one per call: tmux would otherwise pass Escape plus the next key as one Alt-chord. Separate
+    /// calls still reach the TUI in one read when it is slow to read them, and crossterm takes ESC then ESC as a
+    /// single Esc and ESC then a key as Alt+key; so an Escape may only be the last key, and the caller waits for
+    /// its effect before pressing more.
     pub fn keys(&self, keys: &[&str]) {
+        if let Some(early) = keys.iter().rev().skip(1).position(|k| *k == "Escape") {
+            panic!("Escape must be the last key pressed at once (found before {} more): {keys:?}", early + 1);
+        }
         for k in keys {
             let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().expect("send-keys");
             assert!(status.success());
