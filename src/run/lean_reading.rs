@@ -8,6 +8,7 @@
 //! changes ([`LeanReading::described`]). `LeanReading::new`, which takes the classifier of a whole
 //! [`super::Run`], is written beside `Run` (`in_memory.rs`), which is above this file.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::format::{Episode, RunMeta};
@@ -29,6 +30,7 @@ pub struct LeanReading {
     pages: PageIds,
     /// The episodes' group names, shared by a group's episodes.
     groups: SharedGroups,
+    files: SourceFiles,
     classifier_of: ClassifierOf,
     classify: Option<PageClassifier>,
 }
@@ -51,7 +53,14 @@ impl LeanReading {
         classifier_of: ClassifierOf,
         classify: Option<PageClassifier>,
     ) -> LeanReading {
-        LeanReading { store, pages: PageIds::default(), groups: SharedGroups::default(), classifier_of, classify }
+        LeanReading {
+            store,
+            pages: PageIds::default(),
+            groups: SharedGroups::default(),
+            files: SourceFiles::default(),
+            classifier_of,
+            classify,
+        }
     }
 
     /// The run's description changed: the page anchor may be another environment's.
@@ -76,14 +85,23 @@ impl LeanReading {
     /// The lean form of the episode on line `span`, whose text (newline cut) is `line`, parsed straight from the
     /// line without copying its text ([`super::lean_line`]), and the file its `extra.source.file` names. A line
     /// that does not parse so is read as an [`Episode`], for the reader's own error, word for word.
-    pub fn parse(&mut self, line: &str, span: LineSpan) -> Result<(LeanEpisode, Option<String>), String> {
+    pub fn parse(&mut self, line: &str, span: LineSpan) -> Result<(LeanEpisode, Option<Arc<str>>), String> {
         let text = EpisodeText::OnDisk { span, store: self.store.clone() };
-        super::lean_line::parse(line, text, &mut self.pages, &mut self.groups, self.classify).or_else(|_| {
-            let mut episode: Episode = parse_json(line)?;
-            episode.read_from = ReadFrom(Some(span));
-            let file = episode.source_file().map(str::to_owned);
-            Ok((self.take(episode), file))
-        })
+        match super::lean_line::parse(line, text, &mut self.pages, &mut self.groups, self.classify) {
+            Ok((lean, file)) => Ok((lean, file.map(|file| self.files.share(&file)))),
+            Err(_) => {
+                let mut episode: Episode = parse_json(line)?;
+                episode.read_from = ReadFrom(Some(span));
+                let file = self.source_file(&episode);
+                Ok((self.take(episode), file))
+            }
+        }
+    }
+
+    /// The file `episode` names ([`Episode::source_file`]), one copy shared by the episodes that name it one
+    /// after another.
+    pub(super) fn source_file(&mut self, episode: &Episode) -> Option<Arc<str>> {
+        episode.source_file().map(|file| self.files.share(file))
     }
 
     /// The page names the episodes' page ids stand for, in id order.
@@ -98,5 +116,25 @@ impl LeanReading {
         let ids = other.pages.names().map(|name| self.pages.id(name)).collect();
         other.pages = self.pages.clone();
         ids
+    }
+}
+
+/// The files records name ([`Episode::source_file`]: a verl dump's step file, an exporter's source), each name
+/// one copy, kept here for as long as the reading is: the records that name it hold that copy, and are dropped
+/// where they are merged, on the viewer's thread. Were one of them the last to hold a name made here, on the
+/// reader's thread, the viewer's thread would free it into its own cache of free blocks, and then take that
+/// block and the reader's blocks it grows into for what the viewer keeps, among the reader's freed heap pages,
+/// which stay taken. A dump has one name a step file.
+#[derive(Clone, Debug, Default)]
+struct SourceFiles(HashSet<Arc<str>>);
+
+impl SourceFiles {
+    fn share(&mut self, name: &str) -> Arc<str> {
+        if let Some(kept) = self.0.get(name) {
+            return Arc::clone(kept);
+        }
+        let name = Arc::<str>::from(name);
+        self.0.insert(Arc::clone(&name));
+        name
     }
 }

@@ -200,15 +200,23 @@ impl Derived {
     }
 }
 
-/// Work for the thread that frees what the viewer parsed and no longer needs.
+/// Work for the thread that frees what the viewer parsed and no longer needs, and what a reader's thread made
+/// and the viewer has taken in. The viewer's thread frees no small block a reader's thread made: glibc would
+/// put it in the viewer thread's cache of free blocks, hand it out for the viewer's next block of its size,
+/// and grow such a block in the reader's heap, leaving another of the reader's blocks in the cache; what the
+/// viewer keeps (its groups' names and member lists) then spread over the reader's heap among the text it had
+/// parsed and freed, and kept its pages taken (about 10 MB after opening a verl dump of 100,000 rows).
+/// `tests/tui/thread_frees.rs` counts such frees.
 enum Release {
     /// Parsed episodes whose text stays on disk: a part's worth is hundreds of thousands of strings, whose
     /// freeing would hold the viewer's thread for milliseconds of every merge.
     Free(Vec<Episode>),
-    /// Lean episodes made on a reader's thread, copied since.
-    FreeLean(Vec<LeanEpisode>),
+    /// Lean episodes made on a reader's thread, copied since, and the page names that came with them.
+    FreeLean(Vec<LeanEpisode>, Vec<String>),
+    /// The run's settings as a reader's thread made them, copied since.
+    FreeMeta(Box<RunMeta>),
     /// Give the freed heap back to the system once what was sent before is freed, then say so (if asked).
-    Trim(Option<std::sync::mpsc::Sender<()>>),
+    Trim(Option<std::sync::mpsc::SyncSender<()>>),
 }
 
 /// Hand `work` to the release thread (started on first use), in order; on this thread should it not start.
@@ -232,7 +240,8 @@ fn release(work: Release) {
 fn carry_out(work: Release) {
     match work {
         Release::Free(parsed) => drop(parsed),
-        Release::FreeLean(lean) => drop(lean),
+        Release::FreeLean(lean, pages) => drop((lean, pages)),
+        Release::FreeMeta(meta) => drop(meta),
         Release::Trim(done) => {
             release_freed_heap();
             if let Some(done) = done {
@@ -246,7 +255,9 @@ fn carry_out(work: Release) {
 /// system: the memory a viewer holds once it has settled after reading a run (the viewer itself asks for this
 /// when its reader has caught up, and goes on meanwhile).
 pub fn settle_freed_memory() {
-    let (done, freed) = std::sync::mpsc::channel();
+    // A channel with its room made here: one that made it on the release thread's send would have this
+    // thread free it (see [`Release`]).
+    let (done, freed) = std::sync::mpsc::sync_channel(1);
     release(Release::Trim(Some(done)));
     let _ = freed.recv();
 }
@@ -480,13 +491,14 @@ impl Domain {
         }
         // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's. They
         // are copied into the columns here (each group's name once), and the reader's freed on the release
-        // thread: made on the reader's threads among the text they parsed, they would keep most of those
-        // threads' heap pages taken once the text is freed.
+        // thread, with their page names: made on the reader's threads among the text they parsed, they would
+        // keep most of those threads' heap pages taken once the text is freed (see [`Release`]).
         let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
         let lean = std::mem::take(&mut self.run.lean);
+        let lean_pages = std::mem::take(&mut self.run.lean_pages);
         self.episodes.extend(lean.iter().map(LeanEpisode::view), &renumber);
-        if !lean.is_empty() {
-            release(Release::FreeLean(lean));
+        if !lean.is_empty() || !lean_pages.is_empty() {
+            release(Release::FreeLean(lean, lean_pages));
         }
         if !parsed.is_empty() {
             release(Release::Free(parsed));
@@ -516,6 +528,14 @@ impl Domain {
         let mut applied = Applied { new_episodes: n..n, ..Applied::default() };
         let mut caught_up = None;
         for event in events {
+            let event = match event {
+                LiveEvent::Meta(Some(meta)) => {
+                    let here = Box::new(RunMeta::clone(&meta));
+                    release(Release::FreeMeta(meta));
+                    LiveEvent::Meta(Some(here))
+                }
+                event => event,
+            };
             let mut one = crate::live::apply(&mut self.run, event);
             caught_up =
                 one.progress.filter(|&(read, total)| read == total && total > 0).map_or(caught_up, |p| Some(p.0));

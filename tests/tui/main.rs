@@ -25,6 +25,7 @@ mod settings_recompute;
 mod small_screens;
 mod snapshots;
 mod text_on_disk;
+mod thread_frees;
 mod tokens;
 mod trl_settings;
 mod truth;

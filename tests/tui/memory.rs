@@ -35,7 +35,7 @@ const WORDS: [&str; 17] = [
 
 /// A gigscope run of `episodes` short episodes in groups of 8 (a deterministic stand-in for `scripts/shape-runs
 /// gigscope`); its step count.
-fn short_episodes(dir: &Path, episodes: usize) -> usize {
+pub(crate) fn short_episodes(dir: &Path, episodes: usize) -> usize {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         state ^= state << 13;
@@ -93,18 +93,25 @@ fn resident_after_open(dir: &Path) -> (f64, usize) {
 }
 
 fn resident_after_one_open(dir: &Path) -> (f64, usize) {
+    let field = open_in_a_fresh_process("memory::open_in_this_process", dir, &[]);
+    (field("rss") as f64 * 1024.0, field("episodes"))
+}
+
+/// Run `test` of this binary alone in a fresh process, with `GIGSCOPE_TEST_OPEN=dir` and `env` set: the number
+/// it printed after each name (`name value`), by name.
+pub(crate) fn open_in_a_fresh_process(test: &str, dir: &Path, env: &[(&str, &str)]) -> impl Fn(&str) -> usize {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "memory::open_in_this_process", "--nocapture", "--test-threads=1"])
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env("GIGSCOPE_TEST_OPEN", dir)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let field = |name: &str| -> usize {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    move |name: &str| -> usize {
         let value = text.split_whitespace().skip_while(|w| *w != name).nth(1);
         value.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no {name} in {text}"))
-    };
-    (field("rss") as f64 * 1024.0, field("episodes"))
+    }
 }
 
 #[test]
@@ -128,7 +135,7 @@ fn the_viewer_keeps_a_bounded_number_of_bytes_per_step_of_short_episodes() {
 
 /// A verl (v1) rollout dump of `rows` rows in step files of 1,000 (as `scripts/shape-runs verl` makes them: a
 /// prompt of 80 words shared by 8 outputs of 60, a score, a uid naming the prompt and the output); its rows.
-fn verl_rows(dir: &Path, rows: usize) -> usize {
+pub(crate) fn verl_rows(dir: &Path, rows: usize) -> usize {
     let mut words = words_from(0x2545_f491_4f6c_dd1d);
     for step in 1..=rows / 1_000 {
         let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(format!("{step}.jsonl"))).unwrap());
@@ -150,7 +157,7 @@ fn verl_rows(dir: &Path, rows: usize) -> usize {
 /// A TRL completions log of `rows` rows in step files of 8,000 (as `scripts/shape-runs trl` makes them: a
 /// prompt of 6 words shared by a group of 8, completions of 1 to 6 words, two rewards and TRL's advantage),
 /// written with parquet's own writer; its rows.
-fn trl_rows(dir: &Path, rows: usize) -> usize {
+pub(crate) fn trl_rows(dir: &Path, rows: usize) -> usize {
     use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
     use parquet::file::writer::SerializedFileWriter;
     let completions = dir.join("completions");

@@ -181,12 +181,14 @@ impl std::fmt::Display for TornTail {
 }
 
 /// An episode taken in lean where it was read, with the 1-based line of its record and the file it names
-/// ([`Episode::source_file`]), kept for the error should its id have been met before.
+/// ([`Episode::source_file`]), kept for the error should its id have been met before. The file's name is one
+/// copy for all the records that name it (a string a record was a block made on the reader's thread and freed
+/// on the viewer's: see `SourceFiles` in `lean_reading.rs`).
 #[derive(Clone, Debug)]
 pub struct LeanRecord {
     pub line: u64,
     pub episode: LeanEpisode,
-    pub file: Option<String>,
+    pub file: Option<Arc<str>>,
     /// Counted among the records a watcher has sent and its consumer not yet merged, while there is one
     /// ([`InFlight`]).
     pub(crate) flight: Option<InFlight>,

@@ -100,7 +100,7 @@ impl SpilledText {
     }
 
     fn lean_record(&mut self, line: u64, episode: Episode) -> LeanRecord {
-        let file = episode.source_file().map(str::to_owned);
+        let file = self.reading.source_file(&episode);
         LeanRecord { line, episode: self.reading.take(episode), file, flight: None }
     }
 }
