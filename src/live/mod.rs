@@ -83,7 +83,7 @@ pub fn open_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Res
 pub fn start_as(dir: &Path, from: Option<Layout>, options: &SourceOptions) -> Result<(Run, Tails), RunError> {
     let layout = resolve_layout(dir, from, true)?;
     let source = open_source(dir, layout, options)?;
-    Ok((Run::empty(dir, layout), Tails { source }))
+    Ok((Run::empty_for(dir, layout, source.as_ref()), Tails { source }))
 }
 
 /// For the status bar: when the run last changed and how many lines were skipped as broken.

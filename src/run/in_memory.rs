@@ -61,9 +61,18 @@ pub struct EpisodeIds {
     lines: std::collections::HashMap<[u32; 3], u32, foldhash::fast::FixedState>,
     /// The ids first met past line `u32::MAX`.
     far: std::collections::HashMap<[u32; 3], u64, foldhash::fast::FixedState>,
+    /// The source's ids are unique by construction ([`RunSource::ids_unique`]): none is kept, and none is met
+    /// twice.
+    unique: bool,
 }
 
 impl EpisodeIds {
+    /// The map for the ids `source` delivers: one that keeps none where they are unique by construction (a
+    /// verl dump's, a TRL log's), where it would be most of what a reader of many short rows holds.
+    pub fn for_source(source: &dyn RunSource) -> EpisodeIds {
+        EpisodeIds { unique: source.ids_unique(), ..EpisodeIds::default() }
+    }
+
     fn digest(id: &str) -> [u32; 3] {
         use twox_hash::XxHash3_64;
         let (a, b) = (XxHash3_64::oneshot(id.as_bytes()), XxHash3_64::oneshot_with_seed(ID_SEED, id.as_bytes()));
@@ -72,6 +81,9 @@ impl EpisodeIds {
 
     /// The line `id` was first met on.
     pub fn get(&self, id: &str) -> Option<u64> {
+        if self.unique {
+            return None;
+        }
         let digest = EpisodeIds::digest(id);
         self.lines.get(&digest).map(|&line| u64::from(line)).or_else(|| self.far.get(&digest).copied())
     }
@@ -82,6 +94,9 @@ impl EpisodeIds {
 
     /// `id` met on `line` (a later line for an id met before replaces it).
     pub fn insert(&mut self, id: &str, line: u64) {
+        if self.unique {
+            return;
+        }
         let digest = EpisodeIds::digest(id);
         match u32::try_from(line) {
             Ok(line) => {
@@ -96,7 +111,9 @@ impl EpisodeIds {
     }
 
     pub fn reserve(&mut self, more: usize) {
-        self.lines.reserve(more);
+        if !self.unique {
+            self.lines.reserve(more);
+        }
     }
 
     pub fn clear(&mut self) {
@@ -292,7 +309,7 @@ impl Run {
             check_episodes_file(dir)?;
         }
         let mut source = open_source(dir, layout, options)?;
-        let mut run = Run::empty(dir, layout);
+        let mut run = Run::empty_for(dir, layout, source.as_ref());
         read_once(source.as_mut(), &mut run);
         Ok(run)
     }
@@ -317,15 +334,9 @@ impl Run {
         }
         let mut source = open_source(dir, layout, options)?;
         source.read_in_parts_of(STREAMED_PART_BYTES);
-        // No id can come twice: the ids met need not be kept (on a dump of many short episodes they were the
-        // most of what the read held).
-        let forget_ids = source.ids_unique();
-        let mut run = Run::empty(dir, layout);
+        let mut run = Run::empty_for(dir, layout, source.as_ref());
         let mut take = |run: &mut Run, event: LiveEvent| {
             let applied = apply(run, event);
-            if forget_ids {
-                run.episode_ids = EpisodeIds::default();
-            }
             if applied.episodes_reset {
                 return Err(RunError::ChangedWhileRead(dir.to_path_buf()));
             }
@@ -354,6 +365,12 @@ impl Run {
     /// `metrics.jsonl` (optional).
     pub fn open(dir: &Path) -> Result<Run, RunError> {
         Run::open_as(dir, Some(Layout::Gigscope), &SourceOptions::default())
+    }
+
+    /// [`Run::empty`] for what `source` delivers: its map of ids keeps none where they are unique by
+    /// construction ([`EpisodeIds::for_source`]).
+    pub fn empty_for(dir: &Path, layout: Layout, source: &dyn RunSource) -> Run {
+        Run { episode_ids: EpisodeIds::for_source(source), ..Run::empty(dir, layout) }
     }
 
     /// A run with nothing read yet.

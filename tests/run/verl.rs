@@ -391,7 +391,8 @@ fn broken_lines_are_reported_with_file_and_line_and_the_rest_is_read() {
     fs::write(dir.path().join("3.jsonl"), text).unwrap();
     let run = open(dir.path());
     assert_eq!(run.episodes.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["s3-p_0", "s3-p_1"]);
-    assert_eq!(run.episodes.iter().map(|e| run.episode_ids.get(&e.id)).collect::<Vec<_>>(), [Some(1), Some(5)]);
+    let lines: Vec<&Value> = run.episodes.iter().map(|e| &e.extra["source"]["line"]).collect();
+    assert_eq!(lines, [1, 5]);
     let errors: Vec<(Option<&str>, u64)> = run.errors.iter().map(|e| (e.file.as_deref(), e.line)).collect();
     assert_eq!(errors, [(Some("3.jsonl"), 2), (Some("3.jsonl"), 3), (Some("3.jsonl"), 6)]);
     assert!(run.errors[1].reason.contains("must be a JSON object, found an array"), "{}", run.errors[1]);

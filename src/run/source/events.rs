@@ -93,8 +93,8 @@ pub trait RunSource: Send + std::fmt::Debug {
     fn read_in_parts_of(&mut self, _bytes: u64) {}
 
     /// Whether every episode id this source delivers is unique in the run by construction (named after its
-    /// file and its place there, as a verl dump's are), so that no episode can be a duplicate: a one-shot
-    /// reader that does not keep the episodes ([`crate::run::Run::stream_as`]) then keeps no map of the ids met.
+    /// file and its place there, as a verl dump's are), so that no episode can be a duplicate: a reader then
+    /// keeps no map of the ids met ([`crate::run::Run::empty_for`]), the commands' nor the viewer's.
     fn ids_unique(&self) -> bool {
         false
     }

@@ -132,6 +132,10 @@ impl RunSource for SpilledText {
         self.inner.read_in_parts_of(bytes);
     }
 
+    fn ids_unique(&self) -> bool {
+        self.inner.ids_unique()
+    }
+
     fn read_lean(&mut self, _reading: LeanReading) -> bool {
         true
     }
