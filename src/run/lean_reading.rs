@@ -98,8 +98,8 @@ impl LeanReading {
         }
     }
 
-    /// The file `episode` names ([`Episode::source_file`]), one copy shared by the episodes that name it one
-    /// after another.
+    /// The file `episode` names ([`Episode::source_file`]), one copy shared by every episode that names it
+    /// ([`SourceFiles`]).
     pub(super) fn source_file(&mut self, episode: &Episode) -> Option<Arc<str>> {
         episode.source_file().map(|file| self.files.share(file))
     }

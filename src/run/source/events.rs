@@ -182,8 +182,8 @@ impl std::fmt::Display for TornTail {
 
 /// An episode taken in lean where it was read, with the 1-based line of its record and the file it names
 /// ([`Episode::source_file`]), kept for the error should its id have been met before. The file's name is one
-/// copy for all the records that name it (a string a record was a block made on the reader's thread and freed
-/// on the viewer's: see `SourceFiles` in `lean_reading.rs`).
+/// copy shared by the records that name it, which the reader keeps (a string of each record's own was made on
+/// the reader's thread and freed on the viewer's: see `SourceFiles` in `lean_reading.rs`).
 #[derive(Clone, Debug)]
 pub struct LeanRecord {
     pub line: u64,
