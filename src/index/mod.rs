@@ -690,7 +690,31 @@ impl SearchShared {
                 hints.first().map_or_else(String::new, |h| format!(" at character {}: {}", h.pos + 1, h.message));
             error(format!("syntax error{detail}; {SYNTAX_HELP}"))
         })?;
+        if let Some(field) = field_with_control_character(&ast) {
+            return Err(error(format!("the field name {field:?} holds a control character; {SYNTAX_HELP}")));
+        }
         self.parser.build_query_from_user_input_ast(rewrite(ast)).map_err(|e| error(explain(&e)))
+    }
+}
+
+/// The first field name in the query that holds a control character. No field has one, and tantivy's parser
+/// must not see one: it ends a JSON field's path (`rewards.NAME`) at a NUL byte and splits it at 0x01, and a
+/// range on such a path fails an assertion inside tantivy rather than returning an error.
+fn field_with_control_character(ast: &UserInputAst) -> Option<&str> {
+    match ast {
+        UserInputAst::Clause(children) => children.iter().find_map(|(_, child)| field_with_control_character(child)),
+        UserInputAst::Boost(inner, _) => field_with_control_character(inner),
+        UserInputAst::Leaf(leaf) => {
+            let field = match leaf.as_ref() {
+                UserInputLeaf::Literal(literal) => literal.field_name.as_deref(),
+                UserInputLeaf::Range { field, .. }
+                | UserInputLeaf::Set { field, .. }
+                | UserInputLeaf::Regex { field, .. } => field.as_deref(),
+                UserInputLeaf::Exists { field } => Some(field.as_str()),
+                UserInputLeaf::All => None,
+            };
+            field.filter(|name| name.chars().any(char::is_control))
+        }
     }
 }
 

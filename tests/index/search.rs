@@ -222,6 +222,11 @@ fn bad_queries_say_what_is_wrong() {
     assert!(message("success:maybe").contains("true or false"));
     assert!(message("step:1.5").contains("whole number"));
     assert!(message(r#"action:"buy now"#).contains("syntax error"));
+    // tantivy ends a JSON field's path at a NUL byte and splits it at 0x01: a reward function's name holding
+    // one made tantivy's parser panic (a fuzz finding, tests/fuzz/regressions/webshop_input).
+    for query in ["rewards.a\u{0}b:1", "rewards.a\u{1}b:[0 TO 1]", "rewards.a\u{0}:>1", "step\u{7}:1"] {
+        assert!(message(query).contains("control character"), "{query:?}: {}", message(query));
+    }
 }
 
 #[test]
