@@ -4,7 +4,8 @@
 //! id, one for its steps and a 120-byte record each; held so for a whole run of short episodes it was most of
 //! what a viewer kept (about 200 bytes an episode). The collection keeps the same facts run-wide instead: every
 //! episode's steps in one vector, ids in one string, each group's name once (an index per episode), iteration,
-//! outcome and token counts as columns, where the text is as a packed span read back through one shared
+//! outcome and token counts as columns (iterations as runs of equal values, token counts only once an episode
+//! has some), where the text is as a packed span read back through one shared
 //! [`TextStore`]; text kept in memory or in another file is kept apart, by index, and so are the episodes'
 //! [`LeanExtras`], packed: their values in shared lists, each distinct source and list of reward names once.
 //! Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
@@ -33,10 +34,10 @@ struct Columns {
     group_of: Vec<u32>,
     groups: Vec<Arc<str>>,
     group_index: HashMap<Arc<str>, u32>,
-    iterations: Vec<i64>,
+    iterations: Runs<i64>,
     success: Vec<bool>,
-    tokens: Vec<u64>,
-    token_steps: Vec<u32>,
+    tokens: UntilSet<u64>,
+    token_steps: UntilSet<u32>,
     /// Where each episode's line is in the file `store` reads (a placeholder for those kept `apart`).
     spans: Vec<PackedSpan>,
     /// The file the episodes' lines are in: the first one's store.
@@ -55,6 +56,52 @@ struct Columns {
     sources: Vec<Box<str>>,
     /// Each distinct list of reward names once (a run has one or a few; a TRL log names them on every row).
     reward_names: Vec<Arc<[String]>>,
+}
+
+/// A column of values that change seldom from one episode to the next (a run's episodes come iteration by
+/// iteration): each run of equal values once, as (its first episode, the value). Eight bytes an episode as a
+/// plain column; a few runs here, and at worst (every episode's value unlike the one before) 16 bytes each.
+#[derive(Clone, Debug, Default)]
+struct Runs<T> {
+    starts: Vec<(u32, T)>,
+}
+
+impl<T: Copy + PartialEq> Runs<T> {
+    /// Episode `e`'s value, `e` being the next episode.
+    fn push(&mut self, e: usize, value: T) {
+        if self.starts.last().is_none_or(|&(_, last)| last != value) {
+            self.starts.push((end_u32(e, "episodes"), value));
+        }
+    }
+
+    /// Episode `e`'s value (`e` below the episodes pushed).
+    fn get(&self, e: usize) -> T {
+        let run = self.starts.partition_point(|&(first, _)| first as usize <= e);
+        self.starts[run - 1].1
+    }
+}
+
+/// A column that holds nothing while every value is the default (token counts: a run without a token store
+/// has none), then one value an episode up to the last one set: 12 bytes an episode saved on such runs.
+#[derive(Clone, Debug, Default)]
+struct UntilSet<T> {
+    values: Vec<T>,
+}
+
+impl<T: Copy + Default + PartialEq> UntilSet<T> {
+    fn get(&self, e: usize) -> T {
+        self.values.get(e).copied().unwrap_or_default()
+    }
+
+    fn set(&mut self, e: usize, value: T) {
+        if e >= self.values.len() {
+            if value == T::default() {
+                return;
+            }
+            self.values.resize(e + 1, T::default());
+        }
+        self.values[e] = value;
+    }
 }
 
 /// An index or a length that stands for a part an episode's extras do not have.
@@ -319,7 +366,7 @@ impl LeanEpisodes {
     }
 
     pub fn iteration(&self, e: usize) -> i64 {
-        self.cols.iterations[e]
+        self.cols.iterations.get(e)
     }
 
     /// Episode `e`'s extras, where it has any.
@@ -351,10 +398,10 @@ impl LeanEpisodes {
         LeanEpisodeRef {
             id: self.id(e),
             group: self.group(e),
-            iteration: self.cols.iterations[e],
+            iteration: self.cols.iterations.get(e),
             success: self.cols.success[e],
-            tokens: self.cols.tokens[e],
-            token_steps: self.cols.token_steps[e],
+            tokens: self.cols.tokens.get(e),
+            token_steps: self.cols.token_steps.get(e),
             steps: self.steps(e),
             extras: self.extras(e),
             text: self.text(e),
@@ -431,10 +478,7 @@ impl Columns {
         self.step_ends.reserve(episodes);
         self.id_ends.reserve(episodes);
         self.group_of.reserve(episodes);
-        self.iterations.reserve(episodes);
         self.success.reserve(episodes);
-        self.tokens.reserve(episodes);
-        self.token_steps.reserve(episodes);
         self.spans.reserve(episodes);
     }
 
@@ -450,10 +494,10 @@ impl Columns {
         shrink(&mut self.step_ends);
         shrink(&mut self.id_ends);
         shrink(&mut self.group_of);
-        shrink(&mut self.iterations);
+        shrink(&mut self.iterations.starts);
         shrink(&mut self.success);
-        shrink(&mut self.tokens);
-        shrink(&mut self.token_steps);
+        shrink(&mut self.tokens.values);
+        shrink(&mut self.token_steps.values);
         shrink(&mut self.spans);
         shrink(&mut self.extras);
         shrink(&mut self.extra_values);
@@ -497,10 +541,10 @@ impl Columns {
         self.id_ends.push(end_u32(self.ids.len(), "bytes of ids"));
         let group = self.group_id(episode.group);
         self.group_of.push(group);
-        self.iterations.push(episode.iteration);
+        self.iterations.push(e, episode.iteration);
         self.success.push(episode.success);
-        self.tokens.push(episode.tokens);
-        self.token_steps.push(episode.token_steps);
+        self.tokens.set(e, episode.tokens);
+        self.token_steps.set(e, episode.token_steps);
         if episode.extras != ExtrasRef::default() {
             let packed = self.pack(episode.extras);
             self.extras.push((e, packed));
@@ -523,8 +567,8 @@ impl Columns {
 
     /// Take `tokens` (their sum) as episode `e`'s response lengths, one per step.
     fn set_lengths(&mut self, e: usize, trained: &[u32]) {
-        self.tokens[e] = trained.iter().map(|&n| u64::from(n)).sum();
-        self.token_steps[e] = trained.len() as u32;
+        self.tokens.set(e, trained.iter().map(|&n| u64::from(n)).sum());
+        self.token_steps.set(e, trained.len() as u32);
     }
 }
 
@@ -630,6 +674,44 @@ mod tests {
         }
         assert_eq!((all.at(0).state(0), all.at(0).state(1), all.at(1).state(0)), (Some(7), None, None));
         assert_eq!(all.cols.sources.len(), 1, "one distinct source");
+    }
+
+    proptest::proptest! {
+        /// Iterations kept as runs and token counts kept only once some are set read back as a plain column of
+        /// each would: whatever the order of values, the zeros among them, and lengths set afterwards.
+        #[test]
+        fn iterations_and_token_counts_read_back_as_pushed(
+            pushed in proptest::collection::vec((-2i64..3, proptest::option::of(1u64..50)), 0..40),
+            set_later in proptest::collection::vec((0usize..40, proptest::collection::vec(0u32..9, 0..4)), 0..6),
+        ) {
+            let mut all = LeanEpisodes::default();
+            let mut expected = Vec::new();
+            for (i, &(iteration, tokens)) in pushed.iter().enumerate() {
+                let mut lean = episode(&format!("e{i}"), &[]);
+                lean.iteration = iteration;
+                lean.tokens = tokens.unwrap_or(0);
+                lean.token_steps = u32::from(tokens.is_some());
+                expected.push((lean.iteration, lean.tokens, lean.token_steps));
+                all.push(lean.view(), &[]);
+            }
+            for (e, trained) in set_later.iter().filter(|(e, _)| *e < pushed.len()) {
+                all.set_lengths(*e, trained);
+                expected[*e].1 = trained.iter().map(|&n| u64::from(n)).sum();
+                expected[*e].2 = trained.len() as u32;
+            }
+            let read: Vec<_> = all.iter().map(|e| (e.iteration, e.tokens, e.token_steps)).collect();
+            proptest::prop_assert_eq!(read, expected);
+        }
+    }
+
+    #[test]
+    fn a_run_without_token_counts_keeps_no_column_of_them_and_one_iteration_once() {
+        let mut all = LeanEpisodes::default();
+        for i in 0..100 {
+            all.push(episode(&format!("e{i}"), &[]).view(), &[]);
+        }
+        assert_eq!((all.cols.tokens.values.len(), all.cols.token_steps.values.len()), (0, 0));
+        assert_eq!(all.cols.iterations.starts, vec![(0, 0)]);
     }
 
     #[test]
