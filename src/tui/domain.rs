@@ -213,10 +213,19 @@ enum Release {
     Free(Vec<Episode>),
     /// Lean episodes made on a reader's thread, copied since, and the page names that came with them.
     FreeLean(Vec<LeanEpisode>, Vec<String>),
-    /// The run's settings as a reader's thread made them, copied since.
-    FreeMeta(Box<RunMeta>),
+    /// An event of a few small parts (settings, notices, broken lines, metrics) as a reader's thread made it,
+    /// copied since.
+    FreeEvent(LiveEvent),
     /// Give the freed heap back to the system once what was sent before is freed, then say so (if asked).
     Trim(Option<std::sync::mpsc::SyncSender<()>>),
+}
+
+/// The items of `carried`, in a vector made on this thread (`carried`'s own, emptied, may then go to the release
+/// thread: taking it whole would have this thread free it).
+fn moved_here<T>(carried: &mut Vec<T>) -> Vec<T> {
+    let mut here = Vec::with_capacity(carried.len());
+    here.append(carried);
+    here
 }
 
 /// Hand `work` to the release thread (started on first use), in order; on this thread should it not start.
@@ -241,7 +250,7 @@ fn carry_out(work: Release) {
     match work {
         Release::Free(parsed) => drop(parsed),
         Release::FreeLean(lean, pages) => drop((lean, pages)),
-        Release::FreeMeta(meta) => drop(meta),
+        Release::FreeEvent(event) => drop(event),
         Release::Trim(done) => {
             release_freed_heap();
             if let Some(done) = done {
@@ -529,12 +538,26 @@ impl Domain {
         let mut caught_up = None;
         for event in events {
             let event = match event {
-                LiveEvent::Meta(Some(meta)) => {
-                    let here = Box::new(RunMeta::clone(&meta));
-                    release(Release::FreeMeta(meta));
-                    LiveEvent::Meta(Some(here))
+                // The episodes go to the release thread once merged (`take_episodes`); the vector that carried
+                // them goes now, the run taking them from one of its own.
+                LiveEvent::Episodes(mut carried) => {
+                    let here = moved_here(&mut carried);
+                    release(Release::FreeEvent(LiveEvent::Episodes(carried)));
+                    LiveEvent::Episodes(here)
                 }
-                event => event,
+                LiveEvent::LeanEpisodes { episodes: mut carried, pages } => {
+                    let here = moved_here(&mut carried);
+                    release(Release::FreeEvent(LiveEvent::LeanEpisodes { episodes: carried, pages: Vec::new() }));
+                    LiveEvent::LeanEpisodes { episodes: here, pages }
+                }
+                LiveEvent::Progress { .. } | LiveEvent::Reset(_) => event,
+                // What the run keeps of these, and what it drops of them (a notice that is not kept, a file that
+                // reads again), is a copy made here.
+                small => {
+                    let here = small.clone();
+                    release(Release::FreeEvent(small));
+                    here
+                }
             };
             let mut one = crate::live::apply(&mut self.run, event);
             caught_up =

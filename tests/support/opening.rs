@@ -13,6 +13,12 @@ use gigscope::tui::{Config, State};
 /// in parts in the background, the viewer merges part by part), once the watcher's first scan is over and
 /// merged; with the viewer's reading state, which keeps the watcher.
 pub fn open_the_apps_way(dir: &Path, config: Config) -> (State, Loading) {
+    let (state, loading, _watcher) = open_and_follow(dir, config);
+    (state, loading)
+}
+
+/// [`open_the_apps_way`], and what the watcher reports from then on, while the receiver is kept.
+pub fn open_and_follow(dir: &Path, config: Config) -> (State, Loading, mpsc::Receiver<Reading>) {
     let (mut state, opening) = app::start(dir, None, &Default::default(), config, None).unwrap();
     let (tx, rx) = mpsc::channel();
     opening.spawn(WatchOptions::default(), move |reading| tx.send(reading).is_ok());
@@ -27,5 +33,5 @@ pub fn open_the_apps_way(dir: &Path, config: Config) -> (State, Loading) {
         }
         loading.merge_next(&mut state);
     }
-    (state, loading)
+    (state, loading, rx)
 }

@@ -130,6 +130,63 @@ fn open_counting_frees() {
     drop((state, loading));
 }
 
+/// Run again as a fresh process with `GIGSCOPE_TEST_FREES` set and `GIGSCOPE_TEST_OPEN=DIR` (a gigscope run):
+/// open the run in `DIR` the app's way and follow it while writing to it what the watcher reports in small
+/// events (a broken line beside a good one, a metrics line, a damaged then a good `run.json`), counting the
+/// small blocks this thread frees that another made; print the count. Does nothing otherwise.
+#[test]
+fn follow_counting_frees() {
+    let Some(dir) = std::env::var_os("GIGSCOPE_TEST_OPEN") else { return };
+    if !tagging() {
+        return;
+    }
+    let dir = Path::new(&dir);
+    COUNTING.with(|c| c.set(true));
+    let (mut state, mut loading, watcher) = support::opening::open_and_follow(dir, Config::defaults(false).unwrap());
+    let opened = state.domain.episodes.len();
+    let first = std::fs::read_to_string(dir.join("episodes.jsonl")).unwrap().lines().next().unwrap().to_string();
+    let mut line: serde_json::Value = serde_json::from_str(&first).unwrap();
+    line["id"] = "followed".into();
+    let appended = format!("{line}\n{{\"id\": \"broken\"\n");
+    let mut episodes = std::fs::OpenOptions::new().append(true).open(dir.join("episodes.jsonl")).unwrap();
+    std::io::Write::write_all(&mut episodes, appended.as_bytes()).unwrap();
+    follow_until(&mut state, &mut loading, &watcher, "the appended lines", |s| {
+        s.domain.episodes.len() == opened + 1 && !s.domain.run.errors.is_empty()
+    });
+    std::fs::write(dir.join("metrics.jsonl"), "{\"iteration\": 0, \"loss\": 1.0}\n").unwrap();
+    follow_until(&mut state, &mut loading, &watcher, "the metrics line", |s| !s.domain.run.metrics.is_empty());
+    std::fs::write(dir.join("run.json"), "{\"format\": ").unwrap();
+    follow_until(&mut state, &mut loading, &watcher, "the damaged run.json's notice", |s| {
+        s.domain.run.notices.iter().any(|n| n.contains("run.json"))
+    });
+    std::fs::write(dir.join("run.json"), r#"{"format": "gigscope-run/1", "name": "followed"}"#).unwrap();
+    follow_until(&mut state, &mut loading, &watcher, "the good run.json", |s| {
+        s.domain.run.meta.as_ref().and_then(|m| m.name.as_deref()) == Some("followed")
+    });
+    gigscope::tui::domain::settle_freed_memory();
+    COUNTING.with(|c| c.set(false));
+    println!("episodes {} foreign {} end", state.domain.episodes.len(), FOREIGN_FREES.load(Relaxed));
+    drop((state, loading, watcher));
+}
+
+/// Merge what the watcher reports until `done` holds (a minute at most).
+fn follow_until(
+    state: &mut gigscope::tui::State,
+    loading: &mut gigscope::tui::app::Loading,
+    watcher: &std::sync::mpsc::Receiver<gigscope::tui::app::Reading>,
+    what: &str,
+    done: impl Fn(&gigscope::tui::State) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done(state) {
+        assert!(std::time::Instant::now() < deadline, "the viewer never showed {what}");
+        if let Ok(reading) = watcher.recv_timeout(std::time::Duration::from_millis(50)) {
+            loading.receive(state, reading).unwrap();
+        }
+        loading.merge_next(state);
+    }
+}
+
 /// Writes a run of about the size given into a directory; its rows or steps.
 type WriteRun = fn(&Path, usize) -> usize;
 
@@ -151,4 +208,16 @@ fn the_viewers_thread_frees_no_small_block_a_readers_thread_made() {
         assert!(episodes > 0, "{layout}: read");
         assert_eq!(foreign, 0, "{layout}: small blocks made on another thread and freed on the viewer's");
     }
+}
+
+/// What a watcher reports while the viewer follows a run (notices, broken lines, metrics, settings) is made on
+/// its thread too: the viewer keeps copies of its own, and the events go to the release thread.
+#[test]
+fn following_a_run_the_viewers_thread_frees_no_small_block_a_readers_thread_made() {
+    let dir = tempfile::tempdir().unwrap();
+    short_episodes(dir.path(), 200);
+    let field =
+        open_in_a_fresh_process("thread_frees::follow_counting_frees", dir.path(), &[("GIGSCOPE_TEST_FREES", "1")]);
+    assert_eq!(field("episodes"), 201, "the appended episode read");
+    assert_eq!(field("foreign"), 0, "small blocks made on another thread and freed on the viewer's");
 }
