@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use parquet::basic::{ConvertedType, Type as PhysicalType};
+use parquet::basic::{ConvertedType, Encoding, Type as PhysicalType};
 use parquet::bloom_filter::Sbbf;
 use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
@@ -538,23 +538,36 @@ fn check_column_chunks(metadata: &ParquetMetaData, len: u64) -> Result<(), Parqu
     Ok(())
 }
 
-/// parquet's dictionary decoder makes room for as many values as a dictionary page's header declares before
-/// decoding one (an allocation of tens of GB, and an abort, for a damaged header), so such a page is refused
-/// here: a dictionary's values take at least a byte each. A page that cannot be read at all is left to the
-/// row reader, which names the rows it loses.
-fn check_dictionary_pages(reader: &SerializedFileReader<File>) -> Result<(), ParquetError> {
+/// Pages parquet's readers would abort or panic on, refused here with their row group and column:
+/// - a dictionary page declaring more values than it has bytes: parquet's dictionary decoder makes room for as
+///   many values as the header declares before decoding one (an allocation of tens of GB, and an abort, for a
+///   damaged header), and a dictionary's values take at least a byte each;
+/// - a dictionary-encoded data page before any dictionary page: parquet's column reader expects the dictionary's
+///   decoder to be there (a panic otherwise).
+///
+/// Each column chunk's pages are read once more for this (decompressed, page by page). A page that cannot be read
+/// at all ends the check of its chunk and is left to the row reader, which names the rows it loses.
+fn check_pages(reader: &SerializedFileReader<File>) -> Result<(), ParquetError> {
     for g in 0..reader.num_row_groups() {
         let group = reader.get_row_group(g)?;
         for c in 0..group.num_columns() {
-            let Ok(Some(page)) = group.get_column_page_reader(c).and_then(|mut pages| pages.get_next_page()) else {
-                continue;
-            };
-            if let Page::DictionaryPage { buf, num_values, .. } = &page {
-                if *num_values as usize > buf.len() {
-                    return Err(ParquetError::General(format!(
-                        "row group {g}, column {c}: its dictionary page declares {num_values} values in {} bytes",
-                        buf.len()
-                    )));
+            let Ok(mut pages) = group.get_column_page_reader(c) else { continue };
+            let mut dictionary = false;
+            while let Ok(Some(page)) = pages.get_next_page() {
+                let refused = match &page {
+                    Page::DictionaryPage { buf, num_values, .. } => {
+                        dictionary = true;
+                        (*num_values as usize > buf.len())
+                            .then(|| format!("its dictionary page declares {num_values} values in {} bytes", buf.len()))
+                    }
+                    Page::DataPage { encoding, .. } | Page::DataPageV2 { encoding, .. } => {
+                        let by_dictionary = matches!(encoding, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY);
+                        (by_dictionary && !dictionary)
+                            .then(|| format!("a data page is {encoding}-encoded before any dictionary page"))
+                    }
+                };
+                if let Some(why) = refused {
+                    return Err(ParquetError::General(format!("row group {g}, column {c}: {why}")));
                 }
             }
         }
@@ -570,7 +583,7 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
     let stamp = Stamp::of(&meta);
     let reader = SerializedFileReader::new(file)?;
     check_column_chunks(reader.metadata(), meta.len())?;
-    check_dictionary_pages(&reader)?;
+    check_pages(&reader)?;
     let total = reader.metadata().file_metadata().num_rows().max(0) as u64;
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let columns = classify_columns(&fields);
