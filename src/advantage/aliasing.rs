@@ -138,7 +138,7 @@ pub fn aliasing(episodes: &[Episode], table: &AdvantageTable, rows: &[TruthRow])
             let episode_group = table.anchor_episode_group(a as usize) as usize;
             AnchorStates {
                 anchor_group: a,
-                episode_group: table.episode_groups[episode_group].name.clone(),
+                episode_group: table.episode_groups[episode_group].name.to_string(),
                 rows,
                 states: states.len(),
                 v_spread: hi - lo,

@@ -58,11 +58,14 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
     let (episode_groups, episode_group_of) = group_episodes(input);
     let n = input.episode_count();
     let mut row_offsets = Vec::with_capacity(n + 1);
+    let mut end = 0;
     row_offsets.push(0);
     for e in 0..n {
-        row_offsets.push(row_offsets[e] + input.step_count(e));
+        end += input.step_count(e);
+        // A table of 2³² rows would take more than 64 GiB: more is a bug, not input to report.
+        row_offsets.push(u32::try_from(end).expect("an advantage table of more than 2³² rows"));
     }
-    let rows = vec![EMPTY_ROW; row_offsets[n]];
+    let rows = vec![EMPTY_ROW; end];
     let mut table = AdvantageTable {
         row_offsets,
         rows,
@@ -83,8 +86,8 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
 /// `compute(input, settings)` bit for bit. With another anchor mode it would keep the old grouping: call
 /// [`compute`] (or [`regroup`]) then.
 pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I, settings: &AdvantageSettings) {
-    let same_shape = table.row_offsets.len() == input.episode_count() + 1
-        && table.row_offsets.windows(2).enumerate().all(|(e, o)| input.step_count(e) == o[1] - o[0]);
+    let same_shape = table.episode_count() == input.episode_count()
+        && (0..table.episode_count()).all(|e| input.step_count(e) == table.rows_of(e).len());
     assert!(same_shape, "recompute: the table was computed from other episodes");
     table.rule = RowRule::of(settings);
     table.episode_terms = Vec::new();
@@ -145,8 +148,8 @@ pub fn regroup<I: EngineInput + ?Sized>(
     }
     let mut next = starts.clone();
     let mut members = vec![RowRef { episode: 0, step: 0 }; table.row_count()];
-    for (e, offsets) in table.row_offsets.windows(2).enumerate() {
-        for (t, row) in table.rows[offsets[0]..offsets[1]].iter().enumerate() {
+    for e in 0..table.episode_count() {
+        for (t, row) in table.rows[table.rows_of(e)].iter().enumerate() {
             let at = &mut next[row.step_group as usize];
             members[*at as usize] = RowRef { episode: e as u32, step: t as u32 };
             *at += 1;
@@ -160,14 +163,14 @@ pub fn regroup<I: EngineInput + ?Sized>(
 /// group `g`.
 fn rows_by_group<'r>(
     mut rows: &'r mut [StoredRow],
-    row_offsets: &[usize],
+    row_offsets: &[u32],
     episode_group_of: &[u32],
     episode_groups: &[EpisodeGroup],
 ) -> Vec<Vec<&'r mut [StoredRow]>> {
     let mut parts: Vec<Vec<&mut [StoredRow]>> =
         episode_groups.iter().map(|g| Vec::with_capacity(g.episodes.len())).collect();
     for (e, &g) in episode_group_of.iter().enumerate() {
-        let (episode, rest) = rows.split_at_mut(row_offsets[e + 1] - row_offsets[e]);
+        let (episode, rest) = rows.split_at_mut((row_offsets[e + 1] - row_offsets[e]) as usize);
         parts[g as usize].push(episode);
         rows = rest;
     }

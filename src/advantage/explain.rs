@@ -216,7 +216,7 @@ pub fn explain<I: EngineInput + ?Sized>(
     if e >= episodes.episode_count() || t >= episodes.step_count(e) {
         return None;
     }
-    if e + 1 >= table.row_offsets.len() || t >= table.episode_rows(e).len() {
+    if e >= table.episode_count() || t >= table.episode_rows(e).len() {
         return None;
     }
     let rows = table.episode_rows(e);

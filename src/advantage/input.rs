@@ -9,10 +9,11 @@
 //! none is keyed by its anchor and step index, as in [`KeyedAnchor::ObservationStep`].
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::run::text_on_disk::LeanEpisode;
 use crate::run::{anchor_hash, Episode};
-use crate::run::{LeanEpisodeRef, LeanEpisodes, LeanSlice};
+use crate::run::{IdRef, LeanEpisodeRef, LeanEpisodes, LeanSlice};
 
 /// The anchors the engine groups steps by without comparing text: equal keys, same anchor-state group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,9 +55,13 @@ fn keyed(
 /// A run's episodes in file order, as the engine reads them: `e` is an episode's index, `t` a step's.
 pub trait EngineInput: Sync {
     fn episode_count(&self) -> usize;
-    fn episode_id(&self, e: usize) -> &str;
+    fn episode_id(&self, e: usize) -> IdRef<'_>;
     /// The episode group (same task, same start state).
     fn group(&self, e: usize) -> &str;
+    /// [`Self::group`] to keep: shared with the input where it keeps its names so.
+    fn group_name(&self, e: usize) -> Arc<str> {
+        Arc::from(self.group(e))
+    }
     fn iteration(&self, e: usize) -> i64;
     fn success(&self, e: usize) -> bool;
     fn step_count(&self, e: usize) -> usize;
@@ -88,11 +93,14 @@ where
     fn episode_count(&self) -> usize {
         self.as_slice().episode_count()
     }
-    fn episode_id(&self, e: usize) -> &str {
+    fn episode_id(&self, e: usize) -> IdRef<'_> {
         self.as_slice().episode_id(e)
     }
     fn group(&self, e: usize) -> &str {
         self.as_slice().group(e)
+    }
+    fn group_name(&self, e: usize) -> Arc<str> {
+        self.as_slice().group_name(e)
     }
     fn iteration(&self, e: usize) -> i64 {
         self.as_slice().iteration(e)
@@ -139,8 +147,8 @@ impl EngineInput for [Episode] {
     fn episode_count(&self) -> usize {
         self.len()
     }
-    fn episode_id(&self, e: usize) -> &str {
-        &self[e].id
+    fn episode_id(&self, e: usize) -> IdRef<'_> {
+        IdRef::whole(&self[e].id)
     }
     fn group(&self, e: usize) -> &str {
         &self[e].group
@@ -192,11 +200,16 @@ impl EngineInput for [Episode] {
 /// similarity grouping reads their text back ([`crate::advantage::group_lean`]).
 pub trait LeanInput: EngineInput {
     fn lean(&self, e: usize) -> LeanEpisodeRef<'_>;
+    /// Episode `e`'s group name as the episodes keep it.
+    fn shared_group(&self, e: usize) -> &Arc<str>;
 }
 
 impl LeanInput for [LeanEpisode] {
     fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
         self[e].view()
+    }
+    fn shared_group(&self, e: usize) -> &Arc<str> {
+        &self[e].group
     }
 }
 
@@ -204,11 +217,17 @@ impl LeanInput for LeanEpisodes {
     fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
         self.at(e)
     }
+    fn shared_group(&self, e: usize) -> &Arc<str> {
+        self.group_name(e)
+    }
 }
 
 impl LeanInput for LeanSlice<'_> {
     fn lean(&self, e: usize) -> LeanEpisodeRef<'_> {
         self.at(e)
+    }
+    fn shared_group(&self, e: usize) -> &Arc<str> {
+        self.group_name(e)
     }
 }
 
@@ -219,11 +238,14 @@ macro_rules! lean_engine_input {
             fn episode_count(&self) -> usize {
                 self.len()
             }
-            fn episode_id(&self, e: usize) -> &str {
+            fn episode_id(&self, e: usize) -> IdRef<'_> {
                 self.lean(e).id
             }
             fn group(&self, e: usize) -> &str {
                 self.lean(e).group
+            }
+            fn group_name(&self, e: usize) -> Arc<str> {
+                Arc::clone(self.shared_group(e))
             }
             fn iteration(&self, e: usize) -> i64 {
                 self.lean(e).iteration

@@ -107,7 +107,7 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
             let members = || group.episodes.iter().map(|&e| e as usize);
             let successes = members().filter(|&e| episodes.success(e)).count();
             GroupSummary {
-                name: group.name.clone(),
+                name: group.name.to_string(),
                 episodes: group.episodes.len(),
                 steps: members().map(|e| episodes.step_count(e)).sum(),
                 success_rate: success_recorded.then(|| share(successes, group.episodes.len())),

@@ -4,6 +4,8 @@
 //! groupings ([`super::grouping`]) give its anchor groups, TRL's computation ([`super::trl`]) its episode
 //! terms; views, statistics and the estimators read it.
 
+use std::sync::Arc;
+
 use foldhash::{HashMap, HashMapExt};
 
 use super::input::EngineInput;
@@ -213,7 +215,8 @@ impl AnchorGroups {
 /// One episode group (same task, same start state).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EpisodeGroup {
-    pub name: String,
+    /// Shared with the episodes where they keep their group names so (a viewer's columns).
+    pub name: Arc<str>,
     /// Indices of its episodes, in file order.
     pub episodes: Vec<u32>,
     /// Mean and sample std of the pool the episode baseline was taken over (std 0 for one sample).
@@ -275,8 +278,9 @@ impl ZeroVariance {
 /// The engine's output for a list of episodes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdvantageTable {
-    /// `row_offsets[e]..row_offsets[e + 1]` are episode `e`'s rows (table-wide row indices).
-    pub row_offsets: Vec<usize>,
+    /// `row_offsets[e]..row_offsets[e + 1]` are episode `e`'s rows (table-wide row indices; u32, as a table of
+    /// 2³² rows would take more than 64 GiB): [`AdvantageTable::rows_of`].
+    pub(super) row_offsets: Vec<u32>,
     pub(super) rows: Vec<StoredRow>,
     /// Anchor groups, episode group by episode group, each in order of first appearance.
     pub anchor_groups: AnchorGroups,
@@ -298,10 +302,21 @@ impl AdvantageTable {
         self.rows.len()
     }
 
+    /// The table-wide indices of episode `e`'s rows.
+    pub fn rows_of(&self, e: usize) -> std::ops::Range<usize> {
+        self.row_offsets[e] as usize..self.row_offsets[e + 1] as usize
+    }
+
+    /// The number of episodes.
+    pub fn episode_count(&self) -> usize {
+        self.row_offsets.len().saturating_sub(1)
+    }
+
     /// Episode `e`'s rows, in step order.
     pub fn episode_rows(&self, e: usize) -> Vec<RowAdvantage> {
-        let (start, end) = (self.row_offsets[e], self.row_offsets[e + 1]);
-        let stored = &self.rows[start..end];
+        let range = self.rows_of(e);
+        let start = range.start;
+        let stored = &self.rows[range];
         let group = &self.episode_groups[self.episode_group_of[e] as usize];
         let terms = self.episode_terms.get(e);
         let rule = &self.rule;
@@ -345,16 +360,16 @@ impl AdvantageTable {
 
     /// Step `step` of episode `episode`, if the table has it.
     pub fn get_row(&self, episode: usize, step: usize) -> Option<RowAdvantage> {
-        if episode + 1 >= self.row_offsets.len() {
+        if episode >= self.episode_count() {
             return None;
         }
         self.episode_rows(episode).get(step).copied()
     }
 
-    /// The row of table-wide index `row` (see [`AdvantageTable::row_offsets`]).
+    /// The row of table-wide index `row` (see [`AdvantageTable::rows_of`]).
     pub fn row_at(&self, row: usize) -> RowAdvantage {
-        let e = self.row_offsets.partition_point(|&o| o <= row) - 1;
-        self.episode_rows(e)[row - self.row_offsets[e]]
+        let e = self.row_offsets.partition_point(|&o| o as usize <= row) - 1;
+        self.episode_rows(e)[row - self.rows_of(e).start]
     }
 
     /// The anchor group of every row, in table order.
@@ -373,7 +388,7 @@ impl AdvantageTable {
     }
 
     fn step_group_of(&self, at: RowRef) -> usize {
-        self.rows[self.row_offsets[at.episode as usize] + at.step as usize].step_group as usize
+        self.rows[self.rows_of(at.episode as usize).start + at.step as usize].step_group as usize
     }
 
     /// Anchor group `a`, its statistics derived where the table does not keep them ([`AnchorGroups`]).
@@ -412,8 +427,7 @@ impl AdvantageTable {
 
     /// Row `at`'s return, derived as the engine derived it.
     fn row_return(&self, at: RowRef) -> f64 {
-        let start = self.row_offsets[at.episode as usize];
-        let stored = &self.rows[start..self.row_offsets[at.episode as usize + 1]];
+        let stored = &self.rows[self.rows_of(at.episode as usize)];
         scores_and_returns(stored, &self.rule)[at.step as usize].1
     }
 
@@ -443,7 +457,7 @@ impl AdvantageTable {
             self.row_offsets.push(0);
         }
         let episode_base = self.episode_group_of.len() as u32;
-        let row_base = self.rows.len();
+        let row_base = *self.row_offsets.last().unwrap_or(&0);
         let group_base = self.episode_groups.len() as u32;
         self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
         let anchor_base = self.anchor_groups.len() as u32;
@@ -556,7 +570,7 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
         let name = input.group(e);
         let g = *index.entry(name).or_insert_with(|| {
             groups.push(EpisodeGroup {
-                name: name.to_string(),
+                name: input.group_name(e),
                 episodes: Vec::new(),
                 mean: 0.0,
                 std: 0.0,

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     state.domain.open_with(args.settings.overrides()?)?;
     let frames = match &args.episode {
         Some(id) => {
-            let Some(e) = state.domain.episodes.iter().position(|ep| *ep.id == **id) else {
+            let Some(e) = state.domain.episodes.iter().position(|ep| ep.id == **id) else {
                 bail!("{}: no episode {id:?} in the run", args.run.display());
             };
             let steps = state.domain.episodes.at(e).steps.len();

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::advantage::{AdvantageTable, EngineInput};
+use crate::run::IdRef;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -22,7 +23,7 @@ pub enum Format {
 /// recorded one, and `delta` is stored − recomputed `advantage`.
 #[derive(Serialize)]
 pub struct OutRow<'a> {
-    pub episode: &'a str,
+    pub episode: IdRef<'a>,
     pub group: &'a str,
     pub iteration: i64,
     pub step: usize,
@@ -155,7 +156,7 @@ impl<W: Write> RowWriter<W> {
             Format::Csv => writeln!(
                 out,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                csv_field(r.episode),
+                csv_field(&r.episode.joined()),
                 csv_field(r.group),
                 r.iteration,
                 r.step,
@@ -214,7 +215,7 @@ fn json_line(line: &mut Vec<u8>, r: &OutRow<'_>) {
         _ => line.extend_from_slice(b"null"),
     };
     line.extend_from_slice(b"{\"episode\":");
-    json_str(line, r.episode);
+    json_str(line, &r.episode.joined());
     line.extend_from_slice(b",\"group\":");
     json_str(line, r.group);
     line.extend_from_slice(b",\"iteration\":");
@@ -391,7 +392,7 @@ mod tests {
         ) {
             let [reward, ret, stored, delta] = [numbers[0], numbers[1], numbers[2], numbers[4]];
             let row = OutRow {
-                episode: &episode,
+                episode: crate::run::IdRef::whole(&episode),
                 group: &group,
                 iteration,
                 step,

@@ -29,8 +29,8 @@ use crate::advantage::{
 };
 use crate::run::text_on_disk::{LeanEpisode, LeanStep};
 use crate::run::tokens::{count_lengths, Lengths, TokenStore};
-use crate::run::LeanReading;
 use crate::run::{parse_json, Episode, JsonlTail, EPISODES_FILE};
+use crate::run::{IdRef, LeanReading};
 
 /// What the first pass reads of a line.
 #[derive(Deserialize)]
@@ -65,7 +65,7 @@ impl Done {
     fn of<'a>(mut rows: impl Iterator<Item = OutRow<'a>>) -> Option<Self> {
         let first = rows.next()?;
         let mut done = Done {
-            episode: first.episode.to_owned(),
+            episode: first.episode.to_string(),
             group: first.group.to_owned(),
             iteration: first.iteration,
             rows: Vec::new(),
@@ -87,7 +87,7 @@ impl Done {
     fn out<'a>(&'a self, row: &OwnedRow) -> OutRow<'a> {
         let [episode_advantage, step_advantage, advantage] = row.numbers;
         OutRow {
-            episode: &self.episode,
+            episode: IdRef::whole(&self.episode),
             group: &self.group,
             iteration: self.iteration,
             step: row.step,

@@ -73,7 +73,7 @@ impl PrefixDigest {
     /// hash of its exact anchor (the same whether the episode is held with its text or without it).
     pub(crate) fn episode(&mut self, source: &(impl IndexSource + ?Sized), e: usize) {
         let steps = source.step_count(e);
-        self.bytes(source.episode_id(e).as_bytes());
+        self.bytes(source.episode_id(e).joined().as_bytes());
         self.bytes(source.group(e).as_bytes());
         self.bytes(&source.iteration(e).to_le_bytes());
         self.bytes(&(steps as u64).to_le_bytes());

@@ -339,7 +339,7 @@ impl TrajectoryIndex {
         mut progress: impl FnMut(Progress) -> ControlFlow<()>,
     ) -> Result<UpdateStats, IndexError> {
         let n = episodes.episode_count();
-        let table_episodes = table.row_offsets.len().saturating_sub(1);
+        let table_episodes = table.episode_count();
         if table_episodes != n || table.episode_group_of.len() != n {
             return Err(IndexError::TableMismatch { table: table_episodes, episodes: n });
         }
@@ -361,7 +361,7 @@ impl TrajectoryIndex {
 
         let (dir, failures) = (self.dir.clone(), self.failures.clone());
         let tantivy_err = |source| write_error(&dir, &failures, source);
-        let new_steps = table.row_offsets[n] - table.row_offsets[start];
+        let new_steps = (start..n).map(|e| table.rows_of(e).len()).sum::<usize>();
         let mut writer = self.writer(new_steps >= BULK_STEPS)?;
         if rebuilt {
             writer.delete_all_documents().map_err(tantivy_err)?;

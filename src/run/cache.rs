@@ -454,7 +454,7 @@ impl Output {
     }
 
     fn episode(&mut self, episode: &LeanEpisodeRef<'_>, span: &LineSpan) {
-        self.bytes_field(episode.id.as_bytes());
+        self.bytes_field(episode.id.joined().as_bytes());
         self.bytes_field(episode.group.as_bytes());
         self.u64(episode.iteration as u64);
         self.u8(u8::from(episode.success));

@@ -27,7 +27,8 @@ struct Columns {
     /// Ends are u32: 2³² steps would take more than 64 GiB here.
     steps: Vec<LeanStep>,
     step_ends: Vec<u32>,
-    /// The ids, one after another; episode `e`'s ends at `id_ends[e]` (below 4 GiB of ids, as for the steps).
+    /// The ids, one after another; episode `e`'s ends at `id_ends[e]` (below 2 GiB of ids), with
+    /// [`AFTER_GROUP`] set where only the rest after its group's name is kept.
     ids: String,
     id_ends: Vec<u32>,
     /// Each episode's group, an index into `groups` (each name once, `group_index` finds it).
@@ -103,6 +104,9 @@ impl<T: Copy + Default + PartialEq> UntilSet<T> {
         self.values[e] = value;
     }
 }
+
+/// Set in an episode's `id_ends` where the id kept is the rest after its group's name ([`IdRef`]).
+const AFTER_GROUP: u32 = 1 << 31;
 
 /// An index or a length that stands for a part an episode's extras do not have.
 const ABSENT: u32 = u32::MAX;
@@ -223,11 +227,119 @@ impl<'a> TextAt<'a> {
     }
 }
 
+/// An episode's id, borrowed: `head` then `tail`. The columns keep an id that begins with its group's name as
+/// the rest alone (a trainer's ids are mostly the group's name and a number: 42 bytes a verl row, most of them
+/// the group's name again), and give the group's name as its head; an id kept whole is all tail.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdRef<'a> {
+    head: &'a str,
+    tail: &'a str,
+}
+
+impl<'a> IdRef<'a> {
+    /// `id`, kept whole.
+    pub fn whole(id: &'a str) -> IdRef<'a> {
+        IdRef { head: "", tail: id }
+    }
+
+    /// The id in one piece: borrowed when it is kept whole, else a copy.
+    pub fn joined(&self) -> std::borrow::Cow<'a, str> {
+        if self.head.is_empty() {
+            std::borrow::Cow::Borrowed(self.tail)
+        } else {
+            std::borrow::Cow::Owned([self.head, self.tail].concat())
+        }
+    }
+
+    /// What follows `prefix` in the id, when the id begins with it.
+    fn after(&self, prefix: &str) -> Option<&'a str> {
+        if self.head.is_empty() {
+            self.tail.strip_prefix(prefix)
+        } else {
+            (self.head == prefix).then_some(self.tail)
+        }
+    }
+
+    /// The id's pieces, in order.
+    fn pieces(&self) -> [&'a str; 2] {
+        [self.head, self.tail]
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its bytes, in order.
+    fn bytes(&self) -> impl Iterator<Item = u8> + 'a {
+        self.head.bytes().chain(self.tail.bytes())
+    }
+}
+
+impl PartialEq for IdRef<'_> {
+    fn eq(&self, other: &IdRef<'_>) -> bool {
+        self.len() == other.len() && self.bytes().eq(other.bytes())
+    }
+}
+
+impl Eq for IdRef<'_> {}
+
+impl PartialEq<str> for IdRef<'_> {
+    fn eq(&self, other: &str) -> bool {
+        other.len() == self.len() && other.starts_with(self.head) && other[self.head.len()..] == *self.tail
+    }
+}
+
+impl PartialEq<String> for IdRef<'_> {
+    fn eq(&self, other: &String) -> bool {
+        *self == **other
+    }
+}
+
+impl PartialEq<&str> for IdRef<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
+impl PartialOrd for IdRef<'_> {
+    fn partial_cmp(&self, other: &IdRef<'_>) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for IdRef<'_> {
+    /// As the ids' strings compare.
+    fn cmp(&self, other: &IdRef<'_>) -> std::cmp::Ordering {
+        self.bytes().cmp(other.bytes())
+    }
+}
+
+impl serde::Serialize for IdRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.joined())
+    }
+}
+
+impl std::fmt::Display for IdRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.head.is_empty() {
+            f.pad(self.tail)
+        } else {
+            f.pad(&self.joined())
+        }
+    }
+}
+
 /// One episode of a [`LeanEpisodes`] (or a [`LeanEpisode`]), borrowed: the fields and accessors of a
 /// [`LeanEpisode`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeanEpisodeRef<'a> {
-    pub id: &'a str,
+    pub id: IdRef<'a>,
     pub group: &'a str,
     pub iteration: i64,
     pub success: bool,
@@ -295,7 +407,7 @@ impl LeanEpisode {
     /// Borrowed as one of a [`LeanEpisodes`].
     pub fn view(&self) -> LeanEpisodeRef<'_> {
         LeanEpisodeRef {
-            id: &self.id,
+            id: IdRef::whole(&self.id),
             group: &self.group,
             iteration: self.iteration,
             success: self.success,
@@ -356,12 +468,24 @@ impl LeanEpisodes {
     }
 
     /// Episode `e`'s id (`e` below [`Self::len`]).
-    pub fn id(&self, e: usize) -> &str {
-        &self.cols.ids[Self::range(&self.cols.id_ends, e)]
+    pub fn id(&self, e: usize) -> IdRef<'_> {
+        let cols = &*self.cols;
+        let start = if e == 0 { 0 } else { (cols.id_ends[e - 1] & !AFTER_GROUP) as usize };
+        let end = cols.id_ends[e];
+        let kept = &cols.ids[start..(end & !AFTER_GROUP) as usize];
+        match end & AFTER_GROUP {
+            0 => IdRef::whole(kept),
+            _ => IdRef { head: self.group(e), tail: kept },
+        }
     }
 
     /// Episode `e`'s group name (`e` below [`Self::len`]).
     pub fn group(&self, e: usize) -> &str {
+        self.group_name(e)
+    }
+
+    /// Episode `e`'s group name as the columns keep it, to share (`e` below [`Self::len`]).
+    pub fn group_name(&self, e: usize) -> &Arc<str> {
         &self.cols.groups[self.cols.group_of[e] as usize]
     }
 
@@ -537,8 +661,14 @@ impl Columns {
             |s: &LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..*s };
         self.steps.extend(episode.steps.iter().map(renumber));
         self.step_ends.push(end_u32(self.steps.len(), "steps"));
-        self.ids.push_str(episode.id);
-        self.id_ends.push(end_u32(self.ids.len(), "bytes of ids"));
+        let rest = episode.id.after(episode.group);
+        match rest {
+            Some(rest) => self.ids.push_str(rest),
+            None => episode.id.pieces().into_iter().for_each(|piece| self.ids.push_str(piece)),
+        }
+        let end = end_u32(self.ids.len(), "bytes of ids");
+        assert!(end < AFTER_GROUP, "LeanEpisodes: more than 2³¹ bytes of ids");
+        self.id_ends.push(if rest.is_some() { end | AFTER_GROUP } else { end });
         let group = self.group_id(episode.group);
         self.group_of.push(group);
         self.iterations.push(e, episode.iteration);
@@ -613,6 +743,12 @@ impl<'a> LeanSlice<'a> {
 
     pub fn iter(&self) -> impl Iterator<Item = LeanEpisodeRef<'a>> + '_ {
         (0..self.len).map(|e| self.at(e))
+    }
+
+    /// Episode `e`'s group name as the columns keep it ([`LeanEpisodes::group_name`]).
+    pub fn group_name(&self, e: usize) -> &'a Arc<str> {
+        assert!(e < self.len, "LeanSlice: episode {e} of {}", self.len);
+        self.all.group_name(self.start + e)
     }
 }
 
@@ -704,6 +840,41 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Every id reads back as pushed, whether or not it begins with its group's name (kept then as the rest
+        /// alone), also once copied into another collection; ids compare, order and print as their strings do;
+        /// an id that begins with its group's name keeps only the rest.
+        #[test]
+        fn ids_read_back_as_pushed_and_compare_as_their_strings(
+            pushed in proptest::collection::vec(("[ab]{0,3}", "[ab_]{0,3}", proptest::bool::ANY), 1..30),
+        ) {
+            let mut all = LeanEpisodes::default();
+            let mut expected = Vec::new();
+            for (group, rest, after_group) in &pushed {
+                let id = if *after_group { format!("{group}{rest}") } else { rest.clone() };
+                let mut lean = episode(&id, &[]);
+                lean.group = group.as_str().into();
+                all.push(lean.view(), &[]);
+                expected.push(id);
+            }
+            let copied = all.part(0..all.len());
+            for e in 0..all.len() {
+                let (id, copy) = (all.id(e), copied.id(e));
+                proptest::prop_assert_eq!(id.to_string(), expected[e].clone());
+                proptest::prop_assert_eq!(copy.joined(), expected[e].as_str());
+                proptest::prop_assert!(id == *expected[e] && id == copy && id.len() == expected[e].len());
+                for f in 0..all.len() {
+                    proptest::prop_assert_eq!(id.cmp(&all.id(f)), expected[e].cmp(&expected[f]));
+                    proptest::prop_assert_eq!(id == all.id(f), expected[e] == expected[f]);
+                }
+            }
+            let whole: usize = expected.iter().map(String::len).sum();
+            let beginning_with_group = expected.iter().zip(&pushed).filter(|(id, (g, ..))| id.starts_with(g.as_str()));
+            let saved: usize = beginning_with_group.map(|(_, (g, ..))| g.len()).sum();
+            proptest::prop_assert_eq!(all.cols.ids.len(), whole - saved);
+        }
+    }
+
     #[test]
     fn a_run_without_token_counts_keeps_no_column_of_them_and_one_iteration_once() {
         let mut all = LeanEpisodes::default();
@@ -723,6 +894,6 @@ mod tests {
         all.push(episode("b", &["x"]).view(), &[]);
         assert!(!Arc::ptr_eq(&all.cols, &snapshot.cols));
         assert_eq!((all.len(), snapshot.len()), (2, 1));
-        assert_eq!((snapshot.id(0), all.id(0), all.id(1)), ("a", "a", "b"));
+        assert_eq!([snapshot.id(0), all.id(0), all.id(1)].map(|id| id.to_string()), ["a", "a", "b"]);
     }
 }

@@ -49,7 +49,7 @@ pub use in_memory::{
 pub(crate) use jsonl::parse_json;
 pub use jsonl::{JsonlTail, TailBatch, TailPosition};
 pub use layout::Layout;
-pub use lean_episodes::{LeanEpisodeRef, LeanEpisodes, LeanSlice, TextAt};
+pub use lean_episodes::{IdRef, LeanEpisodeRef, LeanEpisodes, LeanSlice, TextAt};
 pub use lean_reading::{ClassifierOf, LeanReading};
 pub use source::SourceOptions;
 pub use span::{line_checksum, LineSpan, ReadFrom};

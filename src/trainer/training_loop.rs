@@ -298,7 +298,7 @@ impl<T: Tasks> Trainer<T> {
         };
         let mut samples = Vec::with_capacity(table.row_count());
         for (e, (episode, slot)) in episodes.iter_mut().zip(slots).enumerate() {
-            let advantages = row_advantages[table.row_offsets[e]..table.row_offsets[e + 1]].to_vec();
+            let advantages = row_advantages[table.rows_of(e)].to_vec();
             for ((decision, chosen), (step, a)) in slot.decisions.into_iter().zip(episode.steps.iter().zip(&advantages))
             {
                 samples.push(Sample {

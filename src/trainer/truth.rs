@@ -165,7 +165,7 @@ fn plan_groups(
     run_name: &str,
     table: &advantage::AdvantageTable,
 ) -> Result<Vec<GroupJob>, TruthError> {
-    let ids: Vec<&str> = table.episode_groups.iter().map(|g| g.name.as_str()).collect();
+    let ids: Vec<&str> = table.episode_groups.iter().map(|g| &*g.name).collect();
     let chosen: Vec<usize> = match &request.groups {
         TruthGroups::All => (0..ids.len()).collect(),
         TruthGroups::Sample { n } => {

@@ -70,7 +70,7 @@ pub fn group_rows(domain: &Domain, group: u32) -> Vec<RowRef> {
 pub fn episode(domain: &Domain, e: u32) -> Arc<Episode> {
     domain.read_episode(e as usize).unwrap_or_else(|_| {
         let lean = &domain.episodes.at(e as usize);
-        Arc::new(Episode::new(lean.id, lean.group, Vec::new()))
+        Arc::new(Episode::new(lean.id.to_string(), lean.group, Vec::new()))
     })
 }
 

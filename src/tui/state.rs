@@ -433,7 +433,7 @@ impl State {
     /// Select the episode group named `name`, in the group view; `false` when the run has no such group.
     pub fn select_group(&mut self, name: &str) -> bool {
         let table = &self.domain.derived.table;
-        let Some(g) = table.episode_groups.iter().position(|g| g.name == name) else { return false };
+        let Some(g) = table.episode_groups.iter().position(|g| *g.name == *name) else { return false };
         let Some(&first) = table.episode_groups[g].episodes.first() else { return false };
         self.select_row(first as usize, 0);
         self.ui.view = View::Groups;

@@ -21,7 +21,7 @@ pub fn jump(state: &mut State) -> Effects {
     let (what, outlier) = list[next];
     let (id, step, value, total) = (outlier.episode.clone(), outlier.step, outlier.value, list.len());
     state.ui.episode.token_jump = Some(next);
-    let found = state.domain.episodes.iter().position(|e| *e.id == *id);
+    let found = state.domain.episodes.iter().position(|e| e.id == *id);
     match found {
         Some(e) if (step as usize) < state.domain.episodes.at(e).steps.len() => {
             state.select_row(e, step as usize);

@@ -91,7 +91,7 @@ fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
         run_dir: run.dir.clone(),
         run_name,
         iteration,
-        group: group.name.clone(),
+        group: group.name.to_string(),
         rollouts: existing.as_ref().map_or(DEFAULT_ROLLOUTS, |f| f.header.rollouts),
         seed: existing.as_ref().map_or(0, |f| f.header.seed),
         episodes,

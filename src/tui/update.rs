@@ -31,8 +31,8 @@ pub fn read_shown_text(state: &mut State) {
     let shown = component(state.ui.view).shown_episodes(state);
     state.domain.show(shown);
     let strip = (state.ui.view == View::Episode).then(|| state.episode_index()).flatten();
-    let episode = strip.and_then(|e| state.domain.episodes.get(e)).map(|ep| ep.id);
-    state.domain.tokens.show(episode);
+    let episode = strip.and_then(|e| state.domain.episodes.get(e)).map(|ep| ep.id.joined());
+    state.domain.tokens.show(episode.as_deref());
 }
 
 /// What the view about to be drawn shows and takes long enough to keep: the estimators view's columns of the
@@ -275,7 +275,7 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
         if state.ui.follow {
             jump_to_newest(state);
         } else if applied.episodes_reset {
-            if let Some(e) = selected_id.and_then(|id| state.domain.episodes.iter().position(|x| x.id == id)) {
+            if let Some(e) = selected_id.and_then(|id| state.domain.episodes.iter().position(|x| x.id == *id)) {
                 state.select_row(e, selected_step);
             }
         }

@@ -238,7 +238,7 @@ fn arb_settings() -> impl Strategy<Value = AdvantageSettings> {
 fn pool_rows(table: &AdvantageTable, g: usize, pooling: Pooling) -> Vec<usize> {
     let mut rows = Vec::new();
     for &e in &table.episode_groups[g].episodes {
-        let range = table.row_offsets[e as usize]..table.row_offsets[e as usize + 1];
+        let range = table.rows_of(e as usize);
         match pooling {
             Pooling::Steps => rows.extend(range),
             Pooling::Trajectories => rows.extend(range.take(1)),

@@ -528,7 +528,7 @@ proptest! {
         let out = column(EstimatorKind::QMinusV, &run, &base, &EstimatorSettings::default());
         let table = advantage::compute(&run, &base);
         for group in table.anchor_groups() {
-            let sum: f64 = group.members.iter().map(|m| out.advantages[table.row_offsets[m.episode as usize] + m.step as usize]).sum();
+            let sum: f64 = group.members.iter().map(|m| out.advantages[table.rows_of(m.episode as usize).start + m.step as usize]).sum();
             prop_assert!(sum.abs() < 1e-9, "sum {}", sum);
         }
     }
@@ -569,7 +569,7 @@ proptest! {
             let out = column(kind, &run, &base, &EstimatorSettings::default());
             let a_step = out.term_column("A_step").unwrap_or_default();
             for group in &table.episode_groups {
-                let rows: Vec<usize> = group.episodes.iter().flat_map(|&e| table.row_offsets[e as usize]..table.row_offsets[e as usize + 1]).collect();
+                let rows: Vec<usize> = group.episodes.iter().flat_map(|&e| table.rows_of(e as usize)).collect();
                 let mean = rows.iter().map(|&r| table.row_at(r).ret).sum::<f64>() / rows.len() as f64;
                 for &r in &rows {
                     prop_assert!(close(a_step[r], table.row_at(r).ret - mean, 1e-9), "{}: {} vs {}", kind, a_step[r], table.row_at(r).ret - mean);

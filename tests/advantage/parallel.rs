@@ -19,8 +19,10 @@ use sha2::{Digest, Sha256};
 fn fingerprint(table: &AdvantageTable) -> String {
     let mut h = Sha256::new();
     let mut put = |x: u64| h.update(x.to_le_bytes());
-    for &o in &table.row_offsets {
-        put(o as u64);
+    // The row offsets, from the first episode's start (0).
+    put(0);
+    for e in 0..table.episode_count() {
+        put(table.rows_of(e).end as u64);
     }
     for r in table.rows() {
         for v in [r.reward, r.score, r.ret, r.episode_advantage, r.step_advantage, r.advantage] {

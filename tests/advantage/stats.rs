@@ -37,7 +37,7 @@ fn zero_variance_follows_the_engines_pool_and_says_why() {
     let settings = AdvantageSettings::default();
     assert!(settings.invalid_penalty > 0.0);
     let table = compute(&run, &settings);
-    let verdicts: Vec<_> = table.episode_groups.iter().map(|g| (g.name.as_str(), g.zero_variance)).collect();
+    let verdicts: Vec<_> = table.episode_groups.iter().map(|g| (&*g.name, g.zero_variance)).collect();
     assert_eq!(
         verdicts,
         [("penalty", None), ("tiny", Some(ZeroVariance::StdBelowEpsilon)), ("signed", Some(ZeroVariance::EqualScores))]

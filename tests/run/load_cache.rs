@@ -92,7 +92,7 @@ fn a_second_open_takes_the_cache_and_equals_the_first() {
     );
     // The text of a cached episode is read back from the file.
     let last = second.domain.episodes.len() - 1;
-    assert_eq!(*second.domain.read_episode(last).unwrap().id, *second.domain.episodes.at(last).id);
+    assert_eq!(second.domain.read_episode(last).unwrap().id, second.domain.episodes.at(last).id.to_string());
 }
 
 #[test]

@@ -22,7 +22,7 @@ pub fn render(s: &State) -> String {
 pub fn open_group(s: &mut State, name: &str) {
     keys(s, &[Action::Open]);
     for _ in 0..s.current_groups().len() {
-        if s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name == name {
+        if *s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name == *name {
             return;
         }
         keys(s, &[Action::NextItem]);

@@ -157,7 +157,7 @@ fn a_group_read_half_written_waits_for_its_rest_and_is_merged_whole() {
     }
     assert_eq!(s.domain.episodes.len(), before + 6);
     let last = s.domain.derived.table.episode_groups.last().unwrap();
-    assert_eq!((last.name.as_str(), last.episodes.len()), ("new-g", 4), "the group merged whole");
+    assert_eq!((&*last.name, last.episodes.len()), ("new-g", 4), "the group merged whole");
     assert!(!loading.merging(&s), "the last group held back");
     // Nothing follows a last group: it is merged once its time is up, when the main loop wakes for it.
     let mut loading = Loading::holding_back_for(std::time::Duration::from_millis(100));

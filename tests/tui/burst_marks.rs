@@ -66,7 +66,7 @@ fn marks(s: &State) -> Vec<(i64, String, Option<u32>)> {
         .map(|g| {
             let eg = &t.episode_groups[g as usize];
             let iteration = s.domain.episodes.at(eg.episodes[0] as usize).iteration;
-            (iteration, eg.name.clone(), s.domain.group_burst(&bursts, g))
+            (iteration, eg.name.to_string(), s.domain.group_burst(&bursts, g))
         })
         .collect()
 }

@@ -100,7 +100,7 @@ fn credit_view_lists_behaviours_and_opens_their_rows() {
     act(&mut s, Action::Open);
     assert_eq!(s.ui.view, View::Episode);
     let e = s.episode_index().unwrap();
-    assert_eq!((s.domain.episodes.at(e).id, s.ui.sel.step), ("a", 0));
+    assert_eq!((s.domain.episodes.at(e).id.to_string(), s.ui.sel.step), ("a".to_string(), 0));
 }
 
 /// The cells of the screen's line showing `text`, split at spaces.

@@ -70,7 +70,7 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
                 s.apply_settings();
                 for row in &rows {
                     let id = row["episode"].as_str().unwrap();
-                    let e = s.domain.episodes.iter().position(|x| *x.id == *id).unwrap();
+                    let e = s.domain.episodes.iter().position(|x| x.id == *id).unwrap();
                     let t = row["step"].as_u64().unwrap() as usize;
                     s.select_row(e, t);
                     update(&mut s, Msg::Action(Action::Anchor));
@@ -130,7 +130,7 @@ fn the_panel_shows_the_engines_numbers_for_every_estimator_and_norm() {
 fn the_headline_survives_80x24_and_the_panel_scrolls() {
     let mut s = open(Path::new(RUN), Config::defaults(false).unwrap(), (80, 24)).unwrap().0;
     update(&mut s, Msg::Action(Action::Open));
-    while s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
+    while &*s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
         update(&mut s, Msg::Action(Action::NextItem));
     }
     update(&mut s, Msg::Action(Action::Open));

@@ -140,7 +140,7 @@ fn a_group_played_by_hand_is_written_whole_and_then_selected() {
     let last = s.domain.derived.iterations.last().unwrap();
     assert!(last.is_play() && last.stats.groups.len() == 1, "{last:?}");
     assert!(s.domain.derived.iterations[..s.domain.derived.iterations.len() - 1].iter().all(|i| !i.is_play()));
-    assert_eq!(s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name, group);
+    assert_eq!(*s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name, *group);
     assert!(s.jobs.pending_group.is_none());
     let row = s.row_ref().unwrap();
     assert_eq!(s.domain.derived.table.anchor_group_of(row).members.len(), 2);

@@ -27,7 +27,7 @@ fn render(s: &State) -> String {
 /// The socks group (the core issue's worked example), first trajectory.
 fn socks(s: &mut State) {
     keys(s, &[Action::Open]);
-    while s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
+    while &*s.domain.derived.table.episode_groups[s.ui.sel.group as usize].name != "socks-it0" {
         keys(s, &[Action::NextItem]);
     }
 }

@@ -45,7 +45,7 @@ impl Ctx<'_> {
         for &e in &group.episodes {
             let e = e as usize;
             let start = view.rows.len();
-            view.rows.extend(self.table.row_offsets[e]..self.table.row_offsets[e + 1]);
+            view.rows.extend(self.table.rows_of(e));
             view.steps.extend(&self.episodes[e].steps);
             view.values.extend(self.table.episode_rows(e));
             view.spans.push((e, start..view.rows.len()));
@@ -68,7 +68,7 @@ impl Ctx<'_> {
         let width = term_names.len();
         EstimatorOutput {
             kind,
-            row_offsets: self.table.row_offsets.clone(),
+            row_offsets: self.table.row_offsets.iter().map(|&o| o as usize).collect(),
             advantages: vec![0.0; n],
             term_names,
             terms: vec![f64::NAN; n * width],

@@ -65,8 +65,8 @@ pub fn compute_with_table(
     settings: &EstimatorSettings,
     env: &EnvInputs<'_>,
 ) -> Result<EstimatorOutput, EstimatorError> {
-    let same_shape = table.row_offsets.len() == episodes.len() + 1
-        && episodes.iter().zip(table.row_offsets.windows(2)).all(|(e, o)| e.steps.len() == o[1] - o[0])
+    let same_shape = table.episode_count() == episodes.len()
+        && episodes.iter().enumerate().all(|(e, episode)| episode.steps.len() == table.rows_of(e).len())
         && table.episode_group_of.len() == episodes.len();
     if !same_shape {
         return Err(EstimatorError::TableMismatch(kind));
@@ -121,7 +121,7 @@ fn engine_column(kind: EstimatorKind, ctx: &Ctx<'_>) -> EstimatorOutput {
     let width = names.len();
     for (e, &g) in table.episode_group_of.iter().enumerate() {
         let group = &table.episode_groups[g as usize];
-        for (row, r) in (table.row_offsets[e]..).zip(table.episode_rows(e)) {
+        for (row, r) in table.rows_of(e).zip(table.episode_rows(e)) {
             out.advantages[row] = r.advantage;
             let terms = &mut out.terms[row * width..(row + 1) * width];
             match kind {

@@ -128,7 +128,7 @@ impl Run {
                 let adv = api::advantages(data, &flags)?;
                 let rows: Vec<api::AdvantageRow<'_>> = api::advantage_rows(data, &adv).collect();
                 let columns: Vec<ArrayRef> = vec![
-                    strings(rows.iter().map(|r| r.episode)),
+                    strings(rows.iter().map(|r| r.episode.joined())),
                     strings(rows.iter().map(|r| r.group)),
                     ints(rows.iter().map(|r| r.iteration)),
                     ints(rows.iter().map(|r| r.step as i64)),
@@ -270,7 +270,7 @@ fn main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     (0..=u8::MAX).find(|&n| ExitCode::from(n) == code).unwrap_or(1)
 }
 
-fn strings<'a>(values: impl Iterator<Item = &'a str>) -> ArrayRef {
+fn strings(values: impl Iterator<Item = impl AsRef<str>>) -> ArrayRef {
     Arc::new(StringArray::from_iter_values(values))
 }
 

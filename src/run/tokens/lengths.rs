@@ -8,6 +8,8 @@
 //! at all: one step missing from the store, or indexed without `trained`, leaves the episode its recorded
 //! lengths, so an episode's mean never mixes counts with estimates.
 
+use std::borrow::Cow;
+
 use super::store::TokenStore;
 use crate::run::text_on_disk::LeanEpisode;
 use crate::run::{Episode, LeanEpisodes};
@@ -74,7 +76,7 @@ impl Counted for LeanEpisode {
 /// Episodes by index whose steps' lengths can be replaced: a slice of [`Counted`], or a viewer's columns.
 pub trait CountedEpisodes {
     fn count(&self) -> usize;
-    fn id(&self, e: usize) -> &str;
+    fn id(&self, e: usize) -> Cow<'_, str>;
     fn step_count(&self, e: usize) -> usize;
     /// Take `trained[t]` as step `t`'s length of episode `e`.
     fn set_lengths(&mut self, e: usize, trained: &[u32]);
@@ -84,8 +86,8 @@ impl<E: Counted> CountedEpisodes for [E] {
     fn count(&self) -> usize {
         self.len()
     }
-    fn id(&self, e: usize) -> &str {
-        self[e].id()
+    fn id(&self, e: usize) -> Cow<'_, str> {
+        Cow::Borrowed(self[e].id())
     }
     fn step_count(&self, e: usize) -> usize {
         self[e].step_count()
@@ -99,8 +101,8 @@ impl CountedEpisodes for LeanEpisodes {
     fn count(&self) -> usize {
         self.len()
     }
-    fn id(&self, e: usize) -> &str {
-        LeanEpisodes::id(self, e)
+    fn id(&self, e: usize) -> Cow<'_, str> {
+        LeanEpisodes::id(self, e).joined()
     }
     fn step_count(&self, e: usize) -> usize {
         self.steps(e).len()
@@ -115,7 +117,7 @@ impl CountedEpisodes for LeanEpisodes {
 pub fn count_lengths<C: CountedEpisodes + ?Sized>(store: &TokenStore, episodes: &mut C, from: usize) -> Lengths {
     let mut lengths = Lengths { counted: 0, episodes: episodes.count().saturating_sub(from) };
     for e in from..episodes.count() {
-        if let Some(trained) = whole_lengths(store, episodes.id(e), episodes.step_count(e)) {
+        if let Some(trained) = whole_lengths(store, &episodes.id(e), episodes.step_count(e)) {
             episodes.set_lengths(e, &trained);
             lengths.counted += 1;
         }

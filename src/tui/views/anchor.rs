@@ -238,8 +238,8 @@ fn member_states(state: &State, truth: &Truth, members: &[RowRef]) -> MemberStat
     let mut fingerprints: Vec<(&str, f64)> = Vec::new();
     let mut out = MemberStates { number: Vec::new(), states: 0, measured: 0, v_spread: 0.0, wrong_sign: 0 };
     for m in members {
-        let id = &state.domain.episodes.at(m.episode as usize).id;
-        let row = truth.row(id, m.step as usize);
+        let id = state.domain.episodes.at(m.episode as usize).id.joined();
+        let row = truth.row(&id, m.step as usize);
         out.measured += usize::from(row.is_some());
         out.wrong_sign += usize::from(row.is_some_and(|tr| is_wrong_sign(t.row(*m).step_advantage, tr)));
         let number = row.and_then(|tr| {
@@ -285,8 +285,12 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let with_truth = matches!(truth, Truth::Present { .. });
     let states = member_states(state, &truth, ag.members);
     let narrow = with_truth && area.width < 100;
-    let id_w =
-        ag.members.iter().map(|m| state.domain.episodes.at(m.episode as usize).id.chars().count()).max().unwrap_or(7);
+    let id_w = ag
+        .members
+        .iter()
+        .map(|m| state.domain.episodes.at(m.episode as usize).id.joined().chars().count())
+        .max()
+        .unwrap_or(7);
     let id_w = if narrow { 7 } else { id_w.clamp(7, (area.width as usize / 3).max(12)) } as u16;
     let mut widths = vec![
         Constraint::Length(4),
@@ -320,7 +324,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         };
         let mut cells = vec![
             Cell::from(traj),
-            Cell::from(super::trunc_start(ep.id, id_w as usize)),
+            Cell::from(super::trunc_start(&ep.id.joined(), id_w as usize)),
             Cell::from(m.step.to_string()),
             Cell::from(match state.domain.episode(m.episode as usize) {
                 Ok(full) => full.steps.get(m.step as usize).map_or(String::new(), |s| trunc(&s.action, action_w)),
@@ -330,7 +334,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
             Cell::from(adv_span(state, row.step_advantage)),
         ];
         if with_truth {
-            let measured = truth.row(ep.id, m.step as usize);
+            let measured = truth.row(&ep.id.joined(), m.step as usize);
             // The true state's number, where there is room for it (the header counts the states anyway).
             if !narrow {
                 let number = measured.and(states.number[i]).map_or_else(|| "—".into(), |n| format!("s{n}"));

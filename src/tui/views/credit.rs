@@ -62,7 +62,7 @@ fn rows_of(state: &State, iteration: i64) -> Vec<AuditRow> {
     for e in episodes_of(state, iteration) {
         let Ok(full) = state.domain.episode(e) else { continue };
         let lean = &state.domain.episodes.at(e);
-        let tokens = store.map(|s| s.steps(lean.id)).unwrap_or_default();
+        let tokens = store.map(|s| s.steps(&lean.id.joined())).unwrap_or_default();
         for (t, (step, row)) in full.steps.iter().zip(table.episode_rows(e)).enumerate() {
             let at = RowRef { episode: e as u32, step: t as u32 };
             let page = lean.steps.get(t).and_then(|s| state.domain.pages.name(s.page)).filter(|p| !p.is_empty());
@@ -322,7 +322,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
         };
         let advantage = table.get_row(e, at.step as usize).map_or(0.0, |r| r.advantage);
         let r = Row::new(vec![
-            Cell::from(trunc(state.domain.episodes.at(e).id, 16)),
+            Cell::from(trunc(&state.domain.episodes.at(e).id.joined(), 16)),
             Cell::from(at.step.to_string()),
             Cell::from(adv_span(state, advantage)),
             Cell::from(response),

@@ -340,7 +340,7 @@ fn split_detail(
 
 /// The selected step's tokens as the domain read them (`None`: the step has none recorded).
 fn step_tokens(state: &State, e: usize) -> Option<&Result<(Arc<StepTokens>, StepSummary), String>> {
-    let episode = state.domain.tokens.episode(state.domain.episodes.get(e)?.id)?;
+    let episode = state.domain.tokens.episode(&state.domain.episodes.get(e)?.id.joined())?;
     episode.steps.get(&(state.ui.sel.step as u32))
 }
 
@@ -469,7 +469,7 @@ fn tokens_pane(
     if window.legend {
         lines.push(strip::legend_line(theme, channel));
     }
-    let episode = state.domain.episodes.get(e).and_then(|ep| state.domain.tokens.episode(ep.id));
+    let episode = state.domain.episodes.get(e).and_then(|ep| state.domain.tokens.episode(&ep.id.joined()));
     let title = strip::title(
         t,
         channel,

@@ -220,7 +220,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
             trunc(
                 &format!(
                     "group {} · iteration {iteration} · {} trajectories · {} step rows",
-                    group.map_or("", |g| g.name.as_str()),
+                    group.map_or("", |g| &*g.name),
                     state.group_episodes().len(),
                     rows.len()
                 ),

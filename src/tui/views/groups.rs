@@ -276,7 +276,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     // flag and a gap; then without the gap; then two columns with the flag as an underline.
     let longest = eps.iter().map(|&e| t.episode_rows(e as usize).len()).max().unwrap_or(0);
     let gap = super::spacing(state) as usize;
-    let id_w = eps.iter().map(|&e| state.domain.episodes.at(e as usize).id.chars().count()).max().unwrap_or(7);
+    let id_w = eps.iter().map(|&e| state.domain.episodes.at(e as usize).id.joined().chars().count()).max().unwrap_or(7);
     let fixed = |id: usize| 3 + id + 7 + 2 + 3 + 7 + 6 * gap;
     let avail = |id: usize| (body.width as usize).saturating_sub(fixed(id));
     let id_w = (1..=id_w.clamp(7, 24)).rev().find(|&w| w <= 8 || avail(w) >= longest * 3).unwrap_or(7);
@@ -326,7 +326,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
         }
         let row = Row::new(vec![
             Cell::from((i + 1).to_string()),
-            Cell::from(super::trunc_start(ep.id, id_w)),
+            Cell::from(super::trunc_start(&ep.id.joined(), id_w)),
             Cell::from(format!("{:.3}", ep.total_reward())),
             Cell::from(if ep.success { "✓" } else { "✗" }),
             Cell::from(ep.steps.len().to_string()),

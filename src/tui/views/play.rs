@@ -161,7 +161,7 @@ fn on_play(c: &PlayView, state: &mut State, a: Action) -> Option<Effects> {
             Action::Left => play.group_size = play.group_size.saturating_sub(1).max(1),
             Action::Right => play.group_size = (play.group_size + 1).min(MAX_GROUP_SIZE),
             Action::Open => {
-                let taken = state.domain.derived.table.episode_groups.iter().map(|g| g.name.as_str());
+                let taken = state.domain.derived.table.episode_groups.iter().map(|g| &*g.name);
                 let name = play::fresh_group_name(play.goal_cursor, taken.chain(state.jobs.pending_group.as_deref()));
                 state.ui.message = Some(format!("group {name}: episode 1 of {}", play.group_size));
                 play.start(name);

@@ -139,7 +139,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
         };
         let mut cells = vec![
             Cell::from((i + 1).to_string()),
-            Cell::from(trunc(ep.id, 14)),
+            Cell::from(trunc(&ep.id.joined(), 14)),
             Cell::from(ep.iteration.to_string()),
             Cell::from(h.step.to_string()),
         ];

@@ -70,7 +70,7 @@ fn state_visits(state: &State, row: RowRef) -> Vec<StateVisit> {
                 action,
                 advantage: adv.advantage,
                 step_advantage: adv.step_advantage,
-                a_star: a_star(state, lean.iteration, lean.id, t),
+                a_star: a_star(state, lean.iteration, &lean.id.joined(), t),
             })
         })
         .collect()
@@ -83,7 +83,7 @@ impl Component for Timeline {
 
     fn crumbs(&self, state: &State) -> Vec<String> {
         let Some(row) = state.ui.timeline.row else { return Vec::new() };
-        let id = state.domain.episodes.get(row.episode as usize).map_or("", |e| e.id);
+        let id = state.domain.episodes.get(row.episode as usize).map(|e| e.id.to_string()).unwrap_or_default();
         vec![format!("state of ep {id} step {}", row.step)]
     }
 
