@@ -3,8 +3,9 @@
 //! A [`LeanEpisode`] is what the readers, the load cache and live events hand over, one allocation for its
 //! id, one for its steps and a 120-byte record each; held so for a whole run of short episodes it was most of
 //! what a viewer kept (about 200 bytes an episode). The collection keeps the same facts run-wide instead: every
-//! episode's steps in one vector, ids in one string, each group's name once (an index per episode), iteration,
-//! outcome and token counts as columns (iterations as runs of equal values, token counts only once an episode
+//! episode's steps in one vector, ids in one string (an id that begins with its group's name as the rest
+//! alone, given back as an [`IdRef`]), each group's name once (an index per episode), iteration, outcome and
+//! token counts as columns (iterations as runs of equal values, token counts only once an episode
 //! has some), where the text is as a packed span read back through one shared
 //! [`TextStore`]; text kept in memory or in another file is kept apart, by index, and so are the episodes'
 //! [`LeanExtras`], packed: their values in shared lists, each distinct source and list of reward names once.
