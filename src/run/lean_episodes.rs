@@ -328,11 +328,7 @@ impl serde::Serialize for IdRef<'_> {
 
 impl std::fmt::Display for IdRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.head.is_empty() {
-            f.pad(self.tail)
-        } else {
-            f.pad(&self.joined())
-        }
+        f.pad(&self.joined())
     }
 }
 
