@@ -6,6 +6,7 @@
 //! every reader alike, and the first episode with the id is kept. This file sits above the sources (it opens
 //! one through the registry) and below everything outside `run/`.
 
+use std::hash::BuildHasher;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -16,8 +17,10 @@ use super::lean_reading::LeanReading;
 use super::source::{open_source, resolve_layout, LeanRecord, LiveEvent, LiveFile, RunSource, SourceOptions, TornTail};
 use super::text_on_disk::{LeanEpisode, PageClassifier, TextStore};
 
-/// The parts [`Run::stream_as`] reads a run's episodes file (or a verl dump's step files) in, bytes.
-const STREAMED_PART_BYTES: u64 = 1 << 20;
+/// The parts [`Run::stream_as`] reads a run's episodes file (or a verl dump's step files) in, bytes. A verl row
+/// builds into an episode of about 3.5 times its bytes, so a part holds about 1 MB of episodes at a time (an
+/// eighth of a typical 2 MB step file).
+const STREAMED_PART_BYTES: u64 = 1 << 18;
 
 /// A whole run, read once or followed live (see [`super::source`]).
 #[derive(Debug)]
@@ -474,23 +477,32 @@ pub fn partial_groups<'a>(
 }
 
 /// Each episode group's iteration and size, counted episode by episode, for a reader that does not keep the
-/// episodes (`validate`): what [`partial_groups`] needs.
+/// episodes (`validate`): what [`partial_groups`] needs. The names are kept one after another in one string
+/// (a verl dump of 100 MB has 12,500 groups), not a string each.
 #[derive(Debug, Default)]
 pub struct GroupSizes {
-    /// Group → its place in order of first appearance, its iteration and its episodes.
-    groups: std::collections::HashMap<String, (usize, i64, usize)>,
+    names: String,
+    /// Each group in order of first appearance: where its name ends in `names`, its iteration (that of its
+    /// first episode) and its episodes.
+    groups: Vec<(usize, i64, usize)>,
+    /// Each group's place in `groups`, by the hash of its name.
+    places: hashbrown::HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
 }
 
 impl GroupSizes {
     /// One more episode of `group`, in `iteration` (that of the group's first episode is kept).
     pub fn add(&mut self, group: &str, iteration: i64) {
-        match self.groups.get_mut(group) {
-            Some(counts) => counts.2 += 1,
-            None => {
-                let order = self.groups.len();
-                self.groups.insert(group.to_string(), (order, iteration, 1));
-            }
+        let hash = self.hasher.hash_one(group);
+        let (names, groups) = (&self.names, &self.groups);
+        if let Some(&place) = self.places.find(hash, |&place| name_at(names, groups, place) == group) {
+            self.groups[place].2 += 1;
+            return;
         }
+        self.names.push_str(group);
+        self.groups.push((self.names.len(), iteration, 1));
+        let (names, groups, hasher) = (&self.names, &self.groups, &self.hasher);
+        self.places.insert_unique(hash, groups.len() - 1, |&place| hasher.hash_one(name_at(names, groups, place)));
     }
 
     /// How many groups were met.
@@ -502,38 +514,44 @@ impl GroupSizes {
         self.groups.is_empty()
     }
 
+    /// Each group's name, iteration and episodes, in order of first appearance.
+    fn counted(&self) -> impl Iterator<Item = (&str, i64, usize)> {
+        (0..self.groups.len()).map(|place| {
+            let (_, iteration, episodes) = self.groups[place];
+            (name_at(&self.names, &self.groups, place), iteration, episodes)
+        })
+    }
+
     /// The partial groups under the recorded `group_sizes` (none recorded: the iterations' usual sizes;
     /// [`partial_groups`]), in order of first appearance.
     pub fn partial(&self, group_sizes: &[usize]) -> Vec<PartialGroup> {
-        let counted = self.groups.iter().filter(|&(_, &(_, iteration, _))| iteration != 0);
-        let mut partial: Vec<(usize, PartialGroup)> = match group_sizes.iter().max() {
+        let counted = self.counted().filter(|&(_, iteration, _)| iteration != 0);
+        match group_sizes.iter().max() {
             Some(&largest) => counted
-                .filter(|&(_, &(_, _, size))| size < largest && !group_sizes.contains(&size))
-                .map(|(group, &(order, iteration, episodes))| {
+                .filter(|&(_, _, size)| size < largest && !group_sizes.contains(&size))
+                .map(|(group, iteration, episodes)| {
                     let expected = group_sizes.iter().copied().filter(|&s| s > episodes).min().unwrap_or(largest);
-                    (order, PartialGroup { group: group.clone(), iteration, episodes, expected, recorded: true })
+                    PartialGroup { group: group.to_string(), iteration, episodes, expected, recorded: true }
                 })
                 .collect(),
             None => {
                 let usual = self.usual_sizes();
                 counted
-                    .filter_map(|(group, &(order, iteration, episodes))| {
+                    .filter_map(|(group, iteration, episodes)| {
                         let expected = *usual.get(&iteration)?;
                         let group =
-                            PartialGroup { group: group.clone(), iteration, episodes, expected, recorded: false };
-                        (episodes < expected).then_some((order, group))
+                            PartialGroup { group: group.to_string(), iteration, episodes, expected, recorded: false };
+                        (episodes < expected).then_some(group)
                     })
                     .collect()
             }
-        };
-        partial.sort_by_key(|(order, _)| *order);
-        partial.into_iter().map(|(_, group)| group).collect()
+        }
     }
 
     /// Each iteration's usual group size, where it has one ([`partial_groups`]).
     fn usual_sizes(&self) -> std::collections::HashMap<i64, usize> {
         let mut counts: std::collections::HashMap<i64, std::collections::HashMap<usize, usize>> = Default::default();
-        for &(_, iteration, size) in self.groups.values() {
+        for &(_, iteration, size) in &self.groups {
             *counts.entry(iteration).or_default().entry(size).or_default() += 1;
         }
         counts
@@ -546,6 +564,12 @@ impl GroupSizes {
             })
             .collect()
     }
+}
+
+/// The name of the group at `place` of [`GroupSizes`].
+fn name_at<'a>(names: &'a str, groups: &[(usize, i64, usize)], place: usize) -> &'a str {
+    let start = place.checked_sub(1).map_or(0, |before| groups[before].0);
+    &names[start..groups[place].0]
 }
 
 impl Run {

@@ -529,3 +529,155 @@ fn new_step_files_are_followed_live() {
     assert!(run.errors.is_empty(), "{:?}", run.errors);
     assert_advantages_match(&run, &expected_advantages("v1"));
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// A step file read in parts (`read_in_parts_of`): what one-shot commands and the viewer do on large dumps.
+
+/// Everything a source delivers until it has no more, then its last look (`finish`): the episodes with the
+/// polls that delivered them, broken lines and notices; resets are not expected.
+struct ReadInParts {
+    episodes: Vec<(u64, Episode)>,
+    polls_with_episodes: usize,
+    broken: Vec<gigscope::run::LineError>,
+    notices: Vec<String>,
+}
+
+fn read_in_parts(dir: &Path, part_bytes: u64) -> ReadInParts {
+    let mut source = verl_source(dir);
+    source.read_in_parts_of(part_bytes);
+    let mut out = ReadInParts { episodes: Vec::new(), polls_with_episodes: 0, broken: Vec::new(), notices: Vec::new() };
+    let take = |events: Vec<LiveEvent>, out: &mut ReadInParts| {
+        let before = out.episodes.len();
+        for event in events {
+            match event {
+                LiveEvent::Episodes(records) => out.episodes.extend(records),
+                LiveEvent::BrokenLines(LiveFile::Episodes, errors) => out.broken.extend(errors),
+                LiveEvent::Error(message) => out.notices.push(message),
+                LiveEvent::Meta(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        out.polls_with_episodes += usize::from(out.episodes.len() > before);
+    };
+    loop {
+        let poll = source.poll();
+        let more = poll.more;
+        take(poll.events, &mut out);
+        if !more {
+            break;
+        }
+    }
+    take(source.finish(), &mut out);
+    out
+}
+
+/// Every episode as JSON, in the order delivered.
+fn as_json(episodes: &[(u64, Episode)]) -> Vec<(u64, Value)> {
+    episodes.iter().map(|(line, e)| (*line, serde_json::to_value(e).unwrap())).collect()
+}
+
+#[test]
+fn a_step_file_read_in_parts_delivers_what_a_whole_read_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // Multi-turn sessions whose rows are not together (session b_0's second output comes after other
+    // sessions), a duplicate row, a broken line, a row without uid, a non-verl uid, an unreadable score.
+    let mut first = String::new();
+    first += &row("a_0_0", "what is a?", "one", "0.0");
+    first += &row("a_0_1", "what is a? one", "two", "1.0");
+    first += &row("b_0_0", "what is b?", "x", "0.0");
+    first += &row("a_1_0", "what is a?", "three", "0.0");
+    first += &row("a_0_1", "what is a? one", "two again", "1.0");
+    first += "{\"input\": \"broken\n";
+    first += &row("b_1_0", "what is b?", "y", "\"NaN\"");
+    first += &row("b_0_1", "what is b? x", "z", "1.0");
+    first += r#"{"input": "no uid", "output": "o", "score": 0.5}"#;
+    first += "\n";
+    first += &row("plain", "a uid of its own", "o", "1.0");
+    fs::write(dir.path().join("1.jsonl"), &first).unwrap();
+    fs::write(dir.path().join("2.jsonl"), group_rows("c", ["1.0", "0.0"])).unwrap();
+    // Written a while ago, so that the first poll reads them.
+    for name in ["1.jsonl", "2.jsonl"] {
+        modified_ago(&dir.path().join(name), Duration::from_secs(10));
+    }
+
+    let whole = read_in_parts(dir.path(), u64::MAX);
+    assert_eq!(whole.polls_with_episodes, 1);
+    assert_eq!(
+        ids(&whole.episodes),
+        ["s1-a_0", "s1-b_0", "s1-a_1", "s1-b_1", "s1-r9", "s1-r10", "s2-c_0", "s2-c_1"],
+        "sessions in the order of their first rows"
+    );
+    let b_0 = &whole.episodes[1].1;
+    assert_eq!(b_0.steps.iter().map(|s| s.action.as_str()).collect::<Vec<_>>(), ["x", "z"]);
+    let lines: Vec<u64> = whole.broken.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [5, 6], "{:?}", whole.broken);
+    assert!(whole.broken[0].reason.starts_with("duplicate row"), "{:?}", whole.broken);
+
+    let total = (first.len() + group_rows("c", ["1.0", "0.0"]).len()) as u64;
+    for part_bytes in [1, 60, 100, 250, 400, total / 2, total] {
+        let parts = read_in_parts(dir.path(), part_bytes);
+        assert_eq!(as_json(&parts.episodes), as_json(&whole.episodes), "in parts of {part_bytes} bytes");
+        assert_eq!(parts.broken, whole.broken, "in parts of {part_bytes} bytes");
+        assert_eq!(parts.notices, whole.notices, "in parts of {part_bytes} bytes");
+        if part_bytes < first.len() as u64 / 2 {
+            assert!(parts.polls_with_episodes >= 3, "in parts of {part_bytes} bytes: {}", parts.polls_with_episodes);
+        }
+    }
+
+    // verl's own dumps, the same.
+    for layout in ["v1", "legacy"] {
+        let dir = fixtures().join(layout);
+        let whole = read_in_parts(&dir, u64::MAX);
+        for part_bytes in [1, 500, 2000] {
+            let parts = read_in_parts(&dir, part_bytes);
+            assert_eq!(as_json(&parts.episodes), as_json(&whole.episodes), "{layout} in parts of {part_bytes}");
+            assert_eq!(parts.notices, whole.notices, "{layout} in parts of {part_bytes}");
+            assert!(parts.polls_with_episodes > 2, "{layout} in parts of {part_bytes}");
+        }
+    }
+}
+
+#[test]
+fn a_step_file_replaced_while_read_in_parts_is_read_again_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for prompt in ["a", "b", "c", "d"] {
+        text += &group_rows(prompt, ["1.0", "0.0"]);
+    }
+    let path = dir.path().join("1.jsonl");
+    fs::write(&path, &text).unwrap();
+    modified_ago(&path, Duration::from_secs(10));
+    let mut source = verl_source(dir.path());
+    source.read_in_parts_of(200);
+    let first = source.poll();
+    assert!(first.more, "a part of the file is left");
+    let delivered: Vec<String> = first
+        .events
+        .into_iter()
+        .filter_map(|e| match e {
+            LiveEvent::Episodes(records) => Some(records),
+            _ => None,
+        })
+        .flatten()
+        .map(|(_, e)| e.id.to_string())
+        .collect();
+    assert!(!delivered.is_empty() && delivered.len() < 8, "{delivered:?}");
+
+    // Replaced by a rename before its next part is read: not read on from where it was.
+    source.read_in_parts_of(u64::MAX);
+    let tmp = dir.path().join("1.jsonl.tmp");
+    fs::write(&tmp, group_rows("e", ["1.0", "0.0"])).unwrap();
+    fs::rename(&tmp, &path).unwrap();
+    let mut episodes = Vec::new();
+    let mut resets = 0;
+    for _ in 0..20 {
+        let polled = poll(&mut source);
+        resets += polled.resets;
+        episodes.extend(polled.episodes);
+        if resets > 0 && !episodes.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(resets, 1);
+    assert_eq!(ids(&episodes), ["s1-e_0", "s1-e_1"]);
+}

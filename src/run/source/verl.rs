@@ -69,15 +69,24 @@
 //! (bad JSON, a row that is not an object, invalid UTF-8) are reported with file and line and skipped. A
 //! rewrite in place to the same size within the filesystem's time resolution is not noticed (no stamp
 //! changes). verl writes no metrics file: none are read.
+//!
+//! A step file is read in parts of about [`RunSource::read_in_parts_of`] bytes (whole rows), so that a reader
+//! holds a part of a file's episodes, not the file's: a first pass reads each row's `uid` alone to find where
+//! each v1 session's rows end, then the rows are read and a session's episode goes out once its last row is
+//! read, in the order of the sessions' first rows (a session whose rows are apart holds the ones after it back
+//! until it is complete). The file counts as delivered from its first part on; the next poll goes on with it
+//! while its stamp is the one it was begun with, and a change is a reset as for a file read whole. Its notices
+//! and broken lines go out with its last part.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Take};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
@@ -120,10 +129,13 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 /// The step extra holding a score that could not be read as a finite number.
 pub const UNREAD_SCORE_KEY: &str = "unread_score";
 
-/// What became of a step file to be read.
+/// What became of a part of a step file to be read.
 enum Delivery {
+    /// The file is read to its end.
     Done,
-    /// It changed since it was stat-ed: not read, looked at again soon.
+    /// A part is read; the rest comes with the next poll.
+    More,
+    /// It changed since it was stat-ed: what this part read is not delivered; looked at again soon.
     Changed,
     /// It could not be read (said in a notice): not read, tried again at the next re-scan.
     Failed,
@@ -146,6 +158,9 @@ pub struct VerlSource {
     /// About how many bytes of step files a poll delivers ([`PART_BYTES`], or what
     /// [`RunSource::read_in_parts_of`] asks).
     part_bytes: u64,
+    /// The step file a poll began and did not finish (recorded as delivered with its content then): the next
+    /// poll goes on with it while that content is still there.
+    reading: Option<FileReading>,
 }
 
 impl VerlSource {
@@ -157,6 +172,7 @@ impl VerlSource {
             book: StepFiles::default(),
             legacy_noticed: false,
             part_bytes: PART_BYTES,
+            reading: None,
         }
     }
 
@@ -200,42 +216,57 @@ impl VerlSource {
         current
     }
 
-    /// Read one complete step file into events; with `still_written`, a file a writer is still at (a one-shot
-    /// read's last look): its complete lines only, an unfinished last line skipped and said so.
-    fn deliver(&mut self, key: &Key, stamp: Stamp, still_written: bool, events: &mut Vec<LiveEvent>) -> Delivery {
-        let (number, name) = key;
-        let mut bytes = match read_whole(&self.dir.join(name), stamp) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Delivery::Changed,
+    /// Begin reading the complete step file `key`: its first pass, which finds where each v1 session's rows
+    /// end; with `still_written`, a file a writer is still at (a one-shot read's last look): its complete lines
+    /// only, an unfinished last line skipped and said so.
+    fn begin(
+        &mut self,
+        key: &Key,
+        stamp: Stamp,
+        still_written: bool,
+        events: &mut Vec<LiveEvent>,
+    ) -> Option<FileReading> {
+        match FileReading::open(&self.dir, key, stamp, still_written) {
+            Ok(reading) => reading,
             Err(err) => {
-                self.book.say(format!("{name}: {err}"), events);
-                return Delivery::Failed;
-            }
-        };
-        if still_written {
-            let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            if complete < bytes.len() {
-                let line = bytes[..complete].iter().filter(|&&b| b == b'\n').count() + 1;
-                let reason = format!(
-                    "line {line} is unfinished ({} bytes, no newline yet) and the file changed less than {}s ago: \
-                     verl is probably still writing it; its complete rows are read, that line is not",
-                    bytes.len() - complete,
-                    SETTLE.as_secs()
-                );
-                events.push(LiveEvent::Skipped { file: name.clone(), reason: Some(reason) });
-                bytes.truncate(complete);
+                self.book.say(format!("{}: {err}", key.1), events);
+                None
             }
         }
-        let (rows, mut errors, unterminated) = parse_rows(name, &bytes);
-        drop(bytes);
-        if let Some(line) = unterminated {
+    }
+
+    /// Read on in `reading` about `budget` bytes (whole rows), delivering the episodes complete by then; at the
+    /// file's end, its notices and broken lines too.
+    fn read_part(&mut self, reading: &mut FileReading, budget: u64, events: &mut Vec<LiveEvent>) -> Delivery {
+        let name = reading.key.1.clone();
+        let Part { mut episodes, end, failed } = reading.read(budget);
+        if let Some(err) = failed {
+            // What was read stays; the rest of the file is not read.
+            self.book.say(format!("{name}: {err}; the rest of the file is not read"), events);
+        }
+        let Some(end) = end else {
+            if !episodes.is_empty() {
+                events.push(LiveEvent::Episodes(episodes));
+            }
+            return Delivery::More;
+        };
+        if end != reading.stamp.len {
+            return Delivery::Changed;
+        }
+        let finished = reading.build.finish(&mut episodes);
+        if let Some((line, bytes)) = reading.unfinished {
+            let reason = format!(
+                "line {line} is unfinished ({bytes} bytes, no newline yet) and the file changed less than {}s ago: \
+                 verl is probably still writing it; its complete rows are read, that line is not",
+                SETTLE.as_secs()
+            );
+            events.push(LiveEvent::Skipped { file: name.clone(), reason: Some(reason) });
+        }
+        if let Some(line) = finished.unterminated {
             self.book.say(format!("{name}: line {line} has no newline at its end; read as it is"), events);
         }
-        let mut built = build(name, *number, rows);
-        errors.append(&mut built.duplicates);
-        errors.sort_by_key(|e| e.line);
-        if built.rows_without_uid > 0 {
-            if built.rows_with_uid == 0 {
+        if finished.rows_without_uid > 0 {
+            if finished.rows_with_uid == 0 {
                 if !self.legacy_noticed {
                     self.legacy_noticed = true;
                     let message = format!(
@@ -247,22 +278,123 @@ impl VerlSource {
             } else {
                 let message = format!(
                     "{name}: {} rows without uid: grouped with the rows of equal input",
-                    built.rows_without_uid
+                    finished.rows_without_uid
                 );
                 self.book.say(message, events);
             }
         }
-        for message in built.notices {
+        for message in finished.notices {
             self.book.say(message, events);
         }
-        if !built.episodes.is_empty() {
-            events.push(LiveEvent::Episodes(built.episodes));
+        if !episodes.is_empty() {
+            events.push(LiveEvent::Episodes(episodes));
         }
-        if !errors.is_empty() {
-            events.push(LiveEvent::BrokenLines(LiveFile::Episodes, errors));
+        if !finished.errors.is_empty() {
+            events.push(LiveEvent::BrokenLines(LiveFile::Episodes, finished.errors));
         }
         Delivery::Done
     }
+
+    /// Deliver about `budget` bytes of the step file `key` (complete, with content `stamp`) from its beginning,
+    /// recording it as delivered once a part of it is; the rest is [`VerlSource::reading`].
+    fn deliver(&mut self, key: Key, stamp: Stamp, budget: u64, events: &mut Vec<LiveEvent>) -> Delivery {
+        let Some(mut reading) = self.begin(&key, stamp, false, events) else { return Delivery::Failed };
+        let delivery = self.read_part(&mut reading, budget, events);
+        match delivery {
+            Delivery::Done => self.book.record(key, stamp),
+            Delivery::More => {
+                self.book.record(key, stamp);
+                self.reading = Some(reading);
+            }
+            Delivery::Changed | Delivery::Failed => {}
+        }
+        delivery
+    }
+}
+
+/// A step file being read, in parts: the rows of a v1 session go out as one episode once its last row is read
+/// (the first pass found which row that is), in the order of the sessions' first rows.
+#[derive(Debug)]
+struct FileReading {
+    key: Key,
+    stamp: Stamp,
+    /// The file's bytes from where reading is, up to the length stat-ed.
+    rows: BufReader<Take<File>>,
+    /// Lines and bytes read so far.
+    line: u64,
+    offset: u64,
+    still_written: bool,
+    /// The unfinished last line skipped (a file still being written): its line and bytes.
+    unfinished: Option<(u64, usize)>,
+    build: FileBuild,
+}
+
+/// How much a step file's reader buffers.
+const READ_BUFFER: usize = 64 << 10;
+
+impl FileReading {
+    /// The step file `key` opened, if it is still the one `stamp` describes, after a first pass over its rows.
+    fn open(dir: &Path, key: &Key, stamp: Stamp, still_written: bool) -> std::io::Result<Option<FileReading>> {
+        let mut file = match File::open(dir.join(&key.1)) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        if Stamp::of(&file.metadata()?) != stamp {
+            return Ok(None);
+        }
+        let Some(session_ends) =
+            session_ends(BufReader::with_capacity(READ_BUFFER, (&file).take(stamp.len)), stamp.len)?
+        else {
+            return Ok(None);
+        };
+        file.seek(SeekFrom::Start(0))?;
+        Ok(Some(FileReading {
+            key: key.clone(),
+            stamp,
+            rows: BufReader::with_capacity(READ_BUFFER, file.take(stamp.len)),
+            line: 0,
+            offset: 0,
+            still_written,
+            unfinished: None,
+            build: FileBuild::new(&key.1, key.0, session_ends),
+        }))
+    }
+
+    /// Read whole rows until `budget` bytes are passed, the file ends, or it cannot be read on.
+    fn read(&mut self, budget: u64) -> Part {
+        let mut episodes = Vec::new();
+        let mut chunk = Vec::new();
+        let start = self.offset;
+        while self.offset - start < budget {
+            chunk.clear();
+            let read = match self.rows.read_until(b'\n', &mut chunk) {
+                Ok(read) => read,
+                Err(err) => return Part { episodes, end: Some(self.stamp.len), failed: Some(err) },
+            };
+            if read == 0 {
+                return Part { episodes, end: Some(self.offset), failed: None };
+            }
+            self.offset += read as u64;
+            self.line += 1;
+            let complete = chunk.last() == Some(&b'\n');
+            if !complete && self.still_written {
+                self.unfinished = Some((self.line, read));
+                continue;
+            }
+            self.build.add_line(self.line, &chunk, complete);
+            self.build.take_complete(&mut episodes);
+        }
+        Part { episodes, end: None, failed: None }
+    }
+}
+
+/// What a part of a step file read: the episodes complete by then, and where the file ended (its length as
+/// read) if it did; a file that could not be read on ends there, with its error.
+struct Part {
+    episodes: Vec<(u64, Episode)>,
+    end: Option<u64>,
+    failed: Option<std::io::Error>,
 }
 
 /// Whether a step file not delivered yet can be read now (an error: it cannot be read at all).
@@ -287,21 +419,6 @@ fn last_byte(path: &Path, len: u64) -> std::io::Result<u8> {
     let mut byte = [0u8];
     read_at(&File::open(path)?, &mut byte, len - 1)?;
     Ok(byte[0])
-}
-
-/// The bytes of the file, if it is still the one `expected` describes.
-fn read_whole(path: &Path, expected: Stamp) -> std::io::Result<Option<Vec<u8>>> {
-    let mut file = match File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(err),
-    };
-    if Stamp::of(&file.metadata()?) != expected {
-        return Ok(None);
-    }
-    let mut bytes = Vec::with_capacity(expected.len as usize);
-    file.read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 == expected.len).then_some(bytes))
 }
 
 impl RunSource for VerlSource {
@@ -367,6 +484,7 @@ impl RunSource for VerlSource {
 
         // What to deliver, in step order: after a reset, every complete file again.
         let mut deliver: Vec<(Key, Stamp)> = Vec::new();
+        let reset_now = reset.is_some();
         if let Some(why) = reset {
             for (key, stamp) in &current {
                 let unchanged = self.book.delivered(key) == Some(*stamp);
@@ -381,22 +499,39 @@ impl RunSource for VerlSource {
             deliver.extend(current.iter().filter(|(k, _)| ready.contains(k)).map(|(k, s)| (k.clone(), *s)));
         }
 
+        // A step file begun by an earlier poll goes on first while its content is what was begun; after a reset
+        // it is read again from its beginning, and changed since, the reset comes once its new content is complete.
+        let mut budget = self.part_bytes;
+        if let Some(mut reading) = self.reading.take() {
+            if reset_now {
+                // Delivered again below.
+            } else if current.get(&reading.key) == Some(&reading.stamp) {
+                let before = reading.offset;
+                match self.read_part(&mut reading, budget, &mut events) {
+                    Delivery::More => self.reading = Some(reading),
+                    Delivery::Changed => pending = true,
+                    Delivery::Done | Delivery::Failed => budget = budget.saturating_sub(reading.offset - before),
+                }
+            } else {
+                pending = true;
+            }
+        }
         // Remember what is there now.
         self.seen = current;
         // A part of the run a poll (`part_bytes`); the files after it are delivered by the next polls.
-        let (mut bytes, mut more) = (0, false);
+        let mut more = false;
         for (key, stamp) in deliver {
-            if bytes >= self.part_bytes {
+            if self.reading.is_some() || budget == 0 {
                 more = true;
                 break;
             }
-            bytes += stamp.len;
-            match self.deliver(&key, stamp, false, &mut events) {
-                Delivery::Done => self.book.record(key, stamp),
+            match self.deliver(key, stamp, budget, &mut events) {
+                Delivery::Done => budget = budget.saturating_sub(stamp.len),
                 Delivery::Changed => pending = true,
-                Delivery::Failed => {}
+                Delivery::More | Delivery::Failed => {}
             }
         }
+        more |= self.reading.is_some();
         SourcePoll { events, pending, more }
     }
 
@@ -404,11 +539,15 @@ impl RunSource for VerlSource {
         // Step files still being written (changed lately, last line unfinished): no later poll reads them, so
         // their complete rows are read now, in step order, and their unfinished lines said skipped.
         let mut events = Vec::new();
+        if let Some(mut reading) = self.reading.take() {
+            self.read_part(&mut reading, u64::MAX, &mut events);
+        }
         let waiting: Vec<Key> = self.seen.keys().filter(|k| self.book.delivered(k).is_none()).cloned().collect();
         for key in waiting {
             let Ok(meta) = std::fs::metadata(self.dir.join(&key.1)) else { continue };
             let stamp = Stamp::of(&meta);
-            if let Delivery::Done = self.deliver(&key, stamp, true, &mut events) {
+            let Some(mut reading) = self.begin(&key, stamp, true, &mut events) else { continue };
+            if let Delivery::Done = self.read_part(&mut reading, u64::MAX, &mut events) {
                 self.book.record(key, stamp);
             }
         }
@@ -432,46 +571,70 @@ impl RunSource for VerlSource {
 }
 
 /// One row of a step file with its 1-based line.
+#[derive(Debug)]
 struct Row {
     line: u64,
     columns: Map<String, Value>,
 }
 
-/// The rows of a step file, its broken lines, and the line of an unterminated last line that was read as
-/// it is (a file not modified for [`SETTLE`]).
-fn parse_rows(name: &str, bytes: &[u8]) -> (Vec<Row>, Vec<LineError>, Option<u64>) {
-    let mut rows = Vec::new();
-    let mut errors = Vec::new();
-    let mut unterminated = None;
-    let error = |line, reason: String| LineError { file: Some(name.to_string()), line, reason };
-    for (index, chunk) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        let line = index as u64 + 1;
-        let complete = chunk.last() == Some(&b'\n');
-        let text = match std::str::from_utf8(chunk) {
-            Ok(text) => text.trim_end_matches(['\n', '\r']),
-            Err(err) => {
-                errors.push(error(line, format!("invalid UTF-8 at byte {}", err.valid_up_to())));
-                continue;
-            }
-        };
-        if text.trim().is_empty() {
-            continue;
+/// Where each v1 session's rows end in a step file: its last row's line (rows repeating a uid left out, as
+/// [`FileBuild`] skips them), from a pass that reads each row's `uid` alone; `None` when the file ends before
+/// `len` bytes (it changed since it was stat-ed).
+fn session_ends(mut rows: impl BufRead, len: u64) -> std::io::Result<Option<HashMap<String, u64>>> {
+    let mut ends = HashMap::new();
+    let mut uids = HashSet::new();
+    let (mut chunk, mut line, mut read) = (Vec::new(), 0, 0);
+    loop {
+        chunk.clear();
+        let n = rows.read_until(b'\n', &mut chunk)?;
+        if n == 0 {
+            return Ok((read == len).then_some(ends));
         }
-        match parse_row(text) {
-            Ok(columns) => {
-                if !complete {
-                    unterminated = Some(line);
-                }
-                rows.push(Row { line, columns });
+        read += n as u64;
+        line += 1;
+        let Ok(text) = std::str::from_utf8(&chunk) else { continue };
+        let Ok(RowUid(Some(uid))) = serde_json::from_str::<RowUid>(&quote_non_finite(text.trim_end())) else {
+            continue;
+        };
+        if let Some((prompt, session, _)) = split_uid(&uid) {
+            let session = format!("{prompt}_{session}");
+            if uids.insert(uid) {
+                ends.insert(session, line);
             }
-            Err(_) if !complete => errors.push(error(
-                line,
-                "incomplete last line (no newline at its end): the writer stopped mid-write".to_string(),
-            )),
-            Err(reason) => errors.push(error(line, reason)),
         }
     }
-    (rows, errors, unterminated)
+}
+
+/// A row's `uid` as [`FileBuild`] reads it (a string, or a number as written), the other columns skipped
+/// unbuilt; an error for a row that is not a JSON object.
+struct RowUid(Option<String>);
+
+impl<'de> Deserialize<'de> for RowUid {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Columns;
+        impl<'de> Visitor<'de> for Columns {
+            type Value = RowUid;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut columns: A) -> Result<RowUid, A::Error> {
+                let mut uid = None;
+                while let Some(column) = columns.next_key::<Cow<'de, str>>()? {
+                    if column == "uid" {
+                        uid = match columns.next_value::<Value>()? {
+                            Value::String(s) => Some(s),
+                            Value::Number(n) => Some(n.to_string()),
+                            _ => None,
+                        };
+                    } else {
+                        columns.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(RowUid(uid))
+            }
+        }
+        deserializer.deserialize_map(Columns)
+    }
 }
 
 /// One row: a JSON object, Python's bare NaN and infinities allowed.
@@ -566,122 +729,222 @@ fn split_uid(uid: &str) -> Option<(&str, &str, u64)> {
 }
 
 /// An episode being put together from its rows.
+#[derive(Debug)]
 struct Draft {
     id: String,
     group: String,
     task_id: String,
+    /// The v1 session (`{prompt}_{session}`) whose rows these are.
+    session: Option<String>,
     /// (output index, row).
     rows: Vec<(u64, Row)>,
+    /// Every row is here.
+    complete: bool,
 }
 
-/// The episodes of one step file and what is worth a notice.
-struct Built {
-    episodes: Vec<(u64, Episode)>,
-    /// Rows that repeat a v1 row of the file (same uid): skipped, not taken for another step.
-    duplicates: Vec<LineError>,
+/// What a step file's rows built so far: episodes still waiting for rows, and what is said at its end.
+#[derive(Debug)]
+struct FileBuild {
+    name: String,
+    /// Ids and groups are named after the file's stem (the step number as written), unique in the directory.
+    stem: String,
+    step: u64,
+    /// Each v1 session's last line ([`session_ends`]).
+    session_ends: HashMap<String, u64>,
+    /// Episodes not delivered yet, in the order of their first rows; an open session's place is its number in
+    /// `sessions` less `sent`, the drafts delivered before.
+    drafts: VecDeque<Draft>,
+    sessions: HashMap<String, u64>,
+    sent: u64,
+    by_input: HashMap<String, String>,
+    /// Each v1 uid's line: verl writes each output of a session once.
+    uid_lines: HashMap<String, u64>,
+    /// Broken rows, and rows that repeat a v1 row of the file (same uid): skipped, not taken for another step.
+    errors: Vec<LineError>,
+    /// The line of an unterminated last line that was read as it is (a file not modified for [`SETTLE`]).
+    unterminated: Option<u64>,
+    rows_with_uid: usize,
+    rows_without_uid: usize,
+    unread_scores: Vec<(u64, String)>,
+    /// The delivered episodes' groups in the order met, with their sizes.
+    group_sizes: Vec<(String, usize)>,
+    group_places: HashMap<String, usize>,
+}
+
+/// What a step file's reading says at its end.
+struct Finished {
+    errors: Vec<LineError>,
+    unterminated: Option<u64>,
     notices: Vec<String>,
     rows_with_uid: usize,
     rows_without_uid: usize,
 }
 
-fn build(name: &str, step: u64, rows: Vec<Row>) -> Built {
-    // Ids and groups are named after the file's stem (the step number as written), unique in the directory.
-    let stem = name.strip_suffix(".jsonl").unwrap_or(name);
-    let mut drafts: Vec<Draft> = Vec::new();
-    let mut sessions: HashMap<String, usize> = HashMap::new();
-    let mut by_input: HashMap<String, String> = HashMap::new();
-    // Each v1 uid's line: verl writes each output of a session once.
-    let mut uid_lines: HashMap<String, u64> = HashMap::new();
-    let mut duplicates = Vec::new();
-    let (mut rows_with_uid, mut rows_without_uid) = (0, 0);
-    for row in rows {
+impl FileBuild {
+    fn new(name: &str, step: u64, session_ends: HashMap<String, u64>) -> FileBuild {
+        FileBuild {
+            name: name.to_string(),
+            stem: name.strip_suffix(".jsonl").unwrap_or(name).to_string(),
+            step,
+            session_ends,
+            drafts: VecDeque::new(),
+            sessions: HashMap::new(),
+            sent: 0,
+            by_input: HashMap::new(),
+            uid_lines: HashMap::new(),
+            errors: Vec::new(),
+            unterminated: None,
+            rows_with_uid: 0,
+            rows_without_uid: 0,
+            unread_scores: Vec::new(),
+            group_sizes: Vec::new(),
+            group_places: HashMap::new(),
+        }
+    }
+
+    fn error(&mut self, line: u64, reason: String) {
+        self.errors.push(LineError { file: Some(self.name.clone()), line, reason });
+    }
+
+    /// Line `line` of the file (with its newline when `complete`).
+    fn add_line(&mut self, line: u64, chunk: &[u8], complete: bool) {
+        let text = match std::str::from_utf8(chunk) {
+            Ok(text) => text.trim_end_matches(['\n', '\r']),
+            Err(err) => return self.error(line, format!("invalid UTF-8 at byte {}", err.valid_up_to())),
+        };
+        if text.trim().is_empty() {
+            return;
+        }
+        match parse_row(text) {
+            Ok(columns) => {
+                if !complete {
+                    self.unterminated = Some(line);
+                }
+                self.add(Row { line, columns });
+            }
+            Err(_) if !complete => self
+                .error(line, "incomplete last line (no newline at its end): the writer stopped mid-write".to_string()),
+            Err(reason) => self.error(line, reason),
+        }
+    }
+
+    fn add(&mut self, row: Row) {
+        let stem = &self.stem;
         let uid = match row.columns.get("uid") {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Number(n)) => Some(n.to_string()),
             _ => None,
         };
         let Some(uid) = uid else {
-            rows_without_uid += 1;
+            self.rows_without_uid += 1;
             let input = match row.columns.get("input") {
                 Some(Value::String(s)) => s.clone(),
                 Some(other) => other.to_string(),
                 None => String::new(),
             };
-            let group = by_input.entry(input).or_insert_with(|| format!("s{stem}-r{}", row.line)).clone();
+            let group = self.by_input.entry(input).or_insert_with(|| format!("s{stem}-r{}", row.line)).clone();
             let id = format!("s{stem}-r{}", row.line);
-            drafts.push(Draft { id, task_id: group.clone(), group, rows: vec![(0, row)] });
-            continue;
+            self.drafts.push_back(Draft::whole(id, group.clone(), group, row));
+            return;
         };
-        rows_with_uid += 1;
-        match split_uid(&uid) {
-            Some((prompt, session, index)) => {
-                if let Some(first) = uid_lines.get(&uid) {
-                    let reason = format!(
-                        "duplicate row: uid {uid:?} was already on line {first} (verl writes each output once); \
-                         skipped, not read as another step"
-                    );
-                    duplicates.push(LineError { file: Some(name.to_string()), line: row.line, reason });
-                    continue;
-                }
-                uid_lines.insert(uid.clone(), row.line);
-                let key = format!("{prompt}_{session}");
-                if let Some(&at) = sessions.get(&key) {
-                    drafts[at].rows.push((index, row));
-                } else {
-                    sessions.insert(key.clone(), drafts.len());
-                    drafts.push(Draft {
-                        id: format!("s{stem}-{key}"),
-                        group: format!("s{stem}-{prompt}"),
-                        task_id: prompt.to_string(),
-                        rows: vec![(index, row)],
-                    });
-                }
-            }
-            None => {
-                let id = format!("s{stem}-r{}", row.line);
-                drafts.push(Draft { id, group: format!("s{stem}-{uid}"), task_id: uid, rows: vec![(0, row)] });
-            }
+        self.rows_with_uid += 1;
+        let Some((prompt, session, index)) = split_uid(&uid) else {
+            let id = format!("s{stem}-r{}", row.line);
+            self.drafts.push_back(Draft::whole(id, format!("s{stem}-{uid}"), uid, row));
+            return;
+        };
+        if let Some(first) = self.uid_lines.get(&uid) {
+            let reason = format!(
+                "duplicate row: uid {uid:?} was already on line {first} (verl writes each output once); skipped, \
+                 not read as another step"
+            );
+            return self.error(row.line, reason);
+        }
+        let key = format!("{prompt}_{session}");
+        // The first pass saw this row (unless the file changed in between): the session ends at its last row.
+        let complete = self.session_ends.get(&key).is_some_and(|&end| end <= row.line);
+        let (group, task_id) = (format!("s{stem}-{prompt}"), prompt.to_string());
+        self.uid_lines.insert(uid, row.line);
+        if let Some(&number) = self.sessions.get(&key) {
+            let draft = &mut self.drafts[(number - self.sent) as usize];
+            draft.rows.push((index, row));
+            draft.complete = complete;
+        } else {
+            self.sessions.insert(key.clone(), self.sent + self.drafts.len() as u64);
+            let id = format!("s{stem}-{key}");
+            let rows = vec![(index, row)];
+            self.drafts.push_back(Draft { id, group, task_id, session: Some(key), rows, complete });
         }
     }
 
-    let mut episodes = Vec::with_capacity(drafts.len());
-    let mut unread_scores: Vec<(u64, String)> = Vec::new();
-    for draft in drafts {
-        episodes.push(episode(name, step, draft, &mut unread_scores));
+    /// Move the episodes whose rows are all read, and all before them, to `episodes`.
+    fn take_complete(&mut self, episodes: &mut Vec<(u64, Episode)>) {
+        while self.drafts.front().is_some_and(|d| d.complete) {
+            self.send_first(episodes);
+        }
     }
 
-    let mut notices = Vec::new();
-    if !unread_scores.is_empty() {
-        let shown: Vec<String> =
-            unread_scores.iter().take(5).map(|(line, raw)| format!("line {line} ({raw})")).collect();
-        let more = unread_scores.len().saturating_sub(shown.len());
-        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-        notices.push(format!(
-            "{name}: score not a finite number on {}{more}: read as reward 0 (verl's own GRPO would give the group \
-             NaN advantages)",
-            shown.join(", ")
-        ));
+    fn send_first(&mut self, episodes: &mut Vec<(u64, Episode)>) {
+        let Some(draft) = self.drafts.pop_front() else { return };
+        self.sent += 1;
+        if let Some(session) = &draft.session {
+            self.sessions.remove(session);
+        }
+        match self.group_places.get(&draft.group) {
+            Some(&place) => self.group_sizes[place].1 += 1,
+            None => {
+                self.group_places.insert(draft.group.clone(), self.group_sizes.len());
+                self.group_sizes.push((draft.group.clone(), 1));
+            }
+        }
+        episodes.push(episode(&self.name, self.step, draft, &mut self.unread_scores));
     }
-    if let Some(sizes) = unequal_groups(&episodes) {
-        notices.push(format!("{name}: groups of unequal size: {sizes}"));
+
+    /// The file is read: every episode left goes to `episodes`; what is said at the end.
+    fn finish(&mut self, episodes: &mut Vec<(u64, Episode)>) -> Finished {
+        while !self.drafts.is_empty() {
+            self.send_first(episodes);
+        }
+        let name = &self.name;
+        let mut notices = Vec::new();
+        if !self.unread_scores.is_empty() {
+            let shown: Vec<String> =
+                self.unread_scores.iter().take(5).map(|(line, raw)| format!("line {line} ({raw})")).collect();
+            let more = self.unread_scores.len().saturating_sub(shown.len());
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            notices.push(format!(
+                "{name}: score not a finite number on {}{more}: read as reward 0 (verl's own GRPO would give the \
+                 group NaN advantages)",
+                shown.join(", ")
+            ));
+        }
+        if let Some(sizes) = unequal_groups(&self.group_sizes) {
+            notices.push(format!("{name}: groups of unequal size: {sizes}"));
+        }
+        let mut errors = std::mem::take(&mut self.errors);
+        errors.sort_by_key(|e| e.line);
+        Finished {
+            errors,
+            unterminated: self.unterminated,
+            notices,
+            rows_with_uid: self.rows_with_uid,
+            rows_without_uid: self.rows_without_uid,
+        }
     }
-    Built { episodes, duplicates, notices, rows_with_uid, rows_without_uid }
+}
+
+impl Draft {
+    /// The episode of one row.
+    fn whole(id: String, group: String, task_id: String, row: Row) -> Draft {
+        Draft { id, group, task_id, session: None, rows: vec![(0, row)], complete: true }
+    }
 }
 
 /// "3 groups of 4 episodes, 1 of 2 (s2-…)" when the groups' sizes differ.
-fn unequal_groups(episodes: &[(u64, Episode)]) -> Option<String> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut sizes: HashMap<&str, usize> = HashMap::new();
-    for (_, episode) in episodes {
-        let count = sizes.entry(episode.group.as_str()).or_insert(0);
-        if *count == 0 {
-            order.push(episode.group.as_str());
-        }
-        *count += 1;
-    }
+fn unequal_groups(sizes: &[(String, usize)]) -> Option<String> {
     let mut by_size: BTreeMap<std::cmp::Reverse<usize>, Vec<&str>> = BTreeMap::new();
-    for group in order {
-        by_size.entry(std::cmp::Reverse(sizes[group])).or_default().push(group);
+    for (group, size) in sizes {
+        by_size.entry(std::cmp::Reverse(*size)).or_default().push(group);
     }
     if by_size.len() < 2 {
         return None;
@@ -709,7 +972,7 @@ fn success(columns: &Map<String, Value>, score: Option<f64>) -> bool {
 }
 
 fn episode(name: &str, step: u64, draft: Draft, unread_scores: &mut Vec<(u64, String)>) -> (u64, Episode) {
-    let Draft { id, group, task_id, mut rows } = draft;
+    let Draft { id, group, task_id, mut rows, .. } = draft;
     rows.sort_by_key(|(index, _)| *index);
     let lines: Vec<u64> = rows.iter().map(|(_, row)| row.line).collect();
     let first_line = lines.iter().copied().min().unwrap_or(0);
