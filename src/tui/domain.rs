@@ -92,10 +92,12 @@ pub struct Derived {
     pub state_fallbacks: usize,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
-    /// Each bucket's episodes (indices), and the quantiles of their advantages: an appended part recomputes
-    /// the quantiles of the buckets it adds to (a live run's last iteration), not the run's.
+    /// Each bucket's episodes (indices), and the quantiles of their advantages with how many of its episodes
+    /// they were computed over: an appended part recomputes the quantiles of the buckets it adds to (a live
+    /// run's last iteration), not the run's, and a large bucket's only once it has grown by
+    /// [`QUANTILES_LAG`] since; [`Derived::settle_quantiles`] brings them up to date.
     bucket_episodes: BTreeMap<Bucket, Vec<u32>>,
-    quantiles: BTreeMap<Bucket, AdvantageQuantiles>,
+    quantiles: BTreeMap<Bucket, (Option<AdvantageQuantiles>, usize)>,
     /// The table's episode groups by the 64-bit hash of their name: whether appended episodes start new
     /// groups is answered without going over the run's groups.
     group_names: HashSet<u64>,
@@ -165,18 +167,52 @@ impl Derived {
         }
         self.by_bucket.extend(episodes, &self.table, |e| bucket_of(episodes.at(e)));
         let mut touched = BTreeSet::new();
-        for (e, episode) in episodes.iter().enumerate().skip(old_len) {
-            let bucket = bucket_of(episode);
+        // By index: skipping the episodes before `old_len` through `iter()` would build each of them.
+        for e in old_len..episodes.len() {
+            let bucket = bucket_of(episodes.at(e));
             self.bucket_episodes.entry(bucket).or_default().push(e as u32);
             touched.insert(bucket);
         }
         for bucket in touched {
-            let members = self.bucket_episodes[&bucket].iter().map(|&e| e as usize);
-            match AdvantageQuantiles::of_episodes(&self.table, members) {
-                Some(q) => self.quantiles.insert(bucket, q),
-                None => self.quantiles.remove(&bucket),
-            };
+            let episodes = self.bucket_episodes[&bucket].len();
+            let over = self.quantiles.get(&bucket).map_or(0, |&(_, over)| over);
+            if episodes <= QUANTILES_EXACT_UP_TO || episodes - over >= episodes / QUANTILES_LAG {
+                self.compute_quantiles(bucket);
+            }
         }
+        self.list_iterations();
+    }
+
+    fn compute_quantiles(&mut self, bucket: Bucket) {
+        let members = &self.bucket_episodes[&bucket];
+        let quantiles = AdvantageQuantiles::of_episodes(&self.table, members.iter().map(|&e| e as usize));
+        self.quantiles.insert(bucket, (quantiles, members.len()));
+    }
+
+    /// The buckets whose quantiles leave out episodes appended since they were computed.
+    fn lagging(&self) -> impl Iterator<Item = Bucket> + '_ {
+        let lags =
+            |(bucket, members): &(&Bucket, &Vec<u32>)| self.quantiles.get(bucket).map(|q| q.1) != Some(members.len());
+        self.bucket_episodes.iter().filter(lags).map(|(bucket, _)| *bucket)
+    }
+
+    /// Whether some bucket's quantiles lag.
+    pub fn quantiles_lag(&self) -> bool {
+        self.lagging().next().is_some()
+    }
+
+    /// Compute the quantiles of every bucket whose quantiles lag ([`Derived::quantiles_lag`]).
+    pub fn settle_quantiles(&mut self) {
+        let lagging: Vec<Bucket> = self.lagging().collect();
+        for bucket in lagging {
+            self.compute_quantiles(bucket);
+        }
+        for iteration in &mut self.iterations {
+            iteration.advantages = self.quantiles.get(&iteration.bucket).and_then(|q| q.0);
+        }
+    }
+
+    fn list_iterations(&mut self) {
         // Training iterations in order, then the play bucket.
         self.iterations = self
             .by_bucket
@@ -189,7 +225,7 @@ impl Derived {
                 },
                 bucket,
                 stats,
-                advantages: self.quantiles.get(&bucket).copied(),
+                advantages: self.quantiles.get(&bucket).and_then(|q| q.0),
             })
             .collect();
     }
@@ -199,6 +235,16 @@ impl Derived {
         self.iterations.iter().filter(|i| !i.is_play())
     }
 }
+
+/// A bucket of up to this many episodes has its quantiles computed at every part appended to it.
+const QUANTILES_EXACT_UP_TO: usize = 4096;
+
+/// A larger bucket's quantiles are computed again once it has grown by this fraction (1/32) of its episodes
+/// since, rather than at every part: computing them goes over every step of the bucket, which a run followed at
+/// 20,000 lines a second into one iteration did at every part the viewer merged (with its other work over the
+/// whole run, it made a key wait 40-70 ms at the 99th percentile on a busy machine). They lag by at most that
+/// while a writer goes on, and are exact once it pauses ([`Derived::settle_quantiles`]).
+const QUANTILES_LAG: usize = 32;
 
 /// Work for the thread that frees what the viewer parsed and no longer needs, and what a reader's thread made
 /// and the viewer has taken in. The viewer's thread frees no small block a reader's thread made: glibc would
@@ -766,6 +812,10 @@ impl Domain {
     /// The burst that wrote episode group `g`: the one whose part of `episodes.jsonl` holds its first episode's
     /// line.
     pub fn group_burst(&self, bursts: &[BurstSpan], g: u32) -> Option<u32> {
+        if bursts.is_empty() {
+            // No burst to find: the group's first episode is not looked at (the overview asks for every group).
+            return None;
+        }
         let group = self.derived.table.episode_groups.get(g as usize)?;
         let first = self.episodes.get(*group.episodes.first()? as usize)?;
         burst_at(bursts, first.span()?.offset)

@@ -162,7 +162,7 @@ fn a_group_read_half_written_waits_for_its_rest_and_is_merged_whole() {
     // Nothing follows a last group: it is merged once its time is up, when the main loop wakes for it.
     let mut loading = Loading::holding_back_for(std::time::Duration::from_millis(100));
     loading_receive(&mut loading, &mut s, vec![episode("i0", "new-i", line + 8)]);
-    let wake = loading.wake_at().expect("a time to wake for the group held back");
+    let wake = loading.wake_at(&s).expect("a time to wake for the group held back");
     std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
     assert!(loading.merging(&s));
     loading.merge_next(&mut s);

@@ -92,3 +92,92 @@ fn an_appended_iteration_taken_in_alone_gives_what_the_whole_run_gives() {
     let halves = Derived::build(&episodes.part(0..6), &settings).extend(episodes, 6, &settings);
     assert_eq!(spreads(&halves), spreads(&whole));
 }
+
+/// One iteration of `groups` groups of two one-step episodes (rewards k mod 3 and k mod 5), in iteration 1.
+fn write_large_iteration(dir: &Path, groups: usize) {
+    let mut lines = String::new();
+    for g in 0..groups {
+        for k in 0..2 {
+            let reward = if k == 0 { (g % 3) as f64 } else { (g % 5) as f64 };
+            let episode = serde_json::json!({
+                "id": format!("g{g}-e{k}"),
+                "group": format!("g{g}"),
+                "iteration": 1,
+                "steps": [{"observation": "start", "action": format!("a{k}"), "reward": reward, "valid": true}],
+            });
+            lines += &format!("{episode}\n");
+        }
+    }
+    std::fs::write(dir.join("episodes.jsonl"), lines).unwrap();
+}
+
+/// A live run's large iteration (over 4,096 episodes) has its quantiles computed again once it has grown by a
+/// 32nd since, not at every part: they lag by less than that while parts keep coming, are computed at once past
+/// it, and are made exact when the viewer settles them, as it does once the writer pauses.
+#[test]
+fn a_large_iterations_quantiles_lag_by_less_than_a_32nd_until_settled() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_large_iteration(tmp.path(), 2600);
+    let s = opened(tmp.path());
+    let (episodes, settings) = (&s.domain.episodes, s.domain.table_settings());
+    assert_eq!(episodes.len(), 5200);
+    let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
+    let whole = Derived::build(episodes, &settings);
+    assert!(!whole.quantiles_lag());
+    let first = Derived::build(&episodes.part(0..5100), &settings);
+
+    // 100 episodes more (fewer than 5,200 / 32 = 162): the quantiles are the 5,100 episodes' still.
+    let mut lagging = first.clone().extend(episodes, 5100, &settings);
+    assert!(lagging.quantiles_lag());
+    assert_eq!(spreads(&lagging), spreads(&first));
+    assert_eq!(lagging.iterations[0].advantages.unwrap().advantage.count, 5100);
+    assert_eq!(lagging.iterations[0].stats.episodes, 5200, "the other figures are not held back");
+    lagging.settle_quantiles();
+    assert!(!lagging.quantiles_lag());
+    assert_eq!(spreads(&lagging), spreads(&whole));
+
+    // 400 more (past a 32nd): computed at once.
+    let grown = Derived::build(&episodes.part(0..4800), &settings).extend(episodes, 4800, &settings);
+    assert!(!grown.quantiles_lag());
+    assert_eq!(spreads(&grown), spreads(&whole));
+}
+
+/// Following a run, the viewer settles lagging quantiles once nothing has arrived for its hold.
+#[test]
+fn following_a_run_the_viewer_settles_lagging_quantiles_once_the_writer_pauses() {
+    use gigscope::live::LiveEvent;
+    use gigscope::run::{Episode, Step};
+    use gigscope::tui::app::{Loading, Reading};
+    let tmp = tempfile::tempdir().unwrap();
+    write_large_iteration(tmp.path(), 2600);
+    let mut s = opened(tmp.path());
+    let episode = |g: usize, k: usize, reward: f64| {
+        let mut episode =
+            Episode::new(format!("new{g}-e{k}"), format!("new{g}"), vec![Step::new("start", "a", reward)]);
+        episode.iteration = 1;
+        (5200 + 2 * g as u64 + k as u64 + 1, episode)
+    };
+    let mut loading = Loading::holding_back_for(std::time::Duration::from_millis(200));
+    let arrived = (0..4).flat_map(|g| [episode(g, 0, 9.0), episode(g, 1, -9.0)]).collect();
+    loading.receive(&mut s, Reading::Live(LiveEvent::Episodes(arrived))).unwrap();
+    while loading.merging(&s) {
+        loading.merge_next(&mut s);
+    }
+    assert!(s.domain.episodes.len() >= 5206, "the complete groups merged");
+    assert!(s.domain.derived.quantiles_lag(), "a few episodes in 5,200: the quantiles wait");
+    let wake = loading.wake_at(&s).expect("a time to wake for the last group and the quantiles");
+    std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
+    // The last group, then the quantiles.
+    while loading.merging(&s) {
+        loading.merge_next(&mut s);
+    }
+    let wake = loading.wake_at(&s).expect("the quantiles still lag");
+    std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
+    loading.merge_next(&mut s);
+    assert_eq!(s.domain.episodes.len(), 5208);
+    assert!(!s.domain.derived.quantiles_lag());
+    let whole = Derived::build(&s.domain.episodes, &s.domain.table_settings());
+    let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
+    assert_eq!(spreads(&s.domain.derived), spreads(&whole));
+    assert_eq!(loading.wake_at(&s), None);
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::error::AppError;
-use crate::live::{self, LiveError, LiveEvent, Tails, WatchOptions, Watcher};
+use crate::live::{self, LiveError, LiveEvent, LiveFile, Tails, WatchOptions, Watcher};
 use crate::run::cache::CachedHead;
 use crate::run::text_on_disk::LeanEpisode;
 use crate::run::LeanReading;
@@ -186,6 +186,11 @@ pub struct Loading {
     /// (`None`: [`HOLD_TAIL`]).
     episodes_at: Option<Instant>,
     hold: Option<Duration>,
+    /// The run was read through since it was opened or last read again: its partial groups were noted and its
+    /// advantages' quantiles made exact. A run followed catches up with its writer at nearly every part, and
+    /// both go over every episode, so they are done at the first catch-up only (a group still being written
+    /// is not partial either; quantiles that lag while the writer goes on are settled when it pauses).
+    read_through: bool,
 }
 
 /// How long the last episode group the watcher read is held back, when nothing has followed it yet, once the
@@ -305,9 +310,17 @@ impl Loading {
         whole
     }
 
-    /// When a group held back is due to be merged anyway (the main loop wakes then).
-    pub fn wake_at(&self) -> Option<Instant> {
-        self.episodes_at.map(|at| at + self.hold()).filter(|_| !self.backlog.is_empty())
+    /// The run has been read and its writer paused (nothing arrived for the hold): the advantages' quantiles
+    /// that lagged while parts kept coming ([`crate::tui::domain::Derived::settle_quantiles`]) are made exact.
+    fn settles(&self, state: &State) -> bool {
+        !state.domain.live.first_read && !self.holding(state) && state.domain.derived.quantiles_lag()
+    }
+
+    /// When a group held back is due to be merged anyway, or lagging quantiles to be made exact (the main loop
+    /// wakes then).
+    pub fn wake_at(&self, state: &State) -> Option<Instant> {
+        let waits = !self.backlog.is_empty() || state.domain.derived.quantiles_lag();
+        self.episodes_at.map(|at| at + self.hold()).filter(|_| waits)
     }
 
     /// Whether parts wait to be merged (a group held back waits for its time).
@@ -349,11 +362,17 @@ impl Loading {
         } else if !self.backlog.is_empty() && !self.held_tail(state) {
             let part = live::next_part(&mut self.backlog);
             let caught_up = part.iter().any(|e| matches!(e, LiveEvent::Progress { read, total } if read == total));
+            self.read_through &= !part.iter().any(|e| matches!(e, LiveEvent::Reset(LiveFile::Episodes)));
             let fx = if part.is_empty() { Effects::none() } else { update(state, Msg::Live(part, Instant::now())) };
-            if caught_up {
+            if caught_up && !self.read_through {
                 note_partial_groups(state);
+                state.domain.derived.settle_quantiles();
+                self.read_through = true;
             }
             (fx, caught_up)
+        } else if self.settles(state) {
+            state.domain.derived.settle_quantiles();
+            (Effects::redraw(), false)
         } else {
             // Nothing to merge: the next part of the load cache being copied, if any.
             state.domain.copy_load_cache();

@@ -101,9 +101,9 @@ pub fn run(opts: Options) -> Result<(), AppError> {
         let wait = match app.loading.pending(&app.state) {
             true => Duration::ZERO,
             // A group held back while its writer may be adding to it is merged at its time.
-            false => {
-                next_tick.min(app.loading.wake_at().unwrap_or(next_tick)).saturating_duration_since(Instant::now())
-            }
+            false => next_tick
+                .min(app.loading.wake_at(&app.state).unwrap_or(next_tick))
+                .saturating_duration_since(Instant::now()),
         };
         match rx.recv_timeout(wait) {
             // Everything queued (key repeat, wheel bursts, jobs' news) is handled before the next frame.
