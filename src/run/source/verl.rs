@@ -72,7 +72,7 @@
 //!
 //! A step file is read in parts of about [`RunSource::read_in_parts_of`] bytes (whole rows), so that a reader
 //! holds a part of a file's episodes, not the file's: a first pass reads each row's `uid` alone to find where
-//! each v1 session's rows end, then the rows are read and a session's episode goes out once its last row is
+//! each v1 session's rows end (a file that fits in one part needs none), then the rows are read and a session's episode goes out once its last row is
 //! read, in the order of the sessions' first rows (a session whose rows are apart holds the ones after it back
 //! until it is complete). The file counts as delivered from its first part on; the next poll goes on with it
 //! while its stamp is the one it was begun with, and a change is a reset as for a file read whole. Its notices
@@ -216,17 +216,11 @@ impl VerlSource {
         current
     }
 
-    /// Begin reading the complete step file `key`: its first pass, which finds where each v1 session's rows
-    /// end; with `still_written`, a file a writer is still at (a one-shot read's last look): its complete lines
-    /// only, an unfinished last line skipped and said so.
-    fn begin(
-        &mut self,
-        key: &Key,
-        stamp: Stamp,
-        still_written: bool,
-        events: &mut Vec<LiveEvent>,
-    ) -> Option<FileReading> {
-        match FileReading::open(&self.dir, key, stamp, still_written) {
+    /// Begin reading the complete step file `key` ([`FileReading::open`]); [`Reads::StillWritten`], a file a
+    /// writer is still at (a one-shot read's last look): its complete lines only, an unfinished last line
+    /// skipped and said so.
+    fn begin(&mut self, key: &Key, stamp: Stamp, reads: Reads, events: &mut Vec<LiveEvent>) -> Option<FileReading> {
+        match FileReading::open(&self.dir, key, stamp, reads) {
             Ok(reading) => reading,
             Err(err) => {
                 self.book.say(format!("{}: {err}", key.1), events);
@@ -298,7 +292,8 @@ impl VerlSource {
     /// Deliver about `budget` bytes of the step file `key` (complete, with content `stamp`) from its beginning,
     /// recording it as delivered once a part of it is; the rest is [`VerlSource::reading`].
     fn deliver(&mut self, key: Key, stamp: Stamp, budget: u64, events: &mut Vec<LiveEvent>) -> Delivery {
-        let Some(mut reading) = self.begin(&key, stamp, false, events) else { return Delivery::Failed };
+        let reads = if budget >= stamp.len { Reads::Whole } else { Reads::InParts };
+        let Some(mut reading) = self.begin(&key, stamp, reads, events) else { return Delivery::Failed };
         let delivery = self.read_part(&mut reading, budget, events);
         match delivery {
             Delivery::Done => self.book.record(key, stamp),
@@ -332,9 +327,21 @@ struct FileReading {
 /// How much a step file's reader buffers.
 const READ_BUFFER: usize = 64 << 10;
 
+/// How a step file is to be read.
+#[derive(Clone, Copy, PartialEq)]
+enum Reads {
+    /// In parts: where each session's rows end is found first.
+    InParts,
+    /// In one part: every episode goes out at the end, so where sessions end is not needed.
+    Whole,
+    /// In one part, a writer still at it: an unfinished last line is skipped.
+    StillWritten,
+}
+
 impl FileReading {
-    /// The step file `key` opened, if it is still the one `stamp` describes, after a first pass over its rows.
-    fn open(dir: &Path, key: &Key, stamp: Stamp, still_written: bool) -> std::io::Result<Option<FileReading>> {
+    /// The step file `key` opened, if it is still the one `stamp` describes; to be read in parts, after a first
+    /// pass over its rows that finds where each session's rows end.
+    fn open(dir: &Path, key: &Key, stamp: Stamp, reads: Reads) -> std::io::Result<Option<FileReading>> {
         let mut file = match File::open(dir.join(&key.1)) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -343,19 +350,21 @@ impl FileReading {
         if Stamp::of(&file.metadata()?) != stamp {
             return Ok(None);
         }
-        let Some(session_ends) =
-            session_ends(BufReader::with_capacity(READ_BUFFER, (&file).take(stamp.len)), stamp.len)?
-        else {
-            return Ok(None);
+        let session_ends = if reads == Reads::InParts {
+            let first_pass = BufReader::with_capacity(READ_BUFFER, (&file).take(stamp.len));
+            let Some(ends) = session_ends(first_pass, stamp.len)? else { return Ok(None) };
+            file.seek(SeekFrom::Start(0))?;
+            ends
+        } else {
+            HashMap::new()
         };
-        file.seek(SeekFrom::Start(0))?;
         Ok(Some(FileReading {
             key: key.clone(),
             stamp,
             rows: BufReader::with_capacity(READ_BUFFER, file.take(stamp.len)),
             line: 0,
             offset: 0,
-            still_written,
+            still_written: reads == Reads::StillWritten,
             unfinished: None,
             build: FileBuild::new(&key.1, key.0, session_ends),
         }))
@@ -546,7 +555,7 @@ impl RunSource for VerlSource {
         for key in waiting {
             let Ok(meta) = std::fs::metadata(self.dir.join(&key.1)) else { continue };
             let stamp = Stamp::of(&meta);
-            let Some(mut reading) = self.begin(&key, stamp, true, &mut events) else { continue };
+            let Some(mut reading) = self.begin(&key, stamp, Reads::StillWritten, &mut events) else { continue };
             if let Delivery::Done = self.read_part(&mut reading, u64::MAX, &mut events) {
                 self.book.record(key, stamp);
             }
@@ -621,11 +630,7 @@ impl<'de> Deserialize<'de> for RowUid {
                 let mut uid = None;
                 while let Some(column) = columns.next_key::<Cow<'de, str>>()? {
                     if column == "uid" {
-                        uid = match columns.next_value::<Value>()? {
-                            Value::String(s) => Some(s),
-                            Value::Number(n) => Some(n.to_string()),
-                            _ => None,
-                        };
+                        uid = uid_text(&columns.next_value::<Value>()?);
                     } else {
                         columns.next_value::<IgnoredAny>()?;
                     }
@@ -719,6 +724,15 @@ fn text(value: Option<Value>) -> String {
     }
 }
 
+/// A row's `uid`: a string, or a number as written; anything else is no uid.
+fn uid_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// verl's uid key `{prompt_uid}_{session}_{output_index}`: (prompt uid, session, output index).
 fn split_uid(uid: &str) -> Option<(&str, &str, u64)> {
     let mut parts = uid.rsplitn(3, '_');
@@ -749,7 +763,8 @@ struct FileBuild {
     /// Ids and groups are named after the file's stem (the step number as written), unique in the directory.
     stem: String,
     step: u64,
-    /// Each v1 session's last line ([`session_ends`]).
+    /// Each v1 session's last line ([`session_ends`]); none for a file read in one part, whose episodes all go
+    /// out at its end.
     session_ends: HashMap<String, u64>,
     /// Episodes not delivered yet, in the order of their first rows; an open session's place is its number in
     /// `sessions` less `sent`, the drafts delivered before.
@@ -830,12 +845,7 @@ impl FileBuild {
 
     fn add(&mut self, row: Row) {
         let stem = &self.stem;
-        let uid = match row.columns.get("uid") {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        };
-        let Some(uid) = uid else {
+        let Some(uid) = row.columns.get("uid").and_then(uid_text) else {
             self.rows_without_uid += 1;
             let input = match row.columns.get("input") {
                 Some(Value::String(s)) => s.clone(),
