@@ -204,6 +204,14 @@ pub enum TextAt<'a> {
 }
 
 impl<'a> TextAt<'a> {
+    /// Where the episode's line is, when its text is on disk.
+    pub fn span(&self) -> Option<LineSpan> {
+        match self {
+            TextAt::OnDisk { span, .. } => Some(*span),
+            TextAt::InMemory(_) => None,
+        }
+    }
+
     fn of(text: &'a EpisodeText) -> TextAt<'a> {
         match text {
             EpisodeText::OnDisk { span, store } => TextAt::OnDisk { span: *span, store },
@@ -358,10 +366,7 @@ impl<'a> LeanEpisodeRef<'a> {
 
     /// Where the episode's line is, when its text is on disk.
     pub fn span(&self) -> Option<LineSpan> {
-        match self.text {
-            TextAt::OnDisk { span, .. } => Some(span),
-            TextAt::InMemory(_) => None,
-        }
+        self.text.span()
     }
 
     /// The full record, read back from disk when it is there.
