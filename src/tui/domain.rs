@@ -812,6 +812,10 @@ impl Domain {
     /// The burst that wrote episode group `g`: the one whose part of `episodes.jsonl` holds its first episode's
     /// line.
     pub fn group_burst(&self, bursts: &[BurstSpan], g: u32) -> Option<u32> {
+        if bursts.is_empty() {
+            // No group has a burst then; the overview asks for every group at every frame.
+            return None;
+        }
         let group = self.derived.table.episode_groups.get(g as usize)?;
         let first = *group.episodes.first()? as usize;
         // The line's place alone: the overview asks for every group at every frame, and building each first
