@@ -286,6 +286,11 @@ fn taking_the_load_cache_says_the_line_reading_goes_on_from() {
 /// A TRL step file written with parquet's own writer: `prompt` and `completion` text columns (whatever bytes
 /// are given), a reward and the advantage.
 fn write_trl_file(path: &Path, cells: &[(&[u8], &[u8])]) {
+    write_trl_file_as(path, cells, Default::default());
+}
+
+/// [`write_trl_file`] with the writer's properties given (encoding, compression).
+fn write_trl_file_as(path: &Path, cells: &[(&[u8], &[u8])], properties: parquet::file::properties::WriterProperties) {
     use parquet::data_type::{ByteArray, ByteArrayType, DoubleType};
     use parquet::file::writer::SerializedFileWriter;
     let schema = parquet::schema::parser::parse_message_type(
@@ -294,7 +299,7 @@ fn write_trl_file(path: &Path, cells: &[(&[u8], &[u8])]) {
     )
     .unwrap();
     let file = fs::File::create(path).unwrap();
-    let mut writer = SerializedFileWriter::new(file, std::sync::Arc::new(schema), Default::default()).unwrap();
+    let mut writer = SerializedFileWriter::new(file, std::sync::Arc::new(schema), properties.into()).unwrap();
     let mut group = writer.next_row_group().unwrap();
     let mut index = 0;
     while let Some(mut column) = group.next_column().unwrap() {
@@ -334,6 +339,41 @@ fn a_bad_trl_cell_skips_its_row_alone_named_by_file_and_row() {
     assert_eq!((error.file.as_deref(), error.line), (Some("completions/completions_00001.parquet"), 2));
     assert!(error.reason.contains("`completion`") && error.reason.contains("UTF-8"), "{}", error.reason);
     assert!(!error.reason.contains("255"), "no raw bytes: {}", error.reason);
+}
+
+#[test]
+fn a_trl_file_parquet_panics_on_is_reported_by_name_and_the_files_beside_it_are_read() {
+    use parquet::basic::Compression;
+    use parquet::file::properties::WriterProperties;
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("completions")).unwrap();
+    let damaged = dir.path().join("completions/completions_00001.parquet");
+    let rows: [(&[u8], &[u8]); 4] = [(b"p1", b"aaaa"), (b"p1", b"bbbb"), (b"p2", b"cccc"), (b"p2", b"dddd")];
+    let plain = WriterProperties::builder().set_dictionary_enabled(false).set_compression(Compression::UNCOMPRESSED);
+    write_trl_file_as(&damaged, &rows, plain.build());
+    // The completions' plain page holds each value behind its 4-byte length. The third value's length, made 10,
+    // swallows the fourth's length and 2 of its bytes: parquet's decoder then reads a length from the 2 bytes
+    // left in the page, which it asserts cannot happen (a panic).
+    let mut bytes = fs::read(&damaged).unwrap();
+    let page: Vec<u8> = rows.iter().flat_map(|r| [&4u32.to_le_bytes()[..], r.1].concat()).collect();
+    let at = bytes.windows(page.len()).position(|w| w == page).expect("the completions' page is plain");
+    bytes[at + 16..at + 20].copy_from_slice(&10u32.to_le_bytes());
+    fs::write(&damaged, &bytes).unwrap();
+    write_trl_file(&dir.path().join("completions/completions_00002.parquet"), &[(b"p3", b"good"), (b"p3", b"too")]);
+
+    let run = Run::open_as(dir.path(), None, &Default::default()).unwrap();
+    let ids: Vec<&str> = run.episodes.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["s2-r1", "s2-r2"], "the good file beside the damaged one is read whole");
+    assert_eq!(run.errors.len(), 1, "{:?}", run.errors);
+    let error = &run.errors[0];
+    assert_eq!((error.file.as_deref(), error.line), (Some("completions/completions_00001.parquet"), 1));
+    assert!(error.reason.contains("rows 1 to 4 could not be read"), "{}", error.reason);
+    assert!(error.reason.contains("damaged data"), "{}", error.reason);
+
+    let out = gigscope(&["validate", path(dir.path())]);
+    assert_eq!(out.status.code(), Some(1), "a problem, not a crash: {}", stderr(&out));
+    assert!(stderr(&out).contains("completions/completions_00001.parquet"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "the contained panic is not printed: {}", stderr(&out));
 }
 
 /// Chat messages: role and content (whatever bytes).

@@ -467,8 +467,9 @@ fn the_watcher_finds_completions_created_later() {
 /// file whose footer declares a list of billions of entries, which the parquet decoder walks for a while before it
 /// fails; one whose footer places a column chunk at a negative offset, on which parquet's reader panics; one whose
 /// dictionary page declares billions of values (an abort in parquet's decoder); one with a dictionary-encoded data
-/// page and no dictionary page (a panic in parquet's column reader). Each file is skipped with its name, the good
-/// file beside it is read whole, and nothing panics or hangs.
+/// page and no dictionary page (a panic in parquet's column reader); one whose pages make parquet's row reader
+/// index a definition level past its batch (a panic, contained). Each file is skipped, or its rows from the damage
+/// on reported as lost, with its name; the good file beside it is read whole, and nothing panics or hangs.
 #[test]
 fn trl_files_found_by_fuzzing_are_skipped_naming_them() {
     let findings = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/regressions/trainer_files");
@@ -485,12 +486,12 @@ fn trl_files_found_by_fuzzing_are_skipped_naming_them() {
         fs::write(&path, &bytes[1..]).unwrap();
         modified_ago(&path, Duration::from_secs(60));
         let run = open(dir.path());
-        assert_eq!(run.episodes.len(), 8, "the good file is read whole");
-        assert!(
-            run.notices.iter().any(|n| n.contains("completions_00001.parquet: cannot be read")),
-            "the damaged file is named: {:?}",
-            run.notices
-        );
+        assert_eq!(run.episodes.iter().filter(|e| e.iteration == 2).count(), 8, "the good file is read whole");
+        let skipped = run.notices.iter().any(|n| n.contains("completions_00001.parquet: cannot be read"));
+        let lost = run.errors.iter().any(|e| {
+            e.file.as_deref() == Some("completions/completions_00001.parquet") && e.reason.contains("could not be read")
+        });
+        assert!(skipped || lost, "the damaged file is named: {:?} {:?}", run.notices, run.errors);
     }
-    assert!(tried >= 4, "the TRL findings are there");
+    assert!(tried >= 5, "the TRL findings are there");
 }

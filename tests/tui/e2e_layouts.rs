@@ -67,3 +67,28 @@ fn a_trl_log_opens_and_a_new_completions_file_shows() {
         std::fs::rename(&staged, completions.join("completions_00003.parquet")).expect("rename");
     });
 }
+
+/// A TRL file on which parquet's row reader panics (a fuzzing finding, tests/fuzz/regressions/trainer_files) beside
+/// a good one: the viewer keeps the terminal, reads the good file and names the rows it lost, and the contained
+/// panic prints nothing over the screen.
+#[test]
+fn a_trl_file_parquet_panics_on_is_a_broken_line_and_the_viewer_keeps_the_terminal() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let completions = tmp.path().join("completions");
+    std::fs::create_dir(&completions).expect("mkdir");
+    let finding = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz/regressions/trainer_files/trl-record-reader-definition-level-past-its-batch");
+    let bytes = std::fs::read(&finding).expect("the finding is kept");
+    // The fuzz target's first byte picks the trainer; the file is the rest.
+    std::fs::write(completions.join("completions_00001.parquet"), &bytes[1..]).expect("write");
+    let good = "completions_00002.parquet";
+    copy(&fixture("trl/default/completions").join(good), &completions.join(good));
+    let expected = episodes_in(tmp.path());
+    let s = Session::launch("trl-damaged", &tmp.path().display().to_string(), (160, 45));
+    let screen = s.wait_for(&["[Overview]", "TRL completions log", &format!("{expected} ep ·"), "broken line"]);
+    assert_eq!(s.pane("#{alternate_on}"), "1", "the TUI holds the terminal:\n{screen}");
+    assert!(!screen.contains("panicked"), "{screen}");
+}

@@ -13,6 +13,8 @@
 //! - `events.rs`: the [`RunSource`] interface, its events, and the [`RegisteredLayout`] a reader gives;
 //! - `spilled.rs`: a viewer's reading of the layouts whose episodes have no line of their own, their text
 //!   spilled to a file ([`read_lean`]);
+//! - `contained_panic.rs`: a panic of a third-party decoder on damaged input (parquet's), caught and kept
+//!   quiet, for the reader to report as an error of its file;
 //! - `step_files.rs`: the bookkeeping of layouts written as one file per training step (verl, TRL);
 //! - one file per layout, which parses that layout's files alone: `gigscope.rs`, `verl.rs`, `trl.rs`,
 //!   `verifiers.rs`;
@@ -25,6 +27,7 @@
 //! `StepFiles`), its line in [`LAYOUTS`] below (and its `mod` line), and its variant in
 //! `run/layout.rs` (the name `--from` takes). Nothing else in `run/`, and nothing above it, changes.
 
+mod contained_panic;
 mod events;
 mod gigscope;
 mod spilled;
@@ -39,6 +42,7 @@ use super::dir::check_run_dir;
 use super::error::RunError;
 use super::layout::Layout;
 
+pub use contained_panic::keep_contained_panics_quiet;
 pub use events::{
     ErrorOnce, LeanRecord, Listing, LiveEvent, LiveFile, RegisteredLayout, RunSource, SourceOptions, SourcePoll,
     TornTail,

@@ -2,7 +2,10 @@
 //! `OUTPUT_DIR/completions/completions_{global_step:05d}.parquet` (pandas `DataFrame.to_parquet`: pyarrow,
 //! snappy) at every logging step. Read with the Arrow project's `parquet` crate (its record API), text as bytes
 //! checked row by row: a row with a text cell that is not UTF-8 (in a string column or inside chat messages) is
-//! broken alone, named by its file, row and column, and the rows around it are read.
+//! broken alone, named by its file, row and column, and the rows around it are read. Damage parquet's readers
+//! would panic on is refused before reading where a check can see it (a column chunk outside the file, a
+//! dictionary page too large or missing), and otherwise their panic is contained (`contained_panic.rs`) and
+//! reported as an error of the file: the rows read before it are kept, the rest of the file is named as lost.
 //!
 //! Columns (TRL 1.16): `step`, `prompt` and `completion` (strings, or for chat datasets lists of
 //! `{role, content}` messages), one float column per reward function named after it (NaN where the function
@@ -66,6 +69,7 @@ use parquet::record::{Field, Row};
 use parquet::schema::types::{SchemaDescPtr, SchemaDescriptor, Type as SchemaType, TypePtr};
 use serde_json::{json, Map, Value};
 
+use super::contained_panic::contain;
 use super::events::{Listing, RegisteredLayout, RunSource, SourceOptions, SourcePoll};
 use super::events::{LiveEvent, LiveFile};
 use super::step_files::{StepFiles, PART_ROWS};
@@ -581,9 +585,12 @@ fn read_file(path: &Path, rel: &str, step: u64, group_size: Option<usize>) -> Re
     let file = File::open(path)?;
     let meta = file.metadata()?;
     let stamp = Stamp::of(&meta);
-    let reader = SerializedFileReader::new(file)?;
-    check_column_chunks(reader.metadata(), meta.len())?;
-    check_pages(&reader)?;
+    let reader = contained(|| {
+        let reader = SerializedFileReader::new(file)?;
+        check_column_chunks(reader.metadata(), meta.len())?;
+        check_pages(&reader)?;
+        Ok(reader)
+    })?;
     let total = reader.metadata().file_metadata().num_rows().max(0) as u64;
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let columns = classify_columns(&fields);
@@ -680,13 +687,23 @@ fn read_rows(
 /// Every row of the file in order, read with text as bytes ([`TextAsBytes`]); the first error stops it.
 fn rows_as_bytes(reader: &SerializedFileReader<File>, mut row: impl FnMut(Row)) -> Result<(), ParquetError> {
     let schema = text_as_bytes(reader.metadata().file_metadata().schema_descr())?;
-    for g in 0..reader.num_row_groups() {
-        let group = TextAsBytes::new(reader.get_row_group(g)?, &schema)?;
-        for read in RowIter::from_row_group(None, &group)? {
-            row(read?);
+    contained(|| {
+        for g in 0..reader.num_row_groups() {
+            let group = TextAsBytes::new(reader.get_row_group(g)?, &schema)?;
+            for read in RowIter::from_row_group(None, &group)? {
+                row(read?);
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
+}
+
+/// Work of parquet's readers on a file, [`contain`]ed: a panic of theirs on damaged data is an error of the
+/// file, as their own errors are.
+fn contained<T>(read: impl FnOnce() -> Result<T, ParquetError>) -> Result<T, ParquetError> {
+    contain(read).unwrap_or_else(|panic| {
+        Err(ParquetError::General(format!("parquet's reader failed on damaged data ({panic})")))
+    })
 }
 
 /// Whether a type is text: a byte array annotated UTF8, ENUM or JSON (which parquet's row reader checks).

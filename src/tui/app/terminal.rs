@@ -33,6 +33,9 @@ impl TerminalGuard {
             previous(info);
         }));
         let terminal = ratatui::try_init()?;
+        // A damaged TRL file's parquet panic is contained by its reader and must not reach the hooks above
+        // (which would give the terminal back while the viewer goes on).
+        crate::run::source::keep_contained_panics_quiet();
         execute!(stdout(), EnableMouseCapture)?;
         Ok(TerminalGuard { terminal })
     }
