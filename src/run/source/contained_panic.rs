@@ -13,7 +13,8 @@
 //!   terminal, libFuzzer's aborts): the first `contain` puts a quiet wrapper around the hook then in place, and
 //!   a program that installs hooks of its own afterwards calls [`keep_contained_panics_quiet`] once they are in
 //!   (the TUI does, after taking the terminal);
-//! - panics anywhere else, on this thread outside `contain` or on other threads, reach the hooks as before.
+//! - panics anywhere else, on this thread outside `contain` or on other threads, reach the hooks as before; so
+//!   a caller contains the decoder's calls alone, not its own code around them (a panic there is a bug).
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -29,8 +30,8 @@ pub fn contain<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
     static QUIET_HOOK: Once = Once::new();
     QUIET_HOOK.call_once(keep_contained_panics_quiet);
     let outer = CONTAINING.replace(true);
-    // The caller's state touched by `decode` is left as the panic found it: the callers here only append whole
-    // records to it, so what was read before the panic stays good.
+    // What `decode` touched is left as the panic found it: callers give it the decoder alone (dropped on an
+    // error), never their own records.
     let outcome = catch_unwind(AssertUnwindSafe(decode));
     CONTAINING.set(outer);
     outcome.map_err(|payload| {
