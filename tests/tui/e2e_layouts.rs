@@ -21,6 +21,14 @@ fn episodes_in(dir: &Path) -> usize {
     Run::open_as(dir, None, &SourceOptions::default()).expect("the run reads").episodes.len()
 }
 
+/// An empty TRL log: a temporary directory, and its `completions/` folder.
+fn trl_log() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let completions = tmp.path().join("completions");
+    std::fs::create_dir(&completions).expect("mkdir");
+    (tmp, completions)
+}
+
 /// Open `dir` in the TUI, wait for its overview, call `write_step`, and wait for the new count on screen.
 fn follow_a_new_step(test: &str, dir: &Path, layout_name: &str, write_step: impl FnOnce()) {
     let before = episodes_in(dir);
@@ -52,9 +60,7 @@ fn a_trl_log_opens_and_a_new_completions_file_shows() {
     if !tmux_available() {
         return;
     }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let completions = tmp.path().join("completions");
-    std::fs::create_dir(&completions).expect("mkdir");
+    let (tmp, completions) = trl_log();
     let source = fixture("trl/default/completions");
     for step in [1, 2] {
         let name = format!("completions_{step:05}.parquet");
@@ -76,9 +82,7 @@ fn a_trl_file_parquet_panics_on_is_a_broken_line_and_the_viewer_keeps_the_termin
     if !tmux_available() {
         return;
     }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let completions = tmp.path().join("completions");
-    std::fs::create_dir(&completions).expect("mkdir");
+    let (tmp, completions) = trl_log();
     let finding = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fuzz/regressions/trainer_files/trl-record-reader-definition-level-past-its-batch");
     let bytes = std::fs::read(&finding).expect("the finding is kept");

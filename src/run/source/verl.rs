@@ -72,11 +72,11 @@
 //!
 //! A step file is read in parts of about [`RunSource::read_in_parts_of`] bytes (whole rows), so that a reader
 //! holds a part of a file's episodes, not the file's: a first pass reads each row's `uid` alone to find where
-//! each v1 session's rows end (a file that fits in one part needs none), then the rows are read and a session's episode goes out once its last row is
-//! read, in the order of the sessions' first rows (a session whose rows are apart holds the ones after it back
-//! until it is complete). The file counts as delivered from its first part on; the next poll goes on with it
-//! while its stamp is the one it was begun with, and a change is a reset as for a file read whole. Its notices
-//! and broken lines go out with its last part.
+//! each v1 session's rows end (a file that fits in one part needs none), then the rows are read and a session's
+//! episode goes out once its last row is read, in the order of the sessions' first rows (a session whose rows
+//! are apart holds the ones after it back until it is complete). The file counts as delivered from its first
+//! part on; the next poll goes on with it while its stamp is the one it was begun with, and a change is a reset
+//! as for a file read whole. Its notices and broken lines go out with its last part.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
