@@ -132,7 +132,7 @@ pub fn advantages(
     let path = dir.join(EPISODES_FILE);
     // Pass 1: the group of every line that reads as an episode head, in file order; the first lines' episodes.
     let mut group_index: HashMap<String, u32> = HashMap::new();
-    let mut line_group: Vec<(u64, u32)> = Vec::new();
+    let mut line_group = Pending::default();
     let mut lines_of_group: Vec<u32> = Vec::new();
     let mut kept: HashMap<u64, Option<LeanEpisode>> = HashMap::new();
     let mut kept_so_far = 0;
@@ -169,19 +169,16 @@ pub fn advantages(
             lines_of_group.push(0);
         }
         lines_of_group[g as usize] += 1;
-        line_group.push((span.line, g));
+        line_group.push(span.line, g);
         Ok(())
     })?;
     drop(group_index);
     let last_line = heads.lines();
+    let line_count = line_group.len();
 
     // Pass 2: episodes, group by group as each completes; rows out in file order.
     let mut streaming = Streaming {
-        out: Ordered::new(
-            RowWriter::new(out, format, widths)?,
-            line_group.iter().copied(),
-            Some(TokenStore::open(dir)?),
-        ),
+        out: Ordered::new(RowWriter::new(out, format, widths)?, line_group, Some(TokenStore::open(dir)?)),
         settings,
         lines_of_group,
         open: HashMap::new(),
@@ -189,14 +186,14 @@ pub fn advantages(
         hasher: RandomState::new(),
         broken: first.errors.len(),
     };
-    if kept.len() == line_group.len() {
-        // Every line was read in the first pass.
-        for (line, g) in line_group {
+    if kept.len() == line_count {
+        // Every line was read in the first pass (a run of at most `kept_bytes`: its lines are listed again).
+        let lines: Vec<(u64, u32)> = streaming.out.pending.iter().collect();
+        for (line, g) in lines {
             let episode = kept.remove(&line).flatten();
             streaming.take(line, g, episode)?;
         }
     } else {
-        drop(line_group);
         let mut failure = None;
         JsonlTail::<Episode>::new(path).poll_lines(|text, span| {
             let line = span.line;
@@ -393,11 +390,93 @@ impl<W: Write> Streaming<'_, W> {
     }
 }
 
+/// Lines in increasing order, each with its group, taken from the front: 4 bytes a line (its group) and 16 a
+/// run of consecutive line numbers (one run for a file without broken lines; a position's own run for a layout
+/// whose episodes are numbered 0, 1, 2, ...), instead of 16 bytes a line as pairs.
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    groups: VecDeque<u32>,
+    /// Each run of consecutive lines: its first line and the number of lines pushed before it. The front run
+    /// holds the front line.
+    runs: VecDeque<(u64, u64)>,
+    /// Lines taken from the front, and lines pushed, since the start.
+    taken: u64,
+    pushed: u64,
+}
+
+impl Pending {
+    /// The lines `0, 1, 2, ...` of `groups`, without copying them.
+    pub(super) fn numbered(groups: Vec<u32>) -> Self {
+        let pushed = groups.len() as u64;
+        Pending { groups: groups.into(), runs: VecDeque::from([(0, 0)]), taken: 0, pushed }
+    }
+
+    /// `line`, of group `g`, after every line pushed before (it must be greater than them).
+    pub(super) fn push(&mut self, line: u64, g: u32) {
+        let follows = self.runs.back().is_some_and(|&(first, before)| first + (self.pushed - before) == line);
+        if !follows {
+            self.runs.push_back((line, self.pushed));
+            self.drop_passed_runs();
+        }
+        self.groups.push_back(g);
+        self.pushed += 1;
+    }
+
+    /// Keep the front run the one that holds the front line: a run whose lines were all taken goes once the next
+    /// run starts.
+    fn drop_passed_runs(&mut self) {
+        while self.runs.get(1).is_some_and(|&(_, before)| before <= self.taken) {
+            self.runs.pop_front();
+        }
+    }
+
+    /// How many lines are still to be taken.
+    pub(super) fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The front line and its group.
+    pub(super) fn front(&self) -> Option<(u64, u32)> {
+        let (&g, &(first, before)) = (self.groups.front()?, self.runs.front()?);
+        Some((first + (self.taken - before), g))
+    }
+
+    pub(super) fn pop_front(&mut self) -> Option<(u64, u32)> {
+        let front = self.front()?;
+        self.groups.pop_front();
+        self.taken += 1;
+        self.drop_passed_runs();
+        Some(front)
+    }
+
+    /// The group of `line`, while it is still to be taken.
+    pub(super) fn group_of(&self, line: u64) -> Option<u32> {
+        // The run that starts last at or before `line`.
+        let run = self.runs.partition_point(|&(first, _)| first <= line).checked_sub(1)?;
+        let (first, before) = self.runs[run];
+        let end = self.runs.get(run + 1).map_or(self.pushed, |&(_, next)| next);
+        let at = before + (line - first);
+        if at >= end || at < self.taken {
+            return None;
+        }
+        self.groups.get(usize::try_from(at - self.taken).ok()?).copied()
+    }
+
+    /// Every line still to be taken, in order, with its group.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let lines = self.runs.iter().enumerate().flat_map(move |(r, &(first, before))| {
+            let end = self.runs.get(r + 1).map_or(self.pushed, |&(_, next)| next);
+            (before.max(self.taken)..end).map(move |at| first + (at - before))
+        });
+        lines.zip(self.groups.iter().copied())
+    }
+}
+
 /// Rows computed group by group, written in file order.
 pub(super) struct Ordered<W: Write> {
     writer: RowWriter<W>,
-    /// Lines whose rows are still to be written, in file order, each with its group: 16 bytes a line.
-    pending: VecDeque<(u64, u32)>,
+    /// Lines whose rows are still to be written, in file order, each with its group.
+    pending: Pending,
     /// Rows of episodes whose group is complete, by line.
     done: HashMap<u64, Done>,
     /// Lines with nothing to write: broken lines, duplicate ids, episodes without steps.
@@ -416,15 +495,11 @@ pub(super) struct Ordered<W: Write> {
 }
 
 impl<W: Write> Ordered<W> {
-    /// Rows to be written by `writer` for the episodes at `positions` (each with its group), in that order.
-    pub(super) fn new(
-        writer: RowWriter<W>,
-        positions: impl Iterator<Item = (u64, u32)>,
-        tokens: Option<TokenStore>,
-    ) -> Self {
+    /// Rows to be written by `writer` for the episodes `pending` names, in its order.
+    pub(super) fn new(writer: RowWriter<W>, pending: Pending, tokens: Option<TokenStore>) -> Self {
         Ordered {
             writer,
-            pending: positions.collect(),
+            pending,
             done: HashMap::new(),
             skipped: HashSet::new(),
             anchor_count: HashMap::new(),
@@ -439,7 +514,7 @@ impl<W: Write> Ordered<W> {
 
     /// The group of `line`, whose rows are still to be written (`None`: no such line).
     pub(super) fn group_of(&self, line: u64) -> Option<u32> {
-        self.pending.binary_search_by_key(&line, |&(l, _)| l).ok().map(|at| self.pending[at].1)
+        self.pending.group_of(line)
     }
 
     /// The token store whose counts replace the recorded response lengths, if the run has one.
@@ -499,7 +574,7 @@ impl<W: Write> Ordered<W> {
 
     /// The first line whose rows are still to be written, lines with nothing to write passed over.
     fn front(&mut self) -> Option<u64> {
-        while let Some(&(line, _)) = self.pending.front() {
+        while let Some((line, _)) = self.pending.front() {
             if !self.skipped.remove(&line) {
                 return Some(line);
             }
@@ -613,5 +688,48 @@ mod tests {
             })
             .expect("reads");
         total
+    }
+
+    proptest::proptest! {
+        /// `Pending` answers as the queue of pairs it replaces: lines with gaps (broken lines left out), taken
+        /// from the front at any point, looked up whether still pending, taken or never pushed.
+        #[test]
+        fn pending_lines_answer_as_a_queue_of_pairs(
+            steps in proptest::collection::vec((1u64..4, 0u32..5, proptest::bool::ANY), 0..60),
+            lookups in proptest::collection::vec(0u64..200, 0..20),
+        ) {
+            let (mut pending, mut model) = (Pending::default(), VecDeque::new());
+            let mut line = 0;
+            for (gap, g, take) in steps {
+                line += gap;
+                pending.push(line, g);
+                model.push_back((line, g));
+                if take {
+                    proptest::prop_assert_eq!(pending.pop_front(), model.pop_front());
+                }
+                proptest::prop_assert_eq!(pending.front(), model.front().copied());
+                proptest::prop_assert_eq!(pending.len(), model.len());
+                for &probe in &lookups {
+                    let expected = model.iter().find(|&&(l, _)| l == probe).map(|&(_, g)| g);
+                    proptest::prop_assert_eq!(pending.group_of(probe), expected);
+                }
+                proptest::prop_assert_eq!(pending.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+            }
+        }
+
+        #[test]
+        fn numbered_lines_are_their_positions(groups in proptest::collection::vec(0u32..9, 0..40), taken in 0usize..45) {
+            let mut pending = Pending::numbered(groups.clone());
+            for _ in 0..taken {
+                pending.pop_front();
+            }
+            let expected: Vec<(u64, u32)> =
+                groups.iter().enumerate().skip(taken).map(|(p, &g)| (p as u64, g)).collect();
+            proptest::prop_assert_eq!(pending.iter().collect::<Vec<_>>(), expected.clone());
+            for (p, g) in groups.iter().enumerate() {
+                let expected = (p >= taken).then_some(*g);
+                proptest::prop_assert_eq!(pending.group_of(p as u64), expected);
+            }
+        }
     }
 }

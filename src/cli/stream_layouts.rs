@@ -12,14 +12,13 @@
 //! successors, or batch statistics over a run whose groups span iterations.
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::Path;
 
 use super::flags::{EpisodeFacts, SettingsFlags};
 use super::rows::{Format, RowWriter, TableWidths};
 use super::source::SourceFlags;
-use super::stream::{Ordered, Streamed};
+use super::stream::{Ordered, Pending, Streamed};
 use crate::advantage::{compute, AdvantageSettings, Aggregation, AnchorMode, ScaleRewards};
 use crate::run::tokens::{count_lengths, TokenStore};
 use crate::run::{Episode, GroupSizes, Run, RunMeta};
@@ -27,18 +26,17 @@ use crate::run::{Episode, GroupSizes, Run, RunMeta};
 /// What the first pass counts.
 #[derive(Default)]
 struct Census {
-    /// Group (by a 64-bit hash keyed at random per process; see `super::stream`'s ids) → its number and its
-    /// first episode's iteration; iteration → its number.
-    groups: HashMap<u64, (u32, i64)>,
-    hasher: std::collections::hash_map::RandomState,
+    /// Iteration → its number.
     iterations: HashMap<i64, u32>,
-    /// Each episode's group and iteration numbers, in the order they came.
-    of_episode: Vec<(u32, u32)>,
-    group_episodes: Vec<u32>,
+    /// Each episode's group number (its number in `sizes`) and iteration number, in the order they came (apart:
+    /// the second pass keeps one of them).
+    group_of_episode: Vec<u32>,
+    iteration_of_episode: Vec<u32>,
     iteration_episodes: Vec<u32>,
     /// Some group has episodes in two iterations.
     spans_iterations: bool,
     widths: TableWidths,
+    /// The groups, numbered in order of first appearance, with their episodes.
     sizes: GroupSizes,
     facts: EpisodeFacts,
 }
@@ -48,28 +46,16 @@ impl Census {
         self.facts.add(episodes);
         for episode in episodes {
             self.widths.fit(&episode.id, &episode.group);
-            self.sizes.add(&episode.group, episode.iteration);
+            let (g, first_iteration) = self.sizes.add(&episode.group, episode.iteration);
+            self.spans_iterations |= first_iteration != episode.iteration;
             let next = self.iterations.len() as u32;
             let it = *self.iterations.entry(episode.iteration).or_insert(next);
             if it as usize == self.iteration_episodes.len() {
                 self.iteration_episodes.push(0);
             }
             self.iteration_episodes[it as usize] += 1;
-            let group = self.hasher.hash_one(&episode.group);
-            let g = match self.groups.get(&group) {
-                Some(&(g, iteration)) => {
-                    self.spans_iterations |= iteration != episode.iteration;
-                    g
-                }
-                None => {
-                    let g = self.groups.len() as u32;
-                    self.groups.insert(group, (g, episode.iteration));
-                    self.group_episodes.push(0);
-                    g
-                }
-            };
-            self.group_episodes[g as usize] += 1;
-            self.of_episode.push((g, it));
+            self.group_of_episode.push(g as u32);
+            self.iteration_of_episode.push(it);
         }
     }
 }
@@ -109,9 +95,13 @@ pub fn advantages(
     let recorded = run.meta.as_ref().map(RunMeta::group_sizes).unwrap_or_default();
     super::source::report(dir, &run, &census.sizes.partial(&recorded));
 
-    let Census { of_episode, group_episodes, iteration_episodes, widths, .. } = census;
-    let unit_of = move |(g, it): (u32, u32)| if by_iteration { it } else { g };
-    let mut left = if by_iteration { iteration_episodes } else { group_episodes };
+    let Census { group_of_episode, iteration_of_episode, iteration_episodes, widths, sizes, .. } = census;
+    let (unit_of_episode, mut left) = if by_iteration {
+        (iteration_of_episode, iteration_episodes)
+    } else {
+        (group_of_episode, sizes.episodes().map(|episodes| episodes as u32).collect())
+    };
+    drop(sizes);
     let tokens = match TokenStore::open(dir) {
         Ok(store) => Some(store),
         Err(err) => {
@@ -120,8 +110,8 @@ pub fn advantages(
         }
     };
     // Each episode's unit is kept in `ordered` alone, until its rows are written.
-    let positions = of_episode.into_iter().enumerate().map(|(p, units)| (p as u64, unit_of(units)));
-    let mut ordered = Ordered::new(RowWriter::new(out, format, widths)?, positions, tokens);
+    let pending = Pending::numbered(unit_of_episode);
+    let mut ordered = Ordered::new(RowWriter::new(out, format, widths)?, pending, tokens);
     let mut open: HashMap<u32, Vec<(u64, Episode)>> = HashMap::new();
     let mut position = 0usize;
     let mut failure: Option<anyhow::Error> = None;

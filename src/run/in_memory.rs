@@ -491,18 +491,25 @@ pub struct GroupSizes {
 }
 
 impl GroupSizes {
-    /// One more episode of `group`, in `iteration` (that of the group's first episode is kept).
-    pub fn add(&mut self, group: &str, iteration: i64) {
+    /// One more episode of `group`, in `iteration` (that of the group's first episode is kept). Which group it
+    /// is: its number in order of first appearance, and its first episode's iteration.
+    pub fn add(&mut self, group: &str, iteration: i64) -> (usize, i64) {
         let hash = self.hasher.hash_one(group);
         let (names, groups) = (&self.names, &self.groups);
         if let Some(&place) = self.places.find(hash, |&place| name_at(names, groups, place) == group) {
             self.groups[place].2 += 1;
-            return;
+            return (place, self.groups[place].1);
         }
         self.names.push_str(group);
         self.groups.push((self.names.len(), iteration, 1));
         let (names, groups, hasher) = (&self.names, &self.groups, &self.hasher);
         self.places.insert_unique(hash, groups.len() - 1, |&place| hasher.hash_one(name_at(names, groups, place)));
+        (self.groups.len() - 1, iteration)
+    }
+
+    /// Each group's episodes, by its number.
+    pub fn episodes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.groups.iter().map(|&(_, _, episodes)| episodes)
     }
 
     /// How many groups were met.
