@@ -6,7 +6,7 @@
 //! episode's steps in one vector, ids in one string (an id that begins with its group's name as the rest
 //! alone, given back as an [`IdRef`]), each group's name once (an index per episode), iteration, outcome and
 //! token counts as columns (iterations as runs of equal values, token counts only once an episode
-//! has some), where the text is as a packed span read back through one shared
+//! has some), where the text is as a span (a [`SpanColumn`]: about 12 bytes) read back through one shared
 //! [`TextStore`]; text kept in memory or in another file is kept apart, by index, and so are the episodes'
 //! [`LeanExtras`], packed: their values in shared lists, each distinct source and list of reward names once.
 //! Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::format::Episode;
-use super::span::LineSpan;
+use super::span::{LineSpan, SpanColumn};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
 
 /// The columns of a [`LeanEpisodes`].
@@ -41,15 +41,18 @@ struct Columns {
     tokens: UntilSet<u64>,
     token_steps: UntilSet<u32>,
     /// Where each episode's line is in the file `store` reads (a placeholder for those kept `apart`).
-    spans: Vec<PackedSpan>,
+    spans: SpanColumn,
     /// The file the episodes' lines are in: the first one's store.
     store: Option<TextStore>,
     /// The episodes whose text is elsewhere (in memory, another file, a span too large to pack), by index.
     apart: Vec<(usize, EpisodeText)>,
-    /// The episodes with [`LeanExtras`], by index, each part a place in the lists below: a trainer's layout
-    /// gives every row a recorded advantage and rewards, which as a `LeanExtras` each (120 bytes and two
-    /// allocations) were most of what a verl dump's episode kept.
-    extras: Vec<(usize, PackedExtras)>,
+    /// The episodes with [`LeanExtras`], by index, each with its shape and where its values are in the lists
+    /// below: a trainer's layout gives every row a recorded advantage and rewards, which as a `LeanExtras` each
+    /// (120 bytes and two allocations) were most of what a verl dump's episode kept. 16 bytes an episode.
+    extras: Vec<PackedExtras>,
+    /// Each distinct shape of extras once (a run has one or a few), and its index.
+    shapes: Vec<ExtrasShape>,
+    shape_index: HashMap<ExtrasShape, u32>,
     /// Those episodes' rewards and recorded advantages, one list after another.
     extra_values: Vec<f64>,
     /// Those episodes' steps' recorded states.
@@ -112,37 +115,38 @@ const AFTER_GROUP: u32 = 1 << 31;
 /// An index or a length that stands for a part an episode's extras do not have.
 const ABSENT: u32 = u32::MAX;
 
-/// Where a part of an episode's extras is in its list: `start..start + len`, or absent (`len` is [`ABSENT`]).
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    start: u32,
-    len: u32,
-}
-
-impl Slot {
-    /// `part` appended to `list`.
-    fn append<T: Clone>(list: &mut Vec<T>, part: Option<&[T]>) -> Slot {
-        let Some(part) = part else { return Slot { start: 0, len: ABSENT } };
-        let start = end_u32(list.len(), "values of extras");
-        list.extend_from_slice(part);
-        end_u32(list.len(), "values of extras");
-        Slot { start, len: part.len() as u32 }
-    }
-
-    fn get<T>(self, list: &[T]) -> Option<&[T]> {
-        (self.len != ABSENT).then(|| &list[self.start as usize..][..self.len as usize])
-    }
-}
-
-/// An episode's [`LeanExtras`] in the columns: indices into the distinct sources and lists of reward names
-/// ([`ABSENT`]: none), slots of the value lists.
-#[derive(Clone, Copy, Debug)]
-struct PackedExtras {
+/// What an episode's [`LeanExtras`] are made of: indices into the distinct sources and lists of reward names,
+/// and the length of each list of values ([`ABSENT`]: the episode has no such part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ExtrasShape {
     source: u32,
     reward_names: u32,
-    rewards: Slot,
-    advantages: Slot,
-    states: Slot,
+    rewards: u32,
+    advantages: u32,
+    states: u32,
+}
+
+/// An episode's [`LeanExtras`] in the columns: the episode, its shape (an index into the distinct shapes), and
+/// where its values start: its rewards then its advantages in `extra_values`, its states in `extra_states`.
+#[derive(Clone, Copy, Debug)]
+struct PackedExtras {
+    episode: u32,
+    shape: u32,
+    values: u32,
+    states: u32,
+}
+
+/// The length of a part of extras, [`ABSENT`] where there is none.
+fn part_len<T>(part: Option<&[T]>) -> u32 {
+    part.map_or(ABSENT, |part| end_u32(part.len(), "values of extras"))
+}
+
+/// The `len` values at `start` of `list`, where the part is not [`ABSENT`]; where the next part starts.
+fn part_at<T>(list: &[T], start: usize, len: u32) -> (Option<&[T]>, usize) {
+    match len {
+        ABSENT => (None, start),
+        len => (Some(&list[start..][..len as usize]), start + len as usize),
+    }
 }
 
 /// An episode's [`LeanExtras`], borrowed: each part where the episode has it.
@@ -173,27 +177,6 @@ impl<'a> From<&'a LeanExtras> for ExtrasRef<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct LeanEpisodes {
     cols: Arc<Columns>,
-}
-
-/// A [`LineSpan`] in 24 bytes instead of 32: lines are numbered below 2³² and shorter than 4 GiB (a span that
-/// is not is kept apart, whole).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct PackedSpan {
-    offset: u64,
-    checksum: u64,
-    line: u32,
-    len: u32,
-}
-
-impl PackedSpan {
-    fn pack(span: &LineSpan) -> Option<PackedSpan> {
-        let (line, len) = (u32::try_from(span.line).ok()?, u32::try_from(span.len).ok()?);
-        Some(PackedSpan { offset: span.offset, checksum: span.checksum, line, len })
-    }
-
-    fn unpack(&self) -> LineSpan {
-        LineSpan { line: u64::from(self.line), offset: self.offset, len: u64::from(self.len), checksum: self.checksum }
-    }
 }
 
 /// Where an episode's full record is, borrowed.
@@ -498,14 +481,20 @@ impl LeanEpisodes {
     /// Episode `e`'s extras, where it has any.
     pub fn extras(&self, e: usize) -> ExtrasRef<'_> {
         let cols = &*self.cols;
-        let Some(packed) = apart_at(&cols.extras, e) else { return ExtrasRef::default() };
+        let Ok(i) = cols.extras.binary_search_by_key(&e, |packed| packed.episode as usize) else {
+            return ExtrasRef::default();
+        };
+        let packed = cols.extras[i];
+        let shape = cols.shapes[packed.shape as usize];
         let at = |index: u32| (index != ABSENT).then_some(index as usize);
+        let (rewards, after) = part_at(&cols.extra_values, packed.values as usize, shape.rewards);
+        let (advantages, _) = part_at(&cols.extra_values, after, shape.advantages);
         ExtrasRef {
-            source: at(packed.source).map(|s| &*cols.sources[s]),
-            reward_names: at(packed.reward_names).map(|n| &cols.reward_names[n]),
-            rewards: packed.rewards.get(&cols.extra_values),
-            advantages: packed.advantages.get(&cols.extra_values),
-            states: packed.states.get(&cols.extra_states),
+            source: at(shape.source).map(|s| &*cols.sources[s]),
+            reward_names: at(shape.reward_names).map(|n| &cols.reward_names[n]),
+            rewards,
+            advantages,
+            states: part_at(&cols.extra_states, packed.states as usize, shape.states).0,
         }
     }
 
@@ -513,7 +502,7 @@ impl LeanEpisodes {
     pub fn text(&self, e: usize) -> TextAt<'_> {
         match (apart_at(&self.cols.apart, e), &self.cols.store) {
             (Some(text), _) => TextAt::of(text),
-            (None, Some(store)) => TextAt::OnDisk { span: self.cols.spans[e].unpack(), store },
+            (None, Some(store)) => TextAt::OnDisk { span: self.cols.spans.get(e), store },
             // Every episode without a store is kept apart.
             (None, None) => unreachable!("an episode on disk without a store"),
         }
@@ -624,7 +613,7 @@ impl Columns {
         shrink(&mut self.success);
         shrink(&mut self.tokens.values);
         shrink(&mut self.token_steps.values);
-        shrink(&mut self.spans);
+        self.spans.shrink_slack();
         shrink(&mut self.extras);
         shrink(&mut self.extra_values);
         shrink(&mut self.extra_states);
@@ -644,15 +633,31 @@ impl Columns {
         g
     }
 
-    /// The extras of `extras` in the columns.
-    fn pack(&mut self, extras: ExtrasRef<'_>) -> PackedExtras {
-        PackedExtras {
+    /// The extras of episode `e` in the columns.
+    fn pack(&mut self, e: usize, extras: ExtrasRef<'_>) -> PackedExtras {
+        let shape = ExtrasShape {
             source: extras.source.map_or(ABSENT, |source| shared(&mut self.sources, source, |s| Box::from(s))),
             reward_names: extras.reward_names.map_or(ABSENT, |names| shared(&mut self.reward_names, names, Arc::clone)),
-            rewards: Slot::append(&mut self.extra_values, extras.rewards),
-            advantages: Slot::append(&mut self.extra_values, extras.advantages),
-            states: Slot::append(&mut self.extra_states, extras.states),
+            rewards: part_len(extras.rewards),
+            advantages: part_len(extras.advantages),
+            states: part_len(extras.states),
+        };
+        let next = end_u32(self.shapes.len(), "shapes of extras");
+        let shape_at = *self.shape_index.entry(shape).or_insert(next);
+        if shape_at == next {
+            self.shapes.push(shape);
         }
+        let (values, states) = (
+            end_u32(self.extra_values.len(), "values of extras"),
+            end_u32(self.extra_states.len(), "values of extras"),
+        );
+        for part in [extras.rewards, extras.advantages].into_iter().flatten() {
+            self.extra_values.extend_from_slice(part);
+        }
+        self.extra_states.extend_from_slice(extras.states.unwrap_or_default());
+        end_u32(self.extra_values.len(), "values of extras");
+        end_u32(self.extra_states.len(), "values of extras");
+        PackedExtras { episode: end_u32(e, "episodes"), shape: shape_at, values, states }
     }
 
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
@@ -678,20 +683,20 @@ impl Columns {
         self.tokens.set(e, episode.tokens);
         self.token_steps.set(e, episode.token_steps);
         if episode.extras != ExtrasRef::default() {
-            let packed = self.pack(episode.extras);
-            self.extras.push((e, packed));
+            let packed = self.pack(e, episode.extras);
+            self.extras.push(packed);
         }
         let packed = match episode.text {
             TextAt::OnDisk { span, store } => {
                 let kept = self.store.get_or_insert_with(|| store.clone());
-                PackedSpan::pack(&span).filter(|_| kept == store)
+                Some(span).filter(|span| SpanColumn::fits(span) && kept == store)
             }
             TextAt::InMemory(_) => None,
         };
         match packed {
-            Some(span) => self.spans.push(span),
+            Some(span) => self.spans.push(&span),
             None => {
-                self.spans.push(PackedSpan::default());
+                self.spans.push(&LineSpan { line: 0, offset: 0, len: 0, checksum: 0 });
                 self.apart.push((e, episode.text.to_owned()));
             }
         }
@@ -800,7 +805,9 @@ mod tests {
         };
         let empty = LeanExtras { rewards: Some(Vec::new()), states: Some(Vec::new()), ..LeanExtras::default() };
         let only_source = LeanExtras { source: Some("play".into()), ..LeanExtras::default() };
-        let cases = [Some(full), None, Some(empty), Some(only_source)];
+        let only_advantages = LeanExtras { advantages: Some(vec![-1.5, 2.5]), ..LeanExtras::default() };
+        let like_full = LeanExtras { rewards: Some(vec![3.0, 4.0]), advantages: Some(vec![-0.5]), ..full.clone() };
+        let cases = [Some(full), None, Some(empty), Some(only_source), Some(only_advantages), Some(like_full)];
         for (i, extras) in cases.iter().enumerate() {
             let mut lean = episode(&format!("e{i}"), &[]);
             lean.extras = extras.clone().map(Box::new);
@@ -812,6 +819,7 @@ mod tests {
         }
         assert_eq!((all.at(0).state(0), all.at(0).state(1), all.at(1).state(0)), (Some(7), None, None));
         assert_eq!(all.cols.sources.len(), 1, "one distinct source");
+        assert_eq!(all.cols.shapes.len(), 4, "the last episode's extras have the first one's shape, kept once");
     }
 
     proptest::proptest! {

@@ -24,6 +24,82 @@ pub struct LineSpan {
     pub checksum: u64,
 }
 
+/// Many [`LineSpan`]s pushed in order and read back by index, in about 12 bytes a span rather than 32: a span
+/// that begins where the one before it ends (its offset plus length, on the next line), as the lines of one file
+/// read through do, keeps its length and checksum alone. Every [`SpanColumn::CHECKPOINT`]th span, and each that
+/// does not follow the one before (a line skipped as broken, another file), also keeps where it begins; reading
+/// a span back adds up at most that many lengths. Lengths are below 4 GiB ([`SpanColumn::fits`]).
+#[derive(Clone, Debug, Default)]
+pub struct SpanColumn {
+    lens: Vec<u32>,
+    checksums: Vec<u64>,
+    /// Where every `CHECKPOINT`th span begins: (offset, line).
+    checkpoints: Vec<(u64, u64)>,
+    /// The other spans that do not follow the one before, by index: (index, offset, line).
+    jumps: Vec<(u32, u64, u64)>,
+    /// Where a span that follows the last one begins: (offset, line).
+    next: (u64, u64),
+}
+
+impl SpanColumn {
+    const CHECKPOINT: usize = 32;
+
+    /// Whether `span` can be pushed (its length is below 4 GiB).
+    pub fn fits(span: &LineSpan) -> bool {
+        u32::try_from(span.len).is_ok()
+    }
+
+    /// Append `span`, which must [fit](Self::fits); more than 2³² spans is a bug, not input to report.
+    pub fn push(&mut self, span: &LineSpan) {
+        let (i, len) = (self.lens.len(), u32::try_from(span.len).expect("SpanColumn: a span of 4 GiB or more"));
+        let begins = (span.offset, span.line);
+        if i % Self::CHECKPOINT == 0 {
+            self.checkpoints.push(begins);
+        } else if begins != self.next {
+            self.jumps.push((u32::try_from(i).expect("SpanColumn: more than 2³² spans"), span.offset, span.line));
+        }
+        self.next = (span.offset.wrapping_add(span.len), span.line.wrapping_add(1));
+        self.lens.push(len);
+        self.checksums.push(span.checksum);
+    }
+
+    /// Span `i` (below the number pushed).
+    pub fn get(&self, i: usize) -> LineSpan {
+        let mut from = i - i % Self::CHECKPOINT;
+        let (mut offset, mut line) = self.checkpoints[i / Self::CHECKPOINT];
+        let jump = self.jumps.partition_point(|&(at, _, _)| at as usize <= i);
+        if let Some(&(at, jump_offset, jump_line)) = jump.checked_sub(1).map(|j| &self.jumps[j]) {
+            if at as usize > from {
+                (from, offset, line) = (at as usize, jump_offset, jump_line);
+            }
+        }
+        for &len in &self.lens[from..i] {
+            offset = offset.wrapping_add(u64::from(len));
+            line = line.wrapping_add(1);
+        }
+        LineSpan { line, offset, len: u64::from(self.lens[i]), checksum: self.checksums[i] }
+    }
+
+    /// Room for `more` spans.
+    pub fn reserve(&mut self, more: usize) {
+        self.lens.reserve(more);
+        self.checksums.reserve(more);
+    }
+
+    /// Give back the room grown beyond what is held, where that is more than a quarter.
+    pub fn shrink_slack(&mut self) {
+        fn shrink<T>(v: &mut Vec<T>) {
+            if v.capacity() - v.len() > v.len() / 4 {
+                v.shrink_to_fit();
+            }
+        }
+        shrink(&mut self.lens);
+        shrink(&mut self.checksums);
+        shrink(&mut self.checkpoints);
+        shrink(&mut self.jumps);
+    }
+}
+
 /// Where a reader found a record: the span of its line in `episodes.jsonl` (gigscope-run/1), `None` for
 /// records made in memory or converted from other layouts. Not part of the record: never written, and equal
 /// to any other, since records equal in content are equal wherever they were read.
@@ -97,5 +173,51 @@ impl Stamp {
         } else {
             "was rewritten"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Every span reads back as pushed, whether it follows the one before or jumps (forwards, backwards, to
+        /// another file's offsets), on either side of a checkpoint.
+        #[test]
+        fn spans_read_back_as_pushed(
+            moves in proptest::collection::vec((0u8..4, 0u64..300, 0u64..5, proptest::num::u64::ANY), 0..120),
+        ) {
+            let (mut column, mut pushed) = (SpanColumn::default(), Vec::new());
+            let (mut offset, mut line) = (0u64, 1u64);
+            for (kind, len, skip, checksum) in moves {
+                match kind {
+                    // A line skipped (broken), or a jump anywhere.
+                    1 => (offset, line) = (offset + len, line + skip + 1),
+                    2 => (offset, line) = (len * 7, skip),
+                    _ => {}
+                }
+                let span = LineSpan { line, offset, len, checksum };
+                column.push(&span);
+                pushed.push(span);
+                (offset, line) = (offset + len, line + 1);
+            }
+            proptest::prop_assert_eq!(column.lens.len(), pushed.len());
+            for (i, span) in pushed.iter().enumerate() {
+                proptest::prop_assert_eq!(column.get(i), *span, "span {}", i);
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_read_through_keeps_no_jump_and_a_checkpoint_every_32_spans() {
+        let mut column = SpanColumn::default();
+        let mut offset = 10;
+        for line in 1..=100u64 {
+            column.push(&LineSpan { line, offset, len: line * 3, checksum: line });
+            offset += line * 3;
+        }
+        assert!(column.jumps.is_empty());
+        assert_eq!(column.checkpoints.len(), 4);
+        assert_eq!(column.get(99), LineSpan { line: 100, offset: offset - 300, len: 300, checksum: 100 });
     }
 }
