@@ -4,10 +4,11 @@
 //! nothing this process did before counts), its resident memory read once the viewer has given the heap it
 //! freed while reading back; the growth per step between the two sizes is what the viewer keeps per step.
 //!
-//! The goal is 64 bytes a step; the viewer keeps 150–250 in this test today (its episodes by column, each
-//! group's name once; the advantage table's rows and its anchor groups, stored by column; the reader's id map:
-//! see docs/performance.md), so the bound below is today's figure with a margin, and the test fails a viewer
-//! whose memory per step grows beyond it (a record and a box of steps per episode kept 234–296 bytes a step; a
+//! The goal is 64 bytes a step; the viewer keeps 128–150 in this test today (its episodes by column, each
+//! group's name once, where each line is in about 12 bytes; the advantage table's rows and its anchor groups,
+//! stored by column; the reader's id map: see docs/performance.md), so the bound below is today's figure with a
+//! margin, and the test fails a viewer whose memory per step grows beyond it (150–250 with a span of 24 bytes an
+//! episode; a record and a box of steps per episode kept 234–296 bytes a step; a
 //! name of its own per episode and 48 bytes an anchor group 320–420; the lean episodes left where the reader's threads made them, among
 //! the text they parsed, 370–800; text kept in memory, as for a verl dump's rows, is several kilobytes a step).
 //! It is lowered as the representation is made compact.
@@ -24,9 +25,10 @@ use std::path::Path;
 use gigscope::tui::Config;
 
 /// The most resident bytes the viewer may keep per step of a run of short episodes, after open: today's figure,
-/// 150–250 in five runs of this test (2026-11-26, load 2.1–3.6), with a margin for what the allocator keeps. Each
+/// 128–150 in five runs of this test (2026-11-27 22:44–22:47 UTC, two of them beside two busy loops, load 1.6–2.4;
+/// 150–250 before the spans were made compact, bounded at 320), with a margin for what the allocator keeps. Each
 /// size is opened twice and the smaller figure taken.
-const BYTES_PER_STEP: f64 = 320.0;
+const BYTES_PER_STEP: f64 = 256.0;
 
 const WORDS: [&str; 17] = [
     "red", "blue", "green", "shoes", "shirt", "hat", "cotton", "size", "small", "large", "price", "lower", "than",
@@ -226,12 +228,13 @@ fn words_from(seed: u64) -> impl FnMut(usize) -> String {
     }
 }
 
-/// The most resident bytes the viewer may keep per row of a verl dump or a TRL log, after open: verl 331–393 and
-/// TRL 435–440 in three runs of this test (2026-11-27 02:28 UTC, load 2–4) since a run's reward names are kept once
-/// (TRL 615–825 before, with a list of them per row; 825 to 920 in both once their text was spilled, several
-/// kilobytes before), with a margin for what the allocator keeps. Their lean episodes carry more than a gigscope
-/// episode's: a TRL row's rewards and stored advantage.
-const BYTES_PER_ROW: f64 = 1024.0;
+/// The most resident bytes the viewer may keep per row of a verl dump or a TRL log, after open: today's figures,
+/// verl 141–195 and TRL 173–239 in five runs of this test (2026-11-27 22:44–22:47 UTC, load 1.6–2.4), with a
+/// margin for what the allocator keeps. Before: verl 331–393 and TRL 435–440 (2026-11-27 02:28 UTC, bounded at
+/// 1,024), TRL 615–825 with a list of reward names per row, 825 to 920 in both once their text was spilled,
+/// several kilobytes before. Their lean episodes carry more than a gigscope episode's: a TRL row's rewards and
+/// stored advantage.
+const BYTES_PER_ROW: f64 = 512.0;
 
 /// The growth per row of what the viewer holds after open, between a run of `small` and one of `large` rows of
 /// the layout `write` makes.
