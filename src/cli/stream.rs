@@ -391,8 +391,8 @@ impl<W: Write> Streaming<'_, W> {
 }
 
 /// Lines in increasing order, each with its group, taken from the front: 4 bytes a line (its group) and 16 a
-/// run of consecutive line numbers (one run for a file without broken lines; a position's own run for a layout
-/// whose episodes are numbered 0, 1, 2, ...), instead of 16 bytes a line as pairs.
+/// run of consecutive line numbers (one run for a file without broken lines, and for a layout whose episodes
+/// are numbered 0, 1, 2, ...), instead of 16 bytes a line as pairs.
 #[derive(Debug, Default)]
 pub(super) struct Pending {
     groups: VecDeque<u32>,
