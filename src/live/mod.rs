@@ -23,7 +23,7 @@ use crate::run::{check_run_dir, Episode, Layout, Run, RunError, SourceOptions, T
 use crate::run::{read_all, LeanReading};
 
 pub use crate::run::source::{LeanRecord, LiveEvent, LiveFile};
-pub use crate::run::{apply, Applied};
+pub use crate::run::{apply, apply_handing_back, Applied, Refused};
 
 /// Where the reader of a run stands, handed from [`open`] to [`Watcher::spawn`].
 #[derive(Debug)]

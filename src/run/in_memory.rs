@@ -190,6 +190,19 @@ impl Applied {
 
 /// Merge one event into `run`. Pure: no I/O, so the consumer's state stays testable.
 pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
+    apply_handing_back(run, event, &mut drop)
+}
+
+/// An episode [`apply`] refused (its id was met before), handed back by [`apply_handing_back`] so that its
+/// caller chooses the thread that frees it: made on a reader's thread, it is best freed away from a viewer's.
+#[derive(Debug)]
+pub enum Refused {
+    Parsed(Box<Episode>),
+    Lean(LeanEpisode),
+}
+
+/// [`apply`], each episode it refuses handed to `refused` instead of dropped.
+pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnMut(Refused)) -> Applied {
     let mut applied = Applied { new_episodes: run.episodes.len()..run.episodes.len(), ..Applied::default() };
     match event {
         LiveEvent::Reset(LiveFile::Episodes) => {
@@ -210,6 +223,8 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             for (line, episode) in records {
                 if admit(run, &episode.id, line, episode.source_file(), &mut applied) {
                     run.episodes.push(episode);
+                } else {
+                    refused(Refused::Parsed(Box::new(episode)));
                 }
             }
             applied.new_episodes = start..run.episodes.len();
@@ -218,6 +233,8 @@ pub fn apply(run: &mut Run, event: LiveEvent) -> Applied {
             for LeanRecord { line, episode, file, .. } in episodes {
                 if admit(run, &episode.id, line, file.as_deref(), &mut applied) {
                     run.lean.push(episode);
+                } else {
+                    refused(Refused::Lean(episode));
                 }
             }
             run.lean_pages = pages;

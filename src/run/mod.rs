@@ -43,8 +43,8 @@ pub use dir::{check_run_dir, episodes_size, read_meta};
 pub use error::{LineError, RunError};
 pub use format::*;
 pub use in_memory::{
-    apply, check_episodes_file, partial_groups, read_all, read_once, Applied, GroupSizes, PartialGroup, Run,
-    SkippedFile,
+    apply, apply_handing_back, check_episodes_file, partial_groups, read_all, read_once, Applied, GroupSizes,
+    PartialGroup, Refused, Run, SkippedFile,
 };
 pub(crate) use jsonl::parse_json;
 pub use jsonl::{JsonlTail, TailBatch, TailPosition};

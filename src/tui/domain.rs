@@ -13,7 +13,7 @@ use crate::advantage::{
     compute_grouped, group_keyed, group_lean, recompute, regroup, unrecorded_states, AdvantageOverrides,
     AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
 };
-use crate::live::{Applied, LiveEvent, LiveStatus};
+use crate::live::{Applied, LiveEvent, LiveStatus, Refused};
 use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
 use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
@@ -262,6 +262,8 @@ enum Release {
     /// An event of a few small parts (settings, notices, broken lines, metrics) as a reader's thread made it,
     /// copied since.
     FreeEvent(LiveEvent),
+    /// Episodes the run refused (an id met before), as a reader's thread made them.
+    FreeRefused(Vec<Refused>),
     /// Give the freed heap back to the system once what was sent before is freed, then say so (if asked).
     Trim(Option<std::sync::mpsc::SyncSender<()>>),
 }
@@ -297,6 +299,7 @@ fn carry_out(work: Release) {
         Release::Free(parsed) => drop(parsed),
         Release::FreeLean(lean, pages) => drop((lean, pages)),
         Release::FreeEvent(event) => drop(event),
+        Release::FreeRefused(refused) => drop(refused),
         Release::Trim(done) => {
             release_freed_heap();
             if let Some(done) = done {
@@ -607,7 +610,11 @@ impl Domain {
                     here
                 }
             };
-            let mut one = crate::live::apply(&mut self.run, event);
+            let mut refused = Vec::new();
+            let mut one = crate::live::apply_handing_back(&mut self.run, event, &mut |r| refused.push(r));
+            if !refused.is_empty() {
+                release(Release::FreeRefused(refused));
+            }
             caught_up =
                 one.progress.filter(|&(read, total)| read == total && total > 0).map_or(caught_up, |p| Some(p.0));
             if one.episodes_reset {

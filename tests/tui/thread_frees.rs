@@ -132,7 +132,8 @@ fn open_counting_frees() {
 
 /// Run again as a fresh process with `GIGSCOPE_TEST_FREES` set and `GIGSCOPE_TEST_OPEN=DIR` (a gigscope run):
 /// open the run in `DIR` the app's way and follow it while writing to it what the watcher reports in small
-/// events (a broken line beside a good one, a metrics line, a damaged then a good `run.json`), counting the
+/// events (a broken line beside a good one, an episode whose id was met before, a metrics line, a damaged then a
+/// good `run.json`), counting the
 /// small blocks this thread frees that another made; print the count. Does nothing otherwise.
 #[test]
 fn follow_counting_frees() {
@@ -152,6 +153,11 @@ fn follow_counting_frees() {
     std::io::Write::write_all(&mut episodes, appended.as_bytes()).unwrap();
     follow_until(&mut state, &mut loading, &watcher, "the appended lines", |s| {
         s.domain.episodes.len() == opened + 1 && !s.domain.run.errors.is_empty()
+    });
+    // The same episode again: refused for its id, as the reader's thread made it.
+    std::io::Write::write_all(&mut episodes, format!("{line}\n").as_bytes()).unwrap();
+    follow_until(&mut state, &mut loading, &watcher, "the duplicate id refused", |s| {
+        s.domain.run.errors.iter().any(|e| e.reason.contains("duplicate episode id"))
     });
     std::fs::write(dir.join("metrics.jsonl"), "{\"iteration\": 0, \"loss\": 1.0}\n").unwrap();
     follow_until(&mut state, &mut loading, &watcher, "the metrics line", |s| !s.domain.run.metrics.is_empty());
