@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::format::Episode;
-use super::span::{LineSpan, SpanColumn};
+use super::span::{shrink_slack, LineSpan, SpanColumn};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
 
 /// The columns of a [`LeanEpisodes`].
@@ -600,23 +600,18 @@ impl Columns {
     /// Give back the room the columns grew beyond what they hold, where that is more than a quarter: grown by
     /// doubling, a run's columns end up to twice their size.
     fn shrink_slack(&mut self) {
-        fn shrink<T>(v: &mut Vec<T>) {
-            if v.capacity() - v.len() > v.len() / 4 {
-                v.shrink_to_fit();
-            }
-        }
-        shrink(&mut self.steps);
-        shrink(&mut self.step_ends);
-        shrink(&mut self.id_ends);
-        shrink(&mut self.group_of);
-        shrink(&mut self.iterations.starts);
-        shrink(&mut self.success);
-        shrink(&mut self.tokens.values);
-        shrink(&mut self.token_steps.values);
+        shrink_slack(&mut self.steps);
+        shrink_slack(&mut self.step_ends);
+        shrink_slack(&mut self.id_ends);
+        shrink_slack(&mut self.group_of);
+        shrink_slack(&mut self.iterations.starts);
+        shrink_slack(&mut self.success);
+        shrink_slack(&mut self.tokens.values);
+        shrink_slack(&mut self.token_steps.values);
         self.spans.shrink_slack();
-        shrink(&mut self.extras);
-        shrink(&mut self.extra_values);
-        shrink(&mut self.extra_states);
+        shrink_slack(&mut self.extras);
+        shrink_slack(&mut self.extra_values);
+        shrink_slack(&mut self.extra_states);
         if self.ids.capacity() - self.ids.len() > self.ids.len() / 4 {
             self.ids.shrink_to_fit();
         }

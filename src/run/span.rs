@@ -88,15 +88,18 @@ impl SpanColumn {
 
     /// Give back the room grown beyond what is held, where that is more than a quarter.
     pub fn shrink_slack(&mut self) {
-        fn shrink<T>(v: &mut Vec<T>) {
-            if v.capacity() - v.len() > v.len() / 4 {
-                v.shrink_to_fit();
-            }
-        }
-        shrink(&mut self.lens);
-        shrink(&mut self.checksums);
-        shrink(&mut self.checkpoints);
-        shrink(&mut self.jumps);
+        shrink_slack(&mut self.lens);
+        shrink_slack(&mut self.checksums);
+        shrink_slack(&mut self.checkpoints);
+        shrink_slack(&mut self.jumps);
+    }
+}
+
+/// Give back the room `column` grew beyond what it holds, where that is more than a quarter: grown by doubling,
+/// a column ends up to twice its size.
+pub fn shrink_slack<T>(column: &mut Vec<T>) {
+    if column.capacity() - column.len() > column.len() / 4 {
+        column.shrink_to_fit();
     }
 }
 
