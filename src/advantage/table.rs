@@ -500,6 +500,21 @@ impl AdvantageTable {
         reserve(&mut self.episode_terms, ratio);
     }
 
+    /// Give back the room the table's arrays hold beyond their rows, where that is more than a quarter: appended
+    /// part by part, and reserved ahead for the size the run was expected to have ([`AdvantageTable::reserve_for`]),
+    /// they can end up to twice their size.
+    pub fn shrink_slack(&mut self) {
+        use crate::run::shrink_slack;
+        shrink_slack(&mut self.rows);
+        shrink_slack(&mut self.row_offsets);
+        shrink_slack(&mut self.anchor_groups.starts);
+        shrink_slack(&mut self.anchor_groups.members);
+        shrink_slack(&mut self.anchor_groups.kept);
+        shrink_slack(&mut self.episode_groups);
+        shrink_slack(&mut self.episode_group_of);
+        shrink_slack(&mut self.episode_terms);
+    }
+
     /// TRL's terms for each episode (the table then derives A_E and the RLOO advantage from them).
     pub(super) fn set_episode_terms(&mut self, terms: Vec<EpisodeTerms>) {
         self.episode_terms = terms;

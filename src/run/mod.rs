@@ -52,6 +52,7 @@ pub use layout::Layout;
 pub use lean_episodes::{IdRef, LeanEpisodeRef, LeanEpisodes, LeanSlice, TextAt};
 pub use lean_reading::{ClassifierOf, LeanReading};
 pub use source::SourceOptions;
+pub(crate) use span::shrink_slack;
 pub use span::{line_checksum, LineSpan, ReadFrom};
 pub use text_on_disk::{anchor_hash, state_hash};
 pub use writer::{process_alive, torn_tail_file, write_atomic, RunWriter};

@@ -264,6 +264,11 @@ fn on_live(state: &mut State, events: Vec<LiveEvent>, at: Instant) -> Effects {
     } else if !applied.new_episodes.is_empty() {
         state.extend(applied.new_episodes.start);
     }
+    if first_read && !state.domain.live.first_read {
+        // The first read caught up: the table grew by doubling as its parts arrived and would keep up to as much
+        // room again (once only: a run followed live grows a little at a time).
+        state.domain.derived.table.shrink_slack();
+    }
     // A played group opens once the run shows it, unless its last page is still on screen (Enter opens it then).
     if let Some(name) = state.jobs.pending_group.clone().filter(|_| !views::play::holds_finished_page(state)) {
         if state.select_group(&name) {
