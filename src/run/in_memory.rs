@@ -495,14 +495,19 @@ pub fn partial_groups<'a>(
 
 /// Each episode group's iteration and size, counted episode by episode, for a reader that does not keep the
 /// episodes (`validate`): what [`partial_groups`] needs. The names are kept one after another in one string
-/// (a verl dump of 100 MB has 12,500 groups), not a string each.
+/// (a verl dump of 100 MB has 12,500 groups), not a string each, and the rest by column: 12 bytes a group
+/// beside its name (where the name ends, its episodes), the iterations as runs (a run's groups come iteration
+/// by iteration).
 #[derive(Debug, Default)]
 pub struct GroupSizes {
     names: String,
-    /// Each group in order of first appearance: where its name ends in `names`, its iteration (that of its
-    /// first episode) and its episodes.
-    groups: Vec<(usize, i64, usize)>,
-    /// Each group's place in `groups`, by the hash of its name.
+    /// Where each group's name ends in `names`, in order of first appearance.
+    name_ends: Vec<usize>,
+    /// Each group's episodes (a count past `u32::MAX` stays there).
+    episodes: Vec<u32>,
+    /// Each group's iteration (that of its first episode) as runs: (the first group of the run, the iteration).
+    iterations: Vec<(usize, i64)>,
+    /// Each group's place, by the hash of its name.
     places: hashbrown::HashTable<usize>,
     hasher: foldhash::fast::RandomState,
 }
@@ -512,40 +517,54 @@ impl GroupSizes {
     /// is: its number in order of first appearance, and its first episode's iteration.
     pub fn add(&mut self, group: &str, iteration: i64) -> (usize, i64) {
         let hash = self.hasher.hash_one(group);
-        let (names, groups) = (&self.names, &self.groups);
-        if let Some(&place) = self.places.find(hash, |&place| name_at(names, groups, place) == group) {
-            self.groups[place].2 += 1;
-            return (place, self.groups[place].1);
+        let (names, ends) = (&self.names, &self.name_ends);
+        if let Some(&place) = self.places.find(hash, |&place| name_at(names, ends, place) == group) {
+            self.episodes[place] = self.episodes[place].saturating_add(1);
+            return (place, self.iteration(place));
         }
+        let place = self.name_ends.len();
         self.names.push_str(group);
-        self.groups.push((self.names.len(), iteration, 1));
-        let (names, groups, hasher) = (&self.names, &self.groups, &self.hasher);
-        self.places.insert_unique(hash, groups.len() - 1, |&place| hasher.hash_one(name_at(names, groups, place)));
-        (self.groups.len() - 1, iteration)
+        self.name_ends.push(self.names.len());
+        self.episodes.push(1);
+        if self.iterations.last().is_none_or(|&(_, last)| last != iteration) {
+            self.iterations.push((place, iteration));
+        }
+        let (names, ends, hasher) = (&self.names, &self.name_ends, &self.hasher);
+        self.places.insert_unique(hash, place, |&place| hasher.hash_one(name_at(names, ends, place)));
+        (place, iteration)
+    }
+
+    /// The iteration of the group at `place`.
+    fn iteration(&self, place: usize) -> i64 {
+        let run = self.iterations.partition_point(|&(first, _)| first <= place);
+        self.iterations[run - 1].1
     }
 
     /// Each group's episodes, by its number.
     pub fn episodes(&self) -> impl Iterator<Item = usize> + '_ {
-        self.groups.iter().map(|&(_, _, episodes)| episodes)
+        self.episodes.iter().map(|&episodes| episodes as usize)
     }
 
     /// How many groups were met.
     pub fn len(&self) -> usize {
-        self.groups.len()
+        self.name_ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
+        self.name_ends.is_empty()
     }
 
     /// Each group's name, iteration and episodes, in order of first appearance.
     fn counted(&self) -> impl Iterator<Item = (&str, i64, usize)> {
-        (0..self.groups.len()).map(|place| {
-            let (_, iteration, episodes) = self.groups[place];
-            (name_at(&self.names, &self.groups, place), iteration, episodes)
-        })
+        let iterations = self.iterations.iter().enumerate().flat_map(|(run, &(first, iteration))| {
+            let end = self.iterations.get(run + 1).map_or(self.len(), |&(next, _)| next);
+            std::iter::repeat_n(iteration, end - first)
+        });
+        iterations
+            .zip(self.episodes())
+            .enumerate()
+            .map(|(place, (iteration, episodes))| (name_at(&self.names, &self.name_ends, place), iteration, episodes))
     }
-
     /// The partial groups under the recorded `group_sizes` (none recorded: the iterations' usual sizes;
     /// [`partial_groups`]), in order of first appearance.
     pub fn partial(&self, group_sizes: &[usize]) -> Vec<PartialGroup> {
@@ -575,7 +594,7 @@ impl GroupSizes {
     /// Each iteration's usual group size, where it has one ([`partial_groups`]).
     fn usual_sizes(&self) -> std::collections::HashMap<i64, usize> {
         let mut counts: std::collections::HashMap<i64, std::collections::HashMap<usize, usize>> = Default::default();
-        for &(_, iteration, size) in &self.groups {
+        for (_, iteration, size) in self.counted() {
             *counts.entry(iteration).or_default().entry(size).or_default() += 1;
         }
         counts
@@ -591,9 +610,9 @@ impl GroupSizes {
 }
 
 /// The name of the group at `place` of [`GroupSizes`].
-fn name_at<'a>(names: &'a str, groups: &[(usize, i64, usize)], place: usize) -> &'a str {
-    let start = place.checked_sub(1).map_or(0, |before| groups[before].0);
-    &names[start..groups[place].0]
+fn name_at<'a>(names: &'a str, ends: &[usize], place: usize) -> &'a str {
+    let start = place.checked_sub(1).map_or(0, |before| ends[before]);
+    &names[start..ends[place]]
 }
 
 impl Run {
@@ -606,7 +625,36 @@ impl Run {
 
 #[cfg(test)]
 mod tests {
-    use super::EpisodeIds;
+    use super::{EpisodeIds, GroupSizes};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The columns answer as a list of (name, first iteration, episodes) in order of first appearance,
+        /// searched by name, would.
+        #[test]
+        fn group_sizes_count_as_a_list_of_groups(adds in prop::collection::vec((0u8..12, 0i64..4), 0..200)) {
+            let mut sizes = GroupSizes::default();
+            let mut model: Vec<(String, i64, usize)> = Vec::new();
+            for (name, iteration) in adds {
+                let name = format!("g{name}");
+                let place = match model.iter().position(|(n, _, _)| *n == name) {
+                    Some(place) => {
+                        model[place].2 += 1;
+                        place
+                    }
+                    None => {
+                        model.push((name.clone(), iteration, 1));
+                        model.len() - 1
+                    }
+                };
+                prop_assert_eq!(sizes.add(&name, iteration), (place, model[place].1));
+            }
+            let counted: Vec<(String, i64, usize)> = sizes.counted().map(|(n, i, e)| (n.to_string(), i, e)).collect();
+            prop_assert_eq!(&counted, &model);
+            prop_assert_eq!(sizes.episodes().collect::<Vec<_>>(), model.iter().map(|g| g.2).collect::<Vec<_>>());
+            prop_assert_eq!(sizes.len(), model.len());
+        }
+    }
 
     #[test]
     fn lines_past_u32_are_kept_as_they_are() {
