@@ -28,7 +28,7 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
     group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats, EpisodeGroup, RowRef,
-    RowRule, StoredRow, ZeroVariance, EMPTY_ROW, INVALID_ROW,
+    RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
 
@@ -66,7 +66,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
         row_offsets.push(u32::try_from(end).expect("an advantage table of more than 2³² rows"));
     }
     let rows = vec![EMPTY_ROW; end];
-    let mut table = AdvantageTable {
+    let mut table = AdvantageTable::from(TableData {
         row_offsets,
         rows,
         anchor_groups: AnchorGroups::default(),
@@ -75,7 +75,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
         rule: RowRule::of(settings),
         episode_terms: Vec::new(),
         replaced: Vec::new(),
-    };
+    });
     regroup(&mut table, input, grouping, settings);
     table
 }
@@ -92,7 +92,7 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     table.rule = RowRule::of(settings);
     table.episode_terms = Vec::new();
     table.replaced = Vec::new();
-    let AdvantageTable { row_offsets, rows, anchor_groups, episode_groups, episode_group_of, rule, .. } = table;
+    let TableData { row_offsets, rows, anchor_groups, episode_groups, episode_group_of, rule, .. } = &mut **table;
     let parallel = in_parallel(rows.len());
     // Anchor groups are stored episode group by episode group: each episode group's are a range of them.
     let mut anchors_by_group = vec![0..0; episode_groups.len()];

@@ -23,4 +23,6 @@ pub use settings::{
     RewardWeights, ScaleRewards, SettingsError, DEFAULT_SIMILARITY, MAX_REWARD_WEIGHTS,
 };
 pub use stats::{run_stats, RunStats};
-pub use table::{AdvantageTable, AnchorGroup, AnchorGroups, EpisodeGroup, RowAdvantage, RowRef, ZeroVariance};
+pub use table::{
+    AdvantageTable, AnchorGroup, AnchorGroups, EpisodeGroup, RowAdvantage, RowRef, TableData, ZeroVariance,
+};

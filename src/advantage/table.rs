@@ -275,9 +275,50 @@ impl ZeroVariance {
     }
 }
 
-/// The engine's output for a list of episodes.
+/// The engine's output for a list of episodes: its [`TableData`], shared by the table's clones until one of
+/// them changes (copy on write). A snapshot for a background job (the trajectory index's update) is a clone,
+/// not a copy of every row; the viewer's next change copies the data only if the job still holds it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdvantageTable {
+    data: Arc<TableData>,
+}
+
+impl std::ops::Deref for AdvantageTable {
+    type Target = TableData;
+
+    fn deref(&self) -> &TableData {
+        &self.data
+    }
+}
+
+impl std::ops::DerefMut for AdvantageTable {
+    /// The data to change: copied first if a clone of the table shares it.
+    fn deref_mut(&mut self) -> &mut TableData {
+        Arc::make_mut(&mut self.data)
+    }
+}
+
+impl From<TableData> for AdvantageTable {
+    fn from(data: TableData) -> AdvantageTable {
+        AdvantageTable { data: Arc::new(data) }
+    }
+}
+
+impl AdvantageTable {
+    /// Whether `other` shares this table's data (a clone neither has changed since).
+    pub fn shares_data_with(&self, other: &AdvantageTable) -> bool {
+        Arc::ptr_eq(&self.data, &other.data)
+    }
+
+    /// The data, taken from the table (copied only if a clone shares it).
+    pub(super) fn into_data(self) -> TableData {
+        Arc::unwrap_or_clone(self.data)
+    }
+}
+
+/// What an [`AdvantageTable`] holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableData {
     /// `row_offsets[e]..row_offsets[e + 1]` are episode `e`'s rows (table-wide row indices; u32, as a table of
     /// 2³² rows would take more than 64 GiB): [`AdvantageTable::rows_of`].
     pub(super) row_offsets: Vec<u32>,
@@ -453,6 +494,7 @@ impl AdvantageTable {
             self.replaced.is_empty() && extra.replaced.is_empty(),
             "append: a table whose advantages were replaced"
         );
+        let extra = extra.into_data();
         if self.row_offsets.is_empty() {
             self.row_offsets.push(0);
         }

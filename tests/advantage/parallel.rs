@@ -259,7 +259,12 @@ proptest! {
     fn appending_new_groups_equals_computing_at_once(a in arb_run(), b in arb_run(), s in arb_settings()) {
         let b = renamed(b, "new-");
         let mut table = compute(&a, &s);
+        // A clone shares the table's data (a background job's snapshot) until one of them changes.
+        let snapshot = table.clone();
+        prop_assert!(snapshot.shares_data_with(&table));
         table.append(compute(&b, &s));
+        prop_assert!(!snapshot.shares_data_with(&table));
+        prop_assert_eq!(&snapshot, &compute(&a, &s));
         let all: Vec<Episode> = a.iter().chain(&b).cloned().collect();
         let want = compute(&all, &s);
         prop_assert_eq!(fingerprint(&table), fingerprint(&want));

@@ -109,8 +109,8 @@ impl Searcher {
 /// reading the episodes' text back from the run's file as it goes; the job gives the index back.
 fn start_index_update(runner: &mut Runner, mut index: TrajectoryIndex, state: &State) {
     // The job works on a snapshot of the numbers (the text stays on disk): the run may grow meanwhile, and
-    // the next search updates the index again. The episodes' snapshot shares their columns until the viewer
-    // appends (copy on write); the table is copied.
+    // the next search updates the index again. The snapshots of the episodes and of the table share their data
+    // until the viewer changes it (copy on write): taking them copies nothing.
     let episodes = state.domain.episodes.clone();
     let table = state.domain.derived.table.clone();
     let total = episodes.len();
