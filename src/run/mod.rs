@@ -8,6 +8,7 @@
 //! - `format.rs`: the records of gigscope-run/1; `dir.rs`: the run directory's plain files (`run.json`);
 //!   `bursts.rs`: which burst wrote which bytes of `episodes.jsonl` (`run.json`'s `bursts` ranges);
 //! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
+//! - `group_sizes.rs`: [`GroupSizes`], each group's size counted episode by episode, and [`partial_groups`];
 //! - `text_on_disk.rs`: episodes without their text ([`text_on_disk::LeanEpisode`]) and the store that reads
 //!   the text back; `lean_episodes.rs`: a viewer's episodes in that form by column ([`LeanEpisodes`]);
 //!   `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
@@ -22,6 +23,7 @@ pub mod cache;
 mod dir;
 mod error;
 mod format;
+mod group_sizes;
 mod in_memory;
 mod jsonl;
 mod layout;
@@ -42,9 +44,9 @@ mod writer;
 pub use dir::{check_run_dir, episodes_size, read_meta};
 pub use error::{LineError, RunError};
 pub use format::*;
+pub use group_sizes::{partial_groups, GroupSizes, PartialGroup};
 pub use in_memory::{
-    apply, apply_handing_back, check_episodes_file, partial_groups, read_all, read_once, Applied, GroupSizes,
-    PartialGroup, Refused, Run, SkippedFile,
+    apply, apply_handing_back, check_episodes_file, read_all, read_once, Applied, Refused, Run, SkippedFile,
 };
 pub(crate) use jsonl::parse_json;
 pub use jsonl::{JsonlTail, TailBatch, TailPosition};

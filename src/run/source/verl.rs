@@ -94,6 +94,7 @@ use super::events::{LiveEvent, LiveFile};
 use super::step_files::{StepFiles, PART_BYTES};
 use crate::run::error::{LineError, RunError};
 use crate::run::format::{Episode, Outcome, RunMeta, Step, Task, SOURCE_KEY};
+use crate::run::group_sizes::GroupSizes;
 use crate::run::layout::Layout;
 use crate::run::settings::{AdvantageOverrides, Estimator, Norm, Pooling};
 use crate::run::span::{read_at, Stamp};
@@ -781,9 +782,8 @@ struct FileBuild {
     rows_with_uid: usize,
     rows_without_uid: usize,
     unread_scores: Vec<(u64, String)>,
-    /// The delivered episodes' groups in the order met, with their sizes.
-    group_sizes: Vec<(String, usize)>,
-    group_places: HashMap<String, usize>,
+    /// The delivered episodes' groups in the order met, with their sizes (each name once).
+    group_sizes: GroupSizes,
 }
 
 /// What a step file's reading says at its end.
@@ -812,8 +812,7 @@ impl FileBuild {
             rows_with_uid: 0,
             rows_without_uid: 0,
             unread_scores: Vec::new(),
-            group_sizes: Vec::new(),
-            group_places: HashMap::new(),
+            group_sizes: GroupSizes::default(),
         }
     }
 
@@ -900,13 +899,8 @@ impl FileBuild {
         if let Some(session) = &draft.session {
             self.sessions.remove(session);
         }
-        match self.group_places.get(&draft.group) {
-            Some(&place) => self.group_sizes[place].1 += 1,
-            None => {
-                self.group_places.insert(draft.group.clone(), self.group_sizes.len());
-                self.group_sizes.push((draft.group.clone(), 1));
-            }
-        }
+        // One step file is one iteration.
+        self.group_sizes.add(&draft.group, 0);
         episodes.push(episode(&self.name, self.step, draft, &mut self.unread_scores));
     }
 
@@ -951,10 +945,10 @@ impl Draft {
 }
 
 /// "3 groups of 4 episodes, 1 of 2 (s2-…)" when the groups' sizes differ.
-fn unequal_groups(sizes: &[(String, usize)]) -> Option<String> {
+fn unequal_groups(sizes: &GroupSizes) -> Option<String> {
     let mut by_size: BTreeMap<std::cmp::Reverse<usize>, Vec<&str>> = BTreeMap::new();
-    for (group, size) in sizes {
-        by_size.entry(std::cmp::Reverse(*size)).or_default().push(group);
+    for (group, _, size) in sizes.counted() {
+        by_size.entry(std::cmp::Reverse(size)).or_default().push(group);
     }
     if by_size.len() < 2 {
         return None;
