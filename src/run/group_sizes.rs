@@ -34,7 +34,7 @@ impl std::fmt::Display for PartialGroup {
 }
 
 /// The partial groups among `episodes` (each episode's group and iteration): where the trainer recorded the
-/// sizes of its groups (`group_sizes`: [`RunMeta::group_sizes`]), the groups of an iteration >= 1 whose size is
+/// sizes of its groups (`group_sizes`: [`super::RunMeta::group_sizes`]), the groups of an iteration >= 1 whose size is
 /// none of those recorded and below the largest; where it recorded none, the groups of an iteration >= 1
 /// smaller than the iteration's usual size: the size most of its groups have, when at least two groups have it
 /// and no other size as many (a trainer plays its groups of an iteration alike; an iteration of one group, or
