@@ -52,7 +52,7 @@ pub fn partial_groups<'a>(
 }
 
 /// Each episode group's iteration and size, counted episode by episode, for a reader that does not keep the
-/// episodes (`validate`): what [`partial_groups`] needs. The names are kept one after another in one string
+/// episodes (`validate`, a verl step file's reader): what [`partial_groups`] needs. The names are kept one after another in one string
 /// (a verl dump of 100 MB has 12,500 groups), not a string each, and the rest by column: 12 bytes a group
 /// beside its name (where the name ends, its episodes), the iterations as runs (a run's groups come iteration
 /// by iteration).
@@ -123,6 +123,7 @@ impl GroupSizes {
             .enumerate()
             .map(|(place, (iteration, episodes))| (name_at(&self.names, &self.name_ends, place), iteration, episodes))
     }
+
     /// The partial groups under the recorded `group_sizes` (none recorded: the iterations' usual sizes;
     /// [`partial_groups`]), in order of first appearance.
     pub fn partial(&self, group_sizes: &[usize]) -> Vec<PartialGroup> {
