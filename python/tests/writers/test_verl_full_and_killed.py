@@ -94,9 +94,19 @@ def temporaries(root):
 
 
 def unexplained_problems(run):
-    """``validate RUN``'s problems beyond a torn tail."""
+    """``validate RUN``'s problems beyond what a kill in the middle of a line explains: the torn tail itself (an
+    unfinished last line, said to be skipped while it was modified less than validate's two seconds ago, a torn
+    tail after), and the partial group whose episode the torn line held (the run still ends in it, or a reopening
+    exporter cut it into the side file ``episodes.jsonl.torn``)."""
     out = subprocess.run([gigscope_bin(), "validate", str(run)], capture_output=True, text=True, timeout=120)
-    return [line for line in out.stderr.splitlines() if "torn tail" not in line]
+    episodes = lines_of(run)
+    torn = (episodes and not episodes.endswith(b"\n")) or os.path.exists(os.path.join(run, "episodes.jsonl.torn"))
+
+    def explained(line):
+        tail = "torn tail" in line or " is unfinished (" in line
+        return tail or (torn and "partial (its writer stopped part-way)" in line)
+
+    return [line for line in out.stderr.splitlines() if not explained(line)]
 
 
 def lines_of(run, name="episodes.jsonl"):
