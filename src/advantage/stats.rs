@@ -360,27 +360,31 @@ impl Quantiles {
     /// The cost is linear in `values.len()` (order statistics selected, never a full sort): a viewer recomputes
     /// them for every iteration whenever the settings change.
     pub fn of(values: &mut [f64]) -> Option<Quantiles> {
-        let n = values.len();
-        if n == 0 {
-            return None;
-        }
-        let mut at = [0.0; 5];
         // Everything before `done` is in its sorted place; `values[done..]` holds the rest, unsorted.
         let mut done = 0;
-        let mut order_statistic = |k: usize, values: &mut [f64]| -> f64 {
+        Quantiles::from_order_statistics(values.len(), |k| {
             if k >= done {
                 values[done..].select_nth_unstable_by(k - done, f64::total_cmp);
                 done = k + 1;
             }
             values[k]
-        };
+        })
+    }
+
+    /// The quantiles of `n` values whose `k`-th smallest (from 0) `order_statistic(k)` gives, asked for in
+    /// ascending `k`; `None` when `n` is 0.
+    fn from_order_statistics(n: usize, mut order_statistic: impl FnMut(usize) -> f64) -> Option<Quantiles> {
+        if n == 0 {
+            return None;
+        }
+        let mut at = [0.0; 5];
         for (slot, p) in at.iter_mut().zip(QUANTILE_LEVELS) {
             let h = (n - 1) as f64 * p;
             let below = h.floor() as usize;
-            let low = order_statistic(below, values);
+            let low = order_statistic(below);
             let fraction = h - below as f64;
             *slot = if fraction > 0.0 && below + 1 < n {
-                let high = order_statistic(below + 1, values);
+                let high = order_statistic(below + 1);
                 low + fraction * (high - low)
             } else {
                 low
@@ -406,14 +410,7 @@ pub struct AdvantageQuantiles {
 impl AdvantageQuantiles {
     /// Over every step of `episodes` (indices into the table's episodes); `None` when they have no step.
     pub fn of_episodes(table: &AdvantageTable, episodes: impl IntoIterator<Item = usize>) -> Option<Self> {
-        let (mut a_e, mut a_s, mut a) = (Vec::new(), Vec::new(), Vec::new());
-        for e in episodes {
-            for row in table.episode_rows(e) {
-                a_e.push(row.episode_advantage);
-                a_s.push(row.step_advantage);
-                a.push(row.advantage);
-            }
-        }
+        let [mut a_e, mut a_s, mut a] = channel_values(table, episodes);
         Some(AdvantageQuantiles {
             episode: Quantiles::of(&mut a_e)?,
             step: Quantiles::of(&mut a_s)?,
@@ -422,9 +419,133 @@ impl AdvantageQuantiles {
     }
 }
 
+/// A_E, A_S and A of every step of `episodes`, channel by channel.
+fn channel_values(table: &AdvantageTable, episodes: impl IntoIterator<Item = usize>) -> [Vec<f64>; 3] {
+    let (mut a_e, mut a_s, mut a) = (Vec::new(), Vec::new(), Vec::new());
+    for e in episodes {
+        for row in table.episode_rows(e) {
+            a_e.push(row.episode_advantage);
+            a_s.push(row.step_advantage);
+            a.push(row.advantage);
+        }
+    }
+    [a_e, a_s, a]
+}
+
+/// The advantages of a slice of the run that grows by appended episode groups (a live run's iteration being
+/// written), kept in order so that its [`AdvantageQuantiles`] are exact after every part at the cost of the
+/// part, not of the slice: appending episode groups leaves the rows before them as they were, so what was
+/// sorted stays sorted. 24 bytes a step while it is kept; a viewer keeps it only while the slice grows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GrowingQuantiles {
+    channels: [SortedValues; 3],
+}
+
+impl GrowingQuantiles {
+    /// Take in every step of `episodes` (indices into the table's episodes, not taken in before).
+    pub fn extend(&mut self, table: &AdvantageTable, episodes: impl IntoIterator<Item = usize>) {
+        for (channel, values) in self.channels.iter_mut().zip(channel_values(table, episodes)) {
+            channel.extend(values);
+        }
+    }
+
+    /// The quantiles of what was taken in: those [`AdvantageQuantiles::of_episodes`] gives for the same
+    /// episodes, bit for bit; `None` before any step.
+    pub fn quantiles(&self) -> Option<AdvantageQuantiles> {
+        let [episode, step, advantage] = &self.channels;
+        Some(AdvantageQuantiles {
+            episode: episode.quantiles()?,
+            step: step.quantiles()?,
+            advantage: advantage.quantiles()?,
+        })
+    }
+}
+
+/// A multiset of values in [`f64::total_cmp`] order (NaN above every number, as [`Quantiles::of`] orders
+/// them), kept as two sorted runs: the settled values, and the recent ones, merged into the settled once they
+/// are more than a sixteenth of them. An addition costs its own sort, a merge into the recent run (at most a
+/// sixteenth of the whole) and, amortised, a constant share of merging the settled run; an order statistic
+/// is a binary search over the two runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct SortedValues {
+    settled: Vec<f64>,
+    recent: Vec<f64>,
+}
+
+impl SortedValues {
+    fn extend(&mut self, mut values: Vec<f64>) {
+        values.sort_unstable_by(f64::total_cmp);
+        merge_into(&mut self.recent, &values);
+        if self.recent.len() * 16 > self.settled.len() {
+            merge_into(&mut self.settled, &self.recent);
+            self.recent.clear();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.settled.len() + self.recent.len()
+    }
+
+    /// The `k`-th smallest value (from 0; `k` below [`Self::len`]): `i` values from the settled run and
+    /// `k + 1 − i` from the recent one, `i` the least count for which the settled run's next value is not
+    /// below the last taken from the recent one.
+    fn order_statistic(&self, k: usize) -> f64 {
+        use std::cmp::Ordering::Less;
+        let (a, b) = (&self.settled, &self.recent);
+        let (mut lo, mut hi) = ((k + 1).saturating_sub(b.len()), (k + 1).min(a.len()));
+        while lo < hi {
+            let i = (lo + hi) / 2;
+            if a[i].total_cmp(&b[k - i]) == Less {
+                lo = i + 1;
+            } else {
+                hi = i;
+            }
+        }
+        // The k + 1 smallest are the first `lo` settled and the first `k + 1 - lo` recent values (not both
+        // none); the largest of them is the k-th.
+        match (lo, k + 1 - lo) {
+            (0, j) => b[j - 1],
+            (i, 0) => a[i - 1],
+            (i, j) => larger(a[i - 1], b[j - 1]),
+        }
+    }
+
+    fn quantiles(&self) -> Option<Quantiles> {
+        Quantiles::from_order_statistics(self.len(), |k| self.order_statistic(k))
+    }
+}
+
+/// The larger of two values in [`f64::total_cmp`] order.
+fn larger(x: f64, y: f64) -> f64 {
+    if x.total_cmp(&y) == std::cmp::Ordering::Greater {
+        x
+    } else {
+        y
+    }
+}
+
+/// Merge the sorted run `more` into the sorted run `into`, in place: from the back, each slot taking the larger
+/// of the two runs' last values not yet placed, so nothing is allocated but `into`'s growth.
+fn merge_into(into: &mut Vec<f64>, more: &[f64]) {
+    let mut i = into.len();
+    into.extend_from_slice(more);
+    let mut j = more.len();
+    // Slots past `i + j` are placed; `into[..i]` and `more[..j]` are still to place.
+    while j > 0 {
+        if i > 0 && into[i - 1].total_cmp(&more[j - 1]) == std::cmp::Ordering::Greater {
+            into[i + j - 1] = into[i - 1];
+            i -= 1;
+        } else {
+            into[i + j - 1] = more[j - 1];
+            j -= 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Quantiles;
+    use super::{Quantiles, SortedValues};
+    use proptest::prelude::*;
 
     fn assert_quantiles(values: &mut [f64], expected: [f64; 5]) {
         let q = Quantiles::of(values).unwrap();
@@ -449,5 +570,39 @@ mod tests {
     fn one_value_is_every_quantile_and_none_is_none() {
         assert_eq!(Quantiles::of(&mut [-0.5]).unwrap().at, [-0.5; 5]);
         assert_eq!(Quantiles::of(&mut []), None);
+    }
+
+    /// Values with many ties, both zeros and NaN among them, as advantages have (a zero-variance group's are
+    /// all 0).
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            4 => (-3i32..4).prop_map(|v| f64::from(v) / 2.0),
+            2 => -10.0f64..10.0,
+            1 => Just(-0.0),
+            1 => Just(f64::NAN),
+        ]
+    }
+
+    proptest! {
+        /// Added part by part, the sorted values give after every part the quantiles `Quantiles::of` gives for
+        /// everything added so far, bit for bit, and each of their order statistics is the sorted values'.
+        #[test]
+        fn values_added_in_parts_give_the_quantiles_of_all_of_them(
+            parts in prop::collection::vec(prop::collection::vec(value(), 0..40), 1..30)
+        ) {
+            let mut sorted = SortedValues::default();
+            let mut all = Vec::new();
+            for part in parts {
+                all.extend_from_slice(&part);
+                sorted.extend(part);
+                let mut reference = all.clone();
+                let bits = |q: Option<Quantiles>| q.map(|q| (q.count, q.at.map(f64::to_bits)));
+                prop_assert_eq!(bits(sorted.quantiles()), bits(Quantiles::of(&mut reference)));
+                reference.sort_unstable_by(f64::total_cmp);
+                for (k, v) in reference.iter().enumerate() {
+                    prop_assert_eq!(sorted.order_statistic(k).to_bits(), v.to_bits());
+                }
+            }
+        }
     }
 }

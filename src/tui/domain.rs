@@ -8,7 +8,9 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 
 use crate::advantage::explain::{explain, Explanation};
-use crate::advantage::stats::{compare_stored_over, count_step_group_sizes, AdvantageQuantiles, SliceStats, StatsBy};
+use crate::advantage::stats::{
+    compare_stored_over, count_step_group_sizes, AdvantageQuantiles, GrowingQuantiles, SliceStats, StatsBy,
+};
 use crate::advantage::{
     compute_grouped, group_keyed, group_lean, recompute, regroup, unrecorded_states, AdvantageOverrides,
     AdvantageSettings, AdvantageTable, AnchorGrouping, AnchorMode, KeyedAnchor, RowRef, SimilarityJob,
@@ -73,7 +75,7 @@ impl IterationStats {
 }
 
 /// Everything computed from the episodes under the current settings.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Derived {
     pub table: AdvantageTable,
     /// The settings `table` was computed with: the user's, except for the anchor mode while a new grouping is
@@ -92,15 +94,49 @@ pub struct Derived {
     pub state_fallbacks: usize,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
-    /// Each bucket's episodes (indices), and the quantiles of their advantages with how many of its episodes
-    /// they were computed over: an appended part recomputes the quantiles of the buckets it adds to (a live
-    /// run's last iteration), not the run's, and a large bucket's only once it has grown by
-    /// [`QUANTILES_LAG`] since; [`Derived::settle_quantiles`] brings them up to date.
+    /// Each bucket's episodes (indices), and the quantiles of their advantages.
     bucket_episodes: BTreeMap<Bucket, Vec<u32>>,
-    quantiles: BTreeMap<Bucket, (Option<AdvantageQuantiles>, usize)>,
+    quantiles: BTreeMap<Bucket, Option<AdvantageQuantiles>>,
+    /// The advantages of the buckets the last appended part added to (a live run's iteration being written),
+    /// in order: the next part to add to one of them makes its quantiles exact at the cost of the part, where
+    /// computing them again went over every step of the bucket at every part. Kept while parts keep coming
+    /// ([`Derived::release_growing`]).
+    growing: BTreeMap<Bucket, GrowingQuantiles>,
     /// The table's episode groups by the 64-bit hash of their name: whether appended episodes start new
     /// groups is answered without going over the run's groups.
     group_names: HashSet<u64>,
+}
+
+/// Equal when everything derived is: the advantages kept in order for the growing buckets' quantiles are a
+/// way to compute them, not part of them.
+impl PartialEq for Derived {
+    fn eq(&self, other: &Derived) -> bool {
+        let Derived {
+            table,
+            settings,
+            iterations,
+            size_histogram,
+            max_trainer_diff,
+            read_error,
+            state_fallbacks,
+            by_bucket,
+            bucket_episodes,
+            quantiles,
+            growing: _,
+            group_names,
+        } = self;
+        *table == other.table
+            && *settings == other.settings
+            && *iterations == other.iterations
+            && *size_histogram == other.size_histogram
+            && *max_trainer_diff == other.max_trainer_diff
+            && *read_error == other.read_error
+            && *state_fallbacks == other.state_fallbacks
+            && *by_bucket == other.by_bucket
+            && *bucket_episodes == other.bucket_episodes
+            && *quantiles == other.quantiles
+            && *group_names == other.group_names
+    }
 }
 
 impl Derived {
@@ -166,50 +202,49 @@ impl Derived {
             _ => {}
         }
         self.by_bucket.extend(episodes, &self.table, |e| bucket_of(episodes.at(e)));
-        let mut touched = BTreeSet::new();
+        let mut appended: BTreeMap<Bucket, Vec<u32>> = BTreeMap::new();
         // By index: skipping the episodes before `old_len` through `iter()` would build each of them.
         for e in old_len..episodes.len() {
-            let bucket = bucket_of(episodes.at(e));
-            self.bucket_episodes.entry(bucket).or_default().push(e as u32);
-            touched.insert(bucket);
+            appended.entry(bucket_of(episodes.at(e))).or_default().push(e as u32);
         }
-        for bucket in touched {
-            let episodes = self.bucket_episodes[&bucket].len();
-            let over = self.quantiles.get(&bucket).map_or(0, |&(_, over)| over);
-            if episodes <= QUANTILES_EXACT_UP_TO || episodes - over >= episodes / QUANTILES_LAG {
-                self.compute_quantiles(bucket);
-            }
+        let mut growing = BTreeMap::new();
+        let indices = |members: &[u32]| members.iter().map(|&e| e as usize).collect::<Vec<_>>();
+        for (bucket, new) in appended {
+            let members = self.bucket_episodes.entry(bucket).or_default();
+            let quantiles = if old_len == 0 {
+                // The whole run at once: order statistics selected, nothing kept.
+                members.extend(&new);
+                AdvantageQuantiles::of_episodes(&self.table, indices(members))
+            } else {
+                // The rows before a part of new episode groups stay as they were: what was kept in order
+                // takes in the part's alone.
+                let mut values = self.growing.remove(&bucket).unwrap_or_else(|| {
+                    let mut values = GrowingQuantiles::default();
+                    values.extend(&self.table, indices(members));
+                    values
+                });
+                values.extend(&self.table, indices(&new));
+                members.extend(&new);
+                let quantiles = values.quantiles();
+                growing.insert(bucket, values);
+                quantiles
+            };
+            self.quantiles.insert(bucket, quantiles);
         }
+        self.growing = growing;
         self.list_iterations();
     }
 
-    fn compute_quantiles(&mut self, bucket: Bucket) {
-        let members = &self.bucket_episodes[&bucket];
-        let quantiles = AdvantageQuantiles::of_episodes(&self.table, members.iter().map(|&e| e as usize));
-        self.quantiles.insert(bucket, (quantiles, members.len()));
+    /// Whether the advantages of the buckets being added to are kept ([`Derived::release_growing`]).
+    pub fn holds_growing(&self) -> bool {
+        !self.growing.is_empty()
     }
 
-    /// The buckets whose quantiles leave out episodes appended since they were computed.
-    fn lagging(&self) -> impl Iterator<Item = Bucket> + '_ {
-        let lags =
-            |(bucket, members): &(&Bucket, &Vec<u32>)| self.quantiles.get(bucket).map(|q| q.1) != Some(members.len());
-        self.bucket_episodes.iter().filter(lags).map(|(bucket, _)| *bucket)
-    }
-
-    /// Whether some bucket's quantiles lag.
-    pub fn quantiles_lag(&self) -> bool {
-        self.lagging().next().is_some()
-    }
-
-    /// Compute the quantiles of every bucket whose quantiles lag ([`Derived::quantiles_lag`]).
-    pub fn settle_quantiles(&mut self) {
-        let lagging: Vec<Bucket> = self.lagging().collect();
-        for bucket in lagging {
-            self.compute_quantiles(bucket);
-        }
-        for iteration in &mut self.iterations {
-            iteration.advantages = self.quantiles.get(&iteration.bucket).and_then(|q| q.0);
-        }
+    /// Free the advantages kept for the buckets being added to (24 bytes a step of them), as the viewer does
+    /// once the run has been read and its writer pauses: the next part added to such a bucket takes them from
+    /// its rows again.
+    pub fn release_growing(&mut self) {
+        self.growing = BTreeMap::new();
     }
 
     fn list_iterations(&mut self) {
@@ -225,7 +260,7 @@ impl Derived {
                 },
                 bucket,
                 stats,
-                advantages: self.quantiles.get(&bucket).and_then(|q| q.0),
+                advantages: self.quantiles.get(&bucket).copied().flatten(),
             })
             .collect();
     }
@@ -235,16 +270,6 @@ impl Derived {
         self.iterations.iter().filter(|i| !i.is_play())
     }
 }
-
-/// A bucket of up to this many episodes has its quantiles computed at every part appended to it.
-const QUANTILES_EXACT_UP_TO: usize = 4096;
-
-/// A larger bucket's quantiles are computed again once it has grown by this fraction (1/32) of its episodes
-/// since, rather than at every part: computing them goes over every step of the bucket, which a run followed at
-/// 20,000 lines a second into one iteration did at every part the viewer merged (with its other work over the
-/// whole run, it made a key wait 40-70 ms at the 99th percentile on a busy machine). They lag by at most that
-/// while a writer goes on, and are exact once it pauses ([`Derived::settle_quantiles`]).
-const QUANTILES_LAG: usize = 32;
 
 /// Work for the thread that frees what the viewer parsed and no longer needs, and what a reader's thread made
 /// and the viewer has taken in. The viewer's thread frees no small block a reader's thread made: glibc would

@@ -25,8 +25,9 @@ pub fn open_and_follow(dir: &Path, config: Config) -> (State, Loading, mpsc::Rec
     let mut loading = Loading::default();
     let mut scanned = false;
     while !scanned || loading.pending(&state) {
+        // As the app's loop: what has arrived is taken, then one part merged; it waits only with nothing to merge.
         let wait = Duration::from_millis(if loading.pending(&state) { 0 } else { 50 });
-        while let Ok(reading) = rx.recv_timeout(wait) {
+        for reading in rx.recv_timeout(wait).into_iter().chain(rx.try_iter()) {
             // The watcher's first scan ends with `0 of 0` read.
             scanned |= matches!(reading, Reading::Live(LiveEvent::Progress { read: 0, total: 0 }));
             loading.receive(&mut state, reading).unwrap();

@@ -111,40 +111,39 @@ fn write_large_iteration(dir: &Path, groups: usize) {
     std::fs::write(dir.join("episodes.jsonl"), lines).unwrap();
 }
 
-/// A live run's large iteration (over 4,096 episodes) has its quantiles computed again once it has grown by a
-/// 32nd since, not at every part: they lag by less than that while parts keep coming, are computed at once past
-/// it, and are made exact when the viewer settles them, as it does once the writer pauses.
+/// A live run's iteration taken in part by part has after every part the quantiles (and everything else) of
+/// the run read whole to there, bit for bit: the advantages kept in order take in each part alone, and once
+/// freed are taken from the rows again at the next part.
 #[test]
-fn a_large_iterations_quantiles_lag_by_less_than_a_32nd_until_settled() {
+fn a_growing_iterations_quantiles_are_exact_after_every_part() {
     let tmp = tempfile::tempdir().unwrap();
     write_large_iteration(tmp.path(), 2600);
     let s = opened(tmp.path());
     let (episodes, settings) = (&s.domain.episodes, s.domain.table_settings());
     assert_eq!(episodes.len(), 5200);
-    let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
-    let whole = Derived::build(episodes, &settings);
-    assert!(!whole.quantiles_lag());
-    let first = Derived::build(&episodes.part(0..5100), &settings);
-
-    // 100 episodes more (fewer than 5,200 / 32 = 162): the quantiles are the 5,100 episodes' still.
-    let mut lagging = first.clone().extend(episodes, 5100, &settings);
-    assert!(lagging.quantiles_lag());
-    assert_eq!(spreads(&lagging), spreads(&first));
-    assert_eq!(lagging.iterations[0].advantages.unwrap().advantage.count, 5100);
-    assert_eq!(lagging.iterations[0].stats.episodes, 5200, "the other figures are not held back");
-    lagging.settle_quantiles();
-    assert!(!lagging.quantiles_lag());
-    assert_eq!(spreads(&lagging), spreads(&whole));
-
-    // 400 more (past a 32nd): computed at once.
-    let grown = Derived::build(&episodes.part(0..4800), &settings).extend(episodes, 4800, &settings);
-    assert!(!grown.quantiles_lag());
-    assert_eq!(spreads(&grown), spreads(&whole));
+    let mut derived = Derived::build(&episodes.part(0..4000), &settings);
+    assert!(!derived.holds_growing(), "a run read whole keeps nothing in order");
+    let mut len = 4000;
+    for (k, part) in [2, 6, 100, 292, 2, 798].into_iter().enumerate() {
+        derived = derived.extend(&episodes.part(0..len + part), len, &settings);
+        len += part;
+        assert!(derived.holds_growing());
+        let whole = Derived::build(&episodes.part(0..len), &settings);
+        assert_eq!(whole.iterations[0].advantages.unwrap().advantage.count, len);
+        assert_eq!(derived, whole, "after {len} episodes");
+        if k == 2 {
+            derived.release_growing();
+            assert!(!derived.holds_growing());
+            assert_eq!(derived, whole, "freeing what was kept changes nothing shown");
+        }
+    }
+    assert_eq!(len, 5200);
 }
 
-/// Following a run, the viewer settles lagging quantiles once nothing has arrived for its hold.
+/// Following a run, the viewer shows each part's exact quantiles at once, and frees the advantages it kept in
+/// order for them once the writer pauses.
 #[test]
-fn following_a_run_the_viewer_settles_lagging_quantiles_once_the_writer_pauses() {
+fn following_a_run_the_viewer_frees_what_it_kept_for_the_quantiles_once_the_writer_pauses() {
     use gigscope::live::LiveEvent;
     use gigscope::run::{Episode, Step};
     use gigscope::tui::app::{Loading, Reading};
@@ -157,6 +156,7 @@ fn following_a_run_the_viewer_settles_lagging_quantiles_once_the_writer_pauses()
         episode.iteration = 1;
         (5200 + 2 * g as u64 + k as u64 + 1, episode)
     };
+    let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
     let mut loading = Loading::holding_back_for(std::time::Duration::from_millis(200));
     let arrived = (0..4).flat_map(|g| [episode(g, 0, 9.0), episode(g, 1, -9.0)]).collect();
     loading.receive(&mut s, Reading::Live(LiveEvent::Episodes(arrived))).unwrap();
@@ -164,20 +164,21 @@ fn following_a_run_the_viewer_settles_lagging_quantiles_once_the_writer_pauses()
         loading.merge_next(&mut s);
     }
     assert!(s.domain.episodes.len() >= 5206, "the complete groups merged");
-    assert!(s.domain.derived.quantiles_lag(), "a few episodes in 5,200: the quantiles wait");
-    let wake = loading.wake_at(&s).expect("a time to wake for the last group and the quantiles");
+    let now = Derived::build(&s.domain.episodes, &s.domain.table_settings());
+    assert_eq!(spreads(&s.domain.derived), spreads(&now), "exact at once");
+    assert!(s.domain.derived.holds_growing());
+    let wake = loading.wake_at(&s).expect("a time to wake for the last group");
     std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
-    // The last group, then the quantiles.
+    // The last group, then what was kept is freed.
     while loading.merging(&s) {
         loading.merge_next(&mut s);
     }
-    let wake = loading.wake_at(&s).expect("the quantiles still lag");
+    assert_eq!(s.domain.episodes.len(), 5208);
+    let wake = loading.wake_at(&s).expect("what was kept is still held until the hold has passed");
     std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
     loading.merge_next(&mut s);
-    assert_eq!(s.domain.episodes.len(), 5208);
-    assert!(!s.domain.derived.quantiles_lag());
+    assert!(!s.domain.derived.holds_growing());
     let whole = Derived::build(&s.domain.episodes, &s.domain.table_settings());
-    let spreads = |d: &Derived| d.iterations.iter().map(|i| i.advantages).collect::<Vec<_>>();
     assert_eq!(spreads(&s.domain.derived), spreads(&whole));
     assert_eq!(loading.wake_at(&s), None);
 }

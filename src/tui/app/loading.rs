@@ -186,10 +186,11 @@ pub struct Loading {
     /// (`None`: [`HOLD_TAIL`]).
     episodes_at: Option<Instant>,
     hold: Option<Duration>,
-    /// The run was read through since it was opened or last read again: its partial groups were noted and its
-    /// advantages' quantiles made exact. A run followed catches up with its writer at nearly every part, and
-    /// both go over every episode, so they are done at the first catch-up only (a group still being written
-    /// is not partial either; quantiles that lag while the writer goes on are settled when it pauses).
+    /// The run was read through since it was opened or last read again: its partial groups were noted and the
+    /// advantages kept in order for its quantiles while it was read freed. A run followed catches up with its
+    /// writer at nearly every part, and noting goes over every episode, so both are done at the first catch-up
+    /// only (a group still being written is not partial either; what is kept while the writer goes on is freed
+    /// when it pauses).
     read_through: bool,
 }
 
@@ -310,16 +311,16 @@ impl Loading {
         whole
     }
 
-    /// The run has been read and its writer paused (nothing arrived for the hold): the advantages' quantiles
-    /// that lagged while parts kept coming ([`crate::tui::domain::Derived::settle_quantiles`]) are made exact.
+    /// The run has been read and its writer paused (nothing arrived for the hold): the advantages kept in
+    /// order while parts kept coming ([`crate::tui::domain::Derived::release_growing`]) are freed.
     fn settles(&self, state: &State) -> bool {
-        !state.domain.live.first_read && !self.holding(state) && state.domain.derived.quantiles_lag()
+        !state.domain.live.first_read && !self.holding(state) && state.domain.derived.holds_growing()
     }
 
-    /// When a group held back is due to be merged anyway, or lagging quantiles to be made exact (the main loop
-    /// wakes then).
+    /// When a group held back is due to be merged anyway, or the advantages kept while parts kept coming to be
+    /// freed (the main loop wakes then).
     pub fn wake_at(&self, state: &State) -> Option<Instant> {
-        let waits = !self.backlog.is_empty() || state.domain.derived.quantiles_lag();
+        let waits = !self.backlog.is_empty() || state.domain.derived.holds_growing();
         self.episodes_at.map(|at| at + self.hold()).filter(|_| waits)
     }
 
@@ -366,13 +367,13 @@ impl Loading {
             let fx = if part.is_empty() { Effects::none() } else { update(state, Msg::Live(part, Instant::now())) };
             if caught_up && !self.read_through {
                 note_partial_groups(state);
-                state.domain.derived.settle_quantiles();
+                state.domain.derived.release_growing();
                 self.read_through = true;
             }
             (fx, caught_up)
         } else if self.settles(state) {
-            state.domain.derived.settle_quantiles();
-            (Effects::redraw(), false)
+            state.domain.derived.release_growing();
+            (Effects::none(), false)
         } else {
             // Nothing to merge: the next part of the load cache being copied, if any.
             state.domain.copy_load_cache();
