@@ -94,8 +94,8 @@ pub struct Derived {
     pub state_fallbacks: usize,
     /// The per-bucket sums `iterations` are made from, kept so that an appended part is taken in alone.
     by_bucket: StatsBy<Bucket>,
-    /// Each bucket's episodes (indices), and the quantiles of their advantages.
-    bucket_episodes: BTreeMap<Bucket, Vec<u32>>,
+    /// Each bucket's episodes, and the quantiles of their advantages.
+    bucket_episodes: BTreeMap<Bucket, EpisodeRuns>,
     quantiles: BTreeMap<Bucket, Option<AdvantageQuantiles>>,
     /// The advantages of the buckets the last appended part added to (a live run's iteration being written),
     /// in order: the next part to add to one of them makes its quantiles exact at the cost of the part, where
@@ -202,29 +202,28 @@ impl Derived {
             _ => {}
         }
         self.by_bucket.extend(episodes, &self.table, |e| bucket_of(episodes.at(e)));
-        let mut appended: BTreeMap<Bucket, Vec<u32>> = BTreeMap::new();
+        let mut appended: BTreeMap<Bucket, EpisodeRuns> = BTreeMap::new();
         // By index: skipping the episodes before `old_len` through `iter()` would build each of them.
         for e in old_len..episodes.len() {
-            appended.entry(bucket_of(episodes.at(e))).or_default().push(e as u32);
+            appended.entry(bucket_of(episodes.at(e))).or_default().push(e);
         }
         let mut growing = BTreeMap::new();
-        let indices = |members: &[u32]| members.iter().map(|&e| e as usize).collect::<Vec<_>>();
         for (bucket, new) in appended {
             let members = self.bucket_episodes.entry(bucket).or_default();
             let quantiles = if old_len == 0 {
                 // The whole run at once: order statistics selected, nothing kept.
-                members.extend(&new);
-                AdvantageQuantiles::of_episodes(&self.table, indices(members))
+                members.append(&new);
+                AdvantageQuantiles::of_episodes(&self.table, members.iter())
             } else {
                 // The rows before a part of new episode groups stay as they were: what was kept in order
                 // takes in the part's alone.
                 let mut values = self.growing.remove(&bucket).unwrap_or_else(|| {
                     let mut values = GrowingQuantiles::default();
-                    values.extend(&self.table, indices(members));
+                    values.extend(&self.table, members.iter());
                     values
                 });
-                values.extend(&self.table, indices(&new));
-                members.extend(&new);
+                values.extend(&self.table, new.iter());
+                members.append(&new);
                 let quantiles = values.quantiles();
                 growing.insert(bucket, values);
                 quantiles
@@ -268,6 +267,38 @@ impl Derived {
     /// The training iterations (the play bucket left out), for the charts.
     pub fn training_iterations(&self) -> impl Iterator<Item = &IterationStats> {
         self.iterations.iter().filter(|i| !i.is_play())
+    }
+}
+
+/// A bucket's episodes (indices, ascending) as runs of consecutive indices: a run's iterations come one after
+/// another, so an iteration is one run, where a list held 4 bytes an episode and its room.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct EpisodeRuns {
+    runs: Vec<std::ops::Range<u32>>,
+}
+
+impl EpisodeRuns {
+    /// Episode `e`, after every episode in it.
+    fn push(&mut self, e: usize) {
+        let e = e as u32;
+        match self.runs.last_mut() {
+            Some(run) if run.end == e => run.end += 1,
+            _ => self.runs.push(e..e + 1),
+        }
+    }
+
+    /// `more`'s episodes, all after every episode in it.
+    fn append(&mut self, more: &EpisodeRuns) {
+        for run in &more.runs {
+            match self.runs.last_mut() {
+                Some(last) if last.end == run.start => last.end = run.end,
+                _ => self.runs.push(run.clone()),
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.runs.iter().flat_map(|run| run.start as usize..run.end as usize)
     }
 }
 
@@ -1012,5 +1043,44 @@ impl Domain {
         self.derived = std::mem::take(&mut self.derived).extend(&self.episodes, old_len, &settings);
         self.derived.table.reserve_for(self.expected_episodes);
         self.note(self.derived.read_error.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EpisodeRuns;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Episodes given to two buckets (as a run's iterations and its played groups may interleave), taken in
+        /// part by part: each bucket's runs list its episodes in order, as when they are taken in one by one.
+        #[test]
+        fn a_buckets_runs_list_its_episodes(
+            buckets in prop::collection::vec(0..2u8, 0..200),
+            cuts in prop::collection::vec(0..200usize, 0..6),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(buckets.len())).collect();
+            cuts.extend([0, buckets.len()]);
+            cuts.sort_unstable();
+            let mut parts_taken = [EpisodeRuns::default(), EpisodeRuns::default()];
+            for part in cuts.windows(2) {
+                let mut appended = [EpisodeRuns::default(), EpisodeRuns::default()];
+                for e in part[0]..part[1] {
+                    appended[buckets[e] as usize].push(e);
+                }
+                for (runs, more) in parts_taken.iter_mut().zip(&appended) {
+                    runs.append(more);
+                }
+            }
+            for b in 0..2u8 {
+                let mut one_by_one = EpisodeRuns::default();
+                let listed: Vec<usize> = (0..buckets.len()).filter(|&e| buckets[e] == b).collect();
+                for &e in &listed {
+                    one_by_one.push(e);
+                }
+                prop_assert_eq!(&parts_taken[b as usize], &one_by_one);
+                prop_assert_eq!(one_by_one.iter().collect::<Vec<_>>(), listed);
+            }
+        }
     }
 }
