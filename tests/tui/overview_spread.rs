@@ -182,3 +182,38 @@ fn following_a_run_the_viewer_frees_what_it_kept_for_the_quantiles_once_the_writ
     assert_eq!(spreads(&s.domain.derived), spreads(&whole));
     assert_eq!(loading.wake_at(&s), None);
 }
+
+/// While a run is read the first time, what is kept for the quantiles is freed only when the read catches up:
+/// the viewer sets no time to wake for it meanwhile (a time already past would make its loop spin while it
+/// waits for the reader).
+#[test]
+fn during_the_first_read_the_viewer_sets_no_time_to_free_what_it_kept() {
+    use gigscope::live::LiveEvent;
+    use gigscope::run::{Episode, Step};
+    use gigscope::tui::app::{Loading, Reading};
+    let tmp = tempfile::tempdir().unwrap();
+    write_large_iteration(tmp.path(), 100);
+    let mut s = opened(tmp.path());
+    s.domain.live.first_read = true;
+    let mut loading = Loading::holding_back_for(std::time::Duration::from_millis(1));
+    let arrived = (0..4)
+        .flat_map(|g| {
+            (0..2).map(move |k| {
+                let mut episode =
+                    Episode::new(format!("new{g}-e{k}"), format!("new{g}"), vec![Step::new("start", "a", k as f64)]);
+                episode.iteration = 1;
+                (200 + 2 * g as u64 + k as u64 + 1, episode)
+            })
+        })
+        .collect();
+    loading.receive(&mut s, Reading::Live(LiveEvent::Episodes(arrived))).unwrap();
+    while loading.merging(&s) {
+        loading.merge_next(&mut s);
+    }
+    assert_eq!(s.domain.episodes.len(), 208);
+    assert!(s.domain.derived.holds_growing(), "kept while the first read goes on");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(loading.wake_at(&s), None);
+    loading.merge_next(&mut s);
+    assert!(s.domain.derived.holds_growing(), "not freed before the read catches up");
+}

@@ -318,9 +318,11 @@ impl Loading {
     }
 
     /// When a group held back is due to be merged anyway, or the advantages kept while parts kept coming to be
-    /// freed (the main loop wakes then).
+    /// freed (the main loop wakes then). During the first read they are freed when it catches up, not at a
+    /// time: a time already past would make the loop spin while it waits for the reader.
     pub fn wake_at(&self, state: &State) -> Option<Instant> {
-        let waits = !self.backlog.is_empty() || state.domain.derived.holds_growing();
+        let frees = !state.domain.live.first_read && state.domain.derived.holds_growing();
+        let waits = !self.backlog.is_empty() || frees;
         self.episodes_at.map(|at| at + self.hold()).filter(|_| waits)
     }
 
