@@ -281,19 +281,21 @@ impl EpisodeRuns {
     /// Episode `e`, after every episode in it.
     fn push(&mut self, e: usize) {
         let e = e as u32;
-        match self.runs.last_mut() {
-            Some(run) if run.end == e => run.end += 1,
-            _ => self.runs.push(e..e + 1),
-        }
+        self.join(e..e + 1);
     }
 
     /// `more`'s episodes, all after every episode in it.
     fn append(&mut self, more: &EpisodeRuns) {
         for run in &more.runs {
-            match self.runs.last_mut() {
-                Some(last) if last.end == run.start => last.end = run.end,
-                _ => self.runs.push(run.clone()),
-            }
+            self.join(run.clone());
+        }
+    }
+
+    /// The episodes of `run`, all after every episode in it: the last run grows where `run` continues it.
+    fn join(&mut self, run: std::ops::Range<u32>) {
+        match self.runs.last_mut() {
+            Some(last) if last.end == run.start => last.end = run.end,
+            _ => self.runs.push(run),
         }
     }
 

@@ -194,6 +194,12 @@ pub struct Loading {
     read_through: bool,
 }
 
+/// Whether the advantages the viewer keeps in order while parts come are to be freed once its writer pauses: they
+/// are kept, and the first read has caught up (during it they are freed when it catches up).
+fn frees_kept(state: &State) -> bool {
+    !state.domain.live.first_read && state.domain.derived.holds_growing()
+}
+
 /// How long the last episode group the watcher read is held back, when nothing has followed it yet, once the
 /// run has been read: a writer may be half-way through that group (its batch read half-written), and episodes
 /// of a group already merged make the viewer compute the whole run again, where a new group is computed alone
@@ -314,15 +320,14 @@ impl Loading {
     /// The run has been read and its writer paused (nothing arrived for the hold): the advantages kept in
     /// order while parts kept coming ([`crate::tui::domain::Derived::release_growing`]) are freed.
     fn settles(&self, state: &State) -> bool {
-        !state.domain.live.first_read && !self.holding(state) && state.domain.derived.holds_growing()
+        frees_kept(state) && !self.holding(state)
     }
 
     /// When a group held back is due to be merged anyway, or the advantages kept while parts kept coming to be
     /// freed (the main loop wakes then). During the first read they are freed when it catches up, not at a
     /// time: a time already past would make the loop spin while it waits for the reader.
     pub fn wake_at(&self, state: &State) -> Option<Instant> {
-        let frees = !state.domain.live.first_read && state.domain.derived.holds_growing();
-        let waits = !self.backlog.is_empty() || frees;
+        let waits = !self.backlog.is_empty() || frees_kept(state);
         self.episodes_at.map(|at| at + self.hold()).filter(|_| waits)
     }
 
