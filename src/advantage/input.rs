@@ -257,13 +257,13 @@ macro_rules! lean_engine_input {
                 self.lean(e).steps.len()
             }
             fn reward(&self, e: usize, t: usize) -> f64 {
-                self.lean(e).steps[t].reward
+                self.lean(e).steps.at(t).reward
             }
             fn valid(&self, e: usize, t: usize) -> bool {
-                self.lean(e).steps[t].valid
+                self.lean(e).steps.at(t).valid
             }
             fn copies(&self, e: usize, t: usize) -> u32 {
-                self.lean(e).steps[t].copies
+                self.lean(e).steps.at(t).copies
             }
             fn tokens(&self, e: usize) -> u64 {
                 self.lean(e).tokens
@@ -282,7 +282,7 @@ macro_rules! lean_engine_input {
             }
             fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
                 let episode = self.lean(e);
-                let step = &episode.steps[t];
+                let step = episode.steps.at(t);
                 keyed(anchor, step.anchor, || u64::from(step.page), || episode.state(t), t)
             }
             fn state(&self, e: usize, t: usize) -> Option<u64> {

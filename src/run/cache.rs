@@ -462,7 +462,7 @@ impl Output {
         self.u32(episode.token_steps);
         self.span(span);
         self.u64(episode.steps.len() as u64);
-        for step in episode.steps {
+        for step in episode.steps.iter() {
             self.0.extend_from_slice(&step.anchor.to_le_bytes());
             self.f64(step.reward);
             self.u32(step.copies);

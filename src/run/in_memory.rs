@@ -3,11 +3,14 @@
 //! Contract: [`apply`] merges one [`LiveEvent`] into a [`Run`] and says what changed ([`Applied`]); it does no
 //! I/O, so every consumer (the one-shot readers of the CLI, [`Run::open_as`]; the live watcher of the TUI,
 //! `crate::live`) reads a run the same way and stays testable. An episode id met before is a broken line for
-//! every reader alike, and the first episode with the id is kept. This file sits above the sources (it opens
+//! every reader alike, and the first episode with the id is kept: [`Run::episode_ids`] keeps the ids met, or a
+//! viewer admits them itself against the ids its columns hold anyway ([`EpisodeIds::by_consumer`]), with the
+//! same broken line ([`duplicate_id`]). This file sits above the sources (it opens
 //! one through the registry) and below everything outside `run/`.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{LineError, RunError};
 use super::format::{Episode, MetricsRecord, RunMeta, EPISODES_FILE};
@@ -32,6 +35,9 @@ pub struct Run {
     pub episodes: Vec<Episode>,
     /// Each episode's id → its line: a later episode with the same id is a broken line.
     pub episode_ids: EpisodeIds,
+    /// Where each episode in `episodes`, then each in `lean`, was read, while the consumer admits the ids itself
+    /// ([`EpisodeIds::by_consumer`]): it takes them with the episodes. Empty otherwise.
+    pub to_admit: Vec<ReadAt>,
     /// Broken lines of the episodes.
     pub errors: Vec<LineError>,
     pub metrics: Vec<MetricsRecord>,
@@ -64,16 +70,45 @@ pub struct EpisodeIds {
     lines: std::collections::HashMap<[u32; 3], u32, foldhash::fast::FixedState>,
     /// The ids first met past line `u32::MAX`.
     far: std::collections::HashMap<[u32; 3], u64, foldhash::fast::FixedState>,
+    keeping: Keeping,
+}
+
+/// Whether an [`EpisodeIds`] keeps the ids met.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Keeping {
+    #[default]
+    Kept,
     /// The source's ids are unique by construction ([`RunSource::ids_unique`]): none is kept, and none is met
     /// twice.
-    unique: bool,
+    Unique,
+    /// The consumer admits each episode itself, against the ids it keeps anyway (a viewer's columns): none is
+    /// kept here, and where each episode was read is left for it in [`Run::to_admit`].
+    ByConsumer,
+}
+
+/// Where an episode was read ([`Run::to_admit`]): its line, and the file it names, as a broken line names them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadAt {
+    pub line: u64,
+    pub file: Option<Arc<str>>,
 }
 
 impl EpisodeIds {
     /// The map for the ids `source` delivers: one that keeps none where they are unique by construction (a
     /// verl dump's, a TRL log's), where it would be most of what a reader of many short rows holds.
     pub fn for_source(source: &dyn RunSource) -> EpisodeIds {
-        EpisodeIds { unique: source.ids_unique(), ..EpisodeIds::default() }
+        let keeping = if source.ids_unique() { Keeping::Unique } else { Keeping::Kept };
+        EpisodeIds { keeping, ..EpisodeIds::default() }
+    }
+
+    /// A map that keeps no id: the consumer admits each episode itself ([`Run::to_admit`], [`duplicate_id`]).
+    pub fn by_consumer() -> EpisodeIds {
+        EpisodeIds { keeping: Keeping::ByConsumer, ..EpisodeIds::default() }
+    }
+
+    /// Whether the ids met are kept here (neither unique by construction nor admitted by the consumer).
+    pub fn kept(&self) -> bool {
+        self.keeping == Keeping::Kept
     }
 
     fn digest(id: &str) -> [u32; 3] {
@@ -84,7 +119,7 @@ impl EpisodeIds {
 
     /// The line `id` was first met on.
     pub fn get(&self, id: &str) -> Option<u64> {
-        if self.unique {
+        if !self.kept() {
             return None;
         }
         let digest = EpisodeIds::digest(id);
@@ -97,7 +132,7 @@ impl EpisodeIds {
 
     /// `id` met on `line` (a later line for an id met before replaces it).
     pub fn insert(&mut self, id: &str, line: u64) {
-        if self.unique {
+        if !self.kept() {
             return;
         }
         let digest = EpisodeIds::digest(id);
@@ -114,7 +149,7 @@ impl EpisodeIds {
     }
 
     pub fn reserve(&mut self, more: usize) {
-        if !self.unique {
+        if self.kept() {
             self.lines.reserve(more);
         }
     }
@@ -209,6 +244,7 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
             run.episodes.clear();
             run.lean.clear();
             run.episode_ids.clear();
+            run.to_admit.clear();
             run.errors.clear();
             applied.episodes_reset = true;
             applied.new_episodes = 0..0;
@@ -221,7 +257,7 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
         LiveEvent::Episodes(records) => {
             let start = run.episodes.len();
             for (line, episode) in records {
-                if admit(run, &episode.id, line, episode.source_file(), &mut applied) {
+                if admit(run, &episode.id, ReadAt { line, file: episode.source_file().map(Arc::from) }, &mut applied) {
                     run.episodes.push(episode);
                 } else {
                     refused(Refused::Parsed(Box::new(episode)));
@@ -231,7 +267,7 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
         }
         LiveEvent::LeanEpisodes { episodes, pages } => {
             for LeanRecord { line, episode, file, .. } in episodes {
-                if admit(run, &episode.id, line, file.as_deref(), &mut applied) {
+                if admit(run, &episode.id, ReadAt { line, file }, &mut applied) {
                     run.lean.push(episode);
                 } else {
                     refused(Refused::Lean(episode));
@@ -282,18 +318,27 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
     applied
 }
 
-/// Whether the episode `id` on `line` (of `file`) joins the run: an id met before is a broken line, for every
-/// reader alike (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference
-/// to the id meant first.
-fn admit(run: &mut Run, id: &str, line: u64, file: Option<&str>, applied: &mut Applied) -> bool {
+/// Whether the episode `id` read `at` joins the run: an id met before is a broken line, for every reader alike
+/// (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference to the id
+/// meant first. Where the consumer admits the ids itself, every episode joins here, and where it was read is
+/// left for the consumer.
+fn admit(run: &mut Run, id: &str, at: ReadAt, applied: &mut Applied) -> bool {
     if let Some(first) = run.episode_ids.get(id) {
-        let reason = format!("duplicate episode id {id:?} (first on line {first})");
-        run.errors.push(LineError { file: file.map(str::to_owned), line, reason });
+        run.errors.push(duplicate_id(id, &at, first));
         applied.broken_lines += 1;
         return false;
     }
-    run.episode_ids.insert(id, line);
+    run.episode_ids.insert(id, at.line);
+    if run.episode_ids.keeping == Keeping::ByConsumer {
+        run.to_admit.push(at);
+    }
     true
+}
+
+/// The broken line of an episode whose id was first met on line `first`.
+pub fn duplicate_id(id: &str, at: &ReadAt, first: u64) -> LineError {
+    let reason = format!("duplicate episode id {id:?} (first on line {first})");
+    LineError { file: at.file.as_deref().map(str::to_owned), line: at.line, reason }
 }
 
 /// Poll `source` until nothing complete is left unread (a large file arrives in several parts), applying
@@ -401,6 +446,7 @@ impl Run {
             meta: None,
             episodes: Vec::new(),
             episode_ids: Default::default(),
+            to_admit: Vec::new(),
             errors: Vec::new(),
             metrics: Vec::new(),
             metrics_errors: Vec::new(),

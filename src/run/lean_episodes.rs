@@ -19,14 +19,15 @@ use std::sync::Arc;
 
 use super::format::Episode;
 use super::span::{shrink_slack, LineSpan, SpanColumn};
+use super::step_columns::{StepColumns, StepsRef};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
 
 /// The columns of a [`LeanEpisodes`].
 #[derive(Clone, Debug, Default)]
 struct Columns {
-    /// Every episode's steps; episode `e`'s end where `step_ends[e]` says (its start where `e - 1`'s ends).
-    /// Ends are u32: 2³² steps would take more than 64 GiB here.
-    steps: Vec<LeanStep>,
+    /// Every episode's steps, by column; episode `e`'s end where `step_ends[e]` says (its start where `e - 1`'s
+    /// ends). Ends are u32: 2³² steps would take more than 64 GiB here.
+    steps: StepColumns,
     step_ends: Vec<u32>,
     /// The ids, one after another; episode `e`'s ends at `id_ends[e]` (below 2 GiB of ids), with
     /// [`AFTER_GROUP`] set where only the rest after its group's name is kept.
@@ -61,6 +62,25 @@ struct Columns {
     sources: Vec<Box<str>>,
     /// Each distinct list of reward names once (a run has one or a few; a TRL log names them on every row).
     reward_names: Vec<Arc<[String]>>,
+    /// Each episode by its id, while the ids are indexed ([`LeanEpisodes::index_ids`]).
+    id_index: Option<IdIndex>,
+}
+
+/// The episodes by their ids, for a viewer that refuses an id met before against its own columns
+/// ([`LeanEpisodes::find_id`]): 4 bytes an episode and the table's room (about 6 bytes in all), where a map of
+/// the ids met beside the columns took 23 (a digest of each id and its line, [`super::EpisodeIds`]). The ids
+/// compared are the columns' own, so no two different ids are ever taken for one.
+#[derive(Clone, Debug, Default)]
+struct IdIndex {
+    episodes: hashbrown::HashTable<u32>,
+}
+
+/// The hash an id is indexed by: its bytes in one piece, however the columns keep it ([`IdRef`]).
+fn id_hash(id: IdRef<'_>) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = twox_hash::XxHash3_64::default();
+    id.pieces().into_iter().for_each(|piece| hasher.write(piece.as_bytes()));
+    hasher.finish()
 }
 
 /// A column of values that change seldom from one episode to the next (a run's episodes come iteration by
@@ -333,7 +353,7 @@ pub struct LeanEpisodeRef<'a> {
     pub success: bool,
     pub tokens: u64,
     pub token_steps: u32,
-    pub steps: &'a [LeanStep],
+    pub steps: StepsRef<'a>,
     pub extras: ExtrasRef<'a>,
     pub text: TextAt<'a>,
 }
@@ -398,7 +418,7 @@ impl LeanEpisode {
             success: self.success,
             tokens: self.tokens,
             token_steps: self.token_steps,
-            steps: &self.steps,
+            steps: StepsRef::from(&self.steps[..]),
             extras: self.extras.as_deref().map(ExtrasRef::from).unwrap_or_default(),
             text: TextAt::of(&self.text),
         }
@@ -448,20 +468,13 @@ impl LeanEpisodes {
     }
 
     /// Episode `e`'s steps (`e` below [`Self::len`]).
-    pub fn steps(&self, e: usize) -> &[LeanStep] {
-        &self.cols.steps[Self::range(&self.cols.step_ends, e)]
+    pub fn steps(&self, e: usize) -> StepsRef<'_> {
+        self.cols.steps.slice(Self::range(&self.cols.step_ends, e))
     }
 
     /// Episode `e`'s id (`e` below [`Self::len`]).
     pub fn id(&self, e: usize) -> IdRef<'_> {
-        let cols = &*self.cols;
-        let start = if e == 0 { 0 } else { (cols.id_ends[e - 1] & !AFTER_GROUP) as usize };
-        let end = cols.id_ends[e];
-        let kept = &cols.ids[start..(end & !AFTER_GROUP) as usize];
-        match end & AFTER_GROUP {
-            0 => IdRef::whole(kept),
-            _ => IdRef { head: self.group(e), tail: kept },
-        }
+        self.cols.id_at(e)
     }
 
     /// Episode `e`'s group name (`e` below [`Self::len`]).
@@ -548,9 +561,32 @@ impl LeanEpisodes {
         Arc::make_mut(&mut self.cols).shrink_slack();
     }
 
-    /// Forget every episode.
+    /// Forget every episode (the ids are still indexed if they were).
     pub fn clear(&mut self) {
+        let indexed = self.cols.id_index.is_some();
         *self = LeanEpisodes::default();
+        if indexed {
+            self.index_ids();
+        }
+    }
+
+    /// Index the episodes by their ids, those here and those to come, so that [`Self::find_id`] finds them.
+    pub fn index_ids(&mut self) {
+        if self.cols.id_index.is_some() {
+            return;
+        }
+        let cols = Arc::make_mut(&mut self.cols);
+        cols.id_index = Some(IdIndex::default());
+        for e in 0..cols.step_ends.len() {
+            cols.index_id(e);
+        }
+    }
+
+    /// The first episode whose id is `id`, where the ids are indexed ([`Self::index_ids`]).
+    pub fn find_id(&self, id: &str) -> Option<usize> {
+        let index = self.cols.id_index.as_ref()?;
+        let found = index.episodes.find(id_hash(IdRef::whole(id)), |&e| self.id(e as usize) == id)?;
+        Some(*found as usize)
     }
 
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
@@ -595,12 +631,41 @@ impl Columns {
         self.group_of.reserve(episodes);
         self.success.reserve(episodes);
         self.spans.reserve(episodes);
+        if let Some(mut index) = self.id_index.take() {
+            index.episodes.reserve(episodes, |&e| id_hash(self.id_at(e as usize)));
+            self.id_index = Some(index);
+        }
+    }
+
+    /// Episode `e`'s id ([`LeanEpisodes::id`]).
+    fn id_at(&self, e: usize) -> IdRef<'_> {
+        let start = if e == 0 { 0 } else { (self.id_ends[e - 1] & !AFTER_GROUP) as usize };
+        let end = self.id_ends[e];
+        let kept = &self.ids[start..(end & !AFTER_GROUP) as usize];
+        match end & AFTER_GROUP {
+            0 => IdRef::whole(kept),
+            _ => IdRef { head: &self.groups[self.group_of[e] as usize], tail: kept },
+        }
+    }
+
+    /// Index episode `e` (the one after the last indexed) by its id, where the ids are indexed; an id met
+    /// before keeps its first episode.
+    fn index_id(&mut self, e: usize) {
+        if let Some(mut index) = self.id_index.take() {
+            let id = self.id_at(e);
+            let same = |&other: &u32| self.id_at(other as usize) == id;
+            let entry = index.episodes.entry(id_hash(id), same, |&other| id_hash(self.id_at(other as usize)));
+            if let hashbrown::hash_table::Entry::Vacant(vacant) = entry {
+                vacant.insert(end_u32(e, "episodes"));
+            }
+            self.id_index = Some(index);
+        }
     }
 
     /// Give back the room the columns grew beyond what they hold, where that is more than a quarter: grown by
     /// doubling, a run's columns end up to twice their size.
     fn shrink_slack(&mut self) {
-        shrink_slack(&mut self.steps);
+        self.steps.shrink_slack();
         shrink_slack(&mut self.step_ends);
         shrink_slack(&mut self.id_ends);
         shrink_slack(&mut self.group_of);
@@ -659,9 +724,8 @@ impl Columns {
     /// `pages` has no entry: an empty `pages` keeps every id).
     fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
         let e = self.step_ends.len();
-        let renumber =
-            |s: &LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..*s };
-        self.steps.extend(episode.steps.iter().map(renumber));
+        let renumber = |s: LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..s };
+        episode.steps.iter().map(renumber).for_each(|s| self.steps.push(s));
         self.step_ends.push(end_u32(self.steps.len(), "steps"));
         let rest = episode.id.after(episode.group);
         match rest {
@@ -673,6 +737,7 @@ impl Columns {
         self.id_ends.push(if rest.is_some() { end | AFTER_GROUP } else { end });
         let group = self.group_id(episode.group);
         self.group_of.push(group);
+        self.index_id(e);
         self.iterations.push(e, episode.iteration);
         self.success.push(episode.success);
         self.tokens.set(e, episode.tokens);
@@ -877,6 +942,40 @@ mod tests {
             let beginning_with_group = expected.iter().zip(&pushed).filter(|(id, (g, ..))| id.starts_with(g.as_str()));
             let saved: usize = beginning_with_group.map(|(_, (g, ..))| g.len()).sum();
             proptest::prop_assert_eq!(all.cols.ids.len(), whole - saved);
+        }
+    }
+
+    proptest::proptest! {
+        /// Indexed ids find the first episode with each id, as a list searched from the start does, whether the
+        /// index was made before the episodes came, after some, or again after a clear; ids that begin with their
+        /// group's name (kept as the rest alone) are found by their whole string, and an id never pushed is not.
+        #[test]
+        fn indexed_ids_find_the_first_episode_with_each(
+            pushed in proptest::collection::vec(("[ab]{0,2}", "[ab_]{0,2}"), 0..40),
+            indexed_after in 0usize..40,
+            cleared in proptest::bool::ANY,
+        ) {
+            let mut all = LeanEpisodes::default();
+            if cleared {
+                all.index_ids();
+                all.push(episode("gone", &[]).view(), &[]);
+                all.clear();
+            }
+            let mut ids = Vec::new();
+            for (i, (group, rest)) in pushed.iter().enumerate() {
+                if i == indexed_after {
+                    all.index_ids();
+                }
+                let id = format!("{group}{rest}");
+                let mut lean = episode(&id, &[]);
+                lean.group = group.as_str().into();
+                all.push(lean.view(), &[]);
+                ids.push(id);
+            }
+            all.index_ids();
+            for id in ids.iter().map(String::as_str).chain(["gone", "c"]) {
+                proptest::prop_assert_eq!(all.find_id(id), ids.iter().position(|other| other == id), "{}", id);
+            }
         }
     }
 

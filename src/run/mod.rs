@@ -10,7 +10,8 @@
 //! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
 //! - `group_sizes.rs`: [`GroupSizes`], each group's size counted episode by episode, and [`partial_groups`];
 //! - `text_on_disk.rs`: episodes without their text ([`text_on_disk::LeanEpisode`]) and the store that reads
-//!   the text back; `lean_episodes.rs`: a viewer's episodes in that form by column ([`LeanEpisodes`]);
+//!   the text back; `step_columns.rs`: their steps by column ([`StepsRef`]); `lean_episodes.rs`: a viewer's
+//!   episodes in that form by column ([`LeanEpisodes`]), their ids indexed where the viewer admits them;
 //!   `lean_line.rs`: a line parsed straight into that form; `lean_reading.rs`: [`LeanReading`];
 //! - `writer.rs`, `synth.rs`, `cache.rs` (the load cache), `spill.rs` (the text of episodes without a line of
 //!   their own, written for a viewer to read back);
@@ -34,6 +35,7 @@ pub(crate) mod settings;
 pub mod source;
 mod span;
 pub(crate) mod spill;
+mod step_columns;
 pub mod synth;
 pub mod text_on_disk;
 pub mod tokens;
@@ -46,7 +48,8 @@ pub use error::{LineError, RunError};
 pub use format::*;
 pub use group_sizes::{partial_groups, GroupSizes, PartialGroup};
 pub use in_memory::{
-    apply, apply_handing_back, check_episodes_file, read_all, read_once, Applied, Refused, Run, SkippedFile,
+    apply, apply_handing_back, check_episodes_file, duplicate_id, read_all, read_once, Applied, EpisodeIds, ReadAt,
+    Refused, Run, SkippedFile,
 };
 pub(crate) use jsonl::parse_json;
 pub use jsonl::{JsonlTail, TailBatch, TailPosition};
@@ -56,5 +59,6 @@ pub use lean_reading::{ClassifierOf, LeanReading};
 pub use source::SourceOptions;
 pub(crate) use span::shrink_slack;
 pub use span::{line_checksum, LineSpan, ReadFrom};
+pub use step_columns::StepsRef;
 pub use text_on_disk::{anchor_hash, state_hash};
 pub use writer::{process_alive, torn_tail_file, write_atomic, RunWriter};

@@ -20,7 +20,9 @@ use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
 use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::tokens::{count_lengths, Lengths};
-use crate::run::{Episode, LeanEpisodeRef, LeanEpisodes, Run, RunMeta, EPISODES_FILE};
+use crate::run::{
+    duplicate_id, Episode, EpisodeIds, LeanEpisodeRef, LeanEpisodes, LineError, ReadAt, Run, RunMeta, EPISODES_FILE,
+};
 
 /// Where an episode belongs in the run's summaries: a training iteration, or the play bucket (groups played in
 /// the TUI, by hand or by the policy), which the training charts leave out.
@@ -494,6 +496,10 @@ pub struct Domain {
     load_cache: Option<KeptCache>,
     /// Episodes taken from the load cache, not merged yet ([`Domain::merge_cached`]).
     cached: std::collections::VecDeque<LeanEpisode>,
+    /// The lines of the episodes whose span does not say it (text kept in memory, or spilled to a file of its
+    /// own), by index: the viewer admits the ids against its columns ([`Domain::take_episodes`]) and names the
+    /// line an id was first met on. None for a gigscope run's own lines.
+    lines_apart: Vec<(u32, u64)>,
     /// How many episodes the load cache being taken in holds, so that the table makes room for them once
     /// ([`AdvantageTable::reserve_for`]): growing it part by part held keys' frames back. A first read makes
     /// none: a room projected from its first parts, made while the parsing threads ran, held the viewer's thread
@@ -532,6 +538,37 @@ struct KeptCache {
 /// Episodes copied into a load-cache snapshot per turn of the viewer's loop: about a millisecond.
 const SNAPSHOT_PART: usize = 5_000;
 
+/// The viewer's admission of the episodes it takes, where it admits their ids itself
+/// ([`EpisodeIds::by_consumer`]): an id its columns hold already is refused as every reader refuses it
+/// ([`duplicate_id`]), the first episode with the id kept.
+struct Admission<'a> {
+    episodes: &'a mut LeanEpisodes,
+    lines_apart: &'a mut Vec<(u32, u64)>,
+    errors: &'a mut Vec<LineError>,
+}
+
+impl Admission<'_> {
+    /// Whether the episode `id` read `at` joins the columns (each does where the viewer does not admit them).
+    fn admits(&mut self, id: &str, at: Option<&ReadAt>) -> bool {
+        let (Some(at), Some(first)) = (at, self.episodes.find_id(id)) else { return true };
+        let line = match self.lines_apart.binary_search_by_key(&first, |&(e, _)| e as usize) {
+            Ok(apart) => self.lines_apart[apart].1,
+            Err(_) => self.episodes.text(first).span().map_or(0, |span| span.line),
+        };
+        self.errors.push(duplicate_id(id, at, line));
+        false
+    }
+
+    /// Append `episode` (see [`LeanEpisodes::push`]), read `at`.
+    fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[crate::run::text_on_disk::PageId], at: Option<ReadAt>) {
+        let e = self.episodes.len();
+        self.episodes.push(episode, pages);
+        if let Some(at) = at.filter(|at| self.episodes.text(e).span().map(|span| span.line) != Some(at.line)) {
+            self.lines_apart.push((e as u32, at.line));
+        }
+    }
+}
+
 impl Domain {
     pub fn new(run: Run) -> Domain {
         give_large_blocks_back();
@@ -556,9 +593,16 @@ impl Domain {
             lengths: Lengths::default(),
             load_cache: None,
             cached: Default::default(),
+            lines_apart: Vec::new(),
             expected_episodes: 0,
         };
         domain.take_episodes();
+        if domain.run.episode_ids.kept() {
+            // The viewer admits the ids against its own columns from here on, rather than keep a map of them
+            // beside (a digest and a line an episode, 23 bytes with the map's room, about 6 indexed).
+            domain.episodes.index_ids();
+            domain.run.episode_ids = EpisodeIds::by_consumer();
+        }
         domain.adopt_run();
         domain.rebuild();
         domain
@@ -601,10 +645,22 @@ impl Domain {
         let page_anchor = crate::env_registry::page_anchor(&self.run);
         let classify = page_anchor.as_ref().map(|p| p.as_fn() as &dyn Fn(&str) -> &'static str);
         let (pages, text) = (&mut self.pages, &self.text);
+        // Where the viewer admits the ids, where each episode was read, in order (else none).
+        let mut read_at = std::mem::take(&mut self.run.to_admit).into_iter();
+        let mut admission = Admission {
+            episodes: &mut self.episodes,
+            lines_apart: &mut self.lines_apart,
+            errors: &mut self.run.errors,
+        };
         let mut parsed = Vec::new();
         for episode in self.run.episodes.drain(..) {
+            let at = read_at.next();
+            if !admission.admits(&episode.id, at.as_ref()) {
+                parsed.push(episode);
+                continue;
+            }
             let (lean, on_disk) = LeanEpisode::split(episode, text, pages, classify);
-            self.episodes.push(lean.view(), &[]);
+            admission.push(lean.view(), &[], at);
             parsed.extend(on_disk);
         }
         // Episodes the reader took in lean: their page ids are the reader's, renumbered into the viewer's. They
@@ -614,7 +670,12 @@ impl Domain {
         let renumber: Vec<_> = self.run.lean_pages.iter().map(|name| pages.id(name)).collect();
         let lean = std::mem::take(&mut self.run.lean);
         let lean_pages = std::mem::take(&mut self.run.lean_pages);
-        self.episodes.extend(lean.iter().map(LeanEpisode::view), &renumber);
+        for episode in &lean {
+            let at = read_at.next();
+            if admission.admits(&episode.id, at.as_ref()) {
+                admission.push(episode.view(), &renumber, at);
+            }
+        }
         if !lean.is_empty() || !lean_pages.is_empty() {
             release(Release::FreeLean(lean, lean_pages));
         }
@@ -677,6 +738,7 @@ impl Domain {
                 one.progress.filter(|&(read, total)| read == total && total > 0).map_or(caught_up, |p| Some(p.0));
             if one.episodes_reset {
                 self.episodes.clear();
+                self.lines_apart.clear();
                 self.cached.clear();
                 self.expected_episodes = 0;
                 if let Some(kept) = self.load_cache.as_mut() {
@@ -684,7 +746,10 @@ impl Domain {
                 }
                 self.text.clear();
             }
+            let errors = self.run.errors.len();
             one.new_episodes = self.take_episodes();
+            // The episodes the viewer refused as ids met before.
+            one.broken_lines += self.run.errors.len() - errors;
             applied.absorb(one);
         }
         if applied.progress.is_some_and(|(read, total)| read == total) {
@@ -718,7 +783,6 @@ impl Domain {
         self.cached.reserve(head.episodes);
         self.episodes.reserve(head.episodes);
         self.expected_episodes = head.episodes;
-        self.run.episode_ids.reserve(head.episodes);
         if let Some(kept) = self.load_cache.as_mut() {
             kept.saved = Some((head.episodes, head.position.offset));
         }
@@ -734,8 +798,8 @@ impl Domain {
     pub fn void_load_cache(&mut self) {
         self.cached.clear();
         self.episodes.clear();
+        self.lines_apart.clear();
         (self.pages, self.run.errors) = Default::default();
-        self.run.episode_ids.clear();
         self.adopt_run();
         if let Some(kept) = self.load_cache.as_mut() {
             (kept.copying, kept.saved) = (None, None);
@@ -754,8 +818,6 @@ impl Domain {
         let cached = &self.cached;
         let end = crate::live::part_end(cached.len(), max, |i| &cached[i].group);
         for episode in self.cached.drain(..end) {
-            let line = episode.span().map_or(0, |s| s.line);
-            self.run.episode_ids.insert(&episode.id, line);
             self.episodes.push(episode.view(), &[]);
         }
         self.count_lengths(start);

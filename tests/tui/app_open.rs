@@ -169,3 +169,80 @@ fn a_group_read_half_written_waits_for_its_rest_and_is_merged_whole() {
     assert_eq!(s.domain.episodes.len(), before + 7);
     assert!(!loading.merging(&s));
 }
+
+/// The viewer admits the episodes' ids against its own columns (it keeps no map of the ids beside them): while
+/// it follows a run opened from the load cache, an id met before (among the episodes taken from the cache, in
+/// the same append, in an earlier one) is refused as the one-shot reader refuses it, with the same broken line,
+/// and the first episode with the id is kept.
+#[test]
+fn following_a_run_the_viewer_refuses_an_id_met_before_as_the_reader_does() {
+    let (_tmp, dir) = copy_sample("sokoban-gigpo");
+    let cache = tempfile::tempdir().unwrap();
+    let config = || Config::defaults(false).unwrap();
+    let first = support::opening::open_and_follow_cached(&dir, config(), Some(cache.path().to_path_buf()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(cache.path().join("load")).map_or(true, |mut d| d.next().is_none()) {
+        assert!(std::time::Instant::now() < deadline, "the first open wrote no load cache");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(first);
+    let (mut state, mut loading, watcher, cached) =
+        support::opening::open_and_follow_cached(&dir, config(), Some(cache.path().to_path_buf()));
+    let opened = state.domain.episodes.len();
+    assert!(cached > 0 && cached == opened, "{cached} of {opened} episodes taken from the load cache");
+    assert!(!state.domain.run.episode_ids.kept(), "the viewer keeps no map of the ids met");
+
+    let text = std::fs::read_to_string(dir.join(gigscope::run::EPISODES_FILE)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut fresh: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    fresh["id"] = "fresh".into();
+    let append = |text: String| {
+        let mut file = std::fs::OpenOptions::new().append(true).open(dir.join(gigscope::run::EPISODES_FILE)).unwrap();
+        std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+    };
+    // A new id, an id taken from the cache, the new id again: one append.
+    append(format!("{fresh}\n{}\n{fresh}\n", lines[2]));
+    super::thread_frees::follow_until(&mut state, &mut loading, &watcher, "two ids refused", |s| {
+        s.domain.episodes.len() == opened + 1 && s.domain.run.errors.len() == 2
+    });
+    append(format!("{}\n{fresh}\n", lines[0]));
+    super::thread_frees::follow_until(&mut state, &mut loading, &watcher, "four ids refused", |s| {
+        s.domain.run.errors.len() == 4
+    });
+
+    let read = gigscope::run::Run::open(&dir).unwrap();
+    assert_eq!(state.domain.run.errors, read.errors, "the same broken lines as the reader's");
+    assert!(read.errors.iter().all(|e| e.reason.starts_with("duplicate episode id")), "{:?}", read.errors);
+    let ids: Vec<String> = state.domain.episodes.iter().map(|e| e.id.to_string()).collect();
+    assert_eq!(ids, read.episodes.iter().map(|e| e.id.clone()).collect::<Vec<_>>());
+    assert_eq!(state.domain.episodes.len(), opened + 1);
+}
+
+/// Episodes whose text is not on the run's lines (made in memory here, as a source without lines of its own
+/// gives them) are admitted by the viewer as the reader admits them: an id met again names the line the reader
+/// said the first was on.
+#[test]
+fn the_viewer_names_the_first_line_of_an_id_whose_text_is_in_memory() {
+    use gigscope::live::LiveEvent;
+    use gigscope::run::{Episode, Layout, Run, Step};
+    let tmp = tempfile::tempdir().unwrap();
+    let episode = |id: &str| Episode::new(id, "g", vec![Step::new("o", "a", 1.0)]);
+    let parts = || {
+        [vec![(7, episode("a")), (8, episode("b"))], vec![(9, episode("c")), (10, episode("a")), (11, episode("c"))]]
+    };
+    let mut domain = gigscope::tui::domain::Domain::new(Run::empty(tmp.path(), Layout::Gigscope));
+    let mut read = Run::empty(tmp.path(), Layout::Gigscope);
+    for part in parts() {
+        domain.apply_live(vec![LiveEvent::Episodes(part)]);
+    }
+    for part in parts() {
+        gigscope::run::apply(&mut read, LiveEvent::Episodes(part));
+    }
+    let reasons: Vec<_> = domain.run.errors.iter().map(|e| (e.line, e.reason.as_str())).collect();
+    assert_eq!(
+        reasons,
+        [(10, "duplicate episode id \"a\" (first on line 7)"), (11, "duplicate episode id \"c\" (first on line 9)")]
+    );
+    assert_eq!(domain.run.errors, read.errors);
+    assert_eq!(domain.episodes.iter().map(|e| e.id.to_string()).collect::<Vec<_>>(), ["a", "b", "c"]);
+}

@@ -176,7 +176,7 @@ fn follow_counting_frees() {
 }
 
 /// Merge what the watcher reports until `done` holds (a minute at most).
-fn follow_until(
+pub(crate) fn follow_until(
     state: &mut gigscope::tui::State,
     loading: &mut gigscope::tui::app::Loading,
     watcher: &std::sync::mpsc::Receiver<gigscope::tui::app::Reading>,
