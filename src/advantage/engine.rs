@@ -27,8 +27,8 @@ use super::grouping::{group_anchors, AnchorGrouping};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
-    group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats, EpisodeGroup, RowRef,
-    RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW, INVALID_ROW,
+    episode_of_row, group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats,
+    EpisodeGroup, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
 
@@ -100,7 +100,8 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     for (g, range) in anchors_by_group.iter_mut().enumerate() {
         let start = a;
         let of_group = |a: usize| {
-            anchor_groups.members(a).first().is_some_and(|m| episode_group_of[m.episode as usize] as usize == g)
+            let first = anchor_groups.member_rows(a).first();
+            first.is_some_and(|&row| episode_group_of[episode_of_row(row_offsets, row)] as usize == g)
         };
         while a < anchor_groups.len() && of_group(a) {
             a += 1;
@@ -110,9 +111,9 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
     let rule = *rule;
     let lone_factor = norm_factor(settings.norm, 0.0);
-    let groups: &AnchorGroups = anchor_groups;
+    let (groups, row_offsets): (&AnchorGroups, &[u32]) = (anchor_groups, row_offsets);
     let fill = |((rows, group), range): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
-        fill_group(rows, group, GroupAnchors { groups, range, lone_factor }, input, settings, &rule)
+        fill_group(rows, group, GroupAnchors { groups, row_offsets, range, lone_factor }, input, settings, &rule)
     };
     let kept: Vec<Vec<(u32, AnchorStats)>> = if parallel {
         parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).map(fill).collect()
@@ -147,13 +148,11 @@ pub fn regroup<I: EngineInput + ?Sized>(
         starts[a + 1] += starts[a];
     }
     let mut next = starts.clone();
-    let mut members = vec![RowRef { episode: 0, step: 0 }; table.row_count()];
-    for e in 0..table.episode_count() {
-        for (t, row) in table.rows[table.rows_of(e)].iter().enumerate() {
-            let at = &mut next[row.step_group as usize];
-            members[*at as usize] = RowRef { episode: e as u32, step: t as u32 };
-            *at += 1;
-        }
+    let mut members = vec![0u32; table.row_count()];
+    for (r, row) in table.rows.iter().enumerate() {
+        let at = &mut next[row.step_group as usize];
+        members[*at as usize] = r as u32;
+        *at += 1;
     }
     table.anchor_groups = AnchorGroups::unfilled(starts, members);
     recompute(table, input, settings);
@@ -181,6 +180,8 @@ fn rows_by_group<'r>(
 /// figures are derived with (what decides which statistics the table keeps).
 struct GroupAnchors<'a> {
     groups: &'a AnchorGroups,
+    /// The table's `row_offsets`, to find the members' episodes.
+    row_offsets: &'a [u32],
     range: std::ops::Range<usize>,
     lone_factor: f64,
 }
@@ -311,26 +312,27 @@ fn step_level(
     rows: &[&mut [StoredRow]],
     derived: &[Vec<(f64, f64)>],
     group: &EpisodeGroup,
-    GroupAnchors { groups, range, lone_factor }: GroupAnchors<'_>,
+    GroupAnchors { groups, row_offsets, range, lone_factor }: GroupAnchors<'_>,
     settings: &AdvantageSettings,
 ) -> Vec<(u32, AnchorStats)> {
     // A member's episode is found among the group's episodes, which are in file order.
-    let at = |m: &RowRef| {
-        let i = group.episodes.binary_search(&m.episode).expect("anchor group member outside its episode group");
-        (i, m.step as usize)
+    let at = |row: u32| {
+        let episode = episode_of_row(row_offsets, row);
+        let i = group.episodes.binary_search(&(episode as u32)).expect("anchor group member outside its episode group");
+        (i, (row - row_offsets[episode]) as usize)
     };
     let mut kept = Vec::new();
     for a in range {
-        let members = groups.members(a);
-        let (mean, std, n) = mean_std_counted(members.iter().map(|m| {
-            let (i, t) = at(m);
+        let members = groups.member_rows(a);
+        let (mean, std, n) = mean_std_counted(members.iter().map(|&row| {
+            let (i, t) = at(row);
             (derived[i][t].1, rows[i][t].copies())
         }));
         let factor = norm_factor(settings.norm, std);
         let stats = AnchorStats { samples: u32::try_from(n).unwrap_or(u32::MAX), mean, std, factor };
         let lone = match members {
-            [m] => {
-                let (i, t) = at(m);
+            [row] => {
+                let (i, t) = at(*row);
                 let derived = AnchorStats { samples: 1, mean: derived[i][t].1, std: 0.0, factor: lone_factor };
                 stats.same_bits(&derived)
             }

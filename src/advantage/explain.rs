@@ -329,7 +329,7 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
         let member_returns: Vec<f64> = ag
             .members
             .iter()
-            .flat_map(|&m| {
+            .flat_map(|m| {
                 let member = table.row(m);
                 counted(&member, member.ret)
             })

@@ -92,9 +92,9 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
     count_step_group_sizes(&mut sizes, &table.anchor_groups, 0);
     let mut singletons_per_group = vec![0usize; table.episode_groups.len()];
     let mut step_groups_per_group = vec![0usize; table.episode_groups.len()];
-    for (g, members) in table.anchor_episode_groups().zip(table.anchor_groups.all_members()) {
+    for (g, size) in table.anchor_episode_groups().zip(table.anchor_groups.sizes()) {
         step_groups_per_group[g as usize] += 1;
-        if members.len() == 1 {
+        if size == 1 {
             singletons_per_group[g as usize] += 1;
         }
     }
@@ -152,7 +152,7 @@ pub fn records_success<I: EngineInput + ?Sized>(input: &I) -> bool {
 /// size): a histogram kept up to date as anchor groups are appended.
 pub fn count_step_group_sizes(sizes: &mut BTreeMap<usize, usize>, anchor_groups: &AnchorGroups, from: usize) {
     for a in from.min(anchor_groups.len())..anchor_groups.len() {
-        *sizes.entry(anchor_groups.members(a).len()).or_insert(0) += 1;
+        *sizes.entry(anchor_groups.size(a)).or_insert(0) += 1;
     }
 }
 
@@ -317,7 +317,7 @@ impl<K: Ord + Clone> StatsBy<K> {
         for a in self.anchor_groups.min(table.anchor_groups.len())..table.anchor_groups.len() {
             let slot = self.group_key.get(table.anchor_episode_group(a) as usize).and_then(Option::as_ref);
             if let Some(sums) = slot.and_then(|k| self.sums.get_mut(k)) {
-                sums.members += table.anchor_groups.members(a).len();
+                sums.members += table.anchor_groups.size(a);
                 sums.anchor_groups += 1;
             }
         }

@@ -117,12 +117,107 @@ pub struct AnchorGroup<'a> {
     /// The samples its statistics counted: Σ copies over the members (a group of one sample gives A_S = 0).
     pub samples: u32,
     /// Members in file order; the first one is the cluster representative in similarity mode.
-    pub members: &'a [RowRef],
+    pub members: Members<'a>,
     /// Mean and sample std (N−1; 0 for a singleton) of the members' returns.
     pub mean: f64,
     pub std: f64,
     /// The divisor F_S used for A_S (1 under `mean_norm`, std + 1e-6 under `mean_std_norm`).
     pub factor: f64,
+}
+
+/// An anchor group's members, borrowed from the table: each a [`RowRef`], given by value (the table keeps the
+/// members' rows as table-wide indices, 4 bytes each, and finds each one's episode among its episodes' rows).
+#[derive(Clone, Copy)]
+pub struct Members<'a> {
+    rows: &'a [u32],
+    /// The table's `row_offsets`.
+    row_offsets: &'a [u32],
+}
+
+impl<'a> Members<'a> {
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Member `i`; panics when `i` is not below [`Self::len`], as indexing does.
+    pub fn at(&self, i: usize) -> RowRef {
+        let row = self.rows[i];
+        let episode = episode_of_row(self.row_offsets, row);
+        RowRef { episode: episode as u32, step: row - self.row_offsets[episode] }
+    }
+
+    /// Member `i`, when there is one.
+    pub fn get(&self, i: usize) -> Option<RowRef> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    pub fn first(&self) -> Option<RowRef> {
+        self.get(0)
+    }
+
+    /// The members in file order.
+    pub fn iter(&self) -> MembersIter<'a> {
+        MembersIter { members: *self, next: 0..self.len() }
+    }
+}
+
+/// The episode table-wide row `row` is in, by the table's `row_offsets`: the last episode whose rows start at or
+/// before it (an episode without rows starts where the next one does).
+pub(super) fn episode_of_row(row_offsets: &[u32], row: u32) -> usize {
+    row_offsets.partition_point(|&start| start <= row) - 1
+}
+
+/// [`Members::iter`].
+#[derive(Clone)]
+pub struct MembersIter<'a> {
+    members: Members<'a>,
+    next: std::ops::Range<usize>,
+}
+
+impl Iterator for MembersIter<'_> {
+    type Item = RowRef;
+
+    fn next(&mut self) -> Option<RowRef> {
+        self.next.next().map(|i| self.members.at(i))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.next.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for MembersIter<'_> {
+    fn next_back(&mut self) -> Option<RowRef> {
+        self.next.next_back().map(|i| self.members.at(i))
+    }
+}
+
+impl ExactSizeIterator for MembersIter<'_> {}
+
+impl<'a> IntoIterator for Members<'a> {
+    type Item = RowRef;
+    type IntoIter = MembersIter<'a>;
+
+    fn into_iter(self) -> MembersIter<'a> {
+        self.iter()
+    }
+}
+
+/// Members are the same when they are the same rows, wherever they are kept.
+impl PartialEq for Members<'_> {
+    fn eq(&self, other: &Members<'_>) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl std::fmt::Debug for Members<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// The statistics the engine computed for one anchor group.
@@ -144,18 +239,20 @@ impl AnchorStats {
 
 /// A table's anchor groups, stored by column: a viewer of a run of short episodes holds almost one anchor group
 /// per row (most have one member), and 48 bytes a group, with a heap block for each group of several, were a
-/// sixth of all it held. Each group's members are in one array (group `a`'s are
-/// `members[starts[a]..starts[a + 1]]`, in file order), its episode group is its first member's, and its
+/// sixth of all it held. Each group's members are in one array, as the table-wide indices of their rows (group
+/// `a`'s are `members[starts[a]..starts[a + 1]]`, in file order; the table gives them as [`RowRef`]s,
+/// [`Members`]), its episode group is its first member's, and its
 /// statistics are kept only where they cannot be told from a lone member: a group of one member counted once
 /// has one sample, the member's return as its mean (derived from the rows, as the engine derived it), std 0 and
 /// the divisor of std 0 ([`AnchorGroups::lone_factor`]). Statistics are kept for every other group, and for a
-/// lone one whose mean is not its return bit for bit (a return of −0.0: the mean's sum starts at +0.0). 12
-/// bytes a group of one (its start and its member), 8 more a member, 40 more a group whose statistics are kept.
+/// lone one whose mean is not its return bit for bit (a return of −0.0: the mean's sum starts at +0.0). 8
+/// bytes a group of one (its start and its member), 4 more a member, 40 more a group whose statistics are kept.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AnchorGroups {
     /// One more than there are groups, from 0 (empty while there are none).
     pub(super) starts: Vec<u32>,
-    pub(super) members: Vec<RowRef>,
+    /// The members' rows (table-wide indices).
+    pub(super) members: Vec<u32>,
     /// (group, its statistics) for the groups whose statistics are kept, by group.
     pub(super) kept: Vec<(u32, AnchorStats)>,
     /// F_S of a standard deviation of 0 under the table's settings (1 under `mean_norm`, 1e-6 under
@@ -166,7 +263,7 @@ pub struct AnchorGroups {
 impl AnchorGroups {
     /// Groups whose members are `members`, group `a`'s from `starts[a]` (one more start than groups), their
     /// statistics not computed yet.
-    pub(super) fn unfilled(starts: Vec<u32>, members: Vec<RowRef>) -> AnchorGroups {
+    pub(super) fn unfilled(starts: Vec<u32>, members: Vec<u32>) -> AnchorGroups {
         AnchorGroups { starts, members, kept: Vec::new(), lone_factor: 1.0 }
     }
 
@@ -178,19 +275,24 @@ impl AnchorGroups {
         self.len() == 0
     }
 
-    /// Group `a`'s members, in file order.
-    pub fn members(&self, a: usize) -> &[RowRef] {
+    /// Group `a`'s members' rows (table-wide indices), in file order.
+    pub(super) fn member_rows(&self, a: usize) -> &[u32] {
         &self.members[self.starts[a] as usize..self.starts[a + 1] as usize]
     }
 
-    /// Group `a`'s members, if there is a group `a`.
-    pub fn get(&self, a: usize) -> Option<&[RowRef]> {
-        (a < self.len()).then(|| self.members(a))
+    /// How many members group `a` has (`a` below [`Self::len`]).
+    pub fn size(&self, a: usize) -> usize {
+        (self.starts[a + 1] - self.starts[a]) as usize
     }
 
-    /// Every group's members, group by group.
-    pub fn all_members(&self) -> impl ExactSizeIterator<Item = &[RowRef]> + '_ {
-        (0..self.len()).map(|a| self.members(a))
+    /// How many members group `a` has, if there is a group `a`.
+    pub fn get_size(&self, a: usize) -> Option<usize> {
+        (a < self.len()).then(|| self.size(a))
+    }
+
+    /// Every group's number of members, group by group.
+    pub fn sizes(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        (0..self.len()).map(|a| self.size(a))
     }
 
     /// The statistics kept for group `a`, if they are.
@@ -199,14 +301,14 @@ impl AnchorGroups {
         Some(self.kept[found].1)
     }
 
-    /// Append `extra`'s groups, their members' episodes moved on by `episode_base`.
-    fn append(&mut self, extra: AnchorGroups, episode_base: u32) {
+    /// Append `extra`'s groups, their members' rows moved on by `row_base`.
+    fn append(&mut self, extra: AnchorGroups, row_base: u32) {
         let (group_base, member_base) = (self.len() as u32, self.members.len() as u32);
         if self.starts.is_empty() {
             self.starts.push(0);
         }
         self.starts.extend(extra.starts.iter().skip(1).map(|s| s + member_base));
-        self.members.extend(extra.members.iter().map(|m| RowRef { episode: m.episode + episode_base, step: m.step }));
+        self.members.extend(extra.members.iter().map(|row| row + row_base));
         self.kept.extend(extra.kept.iter().map(|&(a, stats)| (a + group_base, stats)));
         self.lone_factor = extra.lone_factor;
     }
@@ -424,8 +526,18 @@ impl AdvantageTable {
 
     /// The members of the anchor group of row `at` (its statistics not derived: what a list of the members
     /// needs).
-    pub fn anchor_members_of(&self, at: RowRef) -> &[RowRef] {
-        self.anchor_groups.members(self.step_group_of(at))
+    pub fn anchor_members_of(&self, at: RowRef) -> Members<'_> {
+        self.anchor_members(self.step_group_of(at))
+    }
+
+    /// Anchor group `a`'s members, in file order.
+    pub fn anchor_members(&self, a: usize) -> Members<'_> {
+        Members { rows: self.anchor_groups.member_rows(a), row_offsets: &self.row_offsets }
+    }
+
+    /// Every anchor group's members, group by group.
+    pub fn all_anchor_members(&self) -> impl ExactSizeIterator<Item = Members<'_>> + '_ {
+        (0..self.anchor_groups.len()).map(|a| self.anchor_members(a))
     }
 
     fn step_group_of(&self, at: RowRef) -> usize {
@@ -434,7 +546,7 @@ impl AdvantageTable {
 
     /// Anchor group `a`, its statistics derived where the table does not keep them ([`AnchorGroups`]).
     pub fn anchor_group(&self, a: usize) -> AnchorGroup<'_> {
-        let (members, episode_group) = (self.anchor_groups.members(a), self.anchor_episode_group(a));
+        let (members, episode_group) = (self.anchor_members(a), self.anchor_episode_group(a));
         let AnchorStats { samples, mean, std, factor } = self.anchor_stats(a, |lone| self.row_return(lone));
         AnchorGroup { episode_group, samples, members, mean, std, factor }
     }
@@ -451,7 +563,7 @@ impl AdvantageTable {
 
     /// The episode group of anchor group `a`: its first member's.
     pub fn anchor_episode_group(&self, a: usize) -> u32 {
-        self.anchor_groups.members(a).first().map_or(0, |m| self.episode_group_of[m.episode as usize])
+        self.anchor_members(a).first().map_or(0, |m| self.episode_group_of[m.episode as usize])
     }
 
     /// Anchor group `a`'s statistics: kept, or those of its lone member, whose return `lone_return` gives.
@@ -459,8 +571,9 @@ impl AdvantageTable {
         if let Some(stats) = self.anchor_groups.kept(a) {
             return stats;
         }
-        let mean = match self.anchor_groups.members(a) {
-            [lone] => lone_return(*lone),
+        let members = self.anchor_members(a);
+        let mean = match members.len() {
+            1 => lone_return(members.at(0)),
             _ => 0.0,
         };
         AnchorStats { samples: 1, mean, std: 0.0, factor: self.anchor_groups.lone_factor }
@@ -504,7 +617,7 @@ impl AdvantageTable {
         self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
         let anchor_base = self.anchor_groups.len() as u32;
         self.rows.extend(extra.rows.into_iter().map(|r| StoredRow { step_group: r.step_group + anchor_base, ..r }));
-        self.anchor_groups.append(extra.anchor_groups, episode_base);
+        self.anchor_groups.append(extra.anchor_groups, row_base);
         self.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
             for e in &mut g.episodes {
                 *e += episode_base;
@@ -642,4 +755,23 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
         group_of.push(g);
     }
     (groups, group_of)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member's row is found in its episode, episodes without rows (which start where the next one does)
+    /// passed over.
+    #[test]
+    fn members_rows_are_found_in_their_episodes_past_episodes_without_rows() {
+        let row_offsets = [0, 2, 2, 5, 5, 6];
+        let rows = [0, 1, 2, 4, 5];
+        let members = Members { rows: &rows, row_offsets: &row_offsets };
+        let at = |episode, step| RowRef { episode, step };
+        let want = [at(0, 0), at(0, 1), at(2, 0), at(2, 2), at(4, 0)];
+        assert_eq!(members.iter().collect::<Vec<_>>(), want);
+        assert_eq!(members.iter().rev().collect::<Vec<_>>(), want.iter().rev().copied().collect::<Vec<_>>());
+        assert_eq!((members.len(), members.first(), members.get(5)), (5, Some(at(0, 0)), None));
+    }
 }

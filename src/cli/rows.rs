@@ -77,7 +77,7 @@ pub(super) fn episode_rows<'a, I: EngineInput + ?Sized>(
             step_advantage: row.step_advantage,
             advantage: row.advantage,
             step_group: row.step_group,
-            step_group_size: table.anchor_groups.members(row.step_group as usize).len(),
+            step_group_size: table.anchor_groups.size(row.step_group as usize),
             stored_advantage,
             delta: stored_advantage.map(|s| s - row.advantage),
         }

@@ -518,7 +518,7 @@ impl TrajectoryIndex {
             doc.add_f64(f.adv_s, row.step_advantage);
             doc.add_i64(f.iteration, episode.iteration);
             doc.add_u64(f.step, t as u64);
-            let group_size = table.anchor_groups.get(row.step_group as usize).map_or(1, <[_]>::len);
+            let group_size = table.anchor_groups.get_size(row.step_group as usize).unwrap_or(1);
             doc.add_u64(f.step_group_size, group_size as u64);
             doc.add_u64(f.episode, e as u64);
             writer.add_document(doc).map_err(|source| write_error(&self.dir, &self.failures, source))?;

@@ -421,7 +421,7 @@ fn check_family_estimator(tasks: &impl Tasks, family: &FamilyEstimator) -> Resul
 /// trained (`advantages`, one per row).
 fn group_statistics(table: &AdvantageTable, advantages: &[f64], record: &mut Map<String, Value>) {
     let groups = table.anchor_groups.len().max(1) as f64;
-    let singletons = table.anchor_groups.all_members().filter(|m| m.len() == 1).count() as f64;
+    let singletons = table.anchor_groups.sizes().filter(|&size| size == 1).count() as f64;
     let rows = table.row_count() as f64;
     let episode_groups = table.episode_groups.len().max(1) as f64;
     let zero_variance = table.episode_groups.iter().filter(|g| g.zero_variance.is_some()).count() as f64;

@@ -367,7 +367,7 @@ impl State {
     pub fn explained_row(&self) -> Option<RowRef> {
         let r = self.row_ref()?;
         match self.ui.view {
-            View::Anchor => self.domain.derived.table.anchor_members_of(r).get(self.ui.anchor.member).copied(),
+            View::Anchor => self.domain.derived.table.anchor_members_of(r).get(self.ui.anchor.member),
             _ => Some(r),
         }
     }

@@ -31,7 +31,7 @@ fn expected(dir: &Path, settings: &AdvantageSettings) -> Vec<(String, usize, [f6
     let mut rows = Vec::new();
     for (e, episode) in run.episodes.iter().enumerate() {
         for (t, r) in table.episode_rows(e).iter().enumerate() {
-            let size = table.anchor_groups.members(r.step_group as usize).len() as u64;
+            let size = table.anchor_groups.size(r.step_group as usize) as u64;
             let numbers = [r.reward, r.ret, r.episode_advantage, r.step_advantage, r.advantage];
             rows.push((episode.id.clone(), t, numbers, u64::from(r.step_group), size));
         }

@@ -128,7 +128,7 @@ fn engine_column(kind: EstimatorKind, ctx: &Ctx<'_>) -> EstimatorOutput {
                 EstimatorKind::Grpo => terms.copy_from_slice(&[r.episode_advantage, group.baseline, group.factor]),
                 EstimatorKind::Rloo => terms.copy_from_slice(&[r.score, group.mean, group.pool_size as f64]),
                 _ => {
-                    let n = table.anchor_groups.get(r.step_group as usize).map_or(f64::NAN, |m| m.len() as f64);
+                    let n = table.anchor_groups.get_size(r.step_group as usize).map_or(f64::NAN, |m| m as f64);
                     terms.copy_from_slice(&[r.episode_advantage, r.step_advantage, n]);
                 }
             }

@@ -16,7 +16,7 @@ use ratatui::layout::Layout;
 
 use super::{adv_span, block, clamp_add, hint, layout, term_text, trunc, Component, Hint, ListRegion};
 use crate::advantage::aliasing::is_wrong_sign;
-use crate::advantage::RowRef;
+use crate::advantage::Members;
 use crate::tui::action::Action;
 use crate::tui::estimates::{a_star_text, Truth};
 use crate::tui::state::{State, View};
@@ -100,7 +100,7 @@ impl Component for Anchor {
     /// Jump to the chosen member's step in its own trajectory.
     fn open(&self, state: &mut State) {
         let Some(r) = state.row_ref() else { return };
-        let Some(&m) = state.domain.derived.table.anchor_members_of(r).get(state.ui.anchor.member) else {
+        let Some(m) = state.domain.derived.table.anchor_members_of(r).get(state.ui.anchor.member) else {
             return;
         };
         if let Some(t) = state.group_episodes().iter().position(|&e| e == m.episode) {
@@ -131,7 +131,7 @@ impl Component for Anchor {
 fn select_self(state: &mut State) {
     if let Some(r) = state.row_ref() {
         state.ui.anchor.member =
-            state.domain.derived.table.anchor_members_of(r).iter().position(|&m| m == r).unwrap_or(0);
+            state.domain.derived.table.anchor_members_of(r).iter().position(|m| m == r).unwrap_or(0);
     }
 }
 
@@ -233,7 +233,7 @@ impl MemberStates {
     }
 }
 
-fn member_states(state: &State, truth: &Truth, members: &[RowRef]) -> MemberStates {
+fn member_states(state: &State, truth: &Truth, members: Members<'_>) -> MemberStates {
     let t = &state.domain.derived.table;
     let mut fingerprints: Vec<(&str, f64)> = Vec::new();
     let mut out = MemberStates { number: Vec::new(), states: 0, measured: 0, v_spread: 0.0, wrong_sign: 0 };
@@ -241,7 +241,7 @@ fn member_states(state: &State, truth: &Truth, members: &[RowRef]) -> MemberStat
         let id = state.domain.episodes.at(m.episode as usize).id.joined();
         let row = truth.row(&id, m.step as usize);
         out.measured += usize::from(row.is_some());
-        out.wrong_sign += usize::from(row.is_some_and(|tr| is_wrong_sign(t.row(*m).step_advantage, tr)));
+        out.wrong_sign += usize::from(row.is_some_and(|tr| is_wrong_sign(t.row(m).step_advantage, tr)));
         let number = row.and_then(|tr| {
             let fingerprint = tr.state.as_deref()?;
             Some(match fingerprints.iter().position(|(f, _)| *f == fingerprint) {
@@ -315,9 +315,9 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let action_w = layout::column_widths(&widths, super::spacing(state), body.width)[3];
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
         let ep = &state.domain.episodes.at(m.episode as usize);
-        let row = t.row(*m);
+        let row = t.row(m);
         let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
-        let this = match (*m == r, narrow) {
+        let this = match (m == r, narrow) {
             (false, _) => "",
             (true, false) => "◀ this step",
             (true, true) => "◀",

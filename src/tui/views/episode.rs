@@ -245,7 +245,7 @@ fn steps(state: &State, e: usize, area: Rect, buf: &mut Buffer) {
     // The action cut to its column with `…`, so that a cut shows.
     let action_w = layout::column_widths(&widths, super::spacing(state), body.width)[if pages { 2 } else { 1 }];
     let rows = ep.steps.iter().zip(rows_adv).enumerate().skip(start).take(body.height as usize).map(|(i, (s, r))| {
-        let size = t.anchor_groups.members(r.step_group as usize).len();
+        let size = t.anchor_groups.size(r.step_group as usize);
         let action = trunc(&if s.valid { s.action.clone() } else { format!("⚠ {}", s.action) }, action_w);
         let mut cells = vec![Cell::from(i.to_string())];
         if pages {
