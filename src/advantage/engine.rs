@@ -27,8 +27,8 @@ use super::grouping::{group_anchors, AnchorGrouping};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
-    episode_of_row, group_episodes, in_parallel, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats,
-    EpisodeGroup, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW, INVALID_ROW,
+    group_episodes, in_parallel, row_ref, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats, EpisodeGroup,
+    RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW, INVALID_ROW,
 };
 use crate::run::Episode;
 
@@ -101,7 +101,7 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         let start = a;
         let of_group = |a: usize| {
             let first = anchor_groups.member_rows(a).first();
-            first.is_some_and(|&row| episode_group_of[episode_of_row(row_offsets, row)] as usize == g)
+            first.is_some_and(|&row| episode_group_of[row_ref(row_offsets, row).episode as usize] as usize == g)
         };
         while a < anchor_groups.len() && of_group(a) {
             a += 1;
@@ -317,9 +317,9 @@ fn step_level(
 ) -> Vec<(u32, AnchorStats)> {
     // A member's episode is found among the group's episodes, which are in file order.
     let at = |row: u32| {
-        let episode = episode_of_row(row_offsets, row);
-        let i = group.episodes.binary_search(&(episode as u32)).expect("anchor group member outside its episode group");
-        (i, (row - row_offsets[episode]) as usize)
+        let m = row_ref(row_offsets, row);
+        let i = group.episodes.binary_search(&m.episode).expect("anchor group member outside its episode group");
+        (i, m.step as usize)
     };
     let mut kept = Vec::new();
     for a in range {

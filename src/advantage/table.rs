@@ -145,9 +145,7 @@ impl<'a> Members<'a> {
 
     /// Member `i`; panics when `i` is not below [`Self::len`], as indexing does.
     pub fn at(&self, i: usize) -> RowRef {
-        let row = self.rows[i];
-        let episode = episode_of_row(self.row_offsets, row);
-        RowRef { episode: episode as u32, step: row - self.row_offsets[episode] }
+        row_ref(self.row_offsets, self.rows[i])
     }
 
     /// Member `i`, when there is one.
@@ -165,10 +163,11 @@ impl<'a> Members<'a> {
     }
 }
 
-/// The episode table-wide row `row` is in, by the table's `row_offsets`: the last episode whose rows start at or
-/// before it (an episode without rows starts where the next one does).
-pub(super) fn episode_of_row(row_offsets: &[u32], row: u32) -> usize {
-    row_offsets.partition_point(|&start| start <= row) - 1
+/// Table-wide row `row` as its episode and step, by the table's `row_offsets`: its episode is the last one whose
+/// rows start at or before it (an episode without rows starts where the next one does).
+pub(super) fn row_ref(row_offsets: &[u32], row: u32) -> RowRef {
+    let episode = row_offsets.partition_point(|&start| start <= row) - 1;
+    RowRef { episode: episode as u32, step: row - row_offsets[episode] }
 }
 
 /// [`Members::iter`].

@@ -257,7 +257,8 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
         LiveEvent::Episodes(records) => {
             let start = run.episodes.len();
             for (line, episode) in records {
-                if admit(run, &episode.id, ReadAt { line, file: episode.source_file().map(Arc::from) }, &mut applied) {
+                let file = episode.source_file();
+                if admit(run, &episode.id, line, file, &mut applied, || file.map(Arc::from)) {
                     run.episodes.push(episode);
                 } else {
                     refused(Refused::Parsed(Box::new(episode)));
@@ -267,7 +268,7 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
         }
         LiveEvent::LeanEpisodes { episodes, pages } => {
             for LeanRecord { line, episode, file, .. } in episodes {
-                if admit(run, &episode.id, ReadAt { line, file }, &mut applied) {
+                if admit(run, &episode.id, line, file.as_deref(), &mut applied, || file.clone()) {
                     run.lean.push(episode);
                 } else {
                     refused(Refused::Lean(episode));
@@ -318,27 +319,34 @@ pub fn apply_handing_back(run: &mut Run, event: LiveEvent, refused: &mut dyn FnM
     applied
 }
 
-/// Whether the episode `id` read `at` joins the run: an id met before is a broken line, for every reader alike
-/// (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference to the id
-/// meant first. Where the consumer admits the ids itself, every episode joins here, and where it was read is
-/// left for the consumer.
-fn admit(run: &mut Run, id: &str, at: ReadAt, applied: &mut Applied) -> bool {
+/// Whether the episode `id` on `line` (of `file`) joins the run: an id met before is a broken line, for every
+/// reader alike (validate, stats, the TUI), and the first episode with the id is kept, as the one any reference
+/// to the id meant first. Where the consumer admits the ids itself, every episode joins here, and where it was
+/// read is left for the consumer (the file as `shared_file` gives it, asked only then).
+fn admit(
+    run: &mut Run,
+    id: &str,
+    line: u64,
+    file: Option<&str>,
+    applied: &mut Applied,
+    shared_file: impl FnOnce() -> Option<Arc<str>>,
+) -> bool {
     if let Some(first) = run.episode_ids.get(id) {
-        run.errors.push(duplicate_id(id, &at, first));
+        run.errors.push(duplicate_id(id, line, file, first));
         applied.broken_lines += 1;
         return false;
     }
-    run.episode_ids.insert(id, at.line);
+    run.episode_ids.insert(id, line);
     if run.episode_ids.keeping == Keeping::ByConsumer {
-        run.to_admit.push(at);
+        run.to_admit.push(ReadAt { line, file: shared_file() });
     }
     true
 }
 
-/// The broken line of an episode whose id was first met on line `first`.
-pub fn duplicate_id(id: &str, at: &ReadAt, first: u64) -> LineError {
+/// The broken line of the episode `id` on `line` (of `file`), whose id was first met on line `first`.
+pub fn duplicate_id(id: &str, line: u64, file: Option<&str>, first: u64) -> LineError {
     let reason = format!("duplicate episode id {id:?} (first on line {first})");
-    LineError { file: at.file.as_deref().map(str::to_owned), line: at.line, reason }
+    LineError { file: file.map(str::to_owned), line, reason }
 }
 
 /// Poll `source` until nothing complete is left unread (a large file arrives in several parts), applying

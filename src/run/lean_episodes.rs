@@ -62,17 +62,12 @@ struct Columns {
     sources: Vec<Box<str>>,
     /// Each distinct list of reward names once (a run has one or a few; a TRL log names them on every row).
     reward_names: Vec<Arc<[String]>>,
-    /// Each episode by its id, while the ids are indexed ([`LeanEpisodes::index_ids`]).
-    id_index: Option<IdIndex>,
-}
-
-/// The episodes by their ids, for a viewer that refuses an id met before against its own columns
-/// ([`LeanEpisodes::find_id`]): 4 bytes an episode and the table's room (about 6 bytes in all), where a map of
-/// the ids met beside the columns took 23 (a digest of each id and its line, [`super::EpisodeIds`]). The ids
-/// compared are the columns' own, so no two different ids are ever taken for one.
-#[derive(Clone, Debug, Default)]
-struct IdIndex {
-    episodes: hashbrown::HashTable<u32>,
+    /// Each episode's index by its id, while the ids are indexed ([`LeanEpisodes::index_ids`]), for a viewer that
+    /// refuses an id met before against its own columns ([`LeanEpisodes::find_id`]): 4 bytes an episode and the
+    /// table's room (about 6 bytes in all), where a map of the ids met beside the columns took 23 (a digest of
+    /// each id and its line, [`super::EpisodeIds`]). The ids compared are the columns' own, so no two different
+    /// ids are ever taken for one.
+    id_index: Option<hashbrown::HashTable<u32>>,
 }
 
 /// The hash an id is indexed by: its bytes in one piece, however the columns keep it ([`IdRef`]).
@@ -576,7 +571,7 @@ impl LeanEpisodes {
             return;
         }
         let cols = Arc::make_mut(&mut self.cols);
-        cols.id_index = Some(IdIndex::default());
+        cols.id_index = Some(hashbrown::HashTable::new());
         for e in 0..cols.step_ends.len() {
             cols.index_id(e);
         }
@@ -585,7 +580,7 @@ impl LeanEpisodes {
     /// The first episode whose id is `id`, where the ids are indexed ([`Self::index_ids`]).
     pub fn find_id(&self, id: &str) -> Option<usize> {
         let index = self.cols.id_index.as_ref()?;
-        let found = index.episodes.find(id_hash(IdRef::whole(id)), |&e| self.id(e as usize) == id)?;
+        let found = index.find(id_hash(IdRef::whole(id)), |&e| self.id(e as usize) == id)?;
         Some(*found as usize)
     }
 
@@ -632,7 +627,7 @@ impl Columns {
         self.success.reserve(episodes);
         self.spans.reserve(episodes);
         if let Some(mut index) = self.id_index.take() {
-            index.episodes.reserve(episodes, |&e| id_hash(self.id_at(e as usize)));
+            index.reserve(episodes, |&e| id_hash(self.id_at(e as usize)));
             self.id_index = Some(index);
         }
     }
@@ -654,7 +649,7 @@ impl Columns {
         if let Some(mut index) = self.id_index.take() {
             let id = self.id_at(e);
             let same = |&other: &u32| self.id_at(other as usize) == id;
-            let entry = index.episodes.entry(id_hash(id), same, |&other| id_hash(self.id_at(other as usize)));
+            let entry = index.entry(id_hash(id), same, |&other| id_hash(self.id_at(other as usize)));
             if let hashbrown::hash_table::Entry::Vacant(vacant) = entry {
                 vacant.insert(end_u32(e, "episodes"));
             }

@@ -555,7 +555,7 @@ impl Admission<'_> {
             Ok(apart) => self.lines_apart[apart].1,
             Err(_) => self.episodes.text(first).span().map_or(0, |span| span.line),
         };
-        self.errors.push(duplicate_id(id, at, line));
+        self.errors.push(duplicate_id(id, at.line, at.file.as_deref(), line));
         false
     }
 
