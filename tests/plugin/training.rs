@@ -136,26 +136,9 @@ impl Session {
         Session::launch_with_env(test, env, &format!("tui {} --rescan-ms 200", dir.display()), (120, 40))
     }
 
-    /// The gigscope process: the child of the pane's shell.
-    fn pid(&self) -> u32 {
-        let out =
-            Command::new("tmux").args(["display-message", "-p", "-t", &self.name, "#{pane_pid}"]).output().unwrap();
-        let shell: u32 = text(&out.stdout).trim().parse().expect("pane pid");
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-            // pid (comm) state ppid ...
-            let Some((head, rest)) = stat.rsplit_once(") ") else { continue };
-            let ppid: Option<u32> = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-            if ppid == Some(shell) && head.ends_with("(gigscope") {
-                return entry.file_name().to_string_lossy().parse().unwrap();
-            }
-        }
-        panic!("no gigscope process under the pane's shell {shell}");
-    }
-
     /// Whether the gigscope process has libtorch mapped.
     fn has_libtorch(&self) -> bool {
-        let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.pid())).unwrap();
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.gigscope_pid())).unwrap();
         maps.contains("libtorch_cpu") || maps.contains("libgigscope_train")
     }
 

@@ -2,10 +2,13 @@
 //! the end-to-end test modules.
 //!
 //! Needs tmux. Without it a test is skipped locally, but fails when `CI` is set: CI must install tmux.
+//! Each session runs on a tmux server of its own (`-L`): on one shared server, a test whose session was the
+//! last one ends the server while another test's `new-session` is connecting to it, and that start fails.
 //! Waiting for text polls the screen until it appears (or a generous deadline passes); nothing asserts on how
 //! long anything took.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Whether tmux is there; panics in CI when it is not.
@@ -20,6 +23,10 @@ pub fn tmux_available() -> bool {
 
 pub struct Session {
     pub name: String,
+    /// The socket name (`tmux -L`) of this session's own server; short, as a socket path has a length limit.
+    socket: String,
+    /// Where that socket is: tmux leaves the file behind when its server ends.
+    socket_path: String,
     _home: tempfile::TempDir,
 }
 
@@ -38,7 +45,9 @@ impl Session {
 
     /// [`Session::launch`] with `env` (`VAR=value …`) added to the binary's environment.
     pub fn launch_with_env(test: &str, env: &str, command_line: &str, (width, height): (u16, u16)) -> Session {
+        static SERVERS: AtomicU32 = AtomicU32::new(0);
         let name = format!("gigscope-e2e-{}-{test}", std::process::id());
+        let socket = format!("gs-e2e-{}-{}", std::process::id(), SERVERS.fetch_add(1, Ordering::Relaxed));
         let home = tempfile::tempdir().expect("tempdir");
         let cmd = format!(
             "env XDG_CONFIG_HOME={0} XDG_CACHE_HOME={0} {env} {1} {command_line}; echo EXITED:$?; sleep 600",
@@ -46,16 +55,25 @@ impl Session {
             env!("CARGO_BIN_EXE_gigscope"),
         );
         let (w, h) = (width.to_string(), height.to_string());
-        let status = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", &w, "-y", &h, "sh", "-c", &cmd])
-            .status()
+        let out = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-s", &name, "-x", &w, "-y", &h, "sh", "-c", &cmd])
+            .output()
             .expect("tmux runs");
-        assert!(status.success(), "tmux new-session failed");
-        Session { name, _home: home }
+        assert!(out.status.success(), "tmux new-session failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut session = Session { name, socket, socket_path: String::new(), _home: home };
+        session.socket_path = session.pane("#{socket_path}");
+        session
+    }
+
+    /// `tmux -L SOCKET ARGS… -t SESSION`: a command to this session's own server.
+    fn tmux(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]).args(args).args(["-t", &self.name]);
+        command
     }
 
     pub fn screen(&self) -> String {
-        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().expect("capture");
+        let out = self.tmux(&["capture-pane", "-p"]).output().expect("capture");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -89,7 +107,7 @@ impl Session {
             panic!("Escape must be the last key pressed at once (found before {} more): {keys:?}", early + 1);
         }
         for k in keys {
-            let status = Command::new("tmux").args(["send-keys", "-t", &self.name, k]).status().expect("send-keys");
+            let status = self.tmux(&["send-keys"]).arg(k).status().expect("send-keys");
             assert!(status.success());
         }
     }
@@ -98,8 +116,7 @@ impl Session {
 impl Session {
     /// Type text literally (no key-name interpretation).
     pub fn type_text(&self, text: &str) {
-        let status =
-            Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().expect("send-keys");
+        let status = self.tmux(&["send-keys", "-l"]).arg(text).status().expect("send-keys");
         assert!(status.success());
     }
 }
@@ -107,8 +124,7 @@ impl Session {
 impl Session {
     /// One format of the session's pane, as `tmux display` expands it.
     pub fn pane(&self, format: &str) -> String {
-        let out =
-            Command::new("tmux").args(["display", "-p", "-t", &self.name, format]).output().expect("tmux display");
+        let out = self.tmux(&["display", "-p"]).arg(format).output().expect("tmux display");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -128,7 +144,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+        // The server is this session's alone: ending it leaves no tmux process behind.
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).status();
+        let _ = std::fs::remove_file(&self.socket_path);
     }
 }
 
