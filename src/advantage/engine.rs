@@ -27,8 +27,8 @@ use super::grouping::{group_anchors, AnchorGrouping};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
-    group_episodes, in_parallel, row_ref, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats, EpisodeGroup,
-    RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW, INVALID_ROW,
+    copies_at, group_episodes, in_parallel, row_ref, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats,
+    EpisodeGroup, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW,
 };
 use crate::run::Episode;
 
@@ -69,6 +69,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
     let mut table = AdvantageTable::from(TableData {
         row_offsets,
         rows,
+        copies: copies_apart(input),
         anchor_groups: AnchorGroups::default(),
         episode_groups,
         episode_group_of,
@@ -78,6 +79,22 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
     });
     regroup(&mut table, input, grouping, settings);
     table
+}
+
+/// The rows `input` counts other than once, as the table keeps them ([`TableData::copies`]).
+fn copies_apart<I: EngineInput + ?Sized>(input: &I) -> Vec<(u32, u32)> {
+    let mut apart = Vec::new();
+    let mut row = 0u32;
+    for e in 0..input.episode_count() {
+        for t in 0..input.step_count(e) {
+            let copies = input.copies(e, t);
+            if copies != 1 {
+                apart.push((row, copies));
+            }
+            row += 1;
+        }
+    }
+    apart
 }
 
 /// Recompute `table`, which [`compute`] made from this `input` under settings with the same
@@ -92,7 +109,8 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     table.rule = RowRule::of(settings);
     table.episode_terms = Vec::new();
     table.replaced = Vec::new();
-    let TableData { row_offsets, rows, anchor_groups, episode_groups, episode_group_of, rule, .. } = &mut **table;
+    let TableData { row_offsets, rows, copies, anchor_groups, episode_groups, episode_group_of, rule, .. } =
+        &mut **table;
     let parallel = in_parallel(rows.len());
     // Anchor groups are stored episode group by episode group: each episode group's are a range of them.
     let mut anchors_by_group = vec![0..0; episode_groups.len()];
@@ -111,9 +129,10 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
     let rule = *rule;
     let lone_factor = norm_factor(settings.norm, 0.0);
-    let (groups, row_offsets): (&AnchorGroups, &[u32]) = (anchor_groups, row_offsets);
+    let (groups, row_offsets, copies): (&AnchorGroups, &[u32], &[(u32, u32)]) = (anchor_groups, row_offsets, copies);
     let fill = |((rows, group), range): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
-        fill_group(rows, group, GroupAnchors { groups, row_offsets, range, lone_factor }, input, settings, &rule)
+        let anchors = GroupAnchors { groups, row_offsets, copies, range, lone_factor };
+        fill_group(rows, group, anchors, input, settings, &rule)
     };
     let kept: Vec<Vec<(u32, AnchorStats)>> = if parallel {
         parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).map(fill).collect()
@@ -141,7 +160,7 @@ pub fn regroup<I: EngineInput + ?Sized>(
     // are too), then handed to the groups.
     let mut starts = vec![0u32; groups + 1];
     for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
-        row.step_group = a;
+        row.set_step_group(a);
         starts[a as usize + 1] += 1;
     }
     for a in 0..groups {
@@ -150,7 +169,7 @@ pub fn regroup<I: EngineInput + ?Sized>(
     let mut next = starts.clone();
     let mut members = vec![0u32; table.row_count()];
     for (r, row) in table.rows.iter().enumerate() {
-        let at = &mut next[row.step_group as usize];
+        let at = &mut next[row.step_group() as usize];
         members[*at as usize] = r as u32;
         *at += 1;
     }
@@ -182,6 +201,8 @@ struct GroupAnchors<'a> {
     groups: &'a AnchorGroups,
     /// The table's `row_offsets`, to find the members' episodes.
     row_offsets: &'a [u32],
+    /// The table's rows counted other than once ([`TableData::copies`]).
+    copies: &'a [(u32, u32)],
     range: std::ops::Range<usize>,
     lone_factor: f64,
 }
@@ -202,8 +223,8 @@ fn fill_group<I: EngineInput + ?Sized>(
     }
     // Scores and returns, episode by episode, as the table derives them when asked.
     let derived: Vec<Vec<(f64, f64)>> = rows.iter().map(|rows| scores_and_returns(rows, rule)).collect();
-    episode_level(rows, &derived, group, settings);
-    step_level(rows, &derived, group, anchors, settings)
+    episode_level(&derived, group, &anchors, settings);
+    step_level(&derived, group, anchors, settings)
 }
 
 /// Shaped rewards and counts of episode `e`'s rows.
@@ -226,8 +247,7 @@ fn fill_rows<I: EngineInput + ?Sized>(rows: &mut [StoredRow], input: &I, e: usiz
         if last {
             reward += bonus;
         }
-        let invalid = if input.valid(e, t) { 0 } else { INVALID_ROW };
-        *row = StoredRow { reward, step_group: row.step_group, counts: input.copies(e, t).min(!INVALID_ROW) | invalid };
+        *row = StoredRow::new(reward, row.step_group(), input.valid(e, t));
     }
 }
 
@@ -282,23 +302,24 @@ pub fn norm_factor(norm: Norm, std: f64) -> f64 {
 /// The statistics of a group's episode level (`rows[i]` are the rows of its `i`-th episode, `derived[i]` their
 /// scores and returns).
 fn episode_level(
-    rows: &[&mut [StoredRow]],
     derived: &[Vec<(f64, f64)>],
     group: &mut EpisodeGroup,
+    anchors: &GroupAnchors<'_>,
     settings: &AdvantageSettings,
 ) {
+    // The copies of step `t` of the group's `i`-th episode.
+    let copies =
+        |i: usize, t: usize| copies_at(anchors.copies, anchors.row_offsets[group.episodes[i] as usize] + t as u32);
     // The pool's (score, copies) samples, kept for the zero-variance verdict on the same numbers.
     let samples: Vec<(f64, u32)> = match settings.pooling {
-        Pooling::Steps => rows
+        Pooling::Steps => derived
             .iter()
-            .zip(derived)
-            .flat_map(|(rows, derived)| rows.iter().zip(derived).map(|(row, &(score, _))| (score, row.copies())))
+            .enumerate()
+            .flat_map(|(i, derived)| derived.iter().enumerate().map(move |(t, &(score, _))| (score, copies(i, t))))
             .collect(),
-        Pooling::Trajectories => rows
-            .iter()
-            .zip(derived)
-            .filter_map(|(rows, derived)| Some((derived.first()?.0, rows.first()?.copies())))
-            .collect(),
+        Pooling::Trajectories => {
+            derived.iter().enumerate().filter_map(|(i, derived)| Some((derived.first()?.0, copies(i, 0)))).collect()
+        }
     };
     let (mean, std, pool) = mean_std_counted(samples.iter().copied());
     group.zero_variance = ZeroVariance::of(samples.iter().map(|&(score, _)| score), std, STD_EPSILON);
@@ -309,10 +330,9 @@ fn episode_level(
 /// The statistics of a group's anchor-state groups over its rows' returns: those the table keeps, each with its
 /// group's number (not a lone member's whose figures are its own).
 fn step_level(
-    rows: &[&mut [StoredRow]],
     derived: &[Vec<(f64, f64)>],
     group: &EpisodeGroup,
-    GroupAnchors { groups, row_offsets, range, lone_factor }: GroupAnchors<'_>,
+    GroupAnchors { groups, row_offsets, copies, range, lone_factor }: GroupAnchors<'_>,
     settings: &AdvantageSettings,
 ) -> Vec<(u32, AnchorStats)> {
     // A member's episode is found among the group's episodes, which are in file order.
@@ -326,7 +346,7 @@ fn step_level(
         let members = groups.member_rows(a);
         let (mean, std, n) = mean_std_counted(members.iter().map(|&row| {
             let (i, t) = at(row);
-            (derived[i][t].1, rows[i][t].copies())
+            (derived[i][t].1, copies_at(copies, row))
         }));
         let factor = norm_factor(settings.norm, std);
         let stats = AnchorStats { samples: u32::try_from(n).unwrap_or(u32::MAX), mean, std, factor };

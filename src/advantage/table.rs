@@ -12,9 +12,10 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Estimator};
 
 /// Everything computed for one step row. The table keeps only what the rest is made from ([`StoredRow`]: the
-/// shaped reward, the anchor group, the counts) and the statistics of its groups, and derives a row's values
-/// when asked ([`AdvantageTable::episode_rows`]), with the operations the computation used, in the same order:
-/// the values are those the engine computed, bit for bit. The table holds 16 bytes a row instead of 56.
+/// shaped reward, the anchor group and validity; the copies apart, for the rows counted other than once) and the
+/// statistics of its groups, and derives a row's values when asked ([`AdvantageTable::episode_rows`]), with the
+/// operations the computation used, in the same order: the values are those the engine computed, bit for bit.
+/// The table holds 12 bytes a row instead of 56.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RowAdvantage {
     /// Reward after shaping.
@@ -36,26 +37,41 @@ pub struct RowAdvantage {
     pub copies: u32,
 }
 
-/// What the table keeps of a row: the rest of its [`RowAdvantage`] is derived from it and its groups.
+/// What the table keeps of a row: the rest of its [`RowAdvantage`] is derived from it, its groups and the
+/// table's copies ([`TableData::copies`]). Packed to 12 bytes (4 of padding after the anchor group otherwise):
+/// fields are read by value, never borrowed.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, packed(4))]
 pub(super) struct StoredRow {
     /// Reward after shaping.
     pub(super) reward: f64,
-    /// Index into [`AdvantageTable::anchor_groups`].
-    pub(super) step_group: u32,
-    /// [`RowAdvantage::copies`] in the low 31 bits, [`INVALID_ROW`] set for a step that was not valid.
-    pub(super) counts: u32,
+    /// The index into [`AdvantageTable::anchor_groups`] in the low 31 bits, [`INVALID_ROW`] set for a step that
+    /// was not valid.
+    tagged_group: u32,
 }
 
-pub(super) const INVALID_ROW: u32 = 1 << 31;
+const _: () = assert!(std::mem::size_of::<StoredRow>() == 12);
+
+/// The bit of [`StoredRow::tagged_group`] that marks an invalid step: anchor groups number below 2³¹ (a table
+/// of 2³¹ rows would take more than 24 GiB).
+const INVALID_ROW: u32 = 1 << 31;
 
 impl StoredRow {
-    pub(super) fn copies(self) -> u32 {
-        self.counts & !INVALID_ROW
+    pub(super) fn new(reward: f64, step_group: u32, valid: bool) -> StoredRow {
+        assert!(step_group < INVALID_ROW, "StoredRow: anchor group {step_group} is past 2³¹");
+        StoredRow { reward, tagged_group: step_group | if valid { 0 } else { INVALID_ROW } }
+    }
+
+    pub(super) fn step_group(self) -> u32 {
+        self.tagged_group & !INVALID_ROW
+    }
+
+    pub(super) fn set_step_group(&mut self, step_group: u32) {
+        *self = StoredRow::new(self.reward, step_group, self.valid());
     }
 
     fn valid(self) -> bool {
-        self.counts & INVALID_ROW == 0
+        self.tagged_group & INVALID_ROW == 0
     }
 }
 
@@ -424,6 +440,9 @@ pub struct TableData {
     /// 2³² rows would take more than 64 GiB): [`AdvantageTable::rows_of`].
     pub(super) row_offsets: Vec<u32>,
     pub(super) rows: Vec<StoredRow>,
+    /// The rows the trainer counted other than once ([`RowAdvantage::copies`] ≠ 1: verl-agent's padding), as
+    /// (row, copies) by row; every other row counts once. Empty for gigscope's own runs.
+    pub(super) copies: Vec<(u32, u32)>,
     /// Anchor groups, episode group by episode group, each in order of first appearance.
     pub anchor_groups: AnchorGroups,
     /// Episode groups in order of first appearance in the file.
@@ -466,7 +485,7 @@ impl AdvantageTable {
         let mut rows = Vec::with_capacity(stored.len());
         for (t, (row, (score, ret))) in stored.iter().zip(scores_and_returns(stored, rule)).enumerate() {
             // The row is the member of a lone anchor group.
-            let step_advantage = step_advantage(ret, self.anchor_stats(row.step_group as usize, |_| ret));
+            let step_advantage = step_advantage(ret, self.anchor_stats(row.step_group() as usize, |_| ret));
             let (episode_advantage, advantage) = match terms {
                 Some(terms) => {
                     (terms.episode_advantage, advantage(terms.episode_advantage, step_advantage, terms.rloo, rule))
@@ -484,8 +503,8 @@ impl AdvantageTable {
                 episode_advantage,
                 step_advantage,
                 advantage: self.replaced.get(start + t).copied().unwrap_or(advantage),
-                step_group: row.step_group,
-                copies: row.copies(),
+                step_group: row.step_group(),
+                copies: self.copies_of(start + t),
             });
         }
         rows
@@ -516,7 +535,12 @@ impl AdvantageTable {
 
     /// The anchor group of every row, in table order.
     pub fn step_groups(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
-        self.rows.iter().map(|r| r.step_group)
+        self.rows.iter().map(|r| r.step_group())
+    }
+
+    /// How many times the trainer counted table-wide row `row` ([`RowAdvantage::copies`]).
+    fn copies_of(&self, row: usize) -> u32 {
+        copies_at(&self.copies, row as u32)
     }
 
     pub fn anchor_group_of(&self, at: RowRef) -> AnchorGroup<'_> {
@@ -540,7 +564,7 @@ impl AdvantageTable {
     }
 
     fn step_group_of(&self, at: RowRef) -> usize {
-        self.rows[self.rows_of(at.episode as usize).start + at.step as usize].step_group as usize
+        self.rows[self.rows_of(at.episode as usize).start + at.step as usize].step_group() as usize
     }
 
     /// Anchor group `a`, its statistics derived where the table does not keep them ([`AnchorGroups`]).
@@ -615,7 +639,11 @@ impl AdvantageTable {
         let group_base = self.episode_groups.len() as u32;
         self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
         let anchor_base = self.anchor_groups.len() as u32;
-        self.rows.extend(extra.rows.into_iter().map(|r| StoredRow { step_group: r.step_group + anchor_base, ..r }));
+        self.rows.extend(extra.rows.into_iter().map(|mut r| {
+            r.set_step_group(r.step_group() + anchor_base);
+            r
+        }));
+        self.copies.extend(extra.copies.into_iter().map(|(row, copies)| (row + row_base, copies)));
         self.anchor_groups.append(extra.anchor_groups, row_base);
         self.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
             for e in &mut g.episodes {
@@ -660,6 +688,7 @@ impl AdvantageTable {
     pub fn shrink_slack(&mut self) {
         use crate::run::shrink_slack;
         shrink_slack(&mut self.rows);
+        shrink_slack(&mut self.copies);
         shrink_slack(&mut self.row_offsets);
         shrink_slack(&mut self.anchor_groups.starts);
         shrink_slack(&mut self.anchor_groups.members);
@@ -672,6 +701,15 @@ impl AdvantageTable {
     /// TRL's terms for each episode (the table then derives A_E and the RLOO advantage from them).
     pub(super) fn set_episode_terms(&mut self, terms: Vec<EpisodeTerms>) {
         self.episode_terms = terms;
+    }
+}
+
+/// How many times the trainer counted table-wide row `row`, from the rows counted other than once (`copies`:
+/// [`TableData::copies`]).
+pub(super) fn copies_at(copies: &[(u32, u32)], row: u32) -> u32 {
+    match copies.binary_search_by_key(&row, |&(r, _)| r) {
+        Ok(i) => copies[i].1,
+        Err(_) => 1,
     }
 }
 
@@ -727,7 +765,7 @@ pub(super) fn in_parallel(rows: usize) -> bool {
     rows >= 20_000
 }
 
-pub(super) const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, step_group: 0, counts: 1 };
+pub(super) const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, tagged_group: 0 };
 
 /// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
 /// group.

@@ -29,6 +29,10 @@ fn fingerprint(table: &AdvantageTable) -> String {
             put(v.to_bits());
         }
         put(r.step_group.into());
+        // Only where a row counts other than once, so that the recorded fingerprints of runs without copies stand.
+        if r.copies != 1 {
+            put(r.copies.into());
+        }
     }
     for a in table.anchor_groups() {
         put(a.episode_group.into());
@@ -174,6 +178,11 @@ fn arb_run() -> impl Strategy<Value = Vec<Episode>> {
                 .map(|(key, mut e)| {
                     if key % 11 == 0 {
                         e.steps.clear();
+                    }
+                    // Some rows the trainer counted more than once (verl-agent's padding), which the table keeps
+                    // apart by row.
+                    if let Some(step) = e.steps.last_mut().filter(|_| key % 5 == 0) {
+                        step.extra.insert(gigscope::run::COPIES_KEY.into(), (2 + key % 2).into());
                     }
                     e
                 })
