@@ -47,10 +47,11 @@ struct Columns {
     store: Option<TextStore>,
     /// The episodes whose text is elsewhere (in memory, another file, a span too large to pack), by index.
     apart: Vec<(usize, EpisodeText)>,
-    /// The episodes with [`LeanExtras`], by index, each with its shape and where its values are in the lists
-    /// below: a trainer's layout gives every row a recorded advantage and rewards, which as a `LeanExtras` each
-    /// (120 bytes and two allocations) were most of what a verl dump's episode kept. 16 bytes an episode.
-    extras: Vec<PackedExtras>,
+    /// The episodes with [`LeanExtras`], as runs of consecutive episodes whose extras have one shape, each with
+    /// where its values are in the lists below: a trainer's layout gives every row a recorded advantage and
+    /// rewards, which as a `LeanExtras` each (120 bytes and two allocations) were most of what a verl dump's
+    /// episode kept; its rows all have one shape, so a file's rows take one run.
+    extras: Vec<ExtrasRun>,
     /// Each distinct shape of extras once (a run has one or a few), and its index.
     shapes: Vec<ExtrasShape>,
     shape_index: HashMap<ExtrasShape, u32>,
@@ -141,11 +142,21 @@ struct ExtrasShape {
     states: u32,
 }
 
-/// An episode's [`LeanExtras`] in the columns: the episode, its shape (an index into the distinct shapes), and
-/// where its values start: its rewards then its advantages in `extra_values`, its states in `extra_states`.
+impl ExtrasShape {
+    /// How many values (rewards and advantages) and states an episode of this shape has.
+    fn widths(self) -> (usize, usize) {
+        let len = |part: u32| if part == ABSENT { 0 } else { part as usize };
+        (len(self.rewards) + len(self.advantages), len(self.states))
+    }
+}
+
+/// The [`LeanExtras`] of `count` consecutive episodes from `first`, in the columns: their shape (an index into
+/// the distinct shapes), and where the first one's values start (its rewards then its advantages in
+/// `extra_values`, its states in `extra_states`); each next episode's follow.
 #[derive(Clone, Copy, Debug)]
-struct PackedExtras {
-    episode: u32,
+struct ExtrasRun {
+    first: u32,
+    count: u32,
     shape: u32,
     values: u32,
     states: u32,
@@ -489,20 +500,22 @@ impl LeanEpisodes {
     /// Episode `e`'s extras, where it has any.
     pub fn extras(&self, e: usize) -> ExtrasRef<'_> {
         let cols = &*self.cols;
-        let Ok(i) = cols.extras.binary_search_by_key(&e, |packed| packed.episode as usize) else {
-            return ExtrasRef::default();
+        let run = match cols.extras.partition_point(|run| run.first as usize <= e).checked_sub(1) {
+            Some(i) if e < (cols.extras[i].first + cols.extras[i].count) as usize => cols.extras[i],
+            _ => return ExtrasRef::default(),
         };
-        let packed = cols.extras[i];
-        let shape = cols.shapes[packed.shape as usize];
+        let shape = cols.shapes[run.shape as usize];
+        let (value_width, state_width) = shape.widths();
+        let nth = e - run.first as usize;
         let at = |index: u32| (index != ABSENT).then_some(index as usize);
-        let (rewards, after) = part_at(&cols.extra_values, packed.values as usize, shape.rewards);
+        let (rewards, after) = part_at(&cols.extra_values, run.values as usize + nth * value_width, shape.rewards);
         let (advantages, _) = part_at(&cols.extra_values, after, shape.advantages);
         ExtrasRef {
             source: at(shape.source).map(|s| &*cols.sources[s]),
             reward_names: at(shape.reward_names).map(|n| &cols.reward_names[n]),
             rewards,
             advantages,
-            states: part_at(&cols.extra_states, packed.states as usize, shape.states).0,
+            states: part_at(&cols.extra_states, run.states as usize + nth * state_width, shape.states).0,
         }
     }
 
@@ -688,8 +701,9 @@ impl Columns {
         g
     }
 
-    /// The extras of episode `e` in the columns.
-    fn pack(&mut self, e: usize, extras: ExtrasRef<'_>) -> PackedExtras {
+    /// The extras of episode `e` in the columns: where the episode before had extras of the same shape, its run
+    /// takes this one in.
+    fn pack(&mut self, e: usize, extras: ExtrasRef<'_>) {
         let shape = ExtrasShape {
             source: extras.source.map_or(ABSENT, |source| shared(&mut self.sources, source, |s| Box::from(s))),
             reward_names: extras.reward_names.map_or(ABSENT, |names| shared(&mut self.reward_names, names, Arc::clone)),
@@ -712,7 +726,11 @@ impl Columns {
         self.extra_states.extend_from_slice(extras.states.unwrap_or_default());
         end_u32(self.extra_values.len(), "values of extras");
         end_u32(self.extra_states.len(), "values of extras");
-        PackedExtras { episode: end_u32(e, "episodes"), shape: shape_at, values, states }
+        let e = end_u32(e, "episodes");
+        match self.extras.last_mut() {
+            Some(run) if run.first + run.count == e && run.shape == shape_at => run.count += 1,
+            _ => self.extras.push(ExtrasRun { first: e, count: 1, shape: shape_at, values, states }),
+        }
     }
 
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
@@ -738,8 +756,7 @@ impl Columns {
         self.tokens.set(e, episode.tokens);
         self.token_steps.set(e, episode.token_steps);
         if episode.extras != ExtrasRef::default() {
-            let packed = self.pack(e, episode.extras);
-            self.extras.push(packed);
+            self.pack(e, episode.extras);
         }
         let packed = match episode.text {
             TextAt::OnDisk { span, store } => {
@@ -875,6 +892,43 @@ mod tests {
         assert_eq!((all.at(0).state(0), all.at(0).state(1), all.at(1).state(0)), (Some(7), None, None));
         assert_eq!(all.cols.sources.len(), 1, "one distinct source");
         assert_eq!(all.cols.shapes.len(), 4, "the last episode's extras have the first one's shape, kept once");
+    }
+
+    proptest::proptest! {
+        /// Extras kept as runs of consecutive episodes of one shape read back as pushed, episode by episode: one
+        /// run for each stretch of episodes with extras of one shape, broken by an episode without extras or of
+        /// another shape.
+        #[test]
+        fn extras_of_one_shape_in_a_row_take_one_run_and_read_back_as_pushed(
+            pushed in proptest::collection::vec(proptest::option::of(0usize..3), 0..40),
+        ) {
+            // Three shapes: rewards and an advantage; states alone; a source, rewards and states.
+            let extras = |i: usize, kind: usize| {
+                let value = i as f64;
+                match kind {
+                    0 => LeanExtras { rewards: Some(vec![value, -value]), advantages: Some(vec![value / 2.0]), ..LeanExtras::default() },
+                    1 => LeanExtras { states: Some(vec![Some(i as u64), None]), ..LeanExtras::default() },
+                    _ => LeanExtras {
+                        source: Some("play".into()),
+                        rewards: Some(vec![value]),
+                        states: Some(vec![None, Some(i as u64), Some(1)]),
+                        ..LeanExtras::default()
+                    },
+                }
+            };
+            let mut all = LeanEpisodes::default();
+            for (i, kind) in pushed.iter().enumerate() {
+                let mut lean = episode(&format!("e{i}"), &[]);
+                lean.extras = kind.map(|kind| Box::new(extras(i, kind)));
+                all.push(lean.view(), &[]);
+            }
+            for (e, kind) in pushed.iter().enumerate() {
+                let expected = kind.map(|kind| extras(e, kind));
+                proptest::prop_assert_eq!(all.extras(e), expected.as_ref().map(ExtrasRef::from).unwrap_or_default());
+            }
+            let runs = pushed.iter().enumerate().filter(|&(i, kind)| kind.is_some() && (i == 0 || pushed[i - 1] != *kind));
+            proptest::prop_assert_eq!(all.cols.extras.len(), runs.count());
+        }
     }
 
     proptest::proptest! {
