@@ -39,7 +39,7 @@ struct Columns {
     group_index: HashMap<Arc<str>, u32>,
     iterations: Runs<i64>,
     success: Vec<bool>,
-    tokens: UntilSet<u64>,
+    tokens: TokenCounts,
     token_steps: UntilSet<u32>,
     /// Where each episode's line is in the file `store` reads (a placeholder for those kept `apart`).
     spans: SpanColumn,
@@ -122,6 +122,51 @@ impl<T: Copy + Default + PartialEq> UntilSet<T> {
             self.values.resize(e + 1, T::default());
         }
         self.values[e] = value;
+    }
+}
+
+/// Each episode's token count ([`LeanEpisode::tokens`]) in 4 bytes: a count of 2³² − 1 or more (no real
+/// episode's, but input may say so) stands in the column as [`TokenCounts::LARGE`] and is kept apart, by episode.
+#[derive(Clone, Debug, Default)]
+struct TokenCounts {
+    counts: UntilSet<u32>,
+    large: Vec<(u32, u64)>,
+}
+
+impl TokenCounts {
+    const LARGE: u32 = u32::MAX;
+
+    fn get(&self, e: usize) -> u64 {
+        match self.counts.get(e) {
+            TokenCounts::LARGE => self.large[self.large_at(e).expect("TokenCounts: a large count kept apart")].1,
+            count => u64::from(count),
+        }
+    }
+
+    fn set(&mut self, e: usize, tokens: u64) {
+        let at = self.large_at(e);
+        match (u32::try_from(tokens).ok().filter(|&t| t != TokenCounts::LARGE), at) {
+            (Some(count), Ok(i)) => {
+                self.large.remove(i);
+                self.counts.set(e, count);
+            }
+            (Some(count), Err(_)) => self.counts.set(e, count),
+            (None, Ok(i)) => self.large[i].1 = tokens,
+            (None, Err(i)) => {
+                self.large.insert(i, (end_u32(e, "episodes"), tokens));
+                self.counts.set(e, TokenCounts::LARGE);
+            }
+        }
+    }
+
+    /// Where episode `e` is among the large counts, or where it would go.
+    fn large_at(&self, e: usize) -> Result<usize, usize> {
+        self.large.binary_search_by_key(&e, |&(episode, _)| episode as usize)
+    }
+
+    fn shrink_slack(&mut self) {
+        shrink_slack(&mut self.counts.values);
+        shrink_slack(&mut self.large);
     }
 }
 
@@ -679,7 +724,7 @@ impl Columns {
         shrink_slack(&mut self.group_of);
         shrink_slack(&mut self.iterations.starts);
         shrink_slack(&mut self.success);
-        shrink_slack(&mut self.tokens.values);
+        self.tokens.shrink_slack();
         shrink_slack(&mut self.token_steps.values);
         self.spans.shrink_slack();
         shrink_slack(&mut self.extras);
@@ -936,8 +981,16 @@ mod tests {
         /// each would: whatever the order of values, the zeros among them, and lengths set afterwards.
         #[test]
         fn iterations_and_token_counts_read_back_as_pushed(
-            pushed in proptest::collection::vec((-2i64..3, proptest::option::of(1u64..50)), 0..40),
-            set_later in proptest::collection::vec((0usize..40, proptest::collection::vec(0u32..9, 0..4)), 0..6),
+            pushed in proptest::collection::vec((-2i64..3, proptest::option::of(proptest::prop_oneof![
+                1u64..50,
+                proptest::strategy::Just(u64::from(u32::MAX) - 1),
+                proptest::strategy::Just(u64::from(u32::MAX)),
+                (1u64 << 32)..(1u64 << 40),
+            ])), 0..40),
+            set_later in proptest::collection::vec(
+                (0usize..40, proptest::collection::vec(proptest::prop_oneof![0u32..9, proptest::strategy::Just(u32::MAX)], 0..4)),
+                0..6,
+            ),
         ) {
             let mut all = LeanEpisodes::default();
             let mut expected = Vec::new();
@@ -1034,7 +1087,7 @@ mod tests {
         for i in 0..100 {
             all.push(episode(&format!("e{i}"), &[]).view(), &[]);
         }
-        assert_eq!((all.cols.tokens.values.len(), all.cols.token_steps.values.len()), (0, 0));
+        assert_eq!((all.cols.tokens.counts.values.len(), all.cols.token_steps.values.len()), (0, 0));
         assert_eq!(all.cols.iterations.starts, vec![(0, 0)]);
     }
 
