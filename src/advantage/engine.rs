@@ -196,7 +196,8 @@ fn rows_by_group<'r>(
 }
 
 /// One episode group's anchor-state groups: `range` of the table's `groups`, and the factor a lone member's
-/// figures are derived with (what decides which statistics the table keeps).
+/// figures are derived with (what decides which statistics the table keeps); with the table's arrays that place
+/// a row and give its copies.
 struct GroupAnchors<'a> {
     groups: &'a AnchorGroups,
     /// The table's `row_offsets`, to find the members' episodes.
@@ -227,7 +228,7 @@ fn fill_group<I: EngineInput + ?Sized>(
     step_level(&derived, group, anchors, settings)
 }
 
-/// Shaped rewards and counts of episode `e`'s rows.
+/// Shaped rewards and validity of episode `e`'s rows.
 fn fill_rows<I: EngineInput + ?Sized>(rows: &mut [StoredRow], input: &I, e: usize, settings: &AdvantageSettings) {
     let n = input.step_count(e);
     let success = input.success(e);
@@ -299,8 +300,8 @@ pub fn norm_factor(norm: Norm, std: f64) -> f64 {
     }
 }
 
-/// The statistics of a group's episode level (`rows[i]` are the rows of its `i`-th episode, `derived[i]` their
-/// scores and returns).
+/// The statistics of a group's episode level (`derived[i]` are the scores and returns of the rows of its `i`-th
+/// episode; their copies are the table's).
 fn episode_level(
     derived: &[Vec<(f64, f64)>],
     group: &mut EpisodeGroup,
