@@ -30,7 +30,7 @@ use super::table::{
     copies_at, group_episodes, in_parallel, row_ref, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats,
     EpisodeGroup, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW,
 };
-use crate::run::Episode;
+use crate::run::{Episode, OffsetColumn, U32Column};
 
 /// Added to the standard deviation by `mean_std_norm`, as in the reference trainer.
 pub const STD_EPSILON: f64 = 1e-6;
@@ -57,7 +57,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
 ) -> AdvantageTable {
     let (episode_groups, episode_group_of) = group_episodes(input);
     let n = input.episode_count();
-    let mut row_offsets = Vec::with_capacity(n + 1);
+    let mut row_offsets = OffsetColumn::default();
     let mut end = 0;
     row_offsets.push(0);
     for e in 0..n {
@@ -65,7 +65,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
         // A table of 2³² rows would take more than 64 GiB: more is a bug, not input to report.
         row_offsets.push(u32::try_from(end).expect("an advantage table of more than 2³² rows"));
     }
-    let rows = vec![EMPTY_ROW; end];
+    let rows = std::iter::repeat_n(EMPTY_ROW, end).collect();
     let mut table = AdvantageTable::from(TableData {
         row_offsets,
         rows,
@@ -112,6 +112,8 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     let TableData { row_offsets, rows, copies, anchor_groups, episode_groups, episode_group_of, rule, .. } =
         &mut **table;
     let parallel = in_parallel(rows.len());
+    // The rows are filled in parallel in a plain list, then kept by column again.
+    let mut filled = rows.to_vec();
     // Anchor groups are stored episode group by episode group: each episode group's are a range of them.
     let mut anchors_by_group = vec![0..0; episode_groups.len()];
     let mut a = 0;
@@ -119,17 +121,18 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         let start = a;
         let of_group = |a: usize| {
             let first = anchor_groups.member_rows(a).first();
-            first.is_some_and(|&row| episode_group_of[row_ref(row_offsets, row).episode as usize] as usize == g)
+            first.is_some_and(|&row| episode_group_of.get(row_ref(row_offsets, row).episode as usize) as usize == g)
         };
         while a < anchor_groups.len() && of_group(a) {
             a += 1;
         }
         *range = start..a;
     }
-    let mut parts = rows_by_group(rows, row_offsets, episode_group_of, episode_groups);
+    let mut parts = rows_by_group(&mut filled, row_offsets, episode_group_of, episode_groups);
     let rule = *rule;
     let lone_factor = norm_factor(settings.norm, 0.0);
-    let (groups, row_offsets, copies): (&AnchorGroups, &[u32], &[(u32, u32)]) = (anchor_groups, row_offsets, copies);
+    let (groups, row_offsets, copies): (&AnchorGroups, &OffsetColumn, &[(u32, u32)]) =
+        (anchor_groups, row_offsets, copies);
     let fill = |((rows, group), range): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
         let anchors = GroupAnchors { groups, row_offsets, copies, range, lone_factor };
         fill_group(rows, group, anchors, input, settings, &rule)
@@ -140,6 +143,7 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         parts.iter_mut().zip(episode_groups.iter_mut()).zip(anchors_by_group).map(fill).collect()
     };
     drop(parts);
+    *rows = filled.into_iter().collect();
     anchor_groups.kept = kept.into_iter().flatten().collect();
     anchor_groups.lone_factor = lone_factor;
     super::trl::apply(table, input, settings);
@@ -159,8 +163,8 @@ pub fn regroup<I: EngineInput + ?Sized>(
     // Each anchor group's members, in one array (a counting sort by group; rows are in file order, so members
     // are too), then handed to the groups.
     let mut starts = vec![0u32; groups + 1];
-    for (row, &a) in table.rows.iter_mut().zip(&grouping.row_group) {
-        row.set_step_group(a);
+    for (r, &a) in grouping.row_group.iter().enumerate() {
+        table.rows.set_step_group(r, a);
         starts[a as usize + 1] += 1;
     }
     for a in 0..groups {
@@ -168,8 +172,8 @@ pub fn regroup<I: EngineInput + ?Sized>(
     }
     let mut next = starts.clone();
     let mut members = vec![0u32; table.row_count()];
-    for (r, row) in table.rows.iter().enumerate() {
-        let at = &mut next[row.step_group() as usize];
+    for (r, a) in table.rows.step_groups().enumerate() {
+        let at = &mut next[a as usize];
         members[*at as usize] = r as u32;
         *at += 1;
     }
@@ -181,14 +185,14 @@ pub fn regroup<I: EngineInput + ?Sized>(
 /// group `g`.
 fn rows_by_group<'r>(
     mut rows: &'r mut [StoredRow],
-    row_offsets: &[u32],
-    episode_group_of: &[u32],
+    row_offsets: &OffsetColumn,
+    episode_group_of: &U32Column,
     episode_groups: &[EpisodeGroup],
 ) -> Vec<Vec<&'r mut [StoredRow]>> {
     let mut parts: Vec<Vec<&mut [StoredRow]>> =
         episode_groups.iter().map(|g| Vec::with_capacity(g.episodes.len())).collect();
-    for (e, &g) in episode_group_of.iter().enumerate() {
-        let (episode, rest) = rows.split_at_mut((row_offsets[e + 1] - row_offsets[e]) as usize);
+    for (e, g) in episode_group_of.iter().enumerate() {
+        let (episode, rest) = rows.split_at_mut(row_offsets.part_len(e) as usize);
         parts[g as usize].push(episode);
         rows = rest;
     }
@@ -201,7 +205,7 @@ fn rows_by_group<'r>(
 struct GroupAnchors<'a> {
     groups: &'a AnchorGroups,
     /// The table's `row_offsets`, to find the members' episodes.
-    row_offsets: &'a [u32],
+    row_offsets: &'a OffsetColumn,
     /// The table's rows counted other than once ([`TableData::copies`]).
     copies: &'a [(u32, u32)],
     range: std::ops::Range<usize>,
@@ -223,7 +227,8 @@ fn fill_group<I: EngineInput + ?Sized>(
         fill_rows(rows, input, e as usize, settings);
     }
     // Scores and returns, episode by episode, as the table derives them when asked.
-    let derived: Vec<Vec<(f64, f64)>> = rows.iter().map(|rows| scores_and_returns(rows, rule)).collect();
+    let derived: Vec<Vec<(f64, f64)>> =
+        rows.iter().map(|rows| scores_and_returns(rows.iter().copied(), rule)).collect();
     episode_level(&derived, group, &anchors, settings);
     step_level(&derived, group, anchors, settings)
 }
@@ -310,7 +315,7 @@ fn episode_level(
 ) {
     // The copies of step `t` of the group's `i`-th episode.
     let copies =
-        |i: usize, t: usize| copies_at(anchors.copies, anchors.row_offsets[group.episodes[i] as usize] + t as u32);
+        |i: usize, t: usize| copies_at(anchors.copies, anchors.row_offsets.get(group.episodes[i] as usize) + t as u32);
     // The pool's (score, copies) samples, kept for the zero-variance verdict on the same numbers.
     let samples: Vec<(f64, u32)> = match settings.pooling {
         Pooling::Steps => derived
@@ -383,10 +388,10 @@ mod tests {
         assert_eq!(table, unreserved, "making room changes nothing in the table");
         let arrays = |t: &AdvantageTable| {
             (
-                t.rows.as_ptr(),
+                t.rows.capacity(),
                 t.anchor_groups.members.as_ptr(),
-                t.anchor_groups.starts.as_ptr(),
-                t.episode_group_of.as_ptr(),
+                t.anchor_groups.starts.capacity(),
+                t.episode_group_of.capacity(),
             )
         };
         let before = arrays(&table);

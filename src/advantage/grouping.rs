@@ -112,7 +112,7 @@ pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> A
     let bases = prefix_sums(&counts);
     let mut cursor = vec![0usize; groups.len()];
     let mut row_group = Vec::with_capacity(local.iter().map(Vec::len).sum());
-    for (e, &g) in group_of.iter().enumerate() {
+    for (e, g) in group_of.iter().enumerate() {
         let g = g as usize;
         let steps = input.step_count(e);
         row_group.extend(local[g][cursor[g]..cursor[g] + steps].iter().map(|&c| bases[g] + c));

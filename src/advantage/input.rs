@@ -272,7 +272,7 @@ macro_rules! lean_engine_input {
                 self.lean(e).token_steps as usize
             }
             fn recorded_rewards(&self, e: usize) -> Option<Cow<'_, [f64]>> {
-                self.lean(e).rewards().map(Cow::Borrowed)
+                self.lean(e).rewards().map(|rewards| Cow::Owned(rewards.to_vec()))
             }
             fn reward_names(&self, e: usize) -> Option<Vec<String>> {
                 self.lean(e).reward_names().map(<[String]>::to_vec)

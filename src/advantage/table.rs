@@ -10,6 +10,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Estimator};
+use crate::run::{F64Column, OffsetColumn, U32Column};
 
 /// Everything computed for one step row. The table keeps only what the rest is made from ([`StoredRow`]: the
 /// shaped reward, the anchor group and validity; the copies apart, for the rows counted other than once) and the
@@ -72,6 +73,80 @@ impl StoredRow {
 
     fn valid(self) -> bool {
         self.tagged_group & INVALID_ROW == 0
+    }
+}
+
+/// The table's rows by column: each row's anchor group with its validity bit (4 bytes) and its shaped reward, by
+/// dictionary while the rewards take few distinct values (an [`F64Column`]: 1 byte a row for rewards of 0 and
+/// 1, a handful of shaped values), 5 bytes a row where a [`StoredRow`] each took 12. The engine fills rows in
+/// parallel in a plain list of [`StoredRow`]s ([`StoredRows::to_vec`]) and the table keeps them so.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct StoredRows {
+    tagged_groups: Vec<u32>,
+    rewards: F64Column,
+}
+
+impl StoredRows {
+    pub(super) fn len(&self) -> usize {
+        self.tagged_groups.len()
+    }
+
+    /// Row `r`; panics when `r` is not below [`Self::len`], as indexing does.
+    pub(super) fn get(&self, r: usize) -> StoredRow {
+        StoredRow { reward: self.rewards.get(r), tagged_group: self.tagged_groups[r] }
+    }
+
+    /// Rows `range`, in order.
+    pub(super) fn range(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl ExactSizeIterator<Item = StoredRow> + DoubleEndedIterator + Clone + '_ {
+        assert!(range.end <= self.len(), "StoredRows::range: out of range");
+        range.map(|r| self.get(r))
+    }
+
+    /// Every row's anchor group, in order.
+    pub(super) fn step_groups(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        self.tagged_groups.iter().map(|&g| g & !INVALID_ROW)
+    }
+
+    pub(super) fn set_step_group(&mut self, r: usize, step_group: u32) {
+        let mut row = self.get(r);
+        row.set_step_group(step_group);
+        self.tagged_groups[r] = row.tagged_group;
+    }
+
+    pub(super) fn push(&mut self, row: StoredRow) {
+        self.tagged_groups.push(row.tagged_group);
+        self.rewards.push(row.reward);
+    }
+
+    /// The rows as a plain list, for the engine to fill in parallel.
+    pub(super) fn to_vec(&self) -> Vec<StoredRow> {
+        self.range(0..self.len()).collect()
+    }
+
+    pub(super) fn reserve_exact(&mut self, more: usize) {
+        self.tagged_groups.reserve_exact(more);
+        self.rewards.reserve_exact(more);
+    }
+
+    /// The room the anchor groups' column has (what the rows' room is judged by).
+    pub(super) fn capacity(&self) -> usize {
+        self.tagged_groups.capacity()
+    }
+
+    pub(super) fn shrink_slack(&mut self) {
+        crate::run::shrink_slack(&mut self.tagged_groups);
+        self.rewards.shrink_slack();
+    }
+}
+
+impl FromIterator<StoredRow> for StoredRows {
+    fn from_iter<I: IntoIterator<Item = StoredRow>>(rows: I) -> StoredRows {
+        let mut stored = StoredRows::default();
+        rows.into_iter().for_each(|row| stored.push(row));
+        stored
     }
 }
 
@@ -147,7 +222,7 @@ pub struct AnchorGroup<'a> {
 pub struct Members<'a> {
     rows: &'a [u32],
     /// The table's `row_offsets`.
-    row_offsets: &'a [u32],
+    row_offsets: &'a OffsetColumn,
 }
 
 impl<'a> Members<'a> {
@@ -181,9 +256,9 @@ impl<'a> Members<'a> {
 
 /// Table-wide row `row` as its episode and step, by the table's `row_offsets`: its episode is the last one whose
 /// rows start at or before it (an episode without rows starts where the next one does).
-pub(super) fn row_ref(row_offsets: &[u32], row: u32) -> RowRef {
-    let episode = row_offsets.partition_point(|&start| start <= row) - 1;
-    RowRef { episode: episode as u32, step: row - row_offsets[episode] }
+pub(super) fn row_ref(row_offsets: &OffsetColumn, row: u32) -> RowRef {
+    let (episode, start) = row_offsets.last_at_or_below(row).expect("row_ref: a row before the first episode");
+    RowRef { episode: episode as u32, step: row - start }
 }
 
 /// [`Members::iter`].
@@ -265,7 +340,7 @@ impl AnchorStats {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AnchorGroups {
     /// One more than there are groups, from 0 (empty while there are none).
-    pub(super) starts: Vec<u32>,
+    pub(super) starts: OffsetColumn,
     /// The members' rows (table-wide indices).
     pub(super) members: Vec<u32>,
     /// (group, its statistics) for the groups whose statistics are kept, by group.
@@ -279,7 +354,7 @@ impl AnchorGroups {
     /// Groups whose members are `members`, group `a`'s from `starts[a]` (one more start than groups), their
     /// statistics not computed yet.
     pub(super) fn unfilled(starts: Vec<u32>, members: Vec<u32>) -> AnchorGroups {
-        AnchorGroups { starts, members, kept: Vec::new(), lone_factor: 1.0 }
+        AnchorGroups { starts: starts.into_iter().collect(), members, kept: Vec::new(), lone_factor: 1.0 }
     }
 
     pub fn len(&self) -> usize {
@@ -292,12 +367,12 @@ impl AnchorGroups {
 
     /// Group `a`'s members' rows (table-wide indices), in file order.
     pub(super) fn member_rows(&self, a: usize) -> &[u32] {
-        &self.members[self.starts[a] as usize..self.starts[a + 1] as usize]
+        &self.members[self.starts.part(a)]
     }
 
     /// How many members group `a` has (`a` below [`Self::len`]).
     pub fn size(&self, a: usize) -> usize {
-        (self.starts[a + 1] - self.starts[a]) as usize
+        self.starts.part_len(a) as usize
     }
 
     /// How many members group `a` has, if there is a group `a`.
@@ -334,8 +409,8 @@ impl AnchorGroups {
 pub struct EpisodeGroup {
     /// Shared with the episodes where they keep their group names so (a viewer's columns).
     pub name: Arc<str>,
-    /// Indices of its episodes, in file order.
-    pub episodes: Vec<u32>,
+    /// Indices of its episodes, in file order (a group is whole once computed: no room to grow).
+    pub episodes: Box<[u32]>,
     /// Mean and sample std of the pool the episode baseline was taken over (std 0 for one sample).
     pub mean: f64,
     pub std: f64,
@@ -438,8 +513,8 @@ impl AdvantageTable {
 pub struct TableData {
     /// `row_offsets[e]..row_offsets[e + 1]` are episode `e`'s rows (table-wide row indices; u32, as a table of
     /// 2³² rows would take more than 64 GiB): [`AdvantageTable::rows_of`].
-    pub(super) row_offsets: Vec<u32>,
-    pub(super) rows: Vec<StoredRow>,
+    pub(super) row_offsets: OffsetColumn,
+    pub(super) rows: StoredRows,
     /// The rows the trainer counted other than once ([`RowAdvantage::copies`] ≠ 1: verl-agent's padding), as
     /// (row, copies) by row; every other row counts once. Empty for gigscope's own runs.
     pub(super) copies: Vec<(u32, u32)>,
@@ -447,8 +522,9 @@ pub struct TableData {
     pub anchor_groups: AnchorGroups,
     /// Episode groups in order of first appearance in the file.
     pub episode_groups: Vec<EpisodeGroup>,
-    /// Episode index → index into `episode_groups`.
-    pub episode_group_of: Vec<u32>,
+    /// Episode index → index into `episode_groups` ([`AdvantageTable::episode_group_index`]), as narrow as the
+    /// number of groups allows.
+    pub(super) episode_group_of: U32Column,
     pub(super) rule: RowRule,
     /// TRL's episode terms, one per episode, when the settings ask for TRL's computation; else empty.
     pub(super) episode_terms: Vec<EpisodeTerms>,
@@ -465,7 +541,7 @@ impl AdvantageTable {
 
     /// The table-wide indices of episode `e`'s rows.
     pub fn rows_of(&self, e: usize) -> std::ops::Range<usize> {
-        self.row_offsets[e] as usize..self.row_offsets[e + 1] as usize
+        self.row_offsets.part(e)
     }
 
     /// The number of episodes.
@@ -477,13 +553,13 @@ impl AdvantageTable {
     pub fn episode_rows(&self, e: usize) -> Vec<RowAdvantage> {
         let range = self.rows_of(e);
         let start = range.start;
-        let stored = &self.rows[range];
-        let group = &self.episode_groups[self.episode_group_of[e] as usize];
+        let stored = self.rows.range(range);
+        let group = &self.episode_groups[self.episode_group_of.get(e) as usize];
         let terms = self.episode_terms.get(e);
         let rule = &self.rule;
         let rloo_scale = rloo_scale(group.pool_size);
         let mut rows = Vec::with_capacity(stored.len());
-        for (t, (row, (score, ret))) in stored.iter().zip(scores_and_returns(stored, rule)).enumerate() {
+        for (t, (row, (score, ret))) in stored.clone().zip(scores_and_returns(stored, rule)).enumerate() {
             // The row is the member of a lone anchor group.
             let step_advantage = step_advantage(ret, self.anchor_stats(row.step_group() as usize, |_| ret));
             let (episode_advantage, advantage) = match terms {
@@ -529,13 +605,13 @@ impl AdvantageTable {
 
     /// The row of table-wide index `row` (see [`AdvantageTable::rows_of`]).
     pub fn row_at(&self, row: usize) -> RowAdvantage {
-        let e = self.row_offsets.partition_point(|&o| o as usize <= row) - 1;
-        self.episode_rows(e)[row - self.rows_of(e).start]
+        let at = row_ref(&self.row_offsets, u32::try_from(row).expect("row_at: a row past 2³²"));
+        self.episode_rows(at.episode as usize)[at.step as usize]
     }
 
     /// The anchor group of every row, in table order.
     pub fn step_groups(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
-        self.rows.iter().map(|r| r.step_group())
+        self.rows.step_groups()
     }
 
     /// How many times the trainer counted table-wide row `row` ([`RowAdvantage::copies`]).
@@ -564,7 +640,7 @@ impl AdvantageTable {
     }
 
     fn step_group_of(&self, at: RowRef) -> usize {
-        self.rows[self.rows_of(at.episode as usize).start + at.step as usize].step_group() as usize
+        self.rows.get(self.rows_of(at.episode as usize).start + at.step as usize).step_group() as usize
     }
 
     /// Anchor group `a`, its statistics derived where the table does not keep them ([`AnchorGroups`]).
@@ -586,7 +662,7 @@ impl AdvantageTable {
 
     /// The episode group of anchor group `a`: its first member's.
     pub fn anchor_episode_group(&self, a: usize) -> u32 {
-        self.anchor_members(a).first().map_or(0, |m| self.episode_group_of[m.episode as usize])
+        self.anchor_members(a).first().map_or(0, |m| self.episode_group_of.get(m.episode as usize))
     }
 
     /// Anchor group `a`'s statistics: kept, or those of its lone member, whose return `lone_return` gives.
@@ -604,12 +680,16 @@ impl AdvantageTable {
 
     /// Row `at`'s return, derived as the engine derived it.
     fn row_return(&self, at: RowRef) -> f64 {
-        let stored = &self.rows[self.rows_of(at.episode as usize)];
-        scores_and_returns(stored, &self.rule)[at.step as usize].1
+        scores_and_returns(self.rows.range(self.rows_of(at.episode as usize)), &self.rule)[at.step as usize].1
+    }
+
+    /// The index of episode `episode`'s group in [`TableData::episode_groups`], if the table has the episode.
+    pub fn episode_group_index(&self, episode: usize) -> Option<u32> {
+        (episode < self.episode_group_of.len()).then(|| self.episode_group_of.get(episode))
     }
 
     pub fn episode_group_of(&self, episode: usize) -> &EpisodeGroup {
-        &self.episode_groups[self.episode_group_of[episode] as usize]
+        &self.episode_groups[self.episode_group_of.get(episode) as usize]
     }
 
     /// Put `advantages` (one per row, in table order) in place of the estimator's final advantages: a family
@@ -635,23 +715,23 @@ impl AdvantageTable {
             self.row_offsets.push(0);
         }
         let episode_base = self.episode_group_of.len() as u32;
-        let row_base = *self.row_offsets.last().unwrap_or(&0);
+        let row_base = self.row_offsets.last().unwrap_or(0);
         let group_base = self.episode_groups.len() as u32;
         self.row_offsets.extend(extra.row_offsets.iter().skip(1).map(|o| o + row_base));
         let anchor_base = self.anchor_groups.len() as u32;
-        self.rows.extend(extra.rows.into_iter().map(|mut r| {
-            r.set_step_group(r.step_group() + anchor_base);
-            r
-        }));
+        for mut row in extra.rows.range(0..extra.rows.len()) {
+            row.set_step_group(row.step_group() + anchor_base);
+            self.rows.push(row);
+        }
         self.copies.extend(extra.copies.into_iter().map(|(row, copies)| (row + row_base, copies)));
         self.anchor_groups.append(extra.anchor_groups, row_base);
         self.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
-            for e in &mut g.episodes {
+            for e in g.episodes.iter_mut() {
                 *e += episode_base;
             }
             g
         }));
-        self.episode_group_of.extend(extra.episode_group_of.into_iter().map(|g| g + group_base));
+        self.episode_group_of.extend(extra.episode_group_of.iter().map(|g| g + group_base));
         self.episode_terms.extend(extra.episode_terms);
         self.rule = extra.rule;
     }
@@ -673,12 +753,24 @@ impl AdvantageTable {
                 v.reserve_exact(target - v.len());
             }
         }
-        reserve(&mut self.rows, ratio);
-        reserve(&mut self.row_offsets, ratio);
-        reserve(&mut self.anchor_groups.starts, ratio);
+        let rows = self.rows.len();
+        let target = (rows as f64 * ratio) as usize;
+        if self.rows.capacity() < target {
+            self.rows.reserve_exact(target - rows);
+        }
+        let data: &mut TableData = self;
+        for offsets in [&mut data.row_offsets, &mut data.anchor_groups.starts] {
+            let (len, target) = (offsets.len(), (offsets.len() as f64 * ratio) as usize);
+            if offsets.capacity() < target {
+                offsets.reserve_exact(target - len);
+            }
+        }
         reserve(&mut self.anchor_groups.members, ratio);
         reserve(&mut self.episode_groups, ratio);
-        reserve(&mut self.episode_group_of, ratio);
+        let target = (now as f64 * ratio) as usize;
+        if self.episode_group_of.capacity() < target {
+            self.episode_group_of.reserve_exact(target - now);
+        }
         reserve(&mut self.episode_terms, ratio);
     }
 
@@ -687,14 +779,14 @@ impl AdvantageTable {
     /// they can end up to twice their size.
     pub fn shrink_slack(&mut self) {
         use crate::run::shrink_slack;
-        shrink_slack(&mut self.rows);
+        self.rows.shrink_slack();
         shrink_slack(&mut self.copies);
-        shrink_slack(&mut self.row_offsets);
-        shrink_slack(&mut self.anchor_groups.starts);
+        self.row_offsets.shrink_slack();
+        self.anchor_groups.starts.shrink_slack();
         shrink_slack(&mut self.anchor_groups.members);
         shrink_slack(&mut self.anchor_groups.kept);
         shrink_slack(&mut self.episode_groups);
-        shrink_slack(&mut self.episode_group_of);
+        self.episode_group_of.shrink_slack();
         shrink_slack(&mut self.episode_terms);
     }
 
@@ -724,16 +816,19 @@ pub(super) fn rloo_scale(pool: usize) -> f64 {
 
 /// Each row's score and return from the rewards the table keeps: s = Σ_k r_k − c·[invalid], R_t by Horner's rule
 /// from the last step back. Exactly the operations of the computation, so that derived values are its own.
-pub(super) fn scores_and_returns(rows: &[StoredRow], rule: &RowRule) -> Vec<(f64, f64)> {
+pub(super) fn scores_and_returns(
+    rows: impl ExactSizeIterator<Item = StoredRow> + DoubleEndedIterator + Clone,
+    rule: &RowRule,
+) -> Vec<(f64, f64)> {
     let mut total = 0.0;
-    for row in rows {
+    for row in rows.clone() {
         total += row.reward;
     }
     let mut out = vec![(0.0, 0.0); rows.len()];
     let mut running = 0.0;
-    for (row, slot) in rows.iter().zip(out.iter_mut()).rev() {
+    for (row, slot) in rows.zip(out.iter_mut()).rev() {
         running = row.reward + rule.gamma * running;
-        let penalty = rule.penalty(*row);
+        let penalty = rule.penalty(row);
         *slot = (total - penalty, running - penalty);
     }
     out
@@ -769,16 +864,17 @@ pub(super) const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, tagged_group: 0
 
 /// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
 /// group.
-pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<EpisodeGroup>, Vec<u32>) {
+pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<EpisodeGroup>, U32Column) {
     let mut groups: Vec<EpisodeGroup> = Vec::new();
-    let mut group_of = Vec::with_capacity(input.episode_count());
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    let mut group_of = U32Column::default();
     let mut index: HashMap<&str, u32> = HashMap::new();
     for e in 0..input.episode_count() {
         let name = input.group(e);
         let g = *index.entry(name).or_insert_with(|| {
             groups.push(EpisodeGroup {
                 name: input.group_name(e),
-                episodes: Vec::new(),
+                episodes: Box::default(),
                 mean: 0.0,
                 std: 0.0,
                 pool_size: 0,
@@ -786,10 +882,14 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
                 factor: 1.0,
                 zero_variance: Some(ZeroVariance::EqualScores),
             });
+            members.push(Vec::new());
             (groups.len() - 1) as u32
         });
-        groups[g as usize].episodes.push(e as u32);
+        members[g as usize].push(e as u32);
         group_of.push(g);
+    }
+    for (group, members) in groups.iter_mut().zip(members) {
+        group.episodes = members.into_boxed_slice();
     }
     (groups, group_of)
 }
@@ -802,7 +902,7 @@ mod tests {
     /// passed over.
     #[test]
     fn members_rows_are_found_in_their_episodes_past_episodes_without_rows() {
-        let row_offsets = [0, 2, 2, 5, 5, 6];
+        let row_offsets: OffsetColumn = [0, 2, 2, 5, 5, 6].into_iter().collect();
         let rows = [0, 1, 2, 4, 5];
         let members = Members { rows: &rows, row_offsets: &row_offsets };
         let at = |episode, step| RowRef { episode, step };

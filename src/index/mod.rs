@@ -340,7 +340,7 @@ impl TrajectoryIndex {
     ) -> Result<UpdateStats, IndexError> {
         let n = episodes.episode_count();
         let table_episodes = table.episode_count();
-        if table_episodes != n || table.episode_group_of.len() != n {
+        if table_episodes != n {
             return Err(IndexError::TableMismatch { table: table_episodes, episodes: n });
         }
         let known = self.manifest.episodes;
@@ -373,7 +373,7 @@ impl TrajectoryIndex {
             let b = a.saturating_add(batch).min(n);
             // Groups gaining an episode: all their members up to `b` are written (again): their advantages
             // are relative to the group. Members before `a` are already in the index and deleted first.
-            let groups: BTreeSet<u32> = table.episode_group_of[a..b].iter().copied().collect();
+            let groups: BTreeSet<u32> = (a..b).filter_map(|e| table.episode_group_index(e)).collect();
             let mut to_write = Vec::with_capacity(b - a);
             for &g in &groups {
                 let group = &table.episode_groups[g as usize];

@@ -448,9 +448,9 @@ impl Output {
         [span.line, span.offset, span.len, span.checksum].into_iter().for_each(|v| self.u64(v));
     }
 
-    fn f64s(&mut self, values: &[f64]) {
+    fn f64s(&mut self, values: impl ExactSizeIterator<Item = f64>) {
         self.u64(values.len() as u64);
-        values.iter().for_each(|&v| self.f64(v));
+        values.for_each(|v| self.f64(v));
     }
 
     fn episode(&mut self, episode: &LeanEpisodeRef<'_>, span: &LineSpan) {
@@ -481,8 +481,11 @@ impl Output {
             self.u64(names.len() as u64);
             names.iter().for_each(|n| self.bytes_field(n.as_bytes()));
         }
-        for values in [rewards, advantages].into_iter().flatten() {
-            self.f64s(values);
+        if let Some(rewards) = rewards {
+            self.f64s(rewards.iter());
+        }
+        if let Some(advantages) = advantages {
+            self.f64s(advantages.iter().copied());
         }
         if let Some(states) = states {
             self.u64(states.len() as u64);

@@ -6,7 +6,8 @@
 //! episode's steps in one vector, ids in one string (an id that begins with its group's name as the rest
 //! alone, given back as an [`IdRef`]), each group's name once (an index per episode), iteration, outcome and
 //! token counts as columns (iterations as runs of equal values, token counts only once an episode
-//! has some), where the text is as a span (a [`SpanColumn`]: about 12 bytes) read back through one shared
+//! has some; each number as narrow as its values allow: indices and counts in a [`U32Column`], step and id
+//! offsets by difference in an [`OffsetColumn`], per-function rewards by dictionary in an [`F64Column`]), where the text is as a span (a [`SpanColumn`]: about 10 bytes) read back through one shared
 //! [`TextStore`]; text kept in memory or in another file is kept apart, by index, and so are the episodes'
 //! [`LeanExtras`], packed: their values in shared lists, each distinct source and list of reward names once.
 //! Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
@@ -18,29 +19,33 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::format::Episode;
-use super::span::{shrink_slack, LineSpan, SpanColumn};
+use super::packed_column::{shrink_slack, F64Column, OffsetColumn, U32Column};
+use super::span::{LineSpan, SpanColumn};
 use super::step_columns::{StepColumns, StepsRef};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
 
 /// The columns of a [`LeanEpisodes`].
 #[derive(Clone, Debug, Default)]
 struct Columns {
-    /// Every episode's steps, by column; episode `e`'s end where `step_ends[e]` says (its start where `e - 1`'s
-    /// ends). Ends are u32: 2³² steps would take more than 64 GiB here.
+    /// Every episode's steps, by column; episode `e`'s are `step_offsets.part(e)` (one more offset than
+    /// episodes, from 0; none while there are no episodes). Offsets are u32: 2³² steps would take more than
+    /// 64 GiB here.
     steps: StepColumns,
-    step_ends: Vec<u32>,
-    /// The ids, one after another; episode `e`'s ends at `id_ends[e]` (below 2 GiB of ids), with
-    /// [`AFTER_GROUP`] set where only the rest after its group's name is kept.
+    step_offsets: OffsetColumn,
+    /// The ids, one after another; episode `e`'s is `id_offsets.part(e)` (below 4 GiB of ids), the rest after
+    /// its group's name alone where `after_group` says so (a run's ids are all kept one way or nearly).
     ids: String,
-    id_ends: Vec<u32>,
-    /// Each episode's group, an index into `groups` (each name once, `group_index` finds it).
-    group_of: Vec<u32>,
+    id_offsets: OffsetColumn,
+    after_group: Runs<bool>,
+    /// Each episode's group, an index into `groups` (each name once, `group_index` finds it: indices into
+    /// `groups` by the names' hash, 4 bytes a group where a map keyed by the names took 24).
+    group_of: U32Column,
     groups: Vec<Arc<str>>,
-    group_index: HashMap<Arc<str>, u32>,
+    group_index: hashbrown::HashTable<u32>,
     iterations: Runs<i64>,
     success: Vec<bool>,
     tokens: TokenCounts,
-    token_steps: UntilSet<u32>,
+    token_steps: UntilSet,
     /// Where each episode's line is in the file `store` reads (a placeholder for those kept `apart`).
     spans: SpanColumn,
     /// The file the episodes' lines are in: the first one's store.
@@ -55,8 +60,10 @@ struct Columns {
     /// Each distinct shape of extras once (a run has one or a few), and its index.
     shapes: Vec<ExtrasShape>,
     shape_index: HashMap<ExtrasShape, u32>,
-    /// Those episodes' rewards and recorded advantages, one list after another.
-    extra_values: Vec<f64>,
+    /// Those episodes' per-function rewards, one list after another, by dictionary (a TRL log's take a few
+    /// distinct values: a byte each instead of 8), and their recorded advantages.
+    extra_rewards: F64Column,
+    extra_advantages: Vec<f64>,
     /// Those episodes' steps' recorded states.
     extra_states: Vec<Option<u64>>,
     /// Each distinct `extra.source` once.
@@ -71,7 +78,7 @@ struct Columns {
     id_index: Option<hashbrown::HashTable<u32>>,
 }
 
-/// The hash an id is indexed by: its bytes in one piece, however the columns keep it ([`IdRef`]).
+/// The hash an id (or a group's name) is indexed by: its bytes in one piece, however the columns keep it ([`IdRef`]).
 fn id_hash(id: IdRef<'_>) -> u64 {
     use std::hash::Hasher;
     let mut hasher = twox_hash::XxHash3_64::default();
@@ -102,26 +109,30 @@ impl<T: Copy + PartialEq> Runs<T> {
     }
 }
 
-/// A column that holds nothing while every value is the default (token counts: a run without a token store
-/// has none), then one value an episode up to the last one set: 12 bytes an episode saved on such runs.
+/// A column that holds nothing while every value is 0 (token counts: a run without a token store has none),
+/// then one value an episode up to the last one set, as narrow as the values allow ([`U32Column`]).
 #[derive(Clone, Debug, Default)]
-struct UntilSet<T> {
-    values: Vec<T>,
+struct UntilSet {
+    values: U32Column,
 }
 
-impl<T: Copy + Default + PartialEq> UntilSet<T> {
-    fn get(&self, e: usize) -> T {
-        self.values.get(e).copied().unwrap_or_default()
+impl UntilSet {
+    fn get(&self, e: usize) -> u32 {
+        if e < self.values.len() {
+            self.values.get(e)
+        } else {
+            0
+        }
     }
 
-    fn set(&mut self, e: usize, value: T) {
+    fn set(&mut self, e: usize, value: u32) {
         if e >= self.values.len() {
-            if value == T::default() {
+            if value == 0 {
                 return;
             }
-            self.values.resize(e + 1, T::default());
+            self.values.extend_to(e + 1, 0);
         }
-        self.values[e] = value;
+        self.values.set(e, value);
     }
 }
 
@@ -129,7 +140,7 @@ impl<T: Copy + Default + PartialEq> UntilSet<T> {
 /// episode's, but input may say so) stands in the column as [`TokenCounts::LARGE`] and is kept apart, by episode.
 #[derive(Clone, Debug, Default)]
 struct TokenCounts {
-    counts: UntilSet<u32>,
+    counts: UntilSet,
     large: Vec<(u32, u64)>,
 }
 
@@ -165,13 +176,10 @@ impl TokenCounts {
     }
 
     fn shrink_slack(&mut self) {
-        shrink_slack(&mut self.counts.values);
+        self.counts.values.shrink_slack();
         shrink_slack(&mut self.large);
     }
 }
-
-/// Set in an episode's `id_ends` where the id kept is the rest after its group's name ([`IdRef`]).
-const AFTER_GROUP: u32 = 1 << 31;
 
 /// An index or a length that stands for a part an episode's extras do not have.
 const ABSENT: u32 = u32::MAX;
@@ -188,23 +196,22 @@ struct ExtrasShape {
 }
 
 impl ExtrasShape {
-    /// How many values (rewards and advantages) and states an episode of this shape has.
-    fn widths(self) -> (usize, usize) {
+    /// How many rewards, advantages and states an episode of this shape has.
+    fn widths(self) -> [usize; 3] {
         let len = |part: u32| if part == ABSENT { 0 } else { part as usize };
-        (len(self.rewards) + len(self.advantages), len(self.states))
+        [len(self.rewards), len(self.advantages), len(self.states)]
     }
 }
 
 /// The [`LeanExtras`] of `count` consecutive episodes from `first`, in the columns: their shape (an index into
-/// the distinct shapes), and where the first one's values start (its rewards then its advantages in
-/// `extra_values`, its states in `extra_states`); each next episode's follow.
+/// the distinct shapes), and where the first one's rewards, advantages and states start in `extra_rewards`,
+/// `extra_advantages` and `extra_states`; each next episode's follow.
 #[derive(Clone, Copy, Debug)]
 struct ExtrasRun {
     first: u32,
     count: u32,
     shape: u32,
-    values: u32,
-    states: u32,
+    starts: [u32; 3],
 }
 
 /// The length of a part of extras, [`ABSENT`] where there is none.
@@ -212,11 +219,59 @@ fn part_len<T>(part: Option<&[T]>) -> u32 {
     part.map_or(ABSENT, |part| end_u32(part.len(), "values of extras"))
 }
 
-/// The `len` values at `start` of `list`, where the part is not [`ABSENT`]; where the next part starts.
-fn part_at<T>(list: &[T], start: usize, len: u32) -> (Option<&[T]>, usize) {
-    match len {
-        ABSENT => (None, start),
-        len => (Some(&list[start..][..len as usize]), start + len as usize),
+/// The `len` values at `start` of `list`, where the part is not [`ABSENT`].
+fn part_at<T>(list: &[T], start: usize, len: u32) -> Option<&[T]> {
+    (len != ABSENT).then(|| &list[start..][..len as usize])
+}
+
+/// An episode's per-function rewards, borrowed: from its own [`LeanExtras`], or from the columns, which keep
+/// them by dictionary ([`F64Column`]). Equal when their values are (`f64` equality, as slices compare).
+#[derive(Clone, Copy, Debug)]
+pub struct RewardsRef<'a> {
+    values: Values<'a>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Values<'a> {
+    Slice(&'a [f64]),
+    Column { column: &'a F64Column, start: usize, len: usize },
+}
+
+impl<'a> RewardsRef<'a> {
+    pub fn len(self) -> usize {
+        match self.values {
+            Values::Slice(values) => values.len(),
+            Values::Column { len, .. } => len,
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rewards in order.
+    pub fn iter(self) -> impl ExactSizeIterator<Item = f64> + 'a {
+        let values = self.values;
+        (0..self.len()).map(move |k| match values {
+            Values::Slice(values) => values[k],
+            Values::Column { column, start, .. } => column.get(start + k),
+        })
+    }
+
+    pub fn to_vec(self) -> Vec<f64> {
+        self.iter().collect()
+    }
+}
+
+impl<'a> From<&'a [f64]> for RewardsRef<'a> {
+    fn from(values: &'a [f64]) -> RewardsRef<'a> {
+        RewardsRef { values: Values::Slice(values) }
+    }
+}
+
+impl PartialEq for RewardsRef<'_> {
+    fn eq(&self, other: &RewardsRef<'_>) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
@@ -225,7 +280,7 @@ fn part_at<T>(list: &[T], start: usize, len: u32) -> (Option<&[T]>, usize) {
 pub struct ExtrasRef<'a> {
     pub source: Option<&'a str>,
     pub reward_names: Option<&'a Arc<[String]>>,
-    pub rewards: Option<&'a [f64]>,
+    pub rewards: Option<RewardsRef<'a>>,
     pub advantages: Option<&'a [f64]>,
     pub states: Option<&'a [Option<u64>]>,
 }
@@ -235,7 +290,7 @@ impl<'a> From<&'a LeanExtras> for ExtrasRef<'a> {
         ExtrasRef {
             source: extras.source.as_deref(),
             reward_names: extras.reward_names.as_ref(),
-            rewards: extras.rewards.as_deref(),
+            rewards: extras.rewards.as_deref().map(RewardsRef::from),
             advantages: extras.advantages.as_deref(),
             states: extras.states.as_deref(),
         }
@@ -444,7 +499,7 @@ impl<'a> LeanEpisodeRef<'a> {
     }
 
     /// Per-reward-function rewards, in the trainer's order.
-    pub fn rewards(&self) -> Option<&'a [f64]> {
+    pub fn rewards(&self) -> Option<RewardsRef<'a>> {
         self.extras.rewards
     }
 
@@ -505,22 +560,16 @@ fn apart_at<T>(list: &[(usize, T)], e: usize) -> Option<&T> {
 
 impl LeanEpisodes {
     pub fn len(&self) -> usize {
-        self.cols.step_ends.len()
+        self.cols.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cols.step_ends.is_empty()
-    }
-
-    /// Entry `e`'s range in a list whose entries end at `ends`.
-    fn range(ends: &[u32], e: usize) -> std::ops::Range<usize> {
-        let start = if e == 0 { 0 } else { ends[e - 1] as usize };
-        start..ends[e] as usize
+        self.len() == 0
     }
 
     /// Episode `e`'s steps (`e` below [`Self::len`]).
     pub fn steps(&self, e: usize) -> StepsRef<'_> {
-        self.cols.steps.slice(Self::range(&self.cols.step_ends, e))
+        self.cols.steps.slice(self.cols.step_offsets.part(e))
     }
 
     /// Episode `e`'s id (`e` below [`Self::len`]).
@@ -535,7 +584,7 @@ impl LeanEpisodes {
 
     /// Episode `e`'s group name as the columns keep it, to share (`e` below [`Self::len`]).
     pub fn group_name(&self, e: usize) -> &Arc<str> {
-        &self.cols.groups[self.cols.group_of[e] as usize]
+        &self.cols.groups[self.cols.group_of.get(e) as usize]
     }
 
     pub fn iteration(&self, e: usize) -> i64 {
@@ -550,17 +599,18 @@ impl LeanEpisodes {
             _ => return ExtrasRef::default(),
         };
         let shape = cols.shapes[run.shape as usize];
-        let (value_width, state_width) = shape.widths();
         let nth = e - run.first as usize;
+        let [rewards, advantages, states] = std::array::from_fn(|k| run.starts[k] as usize + nth * shape.widths()[k]);
         let at = |index: u32| (index != ABSENT).then_some(index as usize);
-        let (rewards, after) = part_at(&cols.extra_values, run.values as usize + nth * value_width, shape.rewards);
-        let (advantages, _) = part_at(&cols.extra_values, after, shape.advantages);
+        let rewards = (shape.rewards != ABSENT).then_some(RewardsRef {
+            values: Values::Column { column: &cols.extra_rewards, start: rewards, len: shape.rewards as usize },
+        });
         ExtrasRef {
             source: at(shape.source).map(|s| &*cols.sources[s]),
             reward_names: at(shape.reward_names).map(|n| &cols.reward_names[n]),
             rewards,
-            advantages,
-            states: part_at(&cols.extra_states, run.states as usize + nth * state_width, shape.states).0,
+            advantages: part_at(&cols.extra_advantages, advantages, shape.advantages),
+            states: part_at(&cols.extra_states, states, shape.states),
         }
     }
 
@@ -630,7 +680,7 @@ impl LeanEpisodes {
         }
         let cols = Arc::make_mut(&mut self.cols);
         cols.id_index = Some(hashbrown::HashTable::new());
-        for e in 0..cols.step_ends.len() {
+        for e in 0..cols.len() {
             cols.index_id(e);
         }
     }
@@ -677,11 +727,16 @@ impl LeanEpisodes {
 }
 
 impl Columns {
+    /// The number of episodes.
+    fn len(&self) -> usize {
+        self.step_offsets.len().saturating_sub(1)
+    }
+
     /// Room for `episodes` more episodes (their steps grow as they come).
     fn reserve(&mut self, episodes: usize) {
-        self.step_ends.reserve(episodes);
-        self.id_ends.reserve(episodes);
-        self.group_of.reserve(episodes);
+        self.step_offsets.reserve_exact(episodes);
+        self.id_offsets.reserve_exact(episodes);
+        self.group_of.reserve_exact(episodes);
         self.success.reserve(episodes);
         self.spans.reserve(episodes);
         if let Some(mut index) = self.id_index.take() {
@@ -692,12 +747,10 @@ impl Columns {
 
     /// Episode `e`'s id ([`LeanEpisodes::id`]).
     fn id_at(&self, e: usize) -> IdRef<'_> {
-        let start = if e == 0 { 0 } else { (self.id_ends[e - 1] & !AFTER_GROUP) as usize };
-        let end = self.id_ends[e];
-        let kept = &self.ids[start..(end & !AFTER_GROUP) as usize];
-        match end & AFTER_GROUP {
-            0 => IdRef::whole(kept),
-            _ => IdRef { head: &self.groups[self.group_of[e] as usize], tail: kept },
+        let kept = &self.ids[self.id_offsets.part(e)];
+        match self.after_group.get(e) {
+            false => IdRef::whole(kept),
+            true => IdRef { head: &self.groups[self.group_of.get(e) as usize], tail: kept },
         }
     }
 
@@ -719,16 +772,18 @@ impl Columns {
     /// doubling, a run's columns end up to twice their size.
     fn shrink_slack(&mut self) {
         self.steps.shrink_slack();
-        shrink_slack(&mut self.step_ends);
-        shrink_slack(&mut self.id_ends);
-        shrink_slack(&mut self.group_of);
+        self.step_offsets.shrink_slack();
+        self.id_offsets.shrink_slack();
+        shrink_slack(&mut self.after_group.starts);
+        self.group_of.shrink_slack();
         shrink_slack(&mut self.iterations.starts);
         shrink_slack(&mut self.success);
         self.tokens.shrink_slack();
-        shrink_slack(&mut self.token_steps.values);
+        self.token_steps.values.shrink_slack();
         self.spans.shrink_slack();
         shrink_slack(&mut self.extras);
-        shrink_slack(&mut self.extra_values);
+        self.extra_rewards.shrink_slack();
+        shrink_slack(&mut self.extra_advantages);
         shrink_slack(&mut self.extra_states);
         if self.ids.capacity() - self.ids.len() > self.ids.len() / 4 {
             self.ids.shrink_to_fit();
@@ -737,13 +792,18 @@ impl Columns {
 
     /// The index of group name `name`, taken in once.
     fn group_id(&mut self, name: &str) -> u32 {
-        if let Some(&g) = self.group_index.get(name) {
-            return g;
+        let groups = &self.groups;
+        let same = |&g: &u32| &*groups[g as usize] == name;
+        let hash_of = |&g: &u32| id_hash(IdRef::whole(&groups[g as usize]));
+        match self.group_index.entry(id_hash(IdRef::whole(name)), same, hash_of) {
+            hashbrown::hash_table::Entry::Occupied(found) => *found.get(),
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                let g = end_u32(self.groups.len(), "groups");
+                vacant.insert(g);
+                self.groups.push(Arc::from(name));
+                g
+            }
         }
-        let (g, name) = (self.groups.len() as u32, Arc::<str>::from(name));
-        self.groups.push(Arc::clone(&name));
-        self.group_index.insert(name, g);
-        g
     }
 
     /// The extras of episode `e` in the columns: where the episode before had extras of the same shape, its run
@@ -752,7 +812,7 @@ impl Columns {
         let shape = ExtrasShape {
             source: extras.source.map_or(ABSENT, |source| shared(&mut self.sources, source, |s| Box::from(s))),
             reward_names: extras.reward_names.map_or(ABSENT, |names| shared(&mut self.reward_names, names, Arc::clone)),
-            rewards: part_len(extras.rewards),
+            rewards: extras.rewards.map_or(ABSENT, |rewards| end_u32(rewards.len(), "values of extras")),
             advantages: part_len(extras.advantages),
             states: part_len(extras.states),
         };
@@ -761,38 +821,40 @@ impl Columns {
         if shape_at == next {
             self.shapes.push(shape);
         }
-        let (values, states) = (
-            end_u32(self.extra_values.len(), "values of extras"),
-            end_u32(self.extra_states.len(), "values of extras"),
-        );
-        for part in [extras.rewards, extras.advantages].into_iter().flatten() {
-            self.extra_values.extend_from_slice(part);
-        }
+        let lens = [self.extra_rewards.len(), self.extra_advantages.len(), self.extra_states.len()];
+        let starts = lens.map(|len| end_u32(len, "values of extras"));
+        self.extra_rewards.extend(extras.rewards.iter().flat_map(|rewards| rewards.iter()));
+        self.extra_advantages.extend_from_slice(extras.advantages.unwrap_or_default());
         self.extra_states.extend_from_slice(extras.states.unwrap_or_default());
-        end_u32(self.extra_values.len(), "values of extras");
-        end_u32(self.extra_states.len(), "values of extras");
+        for len in [self.extra_rewards.len(), self.extra_advantages.len(), self.extra_states.len()] {
+            end_u32(len, "values of extras");
+        }
         let e = end_u32(e, "episodes");
         match self.extras.last_mut() {
             Some(run) if run.first + run.count == e && run.shape == shape_at => run.count += 1,
-            _ => self.extras.push(ExtrasRun { first: e, count: 1, shape: shape_at, values, states }),
+            _ => self.extras.push(ExtrasRun { first: e, count: 1, shape: shape_at, starts }),
         }
     }
 
     /// Append `episode`, its steps' page ids renumbered by `pages` (step page `p` becomes `pages[p]`, kept where
     /// `pages` has no entry: an empty `pages` keeps every id).
     fn push(&mut self, episode: LeanEpisodeRef<'_>, pages: &[PageId]) {
-        let e = self.step_ends.len();
+        let e = self.len();
+        for offsets in [&mut self.step_offsets, &mut self.id_offsets] {
+            if offsets.is_empty() {
+                offsets.push(0);
+            }
+        }
         let renumber = |s: LeanStep| LeanStep { page: pages.get(usize::from(s.page)).copied().unwrap_or(s.page), ..s };
         episode.steps.iter().map(renumber).for_each(|s| self.steps.push(s));
-        self.step_ends.push(end_u32(self.steps.len(), "steps"));
+        self.step_offsets.push(end_u32(self.steps.len(), "steps"));
         let rest = episode.id.after(episode.group);
         match rest {
             Some(rest) => self.ids.push_str(rest),
             None => episode.id.pieces().into_iter().for_each(|piece| self.ids.push_str(piece)),
         }
-        let end = end_u32(self.ids.len(), "bytes of ids");
-        assert!(end < AFTER_GROUP, "LeanEpisodes: more than 2³¹ bytes of ids");
-        self.id_ends.push(if rest.is_some() { end | AFTER_GROUP } else { end });
+        self.id_offsets.push(end_u32(self.ids.len(), "bytes of ids"));
+        self.after_group.push(e, rest.is_some());
         let group = self.group_id(episode.group);
         self.group_of.push(group);
         self.index_id(e);

@@ -3,8 +3,9 @@
 //! The bottom layer of gigscope with `text/`: it imports nothing outside `run/`. Its files, leaves first (each
 //! imports only files listed before it):
 //!
-//! - `error.rs` ([`RunError`], [`LineError`]), `settings.rs` (the trainer's advantage settings), `span.rs`
-//!   (where a line is on disk, its checksum, one positioned read, file stamps), `layout.rs` ([`Layout`]);
+//! - `error.rs` ([`RunError`], [`LineError`]), `settings.rs` (the trainer's advantage settings),
+//!   `packed_column.rs` (numbers kept narrower than their type where the values allow), `span.rs` (where a line
+//!   is on disk, its checksum, one positioned read, file stamps), `layout.rs` ([`Layout`]);
 //! - `format.rs`: the records of gigscope-run/1; `dir.rs`: the run directory's plain files (`run.json`);
 //!   `bursts.rs`: which burst wrote which bytes of `episodes.jsonl` (`run.json`'s `bursts` ranges);
 //! - `jsonl.rs`: [`JsonlTail`], the incremental reader of any JSON Lines file;
@@ -31,6 +32,7 @@ mod layout;
 mod lean_episodes;
 mod lean_line;
 mod lean_reading;
+mod packed_column;
 pub(crate) mod settings;
 pub mod source;
 mod span;
@@ -56,8 +58,8 @@ pub use jsonl::{JsonlTail, TailBatch, TailPosition};
 pub use layout::Layout;
 pub use lean_episodes::{IdRef, LeanEpisodeRef, LeanEpisodes, LeanSlice, TextAt};
 pub use lean_reading::{ClassifierOf, LeanReading};
+pub(crate) use packed_column::{shrink_slack, F64Column, OffsetColumn, U32Column};
 pub use source::SourceOptions;
-pub(crate) use span::shrink_slack;
 pub use span::{line_checksum, LineSpan, ReadFrom};
 pub use step_columns::StepsRef;
 pub use text_on_disk::{anchor_hash, state_hash};

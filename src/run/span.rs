@@ -9,6 +9,8 @@
 use std::fs::{File, Metadata};
 use std::time::SystemTime;
 
+use super::packed_column::{shrink_slack, U32Column};
+
 /// Checksum of a line's bytes (XXH3-64), to tell that a file still holds the line that was read.
 pub fn line_checksum(bytes: &[u8]) -> u64 {
     twox_hash::XxHash3_64::oneshot(bytes)
@@ -24,14 +26,15 @@ pub struct LineSpan {
     pub checksum: u64,
 }
 
-/// Many [`LineSpan`]s pushed in order and read back by index, in about 12 bytes a span rather than 32: a span
+/// Many [`LineSpan`]s pushed in order and read back by index, in about 10 bytes a span rather than 32: a span
 /// that begins where the one before it ends (its offset plus length, on the next line), as the lines of one file
 /// read through do, keeps its length and checksum alone. Every [`SpanColumn::CHECKPOINT`]th span, and each that
 /// does not follow the one before (a line skipped as broken, another file), also keeps where it begins; reading
 /// a span back adds up at most that many lengths. Lengths are below 4 GiB ([`SpanColumn::fits`]).
 #[derive(Clone, Debug, Default)]
 pub struct SpanColumn {
-    lens: Vec<u32>,
+    /// Line lengths, as narrow as they allow (a line under 64 KiB in 2 bytes).
+    lens: U32Column,
     checksums: Vec<u64>,
     /// Where every `CHECKPOINT`th span begins: (offset, line).
     checkpoints: Vec<(u64, u64)>,
@@ -73,33 +76,23 @@ impl SpanColumn {
                 (from, offset, line) = (at as usize, jump_offset, jump_line);
             }
         }
-        for &len in &self.lens[from..i] {
-            offset = offset.wrapping_add(u64::from(len));
-            line = line.wrapping_add(1);
-        }
-        LineSpan { line, offset, len: u64::from(self.lens[i]), checksum: self.checksums[i] }
+        offset = offset.wrapping_add(self.lens.sum(from..i));
+        line = line.wrapping_add((i - from) as u64);
+        LineSpan { line, offset, len: u64::from(self.lens.get(i)), checksum: self.checksums[i] }
     }
 
     /// Room for `more` spans.
     pub fn reserve(&mut self, more: usize) {
-        self.lens.reserve(more);
+        self.lens.reserve_exact(more);
         self.checksums.reserve(more);
     }
 
     /// Give back the room grown beyond what is held, where that is more than a quarter.
     pub fn shrink_slack(&mut self) {
-        shrink_slack(&mut self.lens);
+        self.lens.shrink_slack();
         shrink_slack(&mut self.checksums);
         shrink_slack(&mut self.checkpoints);
         shrink_slack(&mut self.jumps);
-    }
-}
-
-/// Give back the room `column` grew beyond what it holds, where that is more than a quarter: grown by doubling,
-/// a column ends up to twice its size.
-pub fn shrink_slack<T>(column: &mut Vec<T>) {
-    if column.capacity() - column.len() > column.len() / 4 {
-        column.shrink_to_fit();
     }
 }
 

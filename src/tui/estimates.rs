@@ -52,7 +52,7 @@ fn keep<T>(list: &mut Vec<T>, entry: T, kept: usize) {
 
 /// The episodes of episode group `group`, in order.
 pub fn group_episodes(domain: &Domain, group: u32) -> &[u32] {
-    domain.derived.table.episode_groups.get(group as usize).map(|g| g.episodes.as_slice()).unwrap_or(&[])
+    domain.derived.table.episode_groups.get(group as usize).map(|g| &*g.episodes).unwrap_or(&[])
 }
 
 /// Every step row of episode group `group`: its trajectories in order, each step by step.

@@ -380,7 +380,7 @@ impl State {
     /// Select episode `e`, step `step`: its iteration, group and trajectory.
     pub fn select_row(&mut self, e: usize, step: usize) {
         let derived = &self.domain.derived;
-        let Some(&g) = derived.table.episode_group_of.get(e) else { return };
+        let Some(g) = derived.table.episode_group_index(e) else { return };
         let group = &derived.table.episode_groups[g as usize];
         let first = group.episodes.first().map_or(e, |&f| f as usize);
         let bucket = super::domain::bucket_of(self.domain.episodes.at(first));

@@ -289,7 +289,7 @@ proptest! {
                 prop_assert!(sum.abs() <= 1e-6, "sum {}", sum);
             }
             for m in anchor.members {
-                prop_assert_eq!(table.episode_group_of[m.episode as usize], anchor.episode_group);
+                prop_assert_eq!(table.episode_group_index(m.episode as usize), Some(anchor.episode_group));
             }
         }
         prop_assert_eq!(table.anchor_groups.sizes().sum::<usize>(), table.row_count());

@@ -59,7 +59,7 @@ fn fingerprint(table: &AdvantageTable) -> String {
         put(g.pool_size as u64);
         put(g.zero_variance.map_or(0, |z| z as u64 + 1));
     }
-    for &g in &table.episode_group_of {
+    for g in (0..table.episode_count()).filter_map(|e| table.episode_group_index(e)) {
         put(g.into());
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()

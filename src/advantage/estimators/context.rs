@@ -68,7 +68,7 @@ impl Ctx<'_> {
         let width = term_names.len();
         EstimatorOutput {
             kind,
-            row_offsets: self.table.row_offsets.iter().map(|&o| o as usize).collect(),
+            row_offsets: self.table.row_offsets.iter().map(|o| o as usize).collect(),
             advantages: vec![0.0; n],
             term_names,
             terms: vec![f64::NAN; n * width],

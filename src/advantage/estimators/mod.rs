@@ -66,8 +66,7 @@ pub fn compute_with_table(
     env: &EnvInputs<'_>,
 ) -> Result<EstimatorOutput, EstimatorError> {
     let same_shape = table.episode_count() == episodes.len()
-        && episodes.iter().enumerate().all(|(e, episode)| episode.steps.len() == table.rows_of(e).len())
-        && table.episode_group_of.len() == episodes.len();
+        && episodes.iter().enumerate().all(|(e, episode)| episode.steps.len() == table.rows_of(e).len());
     if !same_shape {
         return Err(EstimatorError::TableMismatch(kind));
     }
@@ -119,8 +118,8 @@ fn engine_column(kind: EstimatorKind, ctx: &Ctx<'_>) -> EstimatorOutput {
     };
     let mut out = ctx.output(kind, names.iter().map(|&n| Cow::Borrowed(n)).collect());
     let width = names.len();
-    for (e, &g) in table.episode_group_of.iter().enumerate() {
-        let group = &table.episode_groups[g as usize];
+    for e in 0..table.episode_count() {
+        let group = table.episode_group_of(e);
         for (row, r) in table.rows_of(e).zip(table.episode_rows(e)) {
             out.advantages[row] = r.advantage;
             let terms = &mut out.terms[row * width..(row + 1) * width];

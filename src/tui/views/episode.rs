@@ -784,7 +784,7 @@ fn reward_functions_line(state: &State, e: usize) -> Option<String> {
     let weights = state.domain.settings.reward_weights;
     let terms: Vec<String> = names
         .iter()
-        .zip(values)
+        .zip(values.iter())
         .enumerate()
         .map(|(k, (name, v))| {
             let value = if v.is_nan() { "None".to_string() } else { format!("{v:.3}") };
