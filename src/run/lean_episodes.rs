@@ -7,9 +7,10 @@
 //! alone, given back as an [`IdRef`]), each group's name once (an index per episode), iteration, outcome and
 //! token counts as columns (iterations as runs of equal values, token counts only once an episode
 //! has some; each number as narrow as its values allow: indices and counts in a [`U32Column`], step and id
-//! offsets by difference in an [`OffsetColumn`], per-function rewards by dictionary in an [`F64Column`]), where the text is as a span (a [`SpanColumn`]: about 10 bytes) read back through one shared
-//! [`TextStore`]; text kept in memory or in another file is kept apart, by index, and so are the episodes'
-//! [`LeanExtras`], packed: their values in shared lists, each distinct source and list of reward names once.
+//! offsets by difference in an [`OffsetColumn`], per-function rewards by dictionary in an [`F64Column`]), where
+//! the text is as a span (a [`SpanColumn`]: about 10 bytes) read back through one shared [`TextStore`]; text
+//! kept in memory or in another file is kept apart, by index, and so are the episodes' [`LeanExtras`], packed:
+//! their values in shared lists, each distinct source and list of reward names once.
 //! Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
 //!
 //! [`LeanEpisodes::get`] gives an episode as a [`LeanEpisodeRef`], borrowed from the columns, with the accessors
@@ -78,7 +79,8 @@ struct Columns {
     id_index: Option<hashbrown::HashTable<u32>>,
 }
 
-/// The hash an id (or a group's name) is indexed by: its bytes in one piece, however the columns keep it ([`IdRef`]).
+/// The hash an id (or a group's name) is indexed by: its bytes in one piece, however the columns keep it
+/// ([`IdRef`]).
 fn id_hash(id: IdRef<'_>) -> u64 {
     use std::hash::Hasher;
     let mut hasher = twox_hash::XxHash3_64::default();

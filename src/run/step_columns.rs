@@ -2,9 +2,10 @@
 //!
 //! Contract: the columns give back every step pushed, field for field ([`LeanStep`]), in order. A step is its
 //! anchor, reward and page in three columns (11 bytes while the run's rewards take at most 256 distinct values,
-//! kept by dictionary: a [`F64Column`]; 18 with rewards of every kind); its copies and validity are kept apart, by index, only
-//! where they are not one valid copy, which is every step of gigscope's own runs and nearly every row of a
-//! trainer's (a `LeanStep` in one vector was 24 bytes, a sixth of what a viewer of many short episodes held).
+//! kept by dictionary: a [`F64Column`]; 18 with rewards of every kind); its copies and validity are kept
+//! apart, by index, only where they are not one valid copy, which is every step of gigscope's own runs and
+//! nearly every row of a trainer's (a `LeanStep` in one vector was 24 bytes, a sixth of what a viewer of many
+//! short episodes held).
 //! [`StepsRef`] is an episode's steps, borrowed from the columns or from a [`LeanStep`] slice alike.
 
 use std::ops::Range;
