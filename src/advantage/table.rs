@@ -150,6 +150,40 @@ impl FromIterator<StoredRow> for StoredRows {
     }
 }
 
+/// A column [`AdvantageTable::reserve_for`] makes room in: its length, its room, and more room.
+trait Room {
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn reserve_exact(&mut self, more: usize);
+}
+
+/// Room in `column` for `ratio` times what it holds, where it has less.
+fn reserve(column: &mut impl Room, ratio: f64) {
+    let (len, target) = (column.len(), (column.len() as f64 * ratio) as usize);
+    if column.capacity() < target {
+        column.reserve_exact(target - len);
+    }
+}
+
+/// [`Room`] for each kind of column the table keeps, by its own methods.
+macro_rules! room_by_own_methods {
+    ($([$($generic:tt)*] $column:ty),*) => {$(
+        impl<$($generic)*> Room for $column {
+            fn len(&self) -> usize {
+                <$column>::len(self)
+            }
+            fn capacity(&self) -> usize {
+                <$column>::capacity(self)
+            }
+            fn reserve_exact(&mut self, more: usize) {
+                <$column>::reserve_exact(self, more)
+            }
+        }
+    )*};
+}
+
+room_by_own_methods!([T] Vec<T>, [] StoredRows, [] OffsetColumn, [] U32Column);
+
 /// The settings a row's values are derived with.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct RowRule {
@@ -747,31 +781,14 @@ impl AdvantageTable {
             return;
         }
         let ratio = episodes as f64 / now as f64 * 1.1;
-        fn reserve<T>(v: &mut Vec<T>, ratio: f64) {
-            let target = (v.len() as f64 * ratio) as usize;
-            if v.capacity() < target {
-                v.reserve_exact(target - v.len());
-            }
-        }
-        let rows = self.rows.len();
-        let target = (rows as f64 * ratio) as usize;
-        if self.rows.capacity() < target {
-            self.rows.reserve_exact(target - rows);
-        }
         let data: &mut TableData = self;
-        for offsets in [&mut data.row_offsets, &mut data.anchor_groups.starts] {
-            let (len, target) = (offsets.len(), (offsets.len() as f64 * ratio) as usize);
-            if offsets.capacity() < target {
-                offsets.reserve_exact(target - len);
-            }
-        }
-        reserve(&mut self.anchor_groups.members, ratio);
-        reserve(&mut self.episode_groups, ratio);
-        let target = (now as f64 * ratio) as usize;
-        if self.episode_group_of.capacity() < target {
-            self.episode_group_of.reserve_exact(target - now);
-        }
-        reserve(&mut self.episode_terms, ratio);
+        reserve(&mut data.rows, ratio);
+        reserve(&mut data.row_offsets, ratio);
+        reserve(&mut data.anchor_groups.starts, ratio);
+        reserve(&mut data.anchor_groups.members, ratio);
+        reserve(&mut data.episode_groups, ratio);
+        reserve(&mut data.episode_group_of, ratio);
+        reserve(&mut data.episode_terms, ratio);
     }
 
     /// Give back the room the table's arrays hold beyond their rows, where that is more than a quarter: appended
