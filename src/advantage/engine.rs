@@ -28,7 +28,7 @@ use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Norm, Pooling};
 use super::table::{
     copies_at, group_episodes, in_parallel, row_ref, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats,
-    EpisodeGroup, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW,
+    EpisodeGroup, GroupEpisodes, GroupMembers, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW,
 };
 use crate::run::{Episode, OffsetColumn, U32Column};
 
@@ -55,7 +55,7 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
     grouping: &AnchorGrouping,
     settings: &AdvantageSettings,
 ) -> AdvantageTable {
-    let (episode_groups, episode_group_of) = group_episodes(input);
+    let (episode_groups, episode_group_of, group_members) = group_episodes(input);
     let n = input.episode_count();
     let mut row_offsets = OffsetColumn::default();
     let mut end = 0;
@@ -73,8 +73,9 @@ pub fn compute_grouped<I: EngineInput + ?Sized>(
         anchor_groups: AnchorGroups::default(),
         episode_groups,
         episode_group_of,
+        group_members,
         rule: RowRule::of(settings),
-        episode_terms: Vec::new(),
+        episode_terms: Default::default(),
         replaced: Vec::new(),
     });
     regroup(&mut table, input, grouping, settings);
@@ -107,10 +108,19 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         && (0..table.episode_count()).all(|e| input.step_count(e) == table.rows_of(e).len());
     assert!(same_shape, "recompute: the table was computed from other episodes");
     table.rule = RowRule::of(settings);
-    table.episode_terms = Vec::new();
+    table.episode_terms = Default::default();
     table.replaced = Vec::new();
-    let TableData { row_offsets, rows, copies, anchor_groups, episode_groups, episode_group_of, rule, .. } =
-        &mut **table;
+    let TableData {
+        row_offsets,
+        rows,
+        copies,
+        anchor_groups,
+        episode_groups,
+        episode_group_of,
+        group_members,
+        rule,
+        ..
+    } = &mut **table;
     let parallel = in_parallel(rows.len());
     // The rows are filled in parallel in a plain list, then kept by column again.
     let mut filled = rows.to_vec();
@@ -128,19 +138,20 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         }
         *range = start..a;
     }
-    let mut parts = rows_by_group(&mut filled, row_offsets, episode_group_of, episode_groups);
+    let mut parts = rows_by_group(&mut filled, row_offsets, episode_group_of, group_members, episode_groups.len());
     let rule = *rule;
     let lone_factor = norm_factor(settings.norm, 0.0);
-    let (groups, row_offsets, copies): (&AnchorGroups, &OffsetColumn, &[(u32, u32)]) =
-        (anchor_groups, row_offsets, copies);
-    let fill = |((rows, group), range): ((&mut Vec<&mut [StoredRow]>, &mut EpisodeGroup), std::ops::Range<usize>)| {
+    let (groups, row_offsets, copies, group_members): (&AnchorGroups, &OffsetColumn, &[(u32, u32)], &GroupMembers) =
+        (anchor_groups, row_offsets, copies, group_members);
+    type Part<'p, 'r> = ((usize, (&'p mut Vec<&'r mut [StoredRow]>, &'p mut EpisodeGroup)), std::ops::Range<usize>);
+    let fill = |((g, (rows, group)), range): Part<'_, '_>| {
         let anchors = GroupAnchors { groups, row_offsets, copies, range, lone_factor };
-        fill_group(rows, group, anchors, input, settings, &rule)
+        fill_group(rows, (group, group_members.get(g)), anchors, input, settings, &rule)
     };
     let kept: Vec<Vec<(u32, AnchorStats)>> = if parallel {
-        parts.par_iter_mut().zip(episode_groups.par_iter_mut()).zip(anchors_by_group).map(fill).collect()
+        parts.par_iter_mut().zip(episode_groups.par_iter_mut()).enumerate().zip(anchors_by_group).map(fill).collect()
     } else {
-        parts.iter_mut().zip(episode_groups.iter_mut()).zip(anchors_by_group).map(fill).collect()
+        parts.iter_mut().zip(episode_groups.iter_mut()).enumerate().zip(anchors_by_group).map(fill).collect()
     };
     drop(parts);
     *rows = filled.into_iter().collect();
@@ -187,10 +198,11 @@ fn rows_by_group<'r>(
     mut rows: &'r mut [StoredRow],
     row_offsets: &OffsetColumn,
     episode_group_of: &U32Column,
-    episode_groups: &[EpisodeGroup],
+    group_members: &GroupMembers,
+    groups: usize,
 ) -> Vec<Vec<&'r mut [StoredRow]>> {
     let mut parts: Vec<Vec<&mut [StoredRow]>> =
-        episode_groups.iter().map(|g| Vec::with_capacity(g.episodes.len())).collect();
+        (0..groups).map(|g| Vec::with_capacity(group_members.get(g).len())).collect();
     for (e, g) in episode_group_of.iter().enumerate() {
         let (episode, rest) = rows.split_at_mut(row_offsets.part_len(e) as usize);
         parts[g as usize].push(episode);
@@ -217,20 +229,20 @@ struct GroupAnchors<'a> {
 /// groups' statistics the table keeps ([`AnchorGroups`]).
 fn fill_group<I: EngineInput + ?Sized>(
     rows: &mut [&mut [StoredRow]],
-    group: &mut EpisodeGroup,
+    (group, episodes): (&mut EpisodeGroup, GroupEpisodes<'_>),
     anchors: GroupAnchors<'_>,
     input: &I,
     settings: &AdvantageSettings,
     rule: &RowRule,
 ) -> Vec<(u32, AnchorStats)> {
-    for (rows, &e) in rows.iter_mut().zip(&group.episodes) {
+    for (rows, e) in rows.iter_mut().zip(episodes.iter()) {
         fill_rows(rows, input, e as usize, settings);
     }
     // Scores and returns, episode by episode, as the table derives them when asked.
     let derived: Vec<Vec<(f64, f64)>> =
         rows.iter().map(|rows| scores_and_returns(rows.iter().copied(), rule)).collect();
-    episode_level(&derived, group, &anchors, settings);
-    step_level(&derived, group, anchors, settings)
+    episode_level(&derived, (group, episodes), &anchors, settings);
+    step_level(&derived, episodes, anchors, settings)
 }
 
 /// Shaped rewards and validity of episode `e`'s rows.
@@ -309,13 +321,15 @@ pub fn norm_factor(norm: Norm, std: f64) -> f64 {
 /// episode; their copies are the table's).
 fn episode_level(
     derived: &[Vec<(f64, f64)>],
-    group: &mut EpisodeGroup,
+    (group, episodes): (&mut EpisodeGroup, GroupEpisodes<'_>),
     anchors: &GroupAnchors<'_>,
     settings: &AdvantageSettings,
 ) {
     // The copies of step `t` of the group's `i`-th episode.
-    let copies =
-        |i: usize, t: usize| copies_at(anchors.copies, anchors.row_offsets.get(group.episodes[i] as usize) + t as u32);
+    let copies = |i: usize, t: usize| {
+        let e = episodes.get(i).expect("a row of an episode outside its group");
+        copies_at(anchors.copies, anchors.row_offsets.get(e as usize) + t as u32)
+    };
     // The pool's (score, copies) samples, kept for the zero-variance verdict on the same numbers.
     let samples: Vec<(f64, u32)> = match settings.pooling {
         Pooling::Steps => derived
@@ -337,14 +351,14 @@ fn episode_level(
 /// group's number (not a lone member's whose figures are its own).
 fn step_level(
     derived: &[Vec<(f64, f64)>],
-    group: &EpisodeGroup,
+    episodes: GroupEpisodes<'_>,
     GroupAnchors { groups, row_offsets, copies, range, lone_factor }: GroupAnchors<'_>,
     settings: &AdvantageSettings,
 ) -> Vec<(u32, AnchorStats)> {
     // A member's episode is found among the group's episodes, which are in file order.
     let at = |row: u32| {
         let m = row_ref(row_offsets, row);
-        let i = group.episodes.binary_search(&m.episode).expect("anchor group member outside its episode group");
+        let i = episodes.position(m.episode).expect("anchor group member outside its episode group");
         (i, m.step as usize)
     };
     let mut kept = Vec::new();

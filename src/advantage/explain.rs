@@ -11,7 +11,7 @@
 use super::engine::{mean_std, STD_EPSILON, SUCCESS_REWARD};
 use super::input::EngineInput;
 use super::settings::{AdvantageSettings, Aggregation, Estimator, Norm, Pooling, ScaleRewards};
-use super::table::{AdvantageTable, EpisodeGroup, RowAdvantage, RowRef};
+use super::table::{AdvantageTable, EpisodeGroup, GroupEpisodes, RowAdvantage, RowRef};
 use super::trl::{self, TRL_STD_EPSILON};
 use crate::run::tokens::Lengths;
 
@@ -222,7 +222,8 @@ pub fn explain<I: EngineInput + ?Sized>(
     let rows = table.episode_rows(e);
     let row = rows[t];
     let penalty = if episodes.valid(e, t) { 0.0 } else { settings.invalid_penalty };
-    let x = Subject { table, episodes, settings, at, e, t, rows, row, penalty };
+    let members = table.group_episodes(table.episode_group_index(e)? as usize);
+    let x = Subject { table, episodes, settings, at, e, t, rows, row, members, penalty };
     let mut notes = Vec::new();
 
     let (step_terms, n_s) = x.step_terms();
@@ -266,6 +267,8 @@ struct Subject<'a, I: ?Sized> {
     /// The episode's rows, and the row.
     rows: Vec<RowAdvantage>,
     row: RowAdvantage,
+    /// The episodes of the row's episode group.
+    members: GroupEpisodes<'a>,
     /// c·[step invalid].
     penalty: f64,
 }
@@ -392,15 +395,15 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
     fn episode_terms(&self, eg: &EpisodeGroup) -> (Vec<Term>, Sample) {
         let (s, row, table, penalty) = (self.settings, self.row, self.table, self.penalty);
         let pool: Vec<f64> = match s.pooling {
-            Pooling::Steps => eg
-                .episodes
+            Pooling::Steps => self
+                .members
                 .iter()
-                .flat_map(|&x| table.episode_rows(x as usize).into_iter().flat_map(|r| counted(&r, r.score)))
+                .flat_map(|x| table.episode_rows(x as usize).into_iter().flat_map(|r| counted(&r, r.score)))
                 .collect(),
-            Pooling::Trajectories => eg
-                .episodes
+            Pooling::Trajectories => self
+                .members
                 .iter()
-                .filter_map(|&x| table.get_row(x as usize, 0))
+                .filter_map(|x| table.get_row(x as usize, 0))
                 .flat_map(|r| counted(&r, r.score))
                 .collect(),
         };
@@ -426,7 +429,7 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
             Pooling::Steps => format!(
                 "every row's s in the group: {} rows of {} trajectories (pooling steps)",
                 pool.len(),
-                eg.episodes.len()
+                self.members.len()
             ),
             Pooling::Trajectories => {
                 format!("each trajectory's first-row s: {} trajectories (pooling trajectories)", pool.len())
@@ -506,7 +509,7 @@ impl<I: EngineInput + ?Sized> Subject<'_, I> {
     fn sum_then_normalize_terms(&self, eg: &EpisodeGroup, scale: ScaleRewards) -> (Vec<Term>, Sample) {
         let (e, row, episodes) = (self.e, self.row, self.episodes);
         let eps = epsilon_text(TRL_STD_EPSILON);
-        let members: Vec<usize> = eg.episodes.iter().map(|&x| x as usize).collect();
+        let members: Vec<usize> = self.members.iter().map(|x| x as usize).collect();
         let r = self.trl_reward(e);
         let rs: Vec<f64> = members.iter().map(|&x| self.trl_reward(x)).collect();
         let (mean_g, std_g, n_g) = trl::nan_mean_std(rs.iter().copied());

@@ -22,7 +22,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::input::{EngineInput, KeyedAnchor, LeanInput};
 use super::settings::AnchorMode;
-use super::table::{group_episodes, in_parallel, AdvantageTable, EpisodeGroup};
+use super::table::{group_episodes, in_parallel, AdvantageTable};
 use crate::run::text_on_disk::{TextError, TextStore};
 use crate::run::{Episode, Step};
 use crate::run::{LineSpan, TextAt};
@@ -88,12 +88,12 @@ pub fn group_lean<I: LeanInput + ?Sized>(episodes: &I, mode: AnchorMode) -> Resu
 /// The grouping of `input` by equal anchor keys ([`EngineInput::anchor_key`]): every mode but
 /// [`AnchorMode::Similarity`]. Each episode group's anchor groups are numbered in order of first appearance.
 pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> AnchorGrouping {
-    let (groups, group_of) = group_episodes(input);
+    let (groups, group_of, members) = group_episodes(input);
     // Each episode group's rows (its episodes in file order), numbered from 0 in that group.
-    let number = |by_key: &mut HashMap<u64, u32>, group: &EpisodeGroup| {
+    let number = |by_key: &mut HashMap<u64, u32>, g: usize| {
         by_key.clear();
         let mut rows = Vec::new();
-        for &e in &group.episodes {
+        for e in members.get(g).iter() {
             for t in 0..input.step_count(e as usize) {
                 let next = by_key.len() as u32;
                 rows.push(*by_key.entry(input.anchor_key(e as usize, t, anchor)).or_insert(next));
@@ -103,10 +103,10 @@ pub fn group_keyed<I: EngineInput + ?Sized>(input: &I, anchor: KeyedAnchor) -> A
     };
     let rows = (0..input.episode_count()).map(|e| input.step_count(e)).sum();
     let local: Vec<Vec<u32>> = if in_parallel(rows) {
-        groups.par_iter().map_init(HashMap::new, number).collect()
+        (0..groups.len()).into_par_iter().map_init(HashMap::new, number).collect()
     } else {
         let mut by_key = HashMap::new();
-        groups.iter().map(|group| number(&mut by_key, group)).collect()
+        (0..groups.len()).map(|g| number(&mut by_key, g)).collect()
     };
     let counts: Vec<u32> = local.iter().map(|l| l.iter().max().map_or(0, |&m| m + 1)).collect();
     let bases = prefix_sums(&counts);

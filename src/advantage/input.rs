@@ -78,7 +78,7 @@ pub trait EngineInput: Sync {
     /// The names of the reward functions of [`Self::recorded_rewards`].
     fn reward_names(&self, e: usize) -> Option<Vec<String>>;
     /// What the trainer itself computed, one per step.
-    fn recorded_advantages(&self, e: usize) -> Option<&[f64]>;
+    fn recorded_advantages(&self, e: usize) -> Option<Cow<'_, [f64]>>;
     /// The step's anchor key: steps of an episode group with equal keys share an anchor-state group.
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64;
     /// The hash ([`crate::run::anchor_hash`]) of the state the step records ([`crate::run::Step::state`]).
@@ -132,7 +132,7 @@ where
     fn reward_names(&self, e: usize) -> Option<Vec<String>> {
         self.as_slice().reward_names(e)
     }
-    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
+    fn recorded_advantages(&self, e: usize) -> Option<Cow<'_, [f64]>> {
         self.as_slice().recorded_advantages(e)
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
@@ -183,8 +183,8 @@ impl EngineInput for [Episode] {
     fn reward_names(&self, e: usize) -> Option<Vec<String>> {
         self[e].reward_functions().map(|(names, _)| names)
     }
-    fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
-        self[e].advantages.as_deref()
+    fn recorded_advantages(&self, e: usize) -> Option<Cow<'_, [f64]>> {
+        self[e].advantages.as_deref().map(Cow::Borrowed)
     }
     fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
         let step = &self[e].steps[t];
@@ -277,8 +277,8 @@ macro_rules! lean_engine_input {
             fn reward_names(&self, e: usize) -> Option<Vec<String>> {
                 self.lean(e).reward_names().map(<[String]>::to_vec)
             }
-            fn recorded_advantages(&self, e: usize) -> Option<&[f64]> {
-                self.lean(e).advantages()
+            fn recorded_advantages(&self, e: usize) -> Option<Cow<'_, [f64]>> {
+                self.lean(e).advantages().map(|advantages| Cow::Owned(advantages.to_vec()))
             }
             fn anchor_key(&self, e: usize, t: usize, anchor: KeyedAnchor) -> u64 {
                 let episode = self.lean(e);

@@ -24,6 +24,6 @@ pub use settings::{
 };
 pub use stats::{run_stats, RunStats};
 pub use table::{
-    AdvantageTable, AnchorGroup, AnchorGroups, EpisodeGroup, Members, MembersIter, RowAdvantage, RowRef, TableData,
-    ZeroVariance,
+    AdvantageTable, AnchorGroup, AnchorGroups, EpisodeGroup, GroupEpisodes, Members, MembersIter, RowAdvantage, RowRef,
+    TableData, ZeroVariance,
 };

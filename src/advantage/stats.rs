@@ -104,13 +104,13 @@ pub fn run_stats<I: EngineInput + ?Sized>(episodes: &I, table: &AdvantageTable) 
         .iter()
         .enumerate()
         .map(|(g, group)| {
-            let members = || group.episodes.iter().map(|&e| e as usize);
+            let members = || table.group_episodes(g).iter().map(|e| e as usize);
             let successes = members().filter(|&e| episodes.success(e)).count();
             GroupSummary {
                 name: group.name.to_string(),
-                episodes: group.episodes.len(),
+                episodes: members().len(),
                 steps: members().map(|e| episodes.step_count(e)).sum(),
-                success_rate: success_recorded.then(|| share(successes, group.episodes.len())),
+                success_rate: success_recorded.then(|| share(successes, members().len())),
                 mean: group.mean,
                 std: group.std,
                 pool_size: group.pool_size,
@@ -278,15 +278,15 @@ impl SliceSums {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StatsBy<K> {
     sums: BTreeMap<K, SliceSums>,
+    /// How many episodes, episode groups and anchor groups were taken in so far.
     episodes: usize,
-    /// Each episode group taken in so far: the key it counts under.
-    group_key: Vec<Option<K>>,
+    groups: usize,
     anchor_groups: usize,
 }
 
 impl<K> Default for StatsBy<K> {
     fn default() -> Self {
-        StatsBy { sums: BTreeMap::new(), episodes: 0, group_key: Vec::new(), anchor_groups: 0 }
+        StatsBy { sums: BTreeMap::new(), episodes: 0, groups: 0, anchor_groups: 0 }
     }
 }
 
@@ -306,16 +306,24 @@ impl<K: Ord + Clone> StatsBy<K> {
             sums.token_steps += episodes.token_steps(e);
         }
         self.episodes = episodes.episode_count();
-        for (g, group) in table.episode_groups.iter().enumerate().skip(self.group_key.len()) {
-            let slot = group.episodes.first().map(|&first| key(first as usize));
-            if let Some(sums) = slot.as_ref().and_then(|k| self.sums.get_mut(k)) {
+        // A group's key is its first episode's, found again where an anchor group needs it: anchor groups come
+        // group by group, so each group's key is found once (a list of every group's key cost 2 to 3 bytes a
+        // step in a viewer of single-step episodes).
+        let group_key = |g: usize| table.group_episodes(g).first().map(|first| key(first as usize));
+        for (g, group) in table.episode_groups.iter().enumerate().skip(self.groups) {
+            if let Some(sums) = group_key(g).and_then(|k| self.sums.get_mut(&k)) {
                 sums.groups.push(g as u32);
                 sums.zero_variance += usize::from(group.zero_variance.is_some());
             }
-            self.group_key.push(slot);
         }
+        self.groups = table.episode_groups.len();
+        let mut last_group: Option<(u32, Option<K>)> = None;
         for a in self.anchor_groups.min(table.anchor_groups.len())..table.anchor_groups.len() {
-            let slot = self.group_key.get(table.anchor_episode_group(a) as usize).and_then(Option::as_ref);
+            let g = table.anchor_episode_group(a);
+            if last_group.as_ref().is_none_or(|&(last, _)| last != g) {
+                last_group = Some((g, group_key(g as usize)));
+            }
+            let slot = last_group.as_ref().and_then(|(_, k)| k.as_ref());
             if let Some(sums) = slot.and_then(|k| self.sums.get_mut(k)) {
                 sums.members += table.anchor_groups.size(a);
                 sums.anchor_groups += 1;

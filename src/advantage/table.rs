@@ -182,7 +182,7 @@ macro_rules! room_by_own_methods {
     )*};
 }
 
-room_by_own_methods!([T] Vec<T>, [] StoredRows, [] OffsetColumn, [] U32Column);
+room_by_own_methods!([T] Vec<T>, [] StoredRows, [] OffsetColumn, [] U32Column, [] EpisodeTermsColumn);
 
 /// The settings a row's values are derived with.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -225,6 +225,49 @@ impl RowRule {
 pub(super) struct EpisodeTerms {
     pub(super) episode_advantage: f64,
     pub(super) rloo: f64,
+}
+
+/// [`EpisodeTerms`], one per episode, by column: each by dictionary ([`F64Column`]). A TRL log's rewards take a
+/// few distinct values, and so do the terms made from them (1 byte each, where the pair took 16).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct EpisodeTermsColumn {
+    episode_advantages: F64Column,
+    rloos: F64Column,
+}
+
+impl EpisodeTermsColumn {
+    /// Episode `e`'s terms, if TRL's computation gave the table any.
+    fn get(&self, e: usize) -> Option<EpisodeTerms> {
+        (e < self.len())
+            .then(|| EpisodeTerms { episode_advantage: self.episode_advantages.get(e), rloo: self.rloos.get(e) })
+    }
+
+    fn len(&self) -> usize {
+        self.rloos.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.rloos.capacity().min(self.episode_advantages.capacity())
+    }
+
+    fn reserve_exact(&mut self, more: usize) {
+        self.episode_advantages.reserve_exact(more);
+        self.rloos.reserve_exact(more);
+    }
+
+    fn shrink_slack(&mut self) {
+        self.episode_advantages.shrink_slack();
+        self.rloos.shrink_slack();
+    }
+}
+
+impl Extend<EpisodeTerms> for EpisodeTermsColumn {
+    fn extend<I: IntoIterator<Item = EpisodeTerms>>(&mut self, terms: I) {
+        for EpisodeTerms { episode_advantage, rloo } in terms {
+            self.episode_advantages.push(episode_advantage);
+            self.rloos.push(rloo);
+        }
+    }
 }
 
 /// A row is addressed by its episode's index in the input and its step index.
@@ -443,8 +486,6 @@ impl AnchorGroups {
 pub struct EpisodeGroup {
     /// Shared with the episodes where they keep their group names so (a viewer's columns).
     pub name: Arc<str>,
-    /// Indices of its episodes, in file order (a group is whole once computed: no room to grow).
-    pub episodes: Box<[u32]>,
     /// Mean and sample std of the pool the episode baseline was taken over (std 0 for one sample).
     pub mean: f64,
     pub std: f64,
@@ -455,6 +496,152 @@ pub struct EpisodeGroup {
     /// Why the pool A_E was taken over carries no learning signal, judged on the numbers the engine used (the
     /// pool's scores and std); `None` where the scores spread.
     pub zero_variance: Option<ZeroVariance>,
+}
+
+/// Every episode group's episodes, group by group ([`AdvantageTable::group_episodes`]): the groups' starts, and
+/// the episodes in that order only where they are not already so. A trainer that writes each group's episodes
+/// together, groups one after another (verl, TRL, gigscope's own bursts), has group `g`'s episodes from
+/// `starts[g]` to `starts[g + 1]`: nothing is kept but the starts (about a byte a group), where a list of each
+/// group's episodes took 4 bytes an episode and a heap block a group.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct GroupMembers {
+    /// One more than there are groups, from 0 (empty while there are none).
+    starts: OffsetColumn,
+    /// The episodes group by group; empty while they are 0, 1, 2, … (then group `g`'s are the numbers from
+    /// `starts[g]`).
+    listed: Vec<u32>,
+}
+
+impl GroupMembers {
+    /// The members of `groups` groups, episode `e` in group `group_of[e]`, each group's in file order.
+    pub(super) fn of(group_of: &U32Column, groups: usize) -> GroupMembers {
+        let mut counts = vec![0u32; groups + 1];
+        group_of.iter().for_each(|g| counts[g as usize + 1] += 1);
+        for g in 0..groups {
+            counts[g + 1] += counts[g];
+        }
+        let starts: OffsetColumn = counts.iter().copied().collect();
+        // Sorted by group, stably, the episodes stay in file order exactly where their groups never go back.
+        let consecutive = group_of.iter().zip(group_of.iter().skip(1)).all(|(g, next)| g <= next);
+        let listed = if consecutive {
+            Vec::new()
+        } else {
+            let mut next = counts;
+            let mut listed = vec![0u32; group_of.len()];
+            for (e, g) in group_of.iter().enumerate() {
+                listed[next[g as usize] as usize] = e as u32;
+                next[g as usize] += 1;
+            }
+            listed
+        };
+        GroupMembers { starts: if groups == 0 { OffsetColumn::default() } else { starts }, listed }
+    }
+
+    /// Group `g`'s episodes.
+    pub(super) fn get(&self, g: usize) -> GroupEpisodes<'_> {
+        let part = self.starts.part(g);
+        if self.listed.is_empty() {
+            GroupEpisodes { episodes: Episodes::Consecutive(part.start as u32, part.len() as u32) }
+        } else {
+            GroupEpisodes { episodes: Episodes::Listed(&self.listed[part]) }
+        }
+    }
+
+    /// Append `extra`'s groups, their episodes moved on by `episode_base` (the episodes this one holds).
+    fn append(&mut self, extra: GroupMembers, episode_base: u32) {
+        let extra_listed = !extra.listed.is_empty();
+        if !self.listed.is_empty() || extra_listed {
+            if self.listed.is_empty() {
+                self.listed = (0..episode_base).collect();
+            }
+            match extra_listed {
+                true => self.listed.extend(extra.listed.iter().map(|e| e + episode_base)),
+                false => self.listed.extend(extra.starts.last().map_or(0..0, |end| episode_base..episode_base + end)),
+            }
+        }
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        self.starts.extend(extra.starts.iter().skip(1).map(|s| s + episode_base));
+    }
+
+    fn shrink_slack(&mut self) {
+        self.starts.shrink_slack();
+        crate::run::shrink_slack(&mut self.listed);
+    }
+}
+
+/// An episode group's episodes (indices into the input), in file order ([`AdvantageTable::group_episodes`]);
+/// none by default.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupEpisodes<'a> {
+    episodes: Episodes<'a>,
+}
+
+impl Default for GroupEpisodes<'_> {
+    fn default() -> Self {
+        GroupEpisodes { episodes: Episodes::Consecutive(0, 0) }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Episodes<'a> {
+    /// (first, count): the episodes from `first` on.
+    Consecutive(u32, u32),
+    Listed(&'a [u32]),
+}
+
+impl<'a> GroupEpisodes<'a> {
+    pub fn len(self) -> usize {
+        match self.episodes {
+            Episodes::Consecutive(_, count) => count as usize,
+            Episodes::Listed(episodes) => episodes.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`th episode, if the group has that many.
+    pub fn get(self, i: usize) -> Option<u32> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    pub fn first(self) -> Option<u32> {
+        self.get(0)
+    }
+
+    /// The `i`th episode (`i` below [`Self::len`]).
+    fn at(self, i: usize) -> u32 {
+        match self.episodes {
+            Episodes::Consecutive(first, _) => first + i as u32,
+            Episodes::Listed(episodes) => episodes[i],
+        }
+    }
+
+    /// The episodes in file order.
+    pub fn iter(self) -> impl ExactSizeIterator<Item = u32> + DoubleEndedIterator + Clone + 'a {
+        (0..self.len()).map(move |i| self.at(i))
+    }
+
+    /// Where `episode` is among them, if it is one.
+    pub fn position(self, episode: u32) -> Option<usize> {
+        match self.episodes {
+            Episodes::Consecutive(first, count) => {
+                (first..first + count).contains(&episode).then(|| (episode - first) as usize)
+            }
+            Episodes::Listed(episodes) => episodes.binary_search(&episode).ok(),
+        }
+    }
+
+    pub fn contains(self, episode: u32) -> bool {
+        self.position(episode).is_some()
+    }
+
+    pub fn to_vec(self) -> Vec<u32> {
+        self.iter().collect()
+    }
 }
 
 /// Why an episode group's A_E carries no learning signal, by the numbers the engine divided: the scores of
@@ -559,9 +746,11 @@ pub struct TableData {
     /// Episode index → index into `episode_groups` ([`AdvantageTable::episode_group_index`]), as narrow as the
     /// number of groups allows.
     pub(super) episode_group_of: U32Column,
+    /// Each episode group's episodes ([`AdvantageTable::group_episodes`]).
+    pub(super) group_members: GroupMembers,
     pub(super) rule: RowRule,
     /// TRL's episode terms, one per episode, when the settings ask for TRL's computation; else empty.
-    pub(super) episode_terms: Vec<EpisodeTerms>,
+    pub(super) episode_terms: EpisodeTermsColumn,
     /// Advantages put in place of the estimator's, one per row ([`AdvantageTable::replace_advantages`]); else
     /// empty.
     pub(super) replaced: Vec<f64>,
@@ -726,6 +915,11 @@ impl AdvantageTable {
         &self.episode_groups[self.episode_group_of.get(episode) as usize]
     }
 
+    /// The episodes of episode group `g` (below the number of groups), in file order.
+    pub fn group_episodes(&self, g: usize) -> GroupEpisodes<'_> {
+        self.group_members.get(g)
+    }
+
     /// Put `advantages` (one per row, in table order) in place of the estimator's final advantages: a family
     /// estimator's column ([`super::estimators`]); A_E and A_S stay GiGPO's components.
     pub fn replace_advantages(&mut self, advantages: Vec<f64>) {
@@ -759,14 +953,10 @@ impl AdvantageTable {
         }
         self.copies.extend(extra.copies.into_iter().map(|(row, copies)| (row + row_base, copies)));
         self.anchor_groups.append(extra.anchor_groups, row_base);
-        self.episode_groups.extend(extra.episode_groups.into_iter().map(|mut g| {
-            for e in g.episodes.iter_mut() {
-                *e += episode_base;
-            }
-            g
-        }));
+        self.episode_groups.extend(extra.episode_groups);
+        self.group_members.append(extra.group_members, episode_base);
         self.episode_group_of.extend(extra.episode_group_of.iter().map(|g| g + group_base));
-        self.episode_terms.extend(extra.episode_terms);
+        self.episode_terms.extend((0..extra.episode_terms.len()).filter_map(|e| extra.episode_terms.get(e)));
         self.rule = extra.rule;
     }
 
@@ -804,12 +994,14 @@ impl AdvantageTable {
         shrink_slack(&mut self.anchor_groups.kept);
         shrink_slack(&mut self.episode_groups);
         self.episode_group_of.shrink_slack();
-        shrink_slack(&mut self.episode_terms);
+        self.group_members.shrink_slack();
+        self.episode_terms.shrink_slack();
     }
 
     /// TRL's terms for each episode (the table then derives A_E and the RLOO advantage from them).
     pub(super) fn set_episode_terms(&mut self, terms: Vec<EpisodeTerms>) {
-        self.episode_terms = terms;
+        self.episode_terms = EpisodeTermsColumn::default();
+        self.episode_terms.extend(terms);
     }
 }
 
@@ -879,11 +1071,10 @@ pub(super) fn in_parallel(rows: usize) -> bool {
 
 pub(super) const EMPTY_ROW: StoredRow = StoredRow { reward: 0.0, tagged_group: 0 };
 
-/// Episode groups in order of first appearance (statistics left at their empty values), and each episode's
-/// group.
-pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<EpisodeGroup>, U32Column) {
+/// Episode groups in order of first appearance (statistics left at their empty values), each episode's group,
+/// and each group's episodes.
+pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<EpisodeGroup>, U32Column, GroupMembers) {
     let mut groups: Vec<EpisodeGroup> = Vec::new();
-    let mut members: Vec<Vec<u32>> = Vec::new();
     let mut group_of = U32Column::default();
     let mut index: HashMap<&str, u32> = HashMap::new();
     for e in 0..input.episode_count() {
@@ -891,7 +1082,6 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
         let g = *index.entry(name).or_insert_with(|| {
             groups.push(EpisodeGroup {
                 name: input.group_name(e),
-                episodes: Box::default(),
                 mean: 0.0,
                 std: 0.0,
                 pool_size: 0,
@@ -899,16 +1089,12 @@ pub(super) fn group_episodes<I: EngineInput + ?Sized>(input: &I) -> (Vec<Episode
                 factor: 1.0,
                 zero_variance: Some(ZeroVariance::EqualScores),
             });
-            members.push(Vec::new());
             (groups.len() - 1) as u32
         });
-        members[g as usize].push(e as u32);
         group_of.push(g);
     }
-    for (group, members) in groups.iter_mut().zip(members) {
-        group.episodes = members.into_boxed_slice();
-    }
-    (groups, group_of)
+    let members = GroupMembers::of(&group_of, groups.len());
+    (groups, group_of, members)
 }
 
 #[cfg(test)]
@@ -927,5 +1113,65 @@ mod tests {
         assert_eq!(members.iter().collect::<Vec<_>>(), want);
         assert_eq!(members.iter().rev().collect::<Vec<_>>(), want.iter().rev().copied().collect::<Vec<_>>());
         assert_eq!((members.len(), members.first(), members.get(5)), (5, Some(at(0, 0)), None));
+    }
+
+    /// Each group's episodes as a list of lists, in file order, from each episode's group.
+    fn listed(group_of: &[u32], groups: usize) -> Vec<Vec<u32>> {
+        let mut want = vec![Vec::new(); groups];
+        group_of.iter().enumerate().for_each(|(e, &g)| want[g as usize].push(e as u32));
+        want
+    }
+
+    fn held(members: &GroupMembers, groups: usize) -> Vec<Vec<u32>> {
+        (0..groups).map(|g| members.get(g).to_vec()).collect()
+    }
+
+    /// Groups numbered by first appearance, each episode's drawn from `draws`: a draw of 0 keeps the group of
+    /// the episode before, so runs of consecutive episodes are common, as a trainer writes them.
+    fn first_appearance(draws: &[u8]) -> (Vec<u32>, usize) {
+        let (mut group_of, mut groups) = (Vec::new(), 0u32);
+        for &d in draws {
+            let g = match (d, group_of.last()) {
+                (0, Some(&last)) => last,
+                (1, _) | (_, None) => {
+                    groups += 1;
+                    groups - 1
+                }
+                (d, _) => u32::from(d) % groups,
+            };
+            group_of.push(g);
+        }
+        (group_of, groups as usize)
+    }
+
+    proptest::proptest! {
+        /// Every group's episodes are given back in file order, kept as a list or as consecutive numbers alone,
+        /// and stay so when a table of new groups is appended.
+        #[test]
+        fn group_members_give_each_groups_episodes_in_file_order(
+            draws in proptest::collection::vec(0u8..6, 0..60),
+            more in proptest::collection::vec(0u8..6, 0..30),
+        ) {
+            let (group_of, groups) = first_appearance(&draws);
+            let column: U32Column = group_of.iter().copied().collect();
+            let mut members = GroupMembers::of(&column, groups);
+            proptest::prop_assert_eq!(held(&members, groups), listed(&group_of, groups));
+            let consecutive = group_of.windows(2).all(|w| w[0] <= w[1]);
+            proptest::prop_assert_eq!(members.listed.is_empty(), consecutive, "kept as a list only where needed");
+            for g in 0..groups {
+                let got = members.get(g);
+                for (i, e) in got.iter().enumerate() {
+                    proptest::prop_assert_eq!(got.position(e), Some(i));
+                }
+                proptest::prop_assert!(got.position(group_of.len() as u32).is_none());
+            }
+            // A part of new groups after them.
+            let (extra_of, extra_groups) = first_appearance(&more);
+            let extra: U32Column = extra_of.iter().copied().collect();
+            members.append(GroupMembers::of(&extra, extra_groups), group_of.len() as u32);
+            let mut all = group_of.clone();
+            all.extend(extra_of.iter().map(|g| g + groups as u32));
+            proptest::prop_assert_eq!(held(&members, groups + extra_groups), listed(&all, groups + extra_groups));
+        }
     }
 }

@@ -112,7 +112,7 @@ pub(super) fn apply<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: 
         batches.entry(input.iteration(e)).or_default().push(e);
     }
     let groups: Vec<Vec<usize>> =
-        table.episode_groups.iter().map(|g| g.episodes.iter().map(|&e| e as usize).collect()).collect();
+        (0..table.episode_groups.len()).map(|g| table.group_episodes(g).iter().map(|e| e as usize).collect()).collect();
 
     // R per episode, and for each group the baseline subtracted and the divisor.
     let mut reward = vec![f64::NAN; n];

@@ -65,7 +65,7 @@ pub(super) fn episode_rows<'a, I: EngineInput + ?Sized>(
     let scored = !crate::advantage::trl::unscored(input, e);
     let stored = input.recorded_advantages(e);
     table.episode_rows(e).into_iter().enumerate().map(move |(t, row)| {
-        let stored_advantage = stored.and_then(|a| a.get(t)).copied();
+        let stored_advantage = stored.as_deref().and_then(|a| a.get(t)).copied();
         OutRow {
             episode: input.episode_id(e),
             group: input.group(e),

@@ -376,12 +376,12 @@ impl TrajectoryIndex {
             let groups: BTreeSet<u32> = (a..b).filter_map(|e| table.episode_group_index(e)).collect();
             let mut to_write = Vec::with_capacity(b - a);
             for &g in &groups {
-                let group = &table.episode_groups[g as usize];
+                let (group, members) = (&table.episode_groups[g as usize], table.group_episodes(g as usize));
                 // Members are in file order.
-                if group.episodes.first().is_some_and(|&e| (e as usize) < a) {
+                if members.first().is_some_and(|e| (e as usize) < a) {
                     writer.delete_term(Term::from_field_text(self.fields.group, &group.name));
                 }
-                to_write.extend(group.episodes.iter().map(|&e| e as usize).take_while(|&e| e < b));
+                to_write.extend(members.iter().map(|e| e as usize).take_while(|&e| e < b));
             }
             to_write.sort_unstable();
             for &e in &to_write {

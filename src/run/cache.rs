@@ -30,12 +30,12 @@ use super::error::{LineError, RunError};
 use super::format::{EPISODES_FILE, RUN_META_FILE};
 use super::jsonl::TailPosition;
 use super::lean_episodes::{LeanEpisodeRef, LeanEpisodes};
-use super::span::{line_checksum, read_at, LineSpan, Stamp};
+use super::span::{content_checksum, line_checksum, read_at, LineSpan, Stamp};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageIds, SharedGroups, TextStore};
 use super::writer::{remove_abandoned_temporaries, write_atomic};
 
 /// Bump when the layout or the meaning of a field changes: caches of other formats are then ignored, never misread.
-pub const LOAD_CACHE_FORMAT: u32 = 3;
+pub const LOAD_CACHE_FORMAT: u32 = 4;
 
 /// Set (to anything but the empty string) to read every run from its files, neither using nor writing the cache.
 pub const NO_CACHE_VAR: &str = "GIGSCOPE_NO_CACHE";
@@ -186,7 +186,7 @@ pub fn cache_file(root: &Path, dir: &Path) -> Result<(PathBuf, PathBuf), CacheEr
     if cache.starts_with(&run) {
         return Err(CacheError::InsideRun { cache, run });
     }
-    let key = format!("{:016x}.bin", line_checksum(run.as_os_str().as_encoded_bytes()));
+    let key = format!("{:016x}.bin", content_checksum(run.as_os_str().as_encoded_bytes()));
     Ok((cache.join("load").join(key), run))
 }
 
@@ -314,7 +314,7 @@ pub fn save(root: &Path, dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, Cac
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&LOAD_CACHE_FORMAT.to_le_bytes());
     bytes.extend_from_slice(&(out.0.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&line_checksum(&out.0).to_le_bytes());
+    bytes.extend_from_slice(&content_checksum(&out.0).to_le_bytes());
     bytes.extend_from_slice(&out.0);
     let parent = path.parent().unwrap_or(root);
     std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -331,7 +331,7 @@ fn since_epoch(time: SystemTime) -> Option<Duration> {
 
 /// The checksum of `run.json`, `None` when there is none.
 fn meta_checksum(dir: &Path) -> Option<u64> {
-    std::fs::read(dir.join(RUN_META_FILE)).ok().map(|bytes| line_checksum(&bytes))
+    std::fs::read(dir.join(RUN_META_FILE)).ok().map(|bytes| content_checksum(&bytes))
 }
 
 /// Checksums of the first and the last [`CHECKED_BYTES`] of `file` before `offset`.
@@ -341,7 +341,7 @@ fn content_checks(file: &File, offset: u64) -> std::io::Result<[u64; 2]> {
     read_at(file, &mut head, 0)?;
     let mut tail = vec![0u8; checked as usize];
     read_at(file, &mut tail, offset - checked)?;
-    Ok([line_checksum(&head), line_checksum(&tail)])
+    Ok([content_checksum(&head), content_checksum(&tail)])
 }
 
 /// The reader's line count and last line at `offset`, from the last episode's line and the lines after it
@@ -392,7 +392,7 @@ fn body(bytes: &[u8]) -> Result<&[u8], Damage> {
     }
     let (len, checksum) = (input.u64()?, input.u64()?);
     let body = &bytes[HEADER_LEN..];
-    if body.len() as u64 != len || line_checksum(body) != checksum {
+    if body.len() as u64 != len || content_checksum(body) != checksum {
         return Err(Damage::Damaged);
     }
     Ok(body)
@@ -445,7 +445,8 @@ impl Output {
     }
 
     fn span(&mut self, span: &LineSpan) {
-        [span.line, span.offset, span.len, span.checksum].into_iter().for_each(|v| self.u64(v));
+        [span.line, span.offset, span.len].into_iter().for_each(|v| self.u64(v));
+        self.u32(span.checksum);
     }
 
     fn f64s(&mut self, values: impl ExactSizeIterator<Item = f64>) {
@@ -485,7 +486,7 @@ impl Output {
             self.f64s(rewards.iter());
         }
         if let Some(advantages) = advantages {
-            self.f64s(advantages.iter().copied());
+            self.f64s(advantages.iter());
         }
         if let Some(states) = states {
             self.u64(states.len() as u64);
@@ -591,7 +592,7 @@ impl<'a> Input<'a> {
     }
 
     fn span(&mut self) -> Result<LineSpan, Damage> {
-        Ok(LineSpan { line: self.u64()?, offset: self.u64()?, len: self.u64()?, checksum: self.u64()? })
+        Ok(LineSpan { line: self.u64()?, offset: self.u64()?, len: self.u64()?, checksum: self.u32()? })
     }
 
     fn f64s(&mut self) -> Result<Vec<f64>, Damage> {

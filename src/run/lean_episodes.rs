@@ -8,7 +8,7 @@
 //! token counts as columns (iterations as runs of equal values, token counts only once an episode
 //! has some; each number as narrow as its values allow: indices and counts in a [`U32Column`], step and id
 //! offsets by difference in an [`OffsetColumn`], per-function rewards by dictionary in an [`F64Column`]), where
-//! the text is as a span (a [`SpanColumn`]: about 10 bytes) read back through one shared [`TextStore`]; text
+//! the text is as a span (a [`SpanColumn`]: about 6 bytes) read back through one shared [`TextStore`]; text
 //! kept in memory or in another file is kept apart, by index, and so are the episodes' [`LeanExtras`], packed:
 //! their values in shared lists, each distinct source and list of reward names once.
 //! Episodes are only ever appended (or all cleared), in file order, so the apart lists stay sorted.
@@ -61,10 +61,10 @@ struct Columns {
     /// Each distinct shape of extras once (a run has one or a few), and its index.
     shapes: Vec<ExtrasShape>,
     shape_index: HashMap<ExtrasShape, u32>,
-    /// Those episodes' per-function rewards, one list after another, by dictionary (a TRL log's take a few
-    /// distinct values: a byte each instead of 8), and their recorded advantages.
+    /// Those episodes' per-function rewards and their recorded advantages, one list after another, by
+    /// dictionary (a TRL log's take a few distinct values: a byte each instead of 8).
     extra_rewards: F64Column,
-    extra_advantages: Vec<f64>,
+    extra_advantages: F64Column,
     /// Those episodes' steps' recorded states.
     extra_states: Vec<Option<u64>>,
     /// Each distinct `extra.source` once.
@@ -226,10 +226,11 @@ fn part_at<T>(list: &[T], start: usize, len: u32) -> Option<&[T]> {
     (len != ABSENT).then(|| &list[start..][..len as usize])
 }
 
-/// An episode's per-function rewards, borrowed: from its own [`LeanExtras`], or from the columns, which keep
-/// them by dictionary ([`F64Column`]). Equal when their values are (`f64` equality, as slices compare).
+/// An episode's per-function rewards or recorded advantages, borrowed: from its own [`LeanExtras`], or from the
+/// columns, which keep them by dictionary ([`F64Column`]). Equal when their values are (`f64` equality, as
+/// slices compare).
 #[derive(Clone, Copy, Debug)]
-pub struct RewardsRef<'a> {
+pub struct ValuesRef<'a> {
     values: Values<'a>,
 }
 
@@ -239,7 +240,7 @@ enum Values<'a> {
     Column { column: &'a F64Column, start: usize, len: usize },
 }
 
-impl<'a> RewardsRef<'a> {
+impl<'a> ValuesRef<'a> {
     pub fn len(self) -> usize {
         match self.values {
             Values::Slice(values) => values.len(),
@@ -260,19 +261,27 @@ impl<'a> RewardsRef<'a> {
         })
     }
 
+    /// Value `k`, if there is one.
+    pub fn get(self, k: usize) -> Option<f64> {
+        (k < self.len()).then(|| match self.values {
+            Values::Slice(values) => values[k],
+            Values::Column { column, start, .. } => column.get(start + k),
+        })
+    }
+
     pub fn to_vec(self) -> Vec<f64> {
         self.iter().collect()
     }
 }
 
-impl<'a> From<&'a [f64]> for RewardsRef<'a> {
-    fn from(values: &'a [f64]) -> RewardsRef<'a> {
-        RewardsRef { values: Values::Slice(values) }
+impl<'a> From<&'a [f64]> for ValuesRef<'a> {
+    fn from(values: &'a [f64]) -> ValuesRef<'a> {
+        ValuesRef { values: Values::Slice(values) }
     }
 }
 
-impl PartialEq for RewardsRef<'_> {
-    fn eq(&self, other: &RewardsRef<'_>) -> bool {
+impl PartialEq for ValuesRef<'_> {
+    fn eq(&self, other: &ValuesRef<'_>) -> bool {
         self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
@@ -282,8 +291,8 @@ impl PartialEq for RewardsRef<'_> {
 pub struct ExtrasRef<'a> {
     pub source: Option<&'a str>,
     pub reward_names: Option<&'a Arc<[String]>>,
-    pub rewards: Option<RewardsRef<'a>>,
-    pub advantages: Option<&'a [f64]>,
+    pub rewards: Option<ValuesRef<'a>>,
+    pub advantages: Option<ValuesRef<'a>>,
     pub states: Option<&'a [Option<u64>]>,
 }
 
@@ -292,8 +301,8 @@ impl<'a> From<&'a LeanExtras> for ExtrasRef<'a> {
         ExtrasRef {
             source: extras.source.as_deref(),
             reward_names: extras.reward_names.as_ref(),
-            rewards: extras.rewards.as_deref().map(RewardsRef::from),
-            advantages: extras.advantages.as_deref(),
+            rewards: extras.rewards.as_deref().map(ValuesRef::from),
+            advantages: extras.advantages.as_deref().map(ValuesRef::from),
             states: extras.states.as_deref(),
         }
     }
@@ -491,7 +500,7 @@ impl<'a> LeanEpisodeRef<'a> {
     }
 
     /// What the trainer computed, one per step.
-    pub fn advantages(&self) -> Option<&'a [f64]> {
+    pub fn advantages(&self) -> Option<ValuesRef<'a>> {
         self.extras.advantages
     }
 
@@ -501,7 +510,7 @@ impl<'a> LeanEpisodeRef<'a> {
     }
 
     /// Per-reward-function rewards, in the trainer's order.
-    pub fn rewards(&self) -> Option<RewardsRef<'a>> {
+    pub fn rewards(&self) -> Option<ValuesRef<'a>> {
         self.extras.rewards
     }
 
@@ -584,6 +593,12 @@ impl LeanEpisodes {
         self.group_name(e)
     }
 
+    /// Where episode `e`'s group is among the run's groups, numbered in the order their first episodes come: an
+    /// episode whose number is at least the number of groups among the episodes before it starts a new group.
+    pub fn group_ordinal(&self, e: usize) -> usize {
+        self.cols.group_of.get(e) as usize
+    }
+
     /// Episode `e`'s group name as the columns keep it, to share (`e` below [`Self::len`]).
     pub fn group_name(&self, e: usize) -> &Arc<str> {
         &self.cols.groups[self.cols.group_of.get(e) as usize]
@@ -604,14 +619,14 @@ impl LeanEpisodes {
         let nth = e - run.first as usize;
         let [rewards, advantages, states] = std::array::from_fn(|k| run.starts[k] as usize + nth * shape.widths()[k]);
         let at = |index: u32| (index != ABSENT).then_some(index as usize);
-        let rewards = (shape.rewards != ABSENT).then_some(RewardsRef {
-            values: Values::Column { column: &cols.extra_rewards, start: rewards, len: shape.rewards as usize },
-        });
+        let column = |column, start, len: u32| {
+            (len != ABSENT).then_some(ValuesRef { values: Values::Column { column, start, len: len as usize } })
+        };
         ExtrasRef {
             source: at(shape.source).map(|s| &*cols.sources[s]),
             reward_names: at(shape.reward_names).map(|n| &cols.reward_names[n]),
-            rewards,
-            advantages: part_at(&cols.extra_advantages, advantages, shape.advantages),
+            rewards: column(&cols.extra_rewards, rewards, shape.rewards),
+            advantages: column(&cols.extra_advantages, advantages, shape.advantages),
             states: part_at(&cols.extra_states, states, shape.states),
         }
     }
@@ -785,7 +800,7 @@ impl Columns {
         self.spans.shrink_slack();
         shrink_slack(&mut self.extras);
         self.extra_rewards.shrink_slack();
-        shrink_slack(&mut self.extra_advantages);
+        self.extra_advantages.shrink_slack();
         shrink_slack(&mut self.extra_states);
         if self.ids.capacity() - self.ids.len() > self.ids.len() / 4 {
             self.ids.shrink_to_fit();
@@ -815,7 +830,7 @@ impl Columns {
             source: extras.source.map_or(ABSENT, |source| shared(&mut self.sources, source, |s| Box::from(s))),
             reward_names: extras.reward_names.map_or(ABSENT, |names| shared(&mut self.reward_names, names, Arc::clone)),
             rewards: extras.rewards.map_or(ABSENT, |rewards| end_u32(rewards.len(), "values of extras")),
-            advantages: part_len(extras.advantages),
+            advantages: extras.advantages.map_or(ABSENT, |advantages| end_u32(advantages.len(), "values of extras")),
             states: part_len(extras.states),
         };
         let next = end_u32(self.shapes.len(), "shapes of extras");
@@ -826,7 +841,7 @@ impl Columns {
         let lens = [self.extra_rewards.len(), self.extra_advantages.len(), self.extra_states.len()];
         let starts = lens.map(|len| end_u32(len, "values of extras"));
         self.extra_rewards.extend(extras.rewards.iter().flat_map(|rewards| rewards.iter()));
-        self.extra_advantages.extend_from_slice(extras.advantages.unwrap_or_default());
+        self.extra_advantages.extend(extras.advantages.iter().flat_map(|advantages| advantages.iter()));
         self.extra_states.extend_from_slice(extras.states.unwrap_or_default());
         for len in [self.extra_rewards.len(), self.extra_advantages.len(), self.extra_states.len()] {
             end_u32(len, "values of extras");

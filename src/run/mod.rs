@@ -60,7 +60,7 @@ pub use lean_episodes::{IdRef, LeanEpisodeRef, LeanEpisodes, LeanSlice, TextAt};
 pub use lean_reading::{ClassifierOf, LeanReading};
 pub(crate) use packed_column::{shrink_slack, F64Column, OffsetColumn, U32Column};
 pub use source::SourceOptions;
-pub use span::{line_checksum, LineSpan, ReadFrom};
+pub use span::{content_checksum, line_checksum, LineSpan, ReadFrom};
 pub use step_columns::StepsRef;
 pub use text_on_disk::{anchor_hash, state_hash};
 pub use writer::{process_alive, torn_tail_file, write_atomic, RunWriter};

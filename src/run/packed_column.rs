@@ -1,8 +1,8 @@
 //! Columns that keep numbers in fewer bytes than their type where the values allow: [`U32Column`] (each value
 //! in 1, 2 or 4 bytes, the narrowest width that holds every value so far), [`OffsetColumn`] (ascending offsets
-//! as the differences between them, in a `U32Column`, with every 32nd offset in full) and [`F64Column`] (each
+//! as the differences between them, in a `U32Column`, with every 32nd offset in full), [`F64Column`] (each
 //! distinct value once and a small code a value, while there are few distinct values; the values themselves
-//! after).
+//! after) and [`RepeatColumn`] (a value that repeats the one before it as a bit).
 //!
 //! Contract: a column gives back every value pushed (or set) at its index, bit for bit (a `-0.0` or a NaN's
 //! payload included), whatever width it has grown to. Widening happens on the push or set that needs it and
@@ -298,8 +298,9 @@ impl FromIterator<u32> for OffsetColumn {
 
 /// `f64` values by dictionary while the column has at most [`F64Column::PALETTE_LIMIT`] distinct values (by bit
 /// pattern): each distinct value once, and each value its index among them in a [`U32Column`] (1 byte while
-/// there are at most 256, 2 after). Past the limit the values themselves, 8 bytes each: a palette of that many
-/// values with its index would cost more than it saves.
+/// there are at most 256, 2 after). Past the limit the values themselves (a palette of that many values with its
+/// index would cost more than it saves): as `f32`, 4 bytes each, while every value is one bit for bit (a
+/// trainer's float32 numbers: TRL's and verl's advantages), else 8 bytes each.
 #[derive(Clone, Debug)]
 pub struct F64Column {
     values: F64Values,
@@ -308,7 +309,14 @@ pub struct F64Column {
 #[derive(Clone, Debug)]
 enum F64Values {
     Palette { distinct: Vec<f64>, code_of: HashMap<u64, u32>, codes: U32Column },
+    Single(Vec<f32>),
     Plain(Vec<f64>),
+}
+
+/// `value` as an `f32` that widens back to it bit for bit, if there is one.
+fn as_f32(value: f64) -> Option<f32> {
+    let narrow = value as f32;
+    (f64::from(narrow).to_bits() == value.to_bits()).then_some(narrow)
 }
 
 impl Default for F64Column {
@@ -326,6 +334,7 @@ impl F64Column {
     pub fn len(&self) -> usize {
         match &self.values {
             F64Values::Palette { codes, .. } => codes.len(),
+            F64Values::Single(v) => v.len(),
             F64Values::Plain(v) => v.len(),
         }
     }
@@ -334,6 +343,7 @@ impl F64Column {
     pub fn get(&self, i: usize) -> f64 {
         match &self.values {
             F64Values::Palette { distinct, codes, .. } => distinct[codes.get(i) as usize],
+            F64Values::Single(v) => f64::from(v[i]),
             F64Values::Plain(v) => v[i],
         }
     }
@@ -355,15 +365,35 @@ impl F64Column {
                         code
                     }
                     None => {
-                        let mut plain = Vec::with_capacity(codes.capacity().max(codes.len() + 1));
-                        plain.extend(codes.iter().map(|c| distinct[c as usize]));
-                        plain.push(value);
-                        self.values = F64Values::Plain(plain);
+                        let room = codes.capacity().max(codes.len() + 1);
+                        let single: Option<Vec<f32>> = distinct.iter().map(|&v| as_f32(v)).collect();
+                        self.values = match single {
+                            Some(single) => {
+                                let mut values = Vec::with_capacity(room);
+                                values.extend(codes.iter().map(|c| single[c as usize]));
+                                F64Values::Single(values)
+                            }
+                            None => {
+                                let mut values = Vec::with_capacity(room);
+                                values.extend(codes.iter().map(|c| distinct[c as usize]));
+                                F64Values::Plain(values)
+                            }
+                        };
+                        self.push(value);
                         return;
                     }
                 };
                 codes.push(code);
             }
+            F64Values::Single(v) => match as_f32(value) {
+                Some(narrow) => v.push(narrow),
+                None => {
+                    let mut values = Vec::with_capacity(v.capacity().max(v.len() + 1));
+                    values.extend(v.iter().map(|&n| f64::from(n)));
+                    values.push(value);
+                    self.values = F64Values::Plain(values);
+                }
+            },
             F64Values::Plain(v) => v.push(value),
         }
     }
@@ -372,7 +402,17 @@ impl F64Column {
     pub fn reserve_exact(&mut self, more: usize) {
         match &mut self.values {
             F64Values::Palette { codes, .. } => codes.reserve_exact(more),
+            F64Values::Single(v) => v.reserve_exact(more),
             F64Values::Plain(v) => v.reserve_exact(more),
+        }
+    }
+
+    /// How many values the column holds room for at the present width.
+    pub fn capacity(&self) -> usize {
+        match &self.values {
+            F64Values::Palette { codes, .. } => codes.capacity(),
+            F64Values::Single(v) => v.capacity(),
+            F64Values::Plain(v) => v.capacity(),
         }
     }
 
@@ -383,6 +423,7 @@ impl F64Column {
                 shrink_slack(distinct);
                 codes.shrink_slack();
             }
+            F64Values::Single(v) => shrink_slack(v),
             F64Values::Plain(v) => shrink_slack(v),
         }
     }
@@ -406,6 +447,64 @@ impl FromIterator<f64> for F64Column {
         let mut column = F64Column::default();
         column.extend(values);
         column
+    }
+}
+
+/// Values that often repeat the one just before them (the anchor and page of each step of single-step episodes,
+/// written group by group: a group's completions share their prompt): each value that differs from the one
+/// before it once, and a bit a value that says whether it does, with the count of such values before every 64
+/// bits. A value that repeats costs those bits alone (under 0.2 bytes), one that differs its size besides.
+#[derive(Clone, Debug)]
+pub struct RepeatColumn<T> {
+    /// Each value that differs from the one before it, and the first.
+    changes: Vec<T>,
+    /// Bit `i % 64` of word `i / 64` is set where value `i` is one of `changes`.
+    changed: Vec<u64>,
+    /// How many of `changes` come before each word of `changed`.
+    changes_before: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Default for RepeatColumn<T> {
+    fn default() -> Self {
+        RepeatColumn { changes: Vec::new(), changed: Vec::new(), changes_before: Vec::new(), len: 0 }
+    }
+}
+
+impl<T: Copy + PartialEq> RepeatColumn<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Value `i`; panics when `i` is not below [`Self::len`], as indexing does.
+    pub fn get(&self, i: usize) -> T {
+        assert!(i < self.len, "RepeatColumn::get: value {i} of {}", self.len);
+        let (word, bit) = (i / 64, i % 64);
+        let up_to = (self.changed[word] & (u64::MAX >> (63 - bit))).count_ones();
+        // Value 0 is always a change, so at least one change is counted up to `i`.
+        self.changes[(self.changes_before[word] + up_to) as usize - 1]
+    }
+
+    /// Append `value`; panics past 2³² distinct runs (more than 32 GiB of values here: a bug, not input).
+    pub fn push(&mut self, value: T) {
+        let (word, bit) = (self.len / 64, self.len % 64);
+        if bit == 0 {
+            let before = u32::try_from(self.changes.len()).expect("RepeatColumn: more than 2³² changes");
+            self.changes_before.push(before);
+            self.changed.push(0);
+        }
+        if self.changes.last().is_none_or(|&last| last != value) {
+            self.changed[word] |= 1 << bit;
+            self.changes.push(value);
+        }
+        self.len += 1;
+    }
+
+    /// Give back the room grown beyond what is held, where that is more than a quarter.
+    pub fn shrink_slack(&mut self) {
+        shrink_slack(&mut self.changes);
+        shrink_slack(&mut self.changed);
+        shrink_slack(&mut self.changes_before);
     }
 }
 
@@ -484,19 +583,35 @@ mod tests {
             spread in 0usize..3,
         ) {
             // A spread of 2 pushes more distinct values than the palette keeps, first, so that later values are
-            // kept plain; a spread of 1 ends just at the limit.
-            let mut want: Vec<f64> = match spread {
+            // kept plain (as f32 until one is not an f32: these are, `values` mostly not); a spread of 1 ends just
+            // at the limit. Values are pushed before the spread as well as after, so that the palette's values
+            // are carried over into either plain form.
+            let spread: Vec<f64> = match spread {
                 0 => Vec::new(),
                 1 => (0..F64Column::PALETTE_LIMIT - 16).map(|i| i as f64 + 0.25).collect(),
                 _ => (0..F64Column::PALETTE_LIMIT + 1).map(|i| i as f64 + 0.25).collect(),
             };
-            want.extend(values);
+            let (before, after) = values.split_at(values.len() / 2);
+            let mut want: Vec<f64> = before.to_vec();
+            want.extend(spread);
+            want.extend(after);
             let column: F64Column = want.iter().copied().collect();
             let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             prop_assert_eq!(bits(&column.iter().collect::<Vec<_>>()), bits(&want));
             let distinct: std::collections::HashSet<u64> = want.iter().map(|v| v.to_bits()).collect();
-            let palette = matches!(column.values, F64Values::Palette { .. });
-            prop_assert_eq!(palette, distinct.len() <= F64Column::PALETTE_LIMIT);
+            let kept_as = match column.values {
+                F64Values::Palette { .. } => "palette",
+                F64Values::Single(_) => "f32",
+                F64Values::Plain(_) => "f64",
+            };
+            let want_kept_as = if distinct.len() <= F64Column::PALETTE_LIMIT {
+                "palette"
+            } else if want.iter().all(|&v| as_f32(v).is_some()) {
+                "f32"
+            } else {
+                "f64"
+            };
+            prop_assert_eq!(kept_as, want_kept_as);
             let mut shrunk = column.clone();
             shrunk.shrink_slack();
             prop_assert!(shrunk == column);
@@ -534,6 +649,23 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Every value is given back at its index, runs of repeats or not, on either side of a word's 64 bits.
+        #[test]
+        fn a_repeat_column_gives_back_every_value_and_keeps_each_change_once(
+            runs in prop::collection::vec((0u64..4, 1usize..150), 0..40),
+        ) {
+            let want: Vec<u64> = runs.iter().flat_map(|&(v, n)| std::iter::repeat_n(v, n)).collect();
+            let mut column = RepeatColumn::default();
+            want.iter().for_each(|&v| column.push(v));
+            column.shrink_slack();
+            prop_assert_eq!(column.len(), want.len());
+            prop_assert_eq!((0..want.len()).map(|i| column.get(i)).collect::<Vec<_>>(), want.clone());
+            let changes = want.iter().enumerate().filter(|&(i, v)| i == 0 || want[i - 1] != *v).count();
+            prop_assert_eq!(column.changes.len(), changes);
+        }
+    }
+
     #[test]
     fn a_column_of_a_few_distinct_values_keeps_one_byte_a_value() {
         let column: F64Column = (0..10_000).map(|i| f64::from(i % 3 == 0)).collect();
@@ -542,7 +674,7 @@ mod tests {
                 assert_eq!(distinct, &[1.0, 0.0]);
                 assert_eq!(codes.width(), 1);
             }
-            F64Values::Plain(_) => panic!("two distinct values kept plain"),
+            F64Values::Single(_) | F64Values::Plain(_) => panic!("two distinct values kept plain"),
         }
     }
 }

@@ -1,24 +1,25 @@
 //! A viewer's steps by column: [`StepColumns`], read through [`StepsRef`].
 //!
 //! Contract: the columns give back every step pushed, field for field ([`LeanStep`]), in order. A step is its
-//! anchor, reward and page in three columns (11 bytes while the run's rewards take at most 256 distinct values,
-//! kept by dictionary: a [`F64Column`]; 18 with rewards of every kind); its copies and validity are kept
-//! apart, by index, only where they are not one valid copy, which is every step of gigscope's own runs and
-//! nearly every row of a trainer's (a `LeanStep` in one vector was 24 bytes, a sixth of what a viewer of many
-//! short episodes held).
+//! anchor, reward and page in three columns: 11 bytes while the run's rewards take at most 256 distinct values
+//! (kept by dictionary: a [`F64Column`]; 18 with rewards of every kind), and less where anchors and pages repeat
+//! the step before (a [`RepeatColumn`]: a trainer's single-step episodes, written group by group, share their
+//! group's prompt; about 1.5 bytes a step in groups of 8). Its copies and validity are kept apart, by index, only
+//! where they are not one valid copy, which is every step of gigscope's own runs and nearly every row of a
+//! trainer's (a `LeanStep` in one vector was 24 bytes, a sixth of what a viewer of many short episodes held).
 //! [`StepsRef`] is an episode's steps, borrowed from the columns or from a [`LeanStep`] slice alike.
 
 use std::ops::Range;
 
-use super::packed_column::{shrink_slack, F64Column};
+use super::packed_column::{shrink_slack, F64Column, RepeatColumn};
 use super::text_on_disk::{LeanStep, PageId};
 
 /// Steps by column (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub(super) struct StepColumns {
-    anchors: Vec<u64>,
+    anchors: RepeatColumn<u64>,
     rewards: F64Column,
-    pages: Vec<PageId>,
+    pages: RepeatColumn<PageId>,
     /// The steps that are not one valid copy, by index.
     odd: Vec<OddStep>,
 }
@@ -49,9 +50,9 @@ impl StepColumns {
 
     /// Give back the room the columns grew beyond what they hold, where that is more than a quarter.
     pub(super) fn shrink_slack(&mut self) {
-        shrink_slack(&mut self.anchors);
+        self.anchors.shrink_slack();
         self.rewards.shrink_slack();
-        shrink_slack(&mut self.pages);
+        self.pages.shrink_slack();
         shrink_slack(&mut self.odd);
     }
 
@@ -67,7 +68,7 @@ impl StepColumns {
             Ok(found) => (self.odd[found].copies, self.odd[found].valid),
             Err(_) => (1, true),
         };
-        LeanStep { anchor: self.anchors[i], reward: self.rewards.get(i), copies, page: self.pages[i], valid }
+        LeanStep { anchor: self.anchors.get(i), reward: self.rewards.get(i), copies, page: self.pages.get(i), valid }
     }
 }
 

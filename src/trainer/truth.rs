@@ -190,7 +190,7 @@ fn plan_groups(
         .map(|position| GroupJob {
             position,
             id: ids[position].to_owned(),
-            episodes: table.episode_groups[position].episodes.iter().map(|&e| e as usize).collect(),
+            episodes: table.group_episodes(position).iter().map(|e| e as usize).collect(),
         })
         .collect())
 }

@@ -3,7 +3,7 @@
 //! knows about the screen, the keys or the selection: [`super::state::State`] holds a [`Domain`] beside the UI
 //! state and keeps its selection valid when the domain changes.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 
@@ -18,7 +18,7 @@ use crate::advantage::{
 use crate::live::{Applied, LiveEvent, LiveStatus, Refused};
 use crate::run::bursts::{burst_at, burst_spans, marks_tell, BurstSpan};
 use crate::run::cache::{Cached, CachedHead};
-use crate::run::text_on_disk::{anchor_hash, LeanEpisode, PageIds, TextError, TextStore};
+use crate::run::text_on_disk::{LeanEpisode, PageIds, TextError, TextStore};
 use crate::run::tokens::{count_lengths, Lengths};
 use crate::run::{
     duplicate_id, Episode, EpisodeIds, LeanEpisodeRef, LeanEpisodes, LineError, ReadAt, Run, RunMeta, EPISODES_FILE,
@@ -104,9 +104,6 @@ pub struct Derived {
     /// computing them again went over every step of the bucket at every part. Kept while parts keep coming
     /// ([`Derived::release_growing`]).
     growing: BTreeMap<Bucket, GrowingQuantiles>,
-    /// The table's episode groups by the 64-bit hash of their name: whether appended episodes start new
-    /// groups is answered without going over the run's groups.
-    group_names: HashSet<u64>,
 }
 
 /// Equal when everything derived is: the advantages kept in order for the growing buckets' quantiles are a
@@ -125,7 +122,6 @@ impl PartialEq for Derived {
             bucket_episodes,
             quantiles,
             growing: _,
-            group_names,
         } = self;
         *table == other.table
             && *settings == other.settings
@@ -137,7 +133,6 @@ impl PartialEq for Derived {
             && *by_bucket == other.by_bucket
             && *bucket_episodes == other.bucket_episodes
             && *quantiles == other.quantiles
-            && *group_names == other.group_names
     }
 }
 
@@ -165,8 +160,9 @@ impl Derived {
     /// (episode groups never influence each other); otherwise everything is recomputed. This keeps a live
     /// run that writes whole groups at a time fast however large it grows.
     pub fn extend(self, episodes: &LeanEpisodes, old_len: usize, settings: &AdvantageSettings) -> Derived {
-        let known = |e: LeanEpisodeRef<'_>| self.group_names.contains(&anchor_hash(e.group));
-        if old_len > episodes.len() || episodes.slice(old_len..episodes.len()).iter().any(known) {
+        // The table holds the groups of the episodes before `old_len`, numbered as the columns number them.
+        let known = |e: usize| episodes.group_ordinal(e) < self.table.episode_groups.len();
+        if old_len > episodes.len() || (old_len..episodes.len()).any(known) {
             return Derived::build(episodes, settings);
         }
         let appended = episodes.slice(old_len..episodes.len());
@@ -174,24 +170,23 @@ impl Derived {
             return Derived::build(episodes, settings);
         };
         let mut derived = Derived { read_error: None, settings: *settings, ..self };
-        let before = (derived.table.episode_groups.len(), derived.table.anchor_groups.len());
+        let anchor_groups_before = derived.table.anchor_groups.len();
         derived.table.append(compute_grouped(&appended, &grouping, settings));
-        derived.take_in(episodes, old_len, before);
+        derived.take_in(episodes, old_len, anchor_groups_before);
         derived
     }
 
     /// The summaries shown beside the table: the engine's run statistics, and per-iteration sums.
     pub(crate) fn from_table(episodes: &LeanEpisodes, table: AdvantageTable, settings: AdvantageSettings) -> Derived {
         let mut derived = Derived { table, settings, ..Derived::default() };
-        derived.take_in(episodes, 0, (0, 0));
+        derived.take_in(episodes, 0, 0);
         derived
     }
 
-    /// Bring the summaries up to date with the episodes from `old_len` on and the table's episode groups and
-    /// anchor groups from `(old_groups, old_anchor_groups)` on (appended in new episode groups): the cost is the
-    /// appended part's, whatever the size of the run before it.
-    fn take_in(&mut self, episodes: &LeanEpisodes, old_len: usize, (old_groups, old_anchor_groups): (usize, usize)) {
-        self.group_names.extend(self.table.episode_groups[old_groups..].iter().map(|g| anchor_hash(&g.name)));
+    /// Bring the summaries up to date with the episodes from `old_len` on and the table's anchor groups from
+    /// `old_anchor_groups` on (appended in new episode groups): the cost is the appended part's, whatever the size
+    /// of the run before it.
+    fn take_in(&mut self, episodes: &LeanEpisodes, old_len: usize, old_anchor_groups: usize) {
         if self.settings.anchor == AnchorMode::State {
             self.state_fallbacks += unrecorded_states(&episodes.slice(old_len..episodes.len()));
         }
@@ -943,8 +938,9 @@ impl Domain {
             // No group has a burst then; the overview asks for every group at every frame.
             return None;
         }
-        let group = self.derived.table.episode_groups.get(g as usize)?;
-        let first = *group.episodes.first()? as usize;
+        let table = &self.derived.table;
+        let first = ((g as usize) < table.episode_groups.len()).then(|| table.group_episodes(g as usize))?.first()?;
+        let first = first as usize;
         // The line's place alone: the overview asks for every group at every frame, and building each first
         // episode whole took most of a frame on a large run.
         let span = (first < self.episodes.len()).then(|| self.episodes.text(first))?.span()?;

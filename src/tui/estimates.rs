@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use super::domain::Domain;
 use crate::advantage::estimators::{self, EnvInputs, EstimatorError, EstimatorKind, EstimatorSettings};
-use crate::advantage::{compute, AdvantageSettings, RowRef};
+use crate::advantage::{compute, AdvantageSettings, GroupEpisodes, RowRef};
 use crate::env::{fill_page_anchors, PageAnchor};
 use crate::run::text_on_disk::EpisodeText;
 use crate::run::truth::{branchable_among, read_truth, truth_path, NoTruth, RunIdentity, TruthFile, TruthRow};
@@ -50,16 +50,20 @@ fn keep<T>(list: &mut Vec<T>, entry: T, kept: usize) {
     list.truncate(kept);
 }
 
-/// The episodes of episode group `group`, in order.
-pub fn group_episodes(domain: &Domain, group: u32) -> &[u32] {
-    domain.derived.table.episode_groups.get(group as usize).map(|g| &*g.episodes).unwrap_or(&[])
+/// The episodes of episode group `group`, in order (none when there is no such group).
+pub fn group_episodes(domain: &Domain, group: u32) -> GroupEpisodes<'_> {
+    let table = &domain.derived.table;
+    match (group as usize) < table.episode_groups.len() {
+        true => table.group_episodes(group as usize),
+        false => GroupEpisodes::default(),
+    }
 }
 
 /// Every step row of episode group `group`: its trajectories in order, each step by step.
 pub fn group_rows(domain: &Domain, group: u32) -> Vec<RowRef> {
     group_episodes(domain, group)
         .iter()
-        .flat_map(|&e| {
+        .flat_map(|e| {
             (0..domain.episodes.at(e as usize).steps.len() as u32).map(move |step| RowRef { episode: e, step })
         })
         .collect()
@@ -76,7 +80,7 @@ pub fn episode(domain: &Domain, e: u32) -> Arc<Episode> {
 
 /// The iteration episode group `group` belongs to (its first episode's).
 pub fn group_iteration(domain: &Domain, group: u32) -> Option<i64> {
-    group_episodes(domain, group).first().map(|&e| domain.episodes.at(e as usize).iteration)
+    group_episodes(domain, group).first().map(|e| domain.episodes.at(e as usize).iteration)
 }
 
 // ---- The group's columns ----
@@ -214,7 +218,7 @@ impl Estimates {
 
     fn compute_group(&self, domain: &Domain, key: GroupKey, iteration: i64) -> GroupColumns {
         let mut group_eps: Vec<Episode> =
-            group_episodes(domain, key.group).iter().map(|&e| Episode::clone(&episode(domain, e))).collect();
+            group_episodes(domain, key.group).iter().map(|e| Episode::clone(&episode(domain, e))).collect();
         let env = env_inputs(&domain.run);
         fill_page_anchors(&mut group_eps, env.page_anchor);
         let table = compute(&group_eps, &key.settings);
@@ -332,13 +336,11 @@ fn batch_key(domain: &Domain, iteration: i64) -> BatchKey {
 /// many step rows it spans.
 fn batch_request(domain: &Domain, iteration: i64) -> (BatchRequest, usize) {
     let lean = &domain.episodes;
-    let mut members: Vec<u32> = domain
-        .derived
-        .table
-        .episode_groups
-        .iter()
-        .filter(|g| g.episodes.first().is_some_and(|&e| lean.at(e as usize).iteration == iteration))
-        .flat_map(|g| g.episodes.iter().copied())
+    let table = &domain.derived.table;
+    let mut members: Vec<u32> = (0..table.episode_groups.len())
+        .map(|g| table.group_episodes(g))
+        .filter(|members| members.first().is_some_and(|e| lean.at(e as usize).iteration == iteration))
+        .flat_map(GroupEpisodes::iter)
         .collect();
     members.sort_unstable();
     let rows = members.iter().map(|&e| lean.at(e as usize).steps.len()).sum();

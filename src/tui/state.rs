@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use crate::advantage::explain::Explanation;
-use crate::advantage::RowRef;
+use crate::advantage::{GroupEpisodes, RowRef};
 use crate::run::Run;
 
 pub use super::domain::{recorded_settings, Bucket, Derived, Domain, GroupingRequest, IterationStats};
@@ -344,17 +344,17 @@ impl State {
         self.domain.derived.iterations.get(self.ui.sel.iteration).map_or(&[], |i| i.stats.groups.as_slice())
     }
 
-    pub fn group_episodes(&self) -> &[u32] {
+    pub fn group_episodes(&self) -> GroupEpisodes<'_> {
         super::estimates::group_episodes(&self.domain, self.ui.sel.group)
     }
 
     /// Index of the selected episode in `episodes`.
     pub fn episode_index(&self) -> Option<usize> {
-        self.group_episodes().get(self.ui.sel.traj).map(|&e| e as usize)
+        self.group_episodes().get(self.ui.sel.traj).map(|e| e as usize)
     }
 
     pub fn other_index(&self) -> Option<usize> {
-        self.group_episodes().get(self.ui.compare.other).map(|&e| e as usize)
+        self.group_episodes().get(self.ui.compare.other).map(|e| e as usize)
     }
 
     pub fn row_ref(&self) -> Option<RowRef> {
@@ -381,14 +381,14 @@ impl State {
     pub fn select_row(&mut self, e: usize, step: usize) {
         let derived = &self.domain.derived;
         let Some(g) = derived.table.episode_group_index(e) else { return };
-        let group = &derived.table.episode_groups[g as usize];
-        let first = group.episodes.first().map_or(e, |&f| f as usize);
+        let members = derived.table.group_episodes(g as usize);
+        let first = members.first().map_or(e, |f| f as usize);
         let bucket = super::domain::bucket_of(self.domain.episodes.at(first));
         if let Some(i) = derived.iterations.iter().position(|s| s.bucket == bucket) {
             self.ui.sel.iteration = i;
         }
         self.ui.sel.group = g;
-        self.ui.sel.traj = group.episodes.iter().position(|&x| x as usize == e).unwrap_or(0);
+        self.ui.sel.traj = members.position(e as u32).unwrap_or(0);
         self.ui.sel.step = step;
         self.ui.episode.obs_scroll = 0;
         self.clamp();
@@ -434,7 +434,7 @@ impl State {
     pub fn select_group(&mut self, name: &str) -> bool {
         let table = &self.domain.derived.table;
         let Some(g) = table.episode_groups.iter().position(|g| *g.name == *name) else { return false };
-        let Some(&first) = table.episode_groups[g].episodes.first() else { return false };
+        let Some(first) = table.group_episodes(g).first() else { return false };
         self.select_row(first as usize, 0);
         self.ui.view = View::Groups;
         true

@@ -75,8 +75,10 @@ pub fn finished(state: &mut State, outcome: Result<String, TruthJobError>) -> Ef
 fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
     let domain = &state.domain;
     let run = &domain.run;
-    let group = domain.derived.table.episode_groups.get(state.ui.sel.group as usize).ok_or(TruthJobError::NoGroup)?;
-    let first = *group.episodes.first().ok_or(TruthJobError::EmptyGroup)?;
+    let table = &domain.derived.table;
+    let g = state.ui.sel.group as usize;
+    let members = (g < table.episode_groups.len()).then(|| table.group_episodes(g)).ok_or(TruthJobError::NoGroup)?;
+    let first = members.first().ok_or(TruthJobError::EmptyGroup)?;
     let iteration = domain.episodes.at(first as usize).iteration;
     branchable_among(run, domain.episodes.iter().map(|e| e.iteration), iteration)?;
     let run_name = truth_run_name(&run.dir, run.meta.as_ref());
@@ -91,7 +93,7 @@ fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
         run_dir: run.dir.clone(),
         run_name,
         iteration,
-        group: group.name.to_string(),
+        group: table.episode_groups[g].name.to_string(),
         rollouts: existing.as_ref().map_or(DEFAULT_ROLLOUTS, |f| f.header.rollouts),
         seed: existing.as_ref().map_or(0, |f| f.header.seed),
         episodes,

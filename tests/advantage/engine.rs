@@ -237,7 +237,7 @@ fn arb_settings() -> impl Strategy<Value = AdvantageSettings> {
 /// Rows of the pool each group's baseline was taken over.
 fn pool_rows(table: &AdvantageTable, g: usize, pooling: Pooling) -> Vec<usize> {
     let mut rows = Vec::new();
-    for &e in &table.episode_groups[g].episodes {
+    for e in table.group_episodes(g).iter() {
         let range = table.rows_of(e as usize);
         match pooling {
             Pooling::Steps => rows.extend(range),

@@ -568,8 +568,8 @@ proptest! {
         for kind in [EstimatorKind::Proxmo, EstimatorKind::SoftPage] {
             let out = column(kind, &run, &base, &EstimatorSettings::default());
             let a_step = out.term_column("A_step").unwrap_or_default();
-            for group in &table.episode_groups {
-                let rows: Vec<usize> = group.episodes.iter().flat_map(|&e| table.rows_of(e as usize)).collect();
+            for g in 0..table.episode_groups.len() {
+                let rows: Vec<usize> = table.group_episodes(g).iter().flat_map(|e| table.rows_of(e as usize)).collect();
                 let mean = rows.iter().map(|&r| table.row_at(r).ret).sum::<f64>() / rows.len() as f64;
                 for &r in &rows {
                     prop_assert!(close(a_step[r], table.row_at(r).ret - mean, 1e-9), "{}: {} vs {}", kind, a_step[r], table.row_at(r).ret - mean);

@@ -44,13 +44,14 @@ fn fingerprint(table: &AdvantageTable) -> String {
             put(v.to_bits());
         }
     }
-    for g in &table.episode_groups {
+    for (i, g) in table.episode_groups.iter().enumerate() {
         put(g.name.len() as u64);
         for b in g.name.bytes() {
             put(b.into());
         }
-        put(g.episodes.len() as u64);
-        for &e in &g.episodes {
+        let members = table.group_episodes(i);
+        put(members.len() as u64);
+        for e in members.iter() {
             put(e.into());
         }
         for v in [g.mean, g.std, g.baseline, g.factor] {

@@ -149,7 +149,7 @@ fn a_cache_whose_episodes_turn_out_damaged_midway_is_voided_and_the_run_read_fro
     const HEADER: usize = 8 + 4 + 8 + 8;
     let body_len = (bytes.len() - HEADER) as u64;
     bytes[12..20].copy_from_slice(&body_len.to_le_bytes());
-    let checksum = gigscope::run::line_checksum(&bytes[HEADER..]);
+    let checksum = gigscope::run::content_checksum(&bytes[HEADER..]);
     bytes[20..28].copy_from_slice(&checksum.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
 

@@ -65,7 +65,7 @@ fn marks(s: &State) -> Vec<(i64, String, Option<u32>)> {
     (0..t.episode_groups.len() as u32)
         .map(|g| {
             let eg = &t.episode_groups[g as usize];
-            let iteration = s.domain.episodes.at(eg.episodes[0] as usize).iteration;
+            let iteration = s.domain.episodes.at(t.group_episodes(g as usize).first().unwrap() as usize).iteration;
             (iteration, eg.name.to_string(), s.domain.group_burst(&bursts, g))
         })
         .collect()

@@ -386,7 +386,7 @@ fn the_80x24_layout_keeps_what_matters() {
     keys(&mut s, &[Action::Open]);
     // A group with a 15-step trajectory.
     let longest =
-        |s: &State| s.group_episodes().iter().map(|&e| s.domain.episodes.at(e as usize).steps.len()).max().unwrap_or(0);
+        |s: &State| s.group_episodes().iter().map(|e| s.domain.episodes.at(e as usize).steps.len()).max().unwrap_or(0);
     for _ in 0..40 {
         if longest(&s) == 15 {
             break;

@@ -64,7 +64,7 @@ fn a_replaced_file_is_never_read_as_other_text_and_the_reset_reads_it_again() {
     // The episode on screen was read back before the change and stays as it was read; the next one cannot be
     // read back.
     assert!(render(&s).contains(&format!("episode {id}")));
-    let next = s.group_episodes()[1] as usize;
+    let next = s.group_episodes().get(1).unwrap() as usize;
     let err = s.domain.read_episode(next).unwrap_err().to_string();
     assert!(err.contains("no longer the line that was read"), "{err}");
     keys(&mut s, &[Action::NextItem]);

@@ -35,14 +35,14 @@ pub(crate) struct GroupView<'a> {
 
 impl Ctx<'_> {
     pub fn group(&self, g: usize) -> GroupView<'_> {
-        let group = &self.table.episode_groups[g];
+        let members = self.table.group_episodes(g);
         let mut view = GroupView {
             rows: Vec::new(),
-            spans: Vec::with_capacity(group.episodes.len()),
+            spans: Vec::with_capacity(members.len()),
             steps: Vec::new(),
             values: Vec::new(),
         };
-        for &e in &group.episodes {
+        for e in members.iter() {
             let e = e as usize;
             let start = view.rows.len();
             view.rows.extend(self.table.rows_of(e));

@@ -31,8 +31,8 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
     let names: Vec<Cow<'static, str>> = TERMS.iter().map(|&n| Cow::Borrowed(n)).collect();
     let mut out = ctx.output(EstimatorKind::Proxmo, names);
     let mut batches: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-    for (g, group) in ctx.table.episode_groups.iter().enumerate() {
-        let iteration = group.episodes.first().map_or(0, |&e| ctx.episodes[e as usize].iteration);
+    for g in 0..ctx.table.episode_groups.len() {
+        let iteration = ctx.table.group_episodes(g).first().map_or(0, |e| ctx.episodes[e as usize].iteration);
         batches.entry(iteration).or_default().push(g);
     }
     for groups in batches.values() {
@@ -41,7 +41,7 @@ pub(super) fn compute(ctx: &Ctx<'_>) -> EstimatorOutput {
         let mut offset: Vec<usize> = Vec::with_capacity(groups.len());
         for &g in groups {
             offset.push(docs.len());
-            for &e in &ctx.table.episode_groups[g].episodes {
+            for e in ctx.table.group_episodes(g).iter() {
                 docs.extend(ctx.episodes[e as usize].steps.iter().map(|s| s.anchor_key()));
             }
         }

@@ -103,7 +103,7 @@ impl Component for Anchor {
         let Some(m) = state.domain.derived.table.anchor_members_of(r).get(state.ui.anchor.member) else {
             return;
         };
-        if let Some(t) = state.group_episodes().iter().position(|&e| e == m.episode) {
+        if let Some(t) = state.group_episodes().position(m.episode) {
             state.ui.sel.traj = t;
             state.ui.sel.step = m.step as usize;
             state.ui.episode.obs_scroll = 0;
@@ -316,7 +316,7 @@ pub fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let rows = ag.members.iter().enumerate().skip(start).take(body.height as usize).map(|(i, m)| {
         let ep = &state.domain.episodes.at(m.episode as usize);
         let row = t.row(m);
-        let traj = group_eps.iter().position(|&e| e == m.episode).map_or("?".into(), |p| (p + 1).to_string());
+        let traj = group_eps.position(m.episode).map_or("?".into(), |p| (p + 1).to_string());
         let this = match (m == r, narrow) {
             (false, _) => "",
             (true, false) => "◀ this step",

@@ -755,7 +755,7 @@ fn info_lines(state: &State, e: usize, step: &Step, actions: &[String], width: u
         lines.push(Line::from(line));
     }
     let row = state.domain.derived.table.get_row(e, state.ui.sel.step);
-    let recorded = state.domain.episodes.at(e).advantages().and_then(|a| a.get(state.ui.sel.step)).copied();
+    let recorded = state.domain.episodes.at(e).advantages().and_then(|a| a.get(state.ui.sel.step));
     if let (Some(r), Some(rec)) = (row, recorded) {
         let d = rec - r.advantage;
         lines.push(Line::from(vec![

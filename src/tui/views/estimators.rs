@@ -96,7 +96,7 @@ impl Component for Estimators {
     fn move_by(&self, state: &mut State, by: isize) {
         let rows = group_rows(state);
         let Some(&to) = rows.get(clamp_add(cursor_row(state).unwrap_or(0), by, rows.len())) else { return };
-        state.ui.sel.traj = state.group_episodes().iter().position(|&e| e == to.episode).unwrap_or(0);
+        state.ui.sel.traj = state.group_episodes().position(to.episode).unwrap_or(0);
         state.ui.sel.step = to.step as usize;
     }
 
@@ -251,7 +251,7 @@ fn render(state: &State, area: Rect, buf: &mut Buffer) {
     let group_eps = state.group_episodes();
     let lines = rows.iter().enumerate().skip(start).take(body.height as usize).map(|(i, r)| {
         let ep = estimates::episode(&state.domain, r.episode);
-        let traj = group_eps.iter().position(|&e| e == r.episode).map_or("?".into(), |p| (p + 1).to_string());
+        let traj = group_eps.position(r.episode).map_or("?".into(), |p| (p + 1).to_string());
         let sg = table.anchor_members_of(*r).len();
         let mut cells = vec![Cell::from(traj), Cell::from(r.step.to_string()), Cell::from(sg.to_string())];
         if action_w > 0 {

@@ -58,13 +58,7 @@ impl Component for Groups {
 
     /// The selected group's first episode, whose task the header shows.
     fn shown_episodes(&self, state: &State) -> Vec<usize> {
-        let groups = &state.domain.derived.table.episode_groups;
-        groups
-            .get(state.ui.sel.group as usize)
-            .and_then(|g| g.episodes.first())
-            .map(|&e| e as usize)
-            .into_iter()
-            .collect()
+        state.group_episodes().first().map(|e| e as usize).into_iter().collect()
     }
 
     fn render(&self, state: &State, area: Rect, buf: &mut Buffer) {
@@ -153,11 +147,11 @@ fn group_list(state: &State, area: Rect, buf: &mut Buffer) {
     let gap = super::spacing(state);
     let name_w = if bursts.is_empty() { 14 } else { 16 - 3 * gap };
     let rows = groups.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &g)| {
-        let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes.at(e as usize).success).count();
+        let (eg, members) = (&t.episode_groups[g as usize], t.group_episodes(g as usize));
+        let ok = members.iter().filter(|&e| state.domain.episodes.at(e as usize).success).count();
         let mut cells = vec![
             trunc(&eg.name, name_w as usize),
-            format!("{}/{}", ok, eg.episodes.len()),
+            format!("{}/{}", ok, members.len()),
             if eg.zero_variance.is_some() { "∅".into() } else { String::new() },
         ];
         if !bursts.is_empty() {
@@ -192,10 +186,10 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
     let sel = groups.iter().position(|&g| g == state.ui.sel.group).unwrap_or(0);
     let bursts = state.domain.marked_bursts();
     let label = |g: u32| {
-        let eg = &t.episode_groups[g as usize];
-        let ok = eg.episodes.iter().filter(|&&e| state.domain.episodes.at(e as usize).success).count();
+        let (eg, members) = (&t.episode_groups[g as usize], t.group_episodes(g as usize));
+        let ok = members.iter().filter(|&e| state.domain.episodes.at(e as usize).success).count();
         let burst = state.domain.group_burst(&bursts, g).map_or(String::new(), |b| format!(" {}", BurstSpan::mark(b)));
-        format!(" {} {ok}/{}{}{burst} ", eg.name, eg.episodes.len(), if eg.zero_variance.is_some() { " ∅" } else { "" })
+        format!(" {} {ok}/{}{}{burst} ", eg.name, members.len(), if eg.zero_variance.is_some() { " ∅" } else { "" })
     };
     let width = area.width as usize;
     let head = format!("groups ({}/{}):", sel + 1, groups.len());
@@ -221,7 +215,8 @@ fn group_strip(state: &State, area: Rect, buf: &mut Buffer) {
 fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
     let theme = &state.config.theme;
     let Some(g) = state.domain.derived.table.episode_groups.get(state.ui.sel.group as usize) else { return vec![] };
-    let first = g.episodes.first().map(|&e| state.domain.episode(e as usize));
+    let members = state.group_episodes();
+    let first = members.first().map(|e| state.domain.episode(e as usize));
     let instruction = match &first {
         Some(Ok(episode)) => super::task_text(episode),
         Some(Err(err)) => format!("(cannot read it back: {err})"),
@@ -244,7 +239,7 @@ fn header_lines(state: &State, width: u16) -> Vec<Line<'static>> {
             "group {} ({pos}/{}) · {} trajectories · pool {} · mean {:.3} · std {:.3}{burst}",
             g.name,
             state.current_groups().len(),
-            g.episodes.len(),
+            members.len(),
             g.pool_size,
             g.mean,
             g.std
@@ -270,13 +265,13 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     // The largest |A| of the group scales the heatmap digits.
     let max = eps
         .iter()
-        .flat_map(|&e| t.episode_rows(e as usize).into_iter().map(|r| r.advantage.abs()))
+        .flat_map(|e| t.episode_rows(e as usize).into_iter().map(|r| r.advantage.abs()))
         .fold(0.0f64, f64::max);
     // The widest heatmap cell that shows every step of the longest trajectory: sign, digit, the disagreement
     // flag and a gap; then without the gap; then two columns with the flag as an underline.
-    let longest = eps.iter().map(|&e| t.episode_rows(e as usize).len()).max().unwrap_or(0);
+    let longest = eps.iter().map(|e| t.episode_rows(e as usize).len()).max().unwrap_or(0);
     let gap = super::spacing(state) as usize;
-    let id_w = eps.iter().map(|&e| state.domain.episodes.at(e as usize).id.joined().chars().count()).max().unwrap_or(7);
+    let id_w = eps.iter().map(|e| state.domain.episodes.at(e as usize).id.joined().chars().count()).max().unwrap_or(7);
     let fixed = |id: usize| 3 + id + 7 + 2 + 3 + 7 + 6 * gap;
     let avail = |id: usize| (body.width as usize).saturating_sub(fixed(id));
     let id_w = (1..=id_w.clamp(7, 24)).rev().find(|&w| w <= 8 || avail(w) >= longest * 3).unwrap_or(7);
@@ -284,7 +279,7 @@ fn trajectories(state: &State, area: Rect, buf: &mut Buffer) {
     let cells = avail(id_w) / cell;
     let start = layout::window_start(state.ui.sel.traj, eps.len(), body.height as usize);
     let omega = state.domain.settings.omega;
-    let rows = eps.iter().enumerate().skip(start).take(body.height as usize).map(|(i, &e)| {
+    let rows = eps.iter().enumerate().skip(start).take(body.height as usize).map(|(i, e)| {
         let ep = &state.domain.episodes.at(e as usize);
         let rows = t.episode_rows(e as usize);
         let a_e = rows.first().map_or(0.0, |r| r.episode_advantage);
