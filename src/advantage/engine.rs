@@ -25,15 +25,14 @@ use rayon::prelude::*;
 
 use super::grouping::{group_anchors, AnchorGrouping};
 use super::input::EngineInput;
-use super::settings::{AdvantageSettings, Norm, Pooling};
+use super::settings::{AdvantageSettings, Pooling};
 use super::table::{
     copies_at, group_episodes, in_parallel, row_ref, scores_and_returns, AdvantageTable, AnchorGroups, AnchorStats,
     EpisodeGroup, GroupEpisodes, GroupMembers, RowRule, StoredRow, TableData, ZeroVariance, EMPTY_ROW,
 };
 use crate::run::{Episode, OffsetColumn, U32Column};
 
-/// Added to the standard deviation by `mean_std_norm`, as in the reference trainer.
-pub const STD_EPSILON: f64 = 1e-6;
+pub use crate::run::settings::STD_EPSILON;
 
 /// Reward given to the last step of a successful episode by the binary success shaping (WebShop training
 /// convention); every other step gets 0.
@@ -140,7 +139,7 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     }
     let mut parts = rows_by_group(&mut filled, row_offsets, episode_group_of, group_members, episode_groups.len());
     let rule = *rule;
-    let lone_factor = norm_factor(settings.norm, 0.0);
+    let lone_factor = settings.norm.factor(0.0);
     let (groups, row_offsets, copies, group_members): (&AnchorGroups, &OffsetColumn, &[(u32, u32)], &GroupMembers) =
         (anchor_groups, row_offsets, copies, group_members);
     type Part<'p, 'r> = ((usize, (&'p mut Vec<&'r mut [StoredRow]>, &'p mut EpisodeGroup)), std::ops::Range<usize>);
@@ -155,8 +154,9 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
     };
     drop(parts);
     *rows = filled.into_iter().collect();
-    anchor_groups.kept = kept.into_iter().flatten().collect();
-    anchor_groups.lone_factor = lone_factor;
+    anchor_groups.norm = settings.norm;
+    anchor_groups.kept = Vec::with_capacity(kept.iter().map(Vec::len).sum());
+    kept.into_iter().flatten().for_each(|(a, stats)| anchor_groups.keep(a, stats));
     super::trl::apply(table, input, settings);
 }
 
@@ -309,14 +309,6 @@ pub fn mean_std_counted(samples: impl Iterator<Item = (f64, u32)> + Clone) -> (f
     (mean, (ss / (n - 1) as f64).sqrt(), n)
 }
 
-/// The divisor F for a standard deviation under `norm`.
-pub fn norm_factor(norm: Norm, std: f64) -> f64 {
-    match norm {
-        Norm::MeanNorm => 1.0,
-        Norm::MeanStdNorm => std + STD_EPSILON,
-    }
-}
-
 /// The statistics of a group's episode level (`derived[i]` are the scores and returns of the rows of its `i`-th
 /// episode; their copies are the table's).
 fn episode_level(
@@ -343,7 +335,7 @@ fn episode_level(
     };
     let (mean, std, pool) = mean_std_counted(samples.iter().copied());
     group.zero_variance = ZeroVariance::of(samples.iter().map(|&(score, _)| score), std, STD_EPSILON);
-    let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm_factor(settings.norm, std)) };
+    let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, settings.norm.factor(std)) };
     (group.mean, group.std, group.pool_size, group.baseline, group.factor) = (mean, std, pool, baseline, factor);
 }
 
@@ -368,7 +360,7 @@ fn step_level(
             let (i, t) = at(row);
             (derived[i][t].1, copies_at(copies, row))
         }));
-        let factor = norm_factor(settings.norm, std);
+        let factor = settings.norm.factor(std);
         let stats = AnchorStats { samples: u32::try_from(n).unwrap_or(u32::MAX), mean, std, factor };
         let lone = match members {
             [row] => {

@@ -15,7 +15,7 @@ mod table;
 pub(crate) mod timeline;
 pub(crate) mod trl;
 
-pub use engine::{compute, compute_grouped, mean_std, norm_factor, recompute, regroup, STD_EPSILON, SUCCESS_REWARD};
+pub use engine::{compute, compute_grouped, mean_std, recompute, regroup, STD_EPSILON, SUCCESS_REWARD};
 pub use grouping::{group_anchors, group_keyed, group_lean, unrecorded_states, AnchorGrouping, SimilarityJob};
 pub use input::{EngineInput, KeyedAnchor, LeanInput};
 pub use settings::{

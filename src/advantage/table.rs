@@ -9,7 +9,7 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashMapExt};
 
 use super::input::EngineInput;
-use super::settings::{AdvantageSettings, Estimator};
+use super::settings::{AdvantageSettings, Estimator, Norm};
 use crate::run::{F64Column, OffsetColumn, U32Column};
 
 /// Everything computed for one step row. The table keeps only what the rest is made from ([`StoredRow`]: the
@@ -411,27 +411,36 @@ impl AnchorStats {
 /// [`Members`]), its episode group is its first member's, and its
 /// statistics are kept only where they cannot be told from a lone member: a group of one member counted once
 /// has one sample, the member's return as its mean (derived from the rows, as the engine derived it), std 0 and
-/// the divisor of std 0 ([`AnchorGroups::lone_factor`]). Statistics are kept for every other group, and for a
-/// lone one whose mean is not its return bit for bit (a return of −0.0: the mean's sum starts at +0.0). 8
-/// bytes a group of one (its start and its member), 4 more a member, 40 more a group whose statistics are kept.
+/// the divisor of std 0 under the table's normalisation. Statistics are kept for every other group, and for a
+/// lone one whose mean is not its return bit for bit (a return of −0.0: the mean's sum starts at +0.0), without
+/// their divisor, which is the normalisation's of their std. 8 bytes a group of one (its start and its member),
+/// 4 more a member, 24 more a group whose statistics are kept.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AnchorGroups {
     /// One more than there are groups, from 0 (empty while there are none).
     pub(super) starts: OffsetColumn,
     /// The members' rows (table-wide indices).
     pub(super) members: Vec<u32>,
-    /// (group, its statistics) for the groups whose statistics are kept, by group.
-    pub(super) kept: Vec<(u32, AnchorStats)>,
-    /// F_S of a standard deviation of 0 under the table's settings (1 under `mean_norm`, 1e-6 under
-    /// `mean_std_norm`).
-    pub(super) lone_factor: f64,
+    /// The statistics of the groups whose statistics are kept, by group.
+    pub(super) kept: Vec<KeptStats>,
+    /// The normalisation the divisors F_S are of.
+    pub(super) norm: Norm,
+}
+
+/// An anchor group's [`AnchorStats`] as [`AnchorGroups`] keeps them: the divisor is derived from the std.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct KeptStats {
+    group: u32,
+    samples: u32,
+    mean: f64,
+    std: f64,
 }
 
 impl AnchorGroups {
     /// Groups whose members are `members`, group `a`'s from `starts[a]` (one more start than groups), their
     /// statistics not computed yet.
     pub(super) fn unfilled(starts: Vec<u32>, members: Vec<u32>) -> AnchorGroups {
-        AnchorGroups { starts: starts.into_iter().collect(), members, kept: Vec::new(), lone_factor: 1.0 }
+        AnchorGroups { starts: starts.into_iter().collect(), members, kept: Vec::new(), norm: Norm::MeanNorm }
     }
 
     pub fn len(&self) -> usize {
@@ -464,8 +473,15 @@ impl AnchorGroups {
 
     /// The statistics kept for group `a`, if they are.
     fn kept(&self, a: usize) -> Option<AnchorStats> {
-        let found = self.kept.binary_search_by_key(&(a as u32), |&(k, _)| k).ok()?;
-        Some(self.kept[found].1)
+        let found = self.kept.binary_search_by_key(&(a as u32), |k| k.group).ok()?;
+        let KeptStats { samples, mean, std, .. } = self.kept[found];
+        Some(AnchorStats { samples, mean, std, factor: self.norm.factor(std) })
+    }
+
+    /// Keep group `a`'s statistics `stats` (groups in order), whose divisor is the normalisation's of their std.
+    pub(super) fn keep(&mut self, a: u32, stats: AnchorStats) {
+        debug_assert!(stats.factor.to_bits() == self.norm.factor(stats.std).to_bits());
+        self.kept.push(KeptStats { group: a, samples: stats.samples, mean: stats.mean, std: stats.std });
     }
 
     /// Append `extra`'s groups, their members' rows moved on by `row_base`.
@@ -476,8 +492,8 @@ impl AnchorGroups {
         }
         self.starts.extend(extra.starts.iter().skip(1).map(|s| s + member_base));
         self.members.extend(extra.members.iter().map(|row| row + row_base));
-        self.kept.extend(extra.kept.iter().map(|&(a, stats)| (a + group_base, stats)));
-        self.lone_factor = extra.lone_factor;
+        self.kept.extend(extra.kept.iter().map(|&k| KeptStats { group: k.group + group_base, ..k }));
+        self.norm = extra.norm;
     }
 }
 
@@ -898,7 +914,7 @@ impl AdvantageTable {
             1 => lone_return(members.at(0)),
             _ => 0.0,
         };
-        AnchorStats { samples: 1, mean, std: 0.0, factor: self.anchor_groups.lone_factor }
+        AnchorStats { samples: 1, mean, std: 0.0, factor: self.anchor_groups.norm.factor(0.0) }
     }
 
     /// Row `at`'s return, derived as the engine derived it.

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::format::Episode;
-use super::packed_column::{shrink_slack, F64Column, OffsetColumn, U32Column};
+use super::packed_column::{shrink_slack, F64Column, OffsetColumn, RepeatColumn, U32Column};
 use super::span::{LineSpan, SpanColumn};
 use super::step_columns::{StepColumns, StepsRef};
 use super::text_on_disk::{EpisodeText, LeanEpisode, LeanExtras, LeanStep, PageId, TextError, TextStore};
@@ -44,7 +44,8 @@ struct Columns {
     groups: Vec<Arc<str>>,
     group_index: hashbrown::HashTable<u32>,
     iterations: Runs<i64>,
-    success: Vec<bool>,
+    /// Whether each episode succeeded: a bit an episode and a change's byte (a trainer's rows record none).
+    success: RepeatColumn<bool>,
     tokens: TokenCounts,
     token_steps: UntilSet,
     /// Where each episode's line is in the file `store` reads (a placeholder for those kept `apart`).
@@ -647,7 +648,7 @@ impl LeanEpisodes {
             id: self.id(e),
             group: self.group(e),
             iteration: self.cols.iterations.get(e),
-            success: self.cols.success[e],
+            success: self.cols.success.get(e),
             tokens: self.cols.tokens.get(e),
             token_steps: self.cols.token_steps.get(e),
             steps: self.steps(e),
@@ -754,7 +755,6 @@ impl Columns {
         self.step_offsets.reserve_exact(episodes);
         self.id_offsets.reserve_exact(episodes);
         self.group_of.reserve_exact(episodes);
-        self.success.reserve(episodes);
         self.spans.reserve(episodes);
         if let Some(mut index) = self.id_index.take() {
             index.reserve(episodes, |&e| id_hash(self.id_at(e as usize)));
@@ -794,7 +794,8 @@ impl Columns {
         shrink_slack(&mut self.after_group.starts);
         self.group_of.shrink_slack();
         shrink_slack(&mut self.iterations.starts);
-        shrink_slack(&mut self.success);
+        self.success.shrink_slack();
+        shrink_slack(&mut self.groups);
         self.tokens.shrink_slack();
         self.token_steps.values.shrink_slack();
         self.spans.shrink_slack();

@@ -29,10 +29,11 @@ impl Estimator {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Norm {
     /// F = 1.
+    #[default]
     #[value(name = "mean_norm")]
     MeanNorm,
     /// F = sample standard deviation (N−1) + 1e-6.
@@ -40,7 +41,18 @@ pub enum Norm {
     MeanStdNorm,
 }
 
+/// Added to the standard deviation by `mean_std_norm`, as in the reference trainer.
+pub const STD_EPSILON: f64 = 1e-6;
+
 impl Norm {
+    /// The divisor F for a standard deviation `std` under this normalisation.
+    pub fn factor(self, std: f64) -> f64 {
+        match self {
+            Norm::MeanNorm => 1.0,
+            Norm::MeanStdNorm => std + STD_EPSILON,
+        }
+    }
+
     /// The name on the command line and in `run.json`.
     pub fn name(self) -> &'static str {
         match self {

@@ -7,7 +7,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::family::{EnvInputs, EstimatorKind, EstimatorOutput, EstimatorSettings};
-use crate::advantage::engine::{mean_std, norm_factor};
+use crate::advantage::engine::mean_std;
 use crate::advantage::grouping::Clusterer;
 use crate::advantage::settings::{AdvantageSettings, Norm, Pooling};
 use crate::advantage::table::{AdvantageTable, RowAdvantage};
@@ -120,7 +120,7 @@ impl Ctx<'_> {
                 mean_std(view.spans.iter().filter(|(_, s)| !s.is_empty()).map(|(_, s)| view.values[s.start].score))
             }
         };
-        let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm_factor(norm, std)) };
+        let (baseline, factor) = if pool <= 1 { (0.0, 1.0) } else { (mean, norm.factor(std)) };
         (view.values.iter().map(|v| (v.score - baseline) / factor).collect(), mean)
     }
 }
@@ -157,7 +157,7 @@ pub(crate) fn step_norm(values: &[f64], ids: &[u32], sizes: &[usize], norm: Norm
             continue;
         }
         let (mean, std, _) = mean_std(m.iter().map(|&i| values[i]));
-        let factor = norm_factor(norm, std);
+        let factor = norm.factor(std);
         for &i in m {
             out[i] = (values[i] - mean) / factor;
         }
