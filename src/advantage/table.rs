@@ -650,14 +650,6 @@ impl<'a> GroupEpisodes<'a> {
             Episodes::Listed(episodes) => episodes.binary_search(&episode).ok(),
         }
     }
-
-    pub fn contains(self, episode: u32) -> bool {
-        self.position(episode).is_some()
-    }
-
-    pub fn to_vec(self) -> Vec<u32> {
-        self.iter().collect()
-    }
 }
 
 /// Why an episode group's A_E carries no learning signal, by the numbers the engine divided: the scores of
@@ -1139,7 +1131,7 @@ mod tests {
     }
 
     fn held(members: &GroupMembers, groups: usize) -> Vec<Vec<u32>> {
-        (0..groups).map(|g| members.get(g).to_vec()).collect()
+        (0..groups).map(|g| members.get(g).iter().collect()).collect()
     }
 
     /// Groups numbered by first appearance, each episode's drawn from `draws`: a draw of 0 keeps the group of

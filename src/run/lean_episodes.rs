@@ -253,21 +253,22 @@ impl<'a> ValuesRef<'a> {
         self.len() == 0
     }
 
-    /// The rewards in order.
+    /// The values in order.
     pub fn iter(self) -> impl ExactSizeIterator<Item = f64> + 'a {
-        let values = self.values;
-        (0..self.len()).map(move |k| match values {
-            Values::Slice(values) => values[k],
-            Values::Column { column, start, .. } => column.get(start + k),
-        })
+        (0..self.len()).map(move |k| self.at(k))
     }
 
     /// Value `k`, if there is one.
     pub fn get(self, k: usize) -> Option<f64> {
-        (k < self.len()).then(|| match self.values {
+        (k < self.len()).then(|| self.at(k))
+    }
+
+    /// Value `k` (below [`Self::len`]).
+    fn at(self, k: usize) -> f64 {
+        match self.values {
             Values::Slice(values) => values[k],
             Values::Column { column, start, .. } => column.get(start + k),
-        })
+        }
     }
 
     pub fn to_vec(self) -> Vec<f64> {

@@ -485,7 +485,7 @@ impl<T: Copy + PartialEq> RepeatColumn<T> {
         self.changes[(self.changes_before[word] + up_to) as usize - 1]
     }
 
-    /// Append `value`; panics past 2³² distinct runs (more than 32 GiB of values here: a bug, not input).
+    /// Append `value`; panics past 2³² changes (a column of that many is a bug here, not input to report).
     pub fn push(&mut self, value: T) {
         let (word, bit) = (self.len / 64, self.len % 64);
         if bit == 0 {
