@@ -137,7 +137,7 @@ pub fn recompute<I: EngineInput + ?Sized>(table: &mut AdvantageTable, input: &I,
         }
         *range = start..a;
     }
-    let mut parts = rows_by_group(&mut filled, row_offsets, episode_group_of, group_members, episode_groups.len());
+    let mut parts = rows_by_group(&mut filled, row_offsets, episode_group_of, group_members);
     let rule = *rule;
     let lone_factor = settings.norm.factor(0.0);
     let (groups, row_offsets, copies, group_members): (&AnchorGroups, &OffsetColumn, &[(u32, u32)], &GroupMembers) =
@@ -199,10 +199,9 @@ fn rows_by_group<'r>(
     row_offsets: &OffsetColumn,
     episode_group_of: &U32Column,
     group_members: &GroupMembers,
-    groups: usize,
 ) -> Vec<Vec<&'r mut [StoredRow]>> {
     let mut parts: Vec<Vec<&mut [StoredRow]>> =
-        (0..groups).map(|g| Vec::with_capacity(group_members.get(g).len())).collect();
+        (0..group_members.groups()).map(|g| Vec::with_capacity(group_members.get(g).len())).collect();
     for (e, g) in episode_group_of.iter().enumerate() {
         let (episode, rest) = rows.split_at_mut(row_offsets.part_len(e) as usize);
         parts[g as usize].push(episode);

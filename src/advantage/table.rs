@@ -553,6 +553,11 @@ impl GroupMembers {
         GroupMembers { starts: if groups == 0 { OffsetColumn::default() } else { starts }, listed }
     }
 
+    /// How many groups there are.
+    pub(super) fn groups(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
     /// Group `g`'s episodes.
     pub(super) fn get(&self, g: usize) -> GroupEpisodes<'_> {
         let part = self.starts.part(g);

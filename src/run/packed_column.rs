@@ -313,6 +313,14 @@ enum F64Values {
     Plain(Vec<f64>),
 }
 
+/// `values` in a list made with room for `room` of them: a column leaving one form for another keeps the
+/// room it had made.
+fn with_room<T>(room: usize, values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut list = Vec::with_capacity(room);
+    list.extend(values);
+    list
+}
+
 /// `value` as an `f32` that widens back to it bit for bit, if there is one.
 fn as_f32(value: f64) -> Option<f32> {
     let narrow = value as f32;
@@ -369,15 +377,9 @@ impl F64Column {
                         let single: Option<Vec<f32>> = distinct.iter().map(|&v| as_f32(v)).collect();
                         self.values = match single {
                             Some(single) => {
-                                let mut values = Vec::with_capacity(room);
-                                values.extend(codes.iter().map(|c| single[c as usize]));
-                                F64Values::Single(values)
+                                F64Values::Single(with_room(room, codes.iter().map(|c| single[c as usize])))
                             }
-                            None => {
-                                let mut values = Vec::with_capacity(room);
-                                values.extend(codes.iter().map(|c| distinct[c as usize]));
-                                F64Values::Plain(values)
-                            }
+                            None => F64Values::Plain(with_room(room, codes.iter().map(|c| distinct[c as usize]))),
                         };
                         self.push(value);
                         return;
@@ -388,8 +390,7 @@ impl F64Column {
             F64Values::Single(v) => match as_f32(value) {
                 Some(narrow) => v.push(narrow),
                 None => {
-                    let mut values = Vec::with_capacity(v.capacity().max(v.len() + 1));
-                    values.extend(v.iter().map(|&n| f64::from(n)));
+                    let mut values = with_room(v.capacity().max(v.len() + 1), v.iter().map(|&n| f64::from(n)));
                     values.push(value);
                     self.values = F64Values::Plain(values);
                 }
