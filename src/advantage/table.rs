@@ -933,6 +933,11 @@ impl AdvantageTable {
         self.group_members.get(g)
     }
 
+    /// The episodes of episode group `g`, if the table has that group.
+    pub fn get_group_episodes(&self, g: usize) -> Option<GroupEpisodes<'_>> {
+        (g < self.episode_groups.len()).then(|| self.group_members.get(g))
+    }
+
     /// Put `advantages` (one per row, in table order) in place of the estimator's final advantages: a family
     /// estimator's column ([`super::estimators`]); A_E and A_S stay GiGPO's components.
     pub fn replace_advantages(&mut self, advantages: Vec<f64>) {

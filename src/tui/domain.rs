@@ -938,9 +938,7 @@ impl Domain {
             // No group has a burst then; the overview asks for every group at every frame.
             return None;
         }
-        let table = &self.derived.table;
-        let first = ((g as usize) < table.episode_groups.len()).then(|| table.group_episodes(g as usize))?.first()?;
-        let first = first as usize;
+        let first = self.derived.table.get_group_episodes(g as usize)?.first()? as usize;
         // The line's place alone: the overview asks for every group at every frame, and building each first
         // episode whole took most of a frame on a large run.
         let span = (first < self.episodes.len()).then(|| self.episodes.text(first))?.span()?;

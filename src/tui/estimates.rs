@@ -52,11 +52,7 @@ fn keep<T>(list: &mut Vec<T>, entry: T, kept: usize) {
 
 /// The episodes of episode group `group`, in order (none when there is no such group).
 pub fn group_episodes(domain: &Domain, group: u32) -> GroupEpisodes<'_> {
-    let table = &domain.derived.table;
-    match (group as usize) < table.episode_groups.len() {
-        true => table.group_episodes(group as usize),
-        false => GroupEpisodes::default(),
-    }
+    domain.derived.table.get_group_episodes(group as usize).unwrap_or_default()
 }
 
 /// Every step row of episode group `group`: its trajectories in order, each step by step.

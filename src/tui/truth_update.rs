@@ -77,7 +77,7 @@ fn request(state: &State) -> Result<TruthJobRequest, TruthJobError> {
     let run = &domain.run;
     let table = &domain.derived.table;
     let g = state.ui.sel.group as usize;
-    let members = (g < table.episode_groups.len()).then(|| table.group_episodes(g)).ok_or(TruthJobError::NoGroup)?;
+    let members = table.get_group_episodes(g).ok_or(TruthJobError::NoGroup)?;
     let first = members.first().ok_or(TruthJobError::EmptyGroup)?;
     let iteration = domain.episodes.at(first as usize).iteration;
     branchable_among(run, domain.episodes.iter().map(|e| e.iteration), iteration)?;
