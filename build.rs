@@ -50,26 +50,27 @@ fn main() {
     }
 }
 
-/// FNV-1a over the files of the trainer and the plugin (`src/trainer`) and of the protocol and loader
-/// (`src/plugin_host`): paths and contents, in path order. Those are what the two sides must share. The plugin also
-/// holds its own copy of the engine and the WebShop environment; a change there does not make a built plugin
-/// refuse to load (in a checkout edited by several people at once that would turn every unrelated edit into a
-/// refused plugin), so rebuild it after such changes: `./scripts/dev run` always does.
-/// The kernel maps a program's code in 64 KB around each page it runs (fault-around); laid out by crate and
-/// module, the half megabyte of functions the streaming commands run lay in about a hundred such windows, 4.6 MB
-/// of the binary resident beside a heap of 2.7 MB (`validate` of a 97 MB verl dump). The linker script's
-/// `INSERT BEFORE .text` adds one output section to the linker's own layout (lld's and GNU ld's alike), so the
-/// rest of the binary is placed as before; a function renamed since the script was written keeps its usual
-/// place (`tests/architecture` says when too many have).
+/// The kernel maps a program's code in 64 KB around each page it runs (fault-around): laid out by crate and
+/// module, the functions the streaming commands run were spread over so many such windows that the binary's
+/// code was most of their memory (docs/performance.md ⁴³). The linker script's `INSERT BEFORE .text` adds one
+/// output section to the linker's own layout (lld's and GNU ld's alike), so the rest of the binary is placed as
+/// before; a function renamed since the script was written keeps its usual place (`tests/architecture` says
+/// when too many have).
 fn hot_text() {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return;
     }
     println!("cargo:rerun-if-changed=scripts/hot-text.ld");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hot-text.ld");
+    let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let script = root.join("scripts/hot-text.ld");
     println!("cargo:rustc-link-arg-bin=gigscope=-Wl,-T,{}", script.display());
 }
 
+/// FNV-1a over the files of the trainer and the plugin (`src/trainer`) and of the protocol and loader
+/// (`src/plugin_host`): paths and contents, in path order. Those are what the two sides must share. The plugin also
+/// holds its own copy of the engine and the WebShop environment; a change there does not make a built plugin
+/// refuse to load (in a checkout edited by several people at once that would turn every unrelated edit into a
+/// refused plugin), so rebuild it after such changes: `./scripts/dev run` always does.
 fn build_id() {
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
